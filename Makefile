@@ -56,10 +56,39 @@ LDFLAGS := -z max-page-size=4096
 
 # ================================================================ kernel
 # [kernel-core] boot, traps, VM, processes, console.
-KERNEL_CORE_SRCS :=
+KERNEL_CORE_SRCS := \
+	$(K)/arch/riscv/entry.S \
+	$(K)/arch/riscv/start.c \
+	$(K)/arch/riscv/trampoline.S \
+	$(K)/arch/riscv/kernelvec.S \
+	$(K)/arch/riscv/swtch.S \
+	$(K)/arch/riscv/fpu.S \
+	$(K)/core/main.c \
+	$(K)/core/fdt.c \
+	$(K)/core/printf.c \
+	$(K)/core/console.c \
+	$(K)/core/spinlock.c \
+	$(K)/core/sleeplock.c \
+	$(K)/core/string.c \
+	$(K)/core/kalloc.c \
+	$(K)/core/vm.c \
+	$(K)/core/proc.c \
+	$(K)/core/trap.c \
+	$(K)/core/syscall.c \
+	$(K)/core/sysproc.c \
+	$(K)/core/exec.c \
+	$(K)/drivers/uart.c \
+	$(K)/drivers/plic.c
 
 # [kernel-fs] buffer cache, log, inodes, files, pipes, virtio-blk.
-KERNEL_FS_SRCS :=
+KERNEL_FS_SRCS := \
+	$(K)/fs/bio.c \
+	$(K)/fs/log.c \
+	$(K)/fs/fs.c \
+	$(K)/fs/file.c \
+	$(K)/fs/pipe.c \
+	$(K)/fs/sysfile.c \
+	$(K)/drivers/virtio_blk.c
 
 KERNEL_SRCS := $(KERNEL_CORE_SRCS) $(KERNEL_FS_SRCS)
 KERNEL_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(patsubst %.S,$(BUILD)/%.o,$(KERNEL_SRCS)))
@@ -67,11 +96,29 @@ KERNEL_ELF  := $(BUILD)/kernel/kernel
 
 # ================================================================ user
 # [user-lib] objects linked into every guest program.
-ULIB_SRCS :=
+ULIB_SRCS := $(U)/ulib.c $(U)/printf.c $(U)/umalloc.c
 ULIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(patsubst %.S,$(BUILD)/%.o,$(ULIB_SRCS)))
 
 # [uprogs] one line per guest program (user/NAME.c -> /NAME in the image).
-UPROGS :=
+UPROGS := \
+	init \
+	sh \
+	cat \
+	echo \
+	grep \
+	kill \
+	ln \
+	ls \
+	mkdir \
+	rm \
+	sleep \
+	uptime \
+	usertests \
+	wc \
+	cksum \
+	llmrun_smol \
+	llmrun_qwen \
+
 
 UPROG_ELFS := $(addprefix $(BUILD)/user/_,$(UPROGS))
 
@@ -99,12 +146,183 @@ uprogs: $(UPROG_ELFS)
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ================================================================ images and QEMU
-# [fsimg]
+# [fsimg] the guest's disk: every UPROG as /NAME, built by pyaisvc.fsimg.
+# FSIMG_EXTRA adds more content (e.g. --add-dir AI/SMOL=models/SMOL);
+# FSIMG_SIZE fixes the size; 256M leaves room for usertests' 100+ MB file
+# and costs no host disk (the image is sparse). Empty: fit the content.
+FSIMG_EXTRA ?=
+FSIMG_SIZE  ?= 256M
+FSIMG_SRCS  := Makefile pyaisvc/fsimg.py pyaisvc/commands/fsimg.py \
+	$(K)/include/fs.h $(K)/include/fsparam.h $(K)/include/stat.h
+# FSIMG_BUILD writes $@ with every UPROG, sized to fit unless --size follows;
+# e.g. `$(FSIMG_BUILD) --add-dir AI/SMOL=models/SMOL` for build/fs-smol.img.
+FSIMG_BUILD = $(PYTHON) -m pyaisvc fsimg build --quiet --image $@ \
+	$(foreach p,$(UPROGS),--add $(p)=$(BUILD)/user/_$(p))
 
-# [qemu]
+.PHONY: fsimg
+fsimg: $(FSIMG)
+$(FSIMG): $(UPROG_ELFS) $(FSIMG_SRCS)
+	$(FSIMG_BUILD) $(if $(FSIMG_SIZE),--size $(FSIMG_SIZE)) $(FSIMG_EXTRA)
+
+# [qemu] link rules for the kernel and the guest programs, and booting.
+$(KERNEL_ELF): $(KERNEL_OBJS) $(K)/kernel.ld
+	$(LD) $(LDFLAGS) -T $(K)/kernel.ld -o $@ $(KERNEL_OBJS)
+	$(OBJDUMP) -S $@ > $(BUILD)/kernel/kernel.asm
+	$(OBJDUMP) -t $@ | sed '1,/SYMBOL TABLE/d; s/ .* / /; /^$$/d' > $(BUILD)/kernel/kernel.sym
+
+# System-call stubs, generated from the kernel's list (stdlib-only script,
+# so plain python3 does without the venv).
+$(BUILD)/user/usys.S: $(K)/include/syscall.h tools/gen_usys.py
+	@mkdir -p $(dir $@)
+	python3 tools/gen_usys.py $< > $@
+
+$(BUILD)/user/usys.o: $(BUILD)/user/usys.S | toolchain-check
+	$(CC) $(UCFLAGS) -c -o $@ $<
+
+# Every guest program: crt0 first, then the program, the library, the stubs.
+UPROG_LIBS := $(BUILD)/user/start.o $(ULIB_OBJS) $(BUILD)/user/usys.o
+$(BUILD)/user/_%: $(BUILD)/user/%.o $(UPROG_LIBS) $(U)/user.ld
+	$(LD) $(LDFLAGS) -T $(U)/user.ld -o $@ $(BUILD)/user/start.o $< $(ULIB_OBJS) $(BUILD)/user/usys.o
+
+# Guest programs used only by the kernel's pytest tests (tests/progs/NAME.c
+# -> build/tests/_NAME); the tests pack them into images of their own.
+TESTPROGS := fault sbrkbig fpmix
+TESTPROG_ELFS := $(addprefix $(BUILD)/tests/_,$(TESTPROGS))
+.PHONY: testprogs
+testprogs: $(TESTPROG_ELFS)
+$(BUILD)/tests/%.o: tests/progs/%.c | toolchain-check
+	@mkdir -p $(dir $@)
+	$(CC) $(UCFLAGS) -c -o $@ $<
+$(BUILD)/tests/_%: $(BUILD)/tests/%.o $(UPROG_LIBS) $(U)/user.ld
+	$(LD) $(LDFLAGS) -T $(U)/user.ld -o $@ $(BUILD)/user/start.o $< $(ULIB_OBJS) $(BUILD)/user/usys.o
+
+# `make print-UPROGS` prints a variable's value (the tests read lists this way).
+print-%:
+	@echo $($*)
+
+# pyaisvc/qemu.py builds the QEMU command line for the tests, `pyaisvc run`
+# and these targets alike, so there is one place that knows it.
+QEMU_PY := $(PYTHON) -m pyaisvc.qemu --qemu "$(QEMU)" --kernel $(KERNEL_ELF) \
+	--image $(FSIMG) --cpus $(CPUS) --ram $(RAM)
+GDBPORT := $(shell expr `id -u` % 5000 + 25000)
+
+.PHONY: qemu qemu-gdb
+qemu: $(KERNEL_ELF) $(FSIMG) | qemu-check
+	$(QEMU_PY)
+
+qemu-gdb: $(KERNEL_ELF) $(FSIMG) | qemu-check
+	@echo "*** QEMU waits for gdb on port $(GDBPORT). In another terminal:"
+	@echo "***   gdb-multiarch $(KERNEL_ELF) -ex 'target remote localhost:$(GDBPORT)'"
+	@echo "*** (Debian: apt-get install gdb-multiarch; riscv64-unknown-elf-gdb works too)"
+	$(QEMU_PY) --gdb $(GDBPORT)
 
 # ================================================================ models
 # [models]
+# smol-assets / qwen-assets: models/SMOL and models/QWEN for the image. If the
+# directory is there (INFO.TXT marks a complete one) nothing happens; else a
+# models/smol.zip / qwen.zip (ours or the course's, unchanged) is unpacked; else
+# the exporter writes both the directory and the zip.
+# Qwen has no default source (no checkpoint ships with the course): give one of
+#   QWEN_CHECKPOINT=DIR      a Qwen3.5 HF checkpoint (model_type qwen3_5)
+#   QWEN_SYNTHETIC=tiny|0.8b a random Qwen3.5 built from transformers' classes
+# or drop the course's qwen.zip into models/.
+MODELS          := models
+MODEL_FORMAT    ?= ours
+QWEN_CHECKPOINT ?=
+QWEN_SYNTHETIC  ?=
+QWEN_SEED       ?= 0
+EXPORT          := $(PYTHON) -m pyaisvc export
+
+.PHONY: smol-assets qwen-assets llm-assets
+llm-assets: smol-assets qwen-assets
+
+smol-assets:
+	@if [ -f $(MODELS)/SMOL/INFO.TXT ]; then echo "$(MODELS)/SMOL: present"; \
+	elif [ -f $(MODELS)/smol.zip ]; then \
+	  echo "unpacking $(MODELS)/smol.zip"; rm -rf $(MODELS)/SMOL; \
+	  $(PYTHON) -m zipfile -e $(MODELS)/smol.zip $(MODELS)/ && \
+	  test -f $(MODELS)/SMOL/INFO.TXT || { echo "error: $(MODELS)/smol.zip holds no SMOL/INFO.TXT"; exit 1; }; \
+	else $(EXPORT) smol --format $(MODEL_FORMAT) --out $(MODELS); fi
+
+qwen-assets:
+	@if [ -f $(MODELS)/QWEN/INFO.TXT ]; then echo "$(MODELS)/QWEN: present"; \
+	elif [ -f $(MODELS)/qwen.zip ]; then \
+	  echo "unpacking $(MODELS)/qwen.zip"; rm -rf $(MODELS)/QWEN; \
+	  $(PYTHON) -m zipfile -e $(MODELS)/qwen.zip $(MODELS)/ && \
+	  test -f $(MODELS)/QWEN/INFO.TXT || { echo "error: $(MODELS)/qwen.zip holds no QWEN/INFO.TXT"; exit 1; }; \
+	elif [ -n "$(QWEN_CHECKPOINT)" ]; then \
+	  $(EXPORT) qwen --checkpoint $(QWEN_CHECKPOINT) --format $(MODEL_FORMAT) --out $(MODELS); \
+	elif [ -n "$(QWEN_SYNTHETIC)" ]; then \
+	  $(EXPORT) qwen --synthetic $(QWEN_SYNTHETIC) --seed $(QWEN_SEED) --format $(MODEL_FORMAT) --out $(MODELS); \
+	else \
+	  echo "error: no Qwen3.5 model source. Provide one of:"; \
+	  echo "  - the course's qwen.zip copied to $(MODELS)/qwen.zip"; \
+	  echo "  - make qwen-assets QWEN_CHECKPOINT=DIR   (a Qwen3.5 HF checkpoint directory)"; \
+	  echo "  - make qwen-assets QWEN_SYNTHETIC=tiny   (or 0.8b: random weights, real shapes)"; \
+	  echo "  - $(EXPORT) qwen --checkpoint DIR | --synthetic tiny|0.8b"; \
+	  exit 1; \
+	fi
+
+# [llm] the LLM runtime (user/llmrun_*.c, user/llm_*.c): guest programs,
+# images and QEMU targets with the models at /AI/SMOL and /AI/QWEN, the host
+# build of the same C for tests/test_llmrun_host.py, and the hot-page check.
+LLM_OBJS := $(addprefix $(BUILD)/user/,llmrun_support.o llm_layers.o llm_kernels.o llm_cli.o)
+LLM_SRCS := $(U)/llmrun_support.c $(U)/llm_layers.c $(U)/llm_kernels.c $(U)/llm_cli.c
+LLM_HDRS := $(U)/llmrun_support.h $(U)/llm_kernels.h
+HOSTCC   ?= gcc
+SMOL_RAM ?= 512M
+QWEN_RAM ?= 2G
+
+# The two programs link the shared runtime too (the generic rule links one object).
+$(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen: $(BUILD)/user/_%: \
+		$(BUILD)/user/%.o $(LLM_OBJS) $(UPROG_LIBS) $(U)/user.ld
+	$(LD) $(LDFLAGS) -T $(U)/user.ld -o $@ $(BUILD)/user/start.o $< $(LLM_OBJS) \
+		$(ULIB_OBJS) $(BUILD)/user/usys.o
+
+# Images: every UPROG plus the model directories (exported when missing).
+$(MODELS)/SMOL/INFO.TXT:
+	$(MAKE) smol-assets
+$(MODELS)/QWEN/INFO.TXT:
+	$(MAKE) qwen-assets
+
+$(BUILD)/fs-smol.img: $(UPROG_ELFS) $(FSIMG_SRCS) $(MODELS)/SMOL/INFO.TXT
+	$(FSIMG_BUILD) --add-dir AI/SMOL=$(MODELS)/SMOL
+$(BUILD)/fs-qwen.img: $(UPROG_ELFS) $(FSIMG_SRCS) $(MODELS)/QWEN/INFO.TXT
+	$(FSIMG_BUILD) --add-dir AI/QWEN=$(MODELS)/QWEN
+$(BUILD)/fs-llm.img: $(UPROG_ELFS) $(FSIMG_SRCS) $(MODELS)/SMOL/INFO.TXT $(MODELS)/QWEN/INFO.TXT
+	$(FSIMG_BUILD) --add-dir AI/SMOL=$(MODELS)/SMOL --add-dir AI/QWEN=$(MODELS)/QWEN
+
+.PHONY: fsimg-smol fsimg-qwen fsimg-llm qemu-smol qemu-qwen qemu-llm llm-host llm-check-hot
+fsimg-smol: $(BUILD)/fs-smol.img
+fsimg-qwen: $(BUILD)/fs-qwen.img
+fsimg-llm: $(BUILD)/fs-llm.img
+
+# Boot with the model's image and enough RAM for it: the [qemu] section's
+# command, whose --image/--ram are overridden by the later ones (argparse
+# keeps the last). RAM=... given on the command line still wins.
+llm_ram = $(if $(filter command line,$(origin RAM)),$(RAM),$(1))
+qemu-smol: $(KERNEL_ELF) $(BUILD)/fs-smol.img | qemu-check
+	$(QEMU_PY) --image $(BUILD)/fs-smol.img --ram $(call llm_ram,$(SMOL_RAM))
+qemu-qwen: $(KERNEL_ELF) $(BUILD)/fs-qwen.img | qemu-check
+	$(QEMU_PY) --image $(BUILD)/fs-qwen.img --ram $(call llm_ram,$(QWEN_RAM))
+qemu-llm: $(KERNEL_ELF) $(BUILD)/fs-llm.img | qemu-check
+	$(QEMU_PY) --image $(BUILD)/fs-llm.img --ram $(call llm_ram,$(QWEN_RAM))
+
+# The runtime built natively (host gcc) with tests/host/hostcompat.h standing
+# in for user.h. -ffp-contract=off: no fused multiply-add, as in the guest.
+LLM_HOST_CFLAGS := -O2 -Wall -Werror -ffp-contract=off -fno-math-errno -I. \
+	-include tests/host/hostcompat.h
+llm-host: $(BUILD)/host/llmrun_smol $(BUILD)/host/llmrun_qwen $(BUILD)/host/llm_mathcheck
+$(BUILD)/host/llm_mathcheck: tests/host/mathcheck.c $(U)/llm_kernels.c $(LLM_HDRS) tests/host/hostcompat.h
+	@mkdir -p $(dir $@)
+	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm_kernels.c -lm
+$(BUILD)/host/llmrun_%: $(U)/llmrun_%.c $(LLM_SRCS) $(LLM_HDRS) tests/host/hostcompat.h
+	@mkdir -p $(dir $@)
+	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(LLM_SRCS) -lm
+
+# The hot kernels (.text.hot) must share one 4 KiB page (PERF_NOTES.md 4).
+llm-check-hot: $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen
+	@for f in $^; do python3 tests/host/check_hot.py $(TOOLPREFIX) $(BUILD)/user/llm_kernels.o $$f || exit 1; done
 
 # ================================================================ set-up, tests
 .PHONY: deps test lint clean

@@ -1,0 +1,110 @@
+# The trampoline page: user traps enter the kernel here and the kernel
+# returns to user mode from here. The page is mapped at TRAMPOLINE in the
+# kernel page table and in every user page table, so the code keeps
+# running while satp switches between them.
+#
+# uservec: stvec points here while in user mode. Saves the user registers
+# in the process's trapframe (mapped at TRAPFRAME in the user page table),
+# loads the kernel's stack, hart id and page table from it, and jumps to
+# usertrap().
+#
+# userret(satp): called by usertrapret() to switch to the user page table,
+# restore the user registers from the trapframe and sret to user mode.
+
+#include "kernel/include/memlayout.h"
+
+.section trampsec
+.global trampoline
+.global uservec
+.global userret
+trampoline:
+.align 4
+uservec:
+        # a0 is the only register free to point at the trapframe;
+        # park the user's a0 in sscratch meanwhile.
+        csrw sscratch, a0
+        li a0, TRAPFRAME
+
+        sd ra, 40(a0)
+        sd sp, 48(a0)
+        sd gp, 56(a0)
+        sd tp, 64(a0)
+        sd t0, 72(a0)
+        sd t1, 80(a0)
+        sd t2, 88(a0)
+        sd s0, 96(a0)
+        sd s1, 104(a0)
+        sd a1, 120(a0)
+        sd a2, 128(a0)
+        sd a3, 136(a0)
+        sd a4, 144(a0)
+        sd a5, 152(a0)
+        sd a6, 160(a0)
+        sd a7, 168(a0)
+        sd s2, 176(a0)
+        sd s3, 184(a0)
+        sd s4, 192(a0)
+        sd s5, 200(a0)
+        sd s6, 208(a0)
+        sd s7, 216(a0)
+        sd s8, 224(a0)
+        sd s9, 232(a0)
+        sd s10, 240(a0)
+        sd s11, 248(a0)
+        sd t3, 256(a0)
+        sd t4, 264(a0)
+        sd t5, 272(a0)
+        sd t6, 280(a0)
+        csrr t0, sscratch
+        sd t0, 112(a0)
+
+        ld sp, 8(a0)
+        ld tp, 32(a0)
+        ld t0, 16(a0)
+        ld t1, 0(a0)
+
+        # Order the user's memory accesses before the switch, and drop
+        # the user's TLB entries after it.
+        sfence.vma zero, zero
+        csrw satp, t1
+        sfence.vma zero, zero
+        jr t0
+
+userret:
+        sfence.vma zero, zero
+        csrw satp, a0
+        sfence.vma zero, zero
+
+        li a0, TRAPFRAME
+        ld ra, 40(a0)
+        ld sp, 48(a0)
+        ld gp, 56(a0)
+        ld tp, 64(a0)
+        ld t0, 72(a0)
+        ld t1, 80(a0)
+        ld t2, 88(a0)
+        ld s0, 96(a0)
+        ld s1, 104(a0)
+        ld a1, 120(a0)
+        ld a2, 128(a0)
+        ld a3, 136(a0)
+        ld a4, 144(a0)
+        ld a5, 152(a0)
+        ld a6, 160(a0)
+        ld a7, 168(a0)
+        ld s2, 176(a0)
+        ld s3, 184(a0)
+        ld s4, 192(a0)
+        ld s5, 200(a0)
+        ld s6, 208(a0)
+        ld s7, 216(a0)
+        ld s8, 224(a0)
+        ld s9, 232(a0)
+        ld s10, 240(a0)
+        ld s11, 248(a0)
+        ld t3, 256(a0)
+        ld t4, 264(a0)
+        ld t5, 272(a0)
+        ld t6, 280(a0)
+        ld a0, 112(a0)
+        sret

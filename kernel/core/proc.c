@@ -1,0 +1,630 @@
+// Processes and the scheduler.
+//
+// The process table is a fixed array of NPROC slots; fork returns -EAGAIN
+// when all are in use. Each slot has a kernel stack mapped at KSTACK(i)
+// for the kernel's lifetime, with an unmapped guard page below it.
+//
+// Every hart runs scheduler(), which picks RUNNABLE processes round-robin
+// and swtch()es to them. A process gives the hart back by calling sched()
+// (from yield, sleep or exit) with its p->lock held; the scheduler
+// releases that lock. Timer interrupts make a running process yield, so
+// scheduling is preemptive.
+//
+// Locks: p->lock guards the state, chan, killed, xstate and pid fields;
+// wait_lock guards every p->parent and is taken before any p->lock, so a
+// parent's wait() cannot miss a child's exit.
+//
+// Floating point: the harts' f registers hold the running process's
+// values. sched() saves them into p->fpu when sstatus.FS says the process
+// changed them (Dirty), and turns FS Off. On the way back to user mode,
+// fpu_enter() loads them again. So FP state follows the process to any
+// hart, and processes that never touch FP cost a restore per switch only.
+#include "kernel/include/types.h"
+#include "kernel/include/param.h"
+#include "kernel/include/errno.h"
+#include "kernel/include/memlayout.h"
+#include "kernel/include/riscv.h"
+#include "kernel/include/spinlock.h"
+#include "kernel/include/proc.h"
+#include "kernel/include/defs.h"
+
+struct cpu cpus[NCPU];
+
+struct proc proc[NPROC];
+
+static struct proc *initproc;
+
+static int nextpid = 1;
+static struct spinlock pid_lock;
+
+static struct spinlock wait_lock;
+
+extern char trampoline[]; // trampoline.S
+
+static void forkret(void);
+static void freeproc(struct proc *p);
+
+// Is the slot in use? Read without p->lock, to skip free slots cheaply
+// (each acquire costs two sstatus writes, slow under QEMU). Only for
+// loops where missing a slot that is just being taken is harmless: a new
+// process can be neither sleeping on a channel nor the one looked for.
+static int
+slot_used(struct proc *p)
+{
+  return __atomic_load_n(&p->state, __ATOMIC_RELAXED) != UNUSED;
+}
+
+// Boot: maps every slot's kernel stack into the kernel page table.
+void
+proc_mapstacks(pagetable_t kpt)
+{
+  for (int i = 0; i < NPROC; i++) {
+    for (int j = 0; j < KSTACKPAGES; j++) {
+      char *pa = kalloc();
+      if (pa == 0)
+        panic("proc_mapstacks: out of memory");
+      kvmmap(kpt, KSTACK(i) + j * PGSIZE, (uint64)pa, PGSIZE, PTE_R | PTE_W);
+    }
+  }
+}
+
+void
+procinit(void)
+{
+  initlock(&pid_lock, "nextpid");
+  initlock(&wait_lock, "wait_lock");
+  for (int i = 0; i < NPROC; i++) {
+    initlock(&proc[i].lock, "proc");
+    proc[i].state = UNUSED;
+    proc[i].kstack = KSTACK(i);
+  }
+}
+
+// The id of this hart. Interrupts must be off, or the process could move
+// to another hart before the caller uses the answer.
+int
+cpuid(void)
+{
+  return r_tp();
+}
+
+// This hart's struct cpu. Interrupts must be off.
+struct cpu *
+mycpu(void)
+{
+  return &cpus[cpuid()];
+}
+
+// The process running on this hart, or 0 in the scheduler.
+struct proc *
+myproc(void)
+{
+  push_off();
+  struct proc *p = mycpu()->proc;
+  pop_off();
+  return p;
+}
+
+static int
+allocpid(void)
+{
+  acquire(&pid_lock);
+  int pid = nextpid++;
+  release(&pid_lock);
+  return pid;
+}
+
+// Finds an UNUSED slot and prepares it to run in the kernel: trapframe,
+// empty user page table, context that starts at forkret. Returns the
+// process with p->lock held, or 0 if the table is full or memory ran out.
+static struct proc *
+allocproc(void)
+{
+  struct proc *p;
+
+  for (p = proc; p < &proc[NPROC]; p++) {
+    acquire(&p->lock);
+    if (p->state == UNUSED)
+      break;
+    release(&p->lock);
+  }
+  if (p == &proc[NPROC])
+    return 0;
+  p->pid = allocpid();
+  p->state = USED;
+  if ((p->trapframe = kalloc()) == 0 || (p->pagetable = proc_pagetable(p)) == 0) {
+    freeproc(p);
+    release(&p->lock);
+    return 0;
+  }
+  memset(p->trapframe, 0, PGSIZE);
+  memset(&p->context, 0, sizeof(p->context));
+  memset(&p->fpu, 0, sizeof(p->fpu));
+  p->fpu_loaded = 0;
+  p->context.ra = (uint64)forkret;
+  p->context.sp = p->kstack + KSTACKPAGES * PGSIZE;
+  return p;
+}
+
+// Frees a slot and everything hanging from it. p->lock must be held.
+static void
+freeproc(struct proc *p)
+{
+  if (p->trapframe)
+    kfree(p->trapframe);
+  p->trapframe = 0;
+  if (p->pagetable)
+    proc_freepagetable(p->pagetable, p->sz);
+  p->pagetable = 0;
+  p->sz = 0;
+  p->heapbase = 0;
+  p->pid = 0;
+  p->parent = 0;
+  p->name[0] = 0;
+  p->chan = 0;
+  p->killed = 0;
+  p->xstate = 0;
+  p->state = UNUSED;
+}
+
+// A user page table with only the trampoline and p's trapframe mapped.
+// Returns 0 if out of memory.
+pagetable_t
+proc_pagetable(struct proc *p)
+{
+  pagetable_t pt = uvmcreate();
+
+  if (pt == 0)
+    return 0;
+  if (mappages(pt, TRAMPOLINE, PGSIZE, (uint64)trampoline, PTE_R | PTE_X) < 0) {
+    uvmfree(pt, 0);
+    return 0;
+  }
+  if (mappages(pt, TRAPFRAME, PGSIZE, (uint64)p->trapframe, PTE_R | PTE_W) < 0) {
+    uvmunmap(pt, TRAMPOLINE, 1, 0);
+    uvmfree(pt, 0);
+    return 0;
+  }
+  return pt;
+}
+
+// Frees a user page table and the memory below sz it maps.
+void
+proc_freepagetable(pagetable_t pt, uint64 sz)
+{
+  uvmunmap(pt, TRAMPOLINE, 1, 0);
+  uvmunmap(pt, TRAPFRAME, 1, 0);
+  uvmfree(pt, sz);
+}
+
+// Boot: creates the first process. It has no user memory yet: when it
+// first runs, forkret() mounts the file system and execs /init.
+void
+userinit(void)
+{
+  struct proc *p = allocproc();
+
+  if (p == 0)
+    panic("userinit: no memory");
+  initproc = p;
+  safestrcpy(p->name, "init", sizeof(p->name));
+  p->state = RUNNABLE;
+  release(&p->lock);
+}
+
+// The first process's first steps, in process context because the file
+// system may sleep: mount it, then run /init.
+static void
+start_init(struct proc *p)
+{
+  char *argv[] = { "init", 0 };
+
+  fsinit(ROOTDEV);
+  p->cwd = namei("/");
+  int argc = exec("/init", argv);
+  if (argc < 0) {
+    printf("init: cannot run /init: error %d; is it in the image?\n", -argc);
+    panic("start_init: no /init");
+  }
+  p->trapframe->a0 = argc;
+}
+
+// A new process's first scheduling lands here (context.ra), still holding
+// p->lock from the scheduler.
+static void
+forkret(void)
+{
+  static volatile int first = 1;
+  struct proc *p = myproc();
+
+  release(&p->lock);
+  if (first) {
+    // Only the first process ever gets here while first is set: every
+    // other process descends from it and is created after this point.
+    first = 0;
+    start_init(p);
+  }
+  usertrapret();
+}
+
+// Grows or shrinks the current process's memory by n bytes. Returns 0,
+// -ENOMEM if memory runs out or the address space would overflow, or
+// -EINVAL if it would shrink below the start of the heap.
+int
+growproc(long n)
+{
+  struct proc *p = myproc();
+  uint64 sz = p->sz;
+
+  if (n > 0) {
+    if (sz + n < sz || sz + n > TRAPFRAME)
+      return -ENOMEM;
+    int err = uvmalloc(p->pagetable, sz, sz + n, PTE_W);
+    if (err < 0)
+      return err;
+    p->sz = sz + n;
+  } else if (n < 0) {
+    if ((uint64)-n > sz - p->heapbase)
+      return -EINVAL;
+    p->sz = uvmdealloc(p->pagetable, sz, sz + n);
+  }
+  return 0;
+}
+
+// Saves this hart's FP registers into p->fpu if they hold p's values and
+// p changed them since they were loaded (FS Dirty). Interrupts are off.
+static void
+fpu_save_dirty(struct proc *p)
+{
+  uint64 s = csr_read(sstatus);
+
+  if (p->fpu_loaded && (s & SSTATUS_FS_MASK) == SSTATUS_FS_DIRTY) {
+    fpu_save(&p->fpu);
+    csr_write(sstatus, (s & ~SSTATUS_FS_MASK) | SSTATUS_FS_CLEAN);
+  }
+}
+
+// p leaves the hart: keep its FP values in p->fpu and turn the FP unit
+// off, so that nothing saves the next process's values into p. Interrupts
+// are off.
+static void
+fpu_leave(struct proc *p)
+{
+  fpu_save_dirty(p);
+  p->fpu_loaded = 0;
+  csr_clear(sstatus, SSTATUS_FS_MASK);
+}
+
+// Before returning to user mode: loads p's FP registers unless they are
+// still loaded. Leaves FS Clean, so that a write makes it Dirty.
+// Interrupts are off.
+void
+fpu_enter(struct proc *p)
+{
+  uint64 s = csr_read(sstatus) & ~SSTATUS_FS_MASK;
+
+  if (!p->fpu_loaded) {
+    csr_write(sstatus, s | SSTATUS_FS_CLEAN);
+    fpu_restore(&p->fpu);
+    p->fpu_loaded = 1;
+    csr_write(sstatus, s | SSTATUS_FS_CLEAN);
+  }
+}
+
+// Creates a copy of the current process. Returns the child's pid in the
+// parent (the child returns 0 from the system call), -EAGAIN if the
+// process table is full, or -ENOMEM.
+int
+fork(void)
+{
+  struct proc *p = myproc();
+  struct proc *np = allocproc();
+
+  if (np == 0)
+    return -EAGAIN;
+  if (uvmcopy(p->pagetable, np->pagetable, p->sz) < 0) {
+    freeproc(np);
+    release(&np->lock);
+    return -ENOMEM;
+  }
+  np->sz = p->sz;
+  np->heapbase = p->heapbase;
+  *(np->trapframe) = *(p->trapframe);
+  np->trapframe->a0 = 0;
+
+  // The parent's latest FP values may be only in the registers.
+  push_off();
+  fpu_save_dirty(p);
+  pop_off();
+  np->fpu = p->fpu;
+
+  for (int i = 0; i < NOFILE; i++)
+    if (p->ofile[i])
+      np->ofile[i] = filedup(p->ofile[i]);
+  np->cwd = idup(p->cwd);
+  safestrcpy(np->name, p->name, sizeof(p->name));
+  int pid = np->pid;
+  release(&np->lock);
+
+  acquire(&wait_lock);
+  np->parent = p;
+  release(&wait_lock);
+
+  acquire(&np->lock);
+  np->state = RUNNABLE;
+  release(&np->lock);
+  return pid;
+}
+
+// Gives p's children to init. wait_lock must be held.
+static void
+reparent(struct proc *p)
+{
+  for (struct proc *pp = proc; pp < &proc[NPROC]; pp++) {
+    if (pp->parent == p) {
+      pp->parent = initproc;
+      wakeup(initproc);
+    }
+  }
+}
+
+// Ends the current process. It stays a ZOMBIE until its parent's wait().
+void
+exit(int status)
+{
+  struct proc *p = myproc();
+
+  if (p == initproc)
+    panic("exit: init exited");
+  for (int fd = 0; fd < NOFILE; fd++) {
+    if (p->ofile[fd]) {
+      fileclose(p->ofile[fd]);
+      p->ofile[fd] = 0;
+    }
+  }
+  begin_op();
+  iput(p->cwd);
+  end_op();
+  p->cwd = 0;
+
+  acquire(&wait_lock);
+  reparent(p);
+  // The parent may be asleep in wait().
+  wakeup(p->parent);
+  acquire(&p->lock);
+  p->xstate = status;
+  p->state = ZOMBIE;
+  release(&wait_lock);
+  sched();
+  panic("exit: zombie returned");
+}
+
+// Frees a zombie child, copying its status to user address addr (if not
+// 0). Returns its pid or -EFAULT (the child stays a zombie). Called with
+// wait_lock and pp->lock held; releases both.
+static int
+reap(struct proc *pp, uint64 addr)
+{
+  int pid = pp->pid;
+
+  if (addr != 0 && copyout(myproc()->pagetable, addr, &pp->xstate, sizeof(pp->xstate)) < 0)
+    pid = -EFAULT;
+  else
+    freeproc(pp);
+  release(&pp->lock);
+  release(&wait_lock);
+  return pid;
+}
+
+// Waits for a child to exit; stores its status at user address addr if
+// addr is not 0. Returns the child's pid, -ECHILD if there are no
+// children, -EINTR if the caller is killed while waiting, or -EFAULT.
+int
+wait(uint64 addr)
+{
+  struct proc *p = myproc();
+
+  acquire(&wait_lock);
+  for (;;) {
+    int havekids = 0;
+    for (struct proc *pp = proc; pp < &proc[NPROC]; pp++) {
+      if (pp->parent != p)
+        continue;
+      acquire(&pp->lock);
+      havekids = 1;
+      if (pp->state == ZOMBIE)
+        return reap(pp, addr);
+      release(&pp->lock);
+    }
+    if (!havekids || killed(p)) {
+      release(&wait_lock);
+      return havekids ? -EINTR : -ECHILD;
+    }
+    sleep(p, &wait_lock);
+  }
+}
+
+// Every hart ends up here after boot and never leaves: run each RUNNABLE
+// process in turn; wait for an interrupt when there is none.
+void
+scheduler(void)
+{
+  struct cpu *c = mycpu();
+
+  c->proc = 0;
+  for (;;) {
+    // Interrupts on, so that a device can make a process runnable.
+    intr_on();
+    int found = 0;
+    for (struct proc *p = proc; p < &proc[NPROC]; p++) {
+      // A slot taken meanwhile is seen on the next turn.
+      if (!slot_used(p))
+        continue;
+      acquire(&p->lock);
+      if (p->state == RUNNABLE) {
+        p->state = RUNNING;
+        c->proc = p;
+        swtch(&c->context, &p->context);
+        c->proc = 0;
+        found = 1;
+      }
+      release(&p->lock);
+    }
+    if (!found)
+      asm volatile("wfi");
+  }
+}
+
+// Switches to the scheduler. The caller holds p->lock and no other lock
+// and has changed p->state. intena belongs to this kernel thread, not to
+// the hart, so it is saved and restored around the switch.
+void
+sched(void)
+{
+  struct proc *p = myproc();
+
+  if (!holding(&p->lock))
+    panic("sched: p->lock not held");
+  if (mycpu()->noff != 1)
+    panic("sched: other locks held");
+  if (p->state == RUNNING)
+    panic("sched: still running");
+  if (intr_get())
+    panic("sched: interruptible");
+  fpu_leave(p);
+  int intena = mycpu()->intena;
+  swtch(&p->context, &mycpu()->context);
+  mycpu()->intena = intena;
+}
+
+// Gives up the hart for one scheduling round.
+void
+yield(void)
+{
+  struct proc *p = myproc();
+
+  acquire(&p->lock);
+  p->state = RUNNABLE;
+  sched();
+  release(&p->lock);
+}
+
+// Atomically releases lk and sleeps on chan; reacquires lk when woken.
+// Because p->lock is taken before lk is released, and wakeup() needs
+// p->lock, a wakeup between the two cannot be missed. Callers loop,
+// rechecking their condition and killed().
+void
+sleep(void *chan, struct spinlock *lk)
+{
+  struct proc *p = myproc();
+
+  acquire(&p->lock);
+  release(lk);
+  p->chan = chan;
+  p->state = SLEEPING;
+  sched();
+  p->chan = 0;
+  release(&p->lock);
+  acquire(lk);
+}
+
+// Makes every process sleeping on chan runnable. The caller must not hold
+// any p->lock. Only free slots are skipped without the lock: a process
+// about to sleep holds p->lock but may not be SLEEPING yet (see sleep()),
+// so its state must be read under the lock.
+void
+wakeup(void *chan)
+{
+  struct proc *me = myproc();
+
+  for (struct proc *p = proc; p < &proc[NPROC]; p++) {
+    if (p == me || !slot_used(p))
+      continue;
+    acquire(&p->lock);
+    if (p->state == SLEEPING && p->chan == chan)
+      p->state = RUNNABLE;
+    release(&p->lock);
+  }
+}
+
+// Marks process pid killed; it exits when it next crosses to or from user
+// mode, or when its sleep loop checks killed(). Returns 0, -ESRCH if there
+// is no such process, or -EPERM for init (its death would stop the system).
+int
+kill(int pid)
+{
+  for (struct proc *p = proc; p < &proc[NPROC]; p++) {
+    if (!slot_used(p))
+      continue;
+    acquire(&p->lock);
+    if (p->pid == pid && p->state != UNUSED) {
+      int err = 0;
+      if (p == initproc)
+        err = -EPERM;
+      else
+        p->killed = 1;
+      if (!err && p->state == SLEEPING)
+        p->state = RUNNABLE;
+      release(&p->lock);
+      return err;
+    }
+    release(&p->lock);
+  }
+  return -ESRCH;
+}
+
+void
+setkilled(struct proc *p)
+{
+  acquire(&p->lock);
+  p->killed = 1;
+  release(&p->lock);
+}
+
+int
+killed(struct proc *p)
+{
+  acquire(&p->lock);
+  int k = p->killed;
+  release(&p->lock);
+  return k;
+}
+
+// Copies to a user address (user_dst) or a kernel one. Returns 0 or -EFAULT.
+int
+either_copyout(int user_dst, uint64 dst, void *src, uint64 len)
+{
+  if (user_dst)
+    return copyout(myproc()->pagetable, dst, src, len);
+  memmove((char *)dst, src, len);
+  return 0;
+}
+
+// Copies from a user address (user_src) or a kernel one. Returns 0 or -EFAULT.
+int
+either_copyin(void *dst, int user_src, uint64 src, uint64 len)
+{
+  if (user_src)
+    return copyin(myproc()->pagetable, dst, src, len);
+  memmove(dst, (char *)src, len);
+  return 0;
+}
+
+// ^P on the console: one line per process, and the free memory. Takes no
+// locks, so that it works even when the system is stuck.
+void
+procdump(void)
+{
+  static char *states[] = {
+    [UNUSED] "unused", [USED] "used", [SLEEPING] "sleep",
+    [RUNNABLE] "runble", [RUNNING] "run", [ZOMBIE] "zombie",
+  };
+
+  printf("\n");
+  for (struct proc *p = proc; p < &proc[NPROC]; p++) {
+    if (p->state == UNUSED)
+      continue;
+    printf("%d %s %s %lu KiB\n", p->pid, states[p->state], p->name, p->sz / 1024);
+  }
+  printf("free memory: %lu MiB\n", kfreepages() / 256);
+}

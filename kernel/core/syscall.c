@@ -1,0 +1,137 @@
+// System call dispatch and argument fetching.
+//
+// A user program puts the call number (syscall.h) in a7 and the arguments
+// in a0..a5, then executes ecall. syscall() runs the handler and puts its
+// result in a0. Handlers fetch arguments with argint/arglong/argaddr and
+// read user memory only through copyin/fetchaddr/fetchstr, which check
+// every address.
+#include "kernel/include/types.h"
+#include "kernel/include/param.h"
+#include "kernel/include/errno.h"
+#include "kernel/include/memlayout.h"
+#include "kernel/include/riscv.h"
+#include "kernel/include/spinlock.h"
+#include "kernel/include/proc.h"
+#include "kernel/include/syscall.h"
+#include "kernel/include/defs.h"
+
+// Fetches the 8 bytes at user address addr. Returns 0 or -EFAULT.
+int
+fetchaddr(uint64 addr, uint64 *ip)
+{
+  return copyin(myproc()->pagetable, ip, addr, sizeof(*ip));
+}
+
+// Fetches the NUL-terminated string at user address addr into buf (max
+// bytes with the NUL). Returns its length, -EFAULT or -ENAMETOOLONG.
+int
+fetchstr(uint64 addr, char *buf, int max)
+{
+  return copyinstr(myproc()->pagetable, buf, addr, max);
+}
+
+static uint64
+argraw(int n)
+{
+  struct trapframe *tf = myproc()->trapframe;
+  uint64 regs[] = { tf->a0, tf->a1, tf->a2, tf->a3, tf->a4, tf->a5 };
+
+  if (n < 0 || n >= NELEM(regs))
+    panic("argraw: bad argument number");
+  return regs[n];
+}
+
+// The n-th argument as an int. Always 0: the value itself is not checked.
+int
+argint(int n, int *ip)
+{
+  *ip = argraw(n);
+  return 0;
+}
+
+int
+arglong(int n, long *ip)
+{
+  *ip = argraw(n);
+  return 0;
+}
+
+// The n-th argument as a user address; copyin/copyout check it on use.
+int
+argaddr(int n, uint64 *ip)
+{
+  *ip = argraw(n);
+  return 0;
+}
+
+// The n-th argument as a string copied into buf. Returns its length,
+// -EFAULT or -ENAMETOOLONG.
+int
+argstr(int n, char *buf, int max)
+{
+  uint64 addr;
+
+  argaddr(n, &addr);
+  return fetchstr(addr, buf, max);
+}
+
+uint64 sys_fork(void);
+uint64 sys_exit(void);
+uint64 sys_wait(void);
+uint64 sys_pipe(void);
+uint64 sys_read(void);
+uint64 sys_kill(void);
+uint64 sys_exec(void);
+uint64 sys_fstat(void);
+uint64 sys_chdir(void);
+uint64 sys_dup(void);
+uint64 sys_getpid(void);
+uint64 sys_sbrk(void);
+uint64 sys_sleep(void);
+uint64 sys_uptime(void);
+uint64 sys_open(void);
+uint64 sys_write(void);
+uint64 sys_mknod(void);
+uint64 sys_unlink(void);
+uint64 sys_link(void);
+uint64 sys_mkdir(void);
+uint64 sys_close(void);
+uint64 sys_time_us(void);
+
+static uint64 (*syscalls[])(void) = {
+  [SYS_fork]    sys_fork,
+  [SYS_exit]    sys_exit,
+  [SYS_wait]    sys_wait,
+  [SYS_pipe]    sys_pipe,
+  [SYS_read]    sys_read,
+  [SYS_kill]    sys_kill,
+  [SYS_exec]    sys_exec,
+  [SYS_fstat]   sys_fstat,
+  [SYS_chdir]   sys_chdir,
+  [SYS_dup]     sys_dup,
+  [SYS_getpid]  sys_getpid,
+  [SYS_sbrk]    sys_sbrk,
+  [SYS_sleep]   sys_sleep,
+  [SYS_uptime]  sys_uptime,
+  [SYS_open]    sys_open,
+  [SYS_write]   sys_write,
+  [SYS_mknod]   sys_mknod,
+  [SYS_unlink]  sys_unlink,
+  [SYS_link]    sys_link,
+  [SYS_mkdir]   sys_mkdir,
+  [SYS_close]   sys_close,
+  [SYS_time_us] sys_time_us,
+};
+
+// Runs the system call named by a7; an unknown number returns -ENOSYS.
+void
+syscall(void)
+{
+  struct proc *p = myproc();
+  uint64 num = p->trapframe->a7;
+
+  if (num < NELEM(syscalls) && syscalls[num])
+    p->trapframe->a0 = syscalls[num]();
+  else
+    p->trapframe->a0 = -ENOSYS;
+}

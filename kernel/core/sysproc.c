@@ -1,0 +1,101 @@
+// Process and time system calls. Each returns its result, or a negative
+// error code from errno.h (sbrk: -1, see syscall.h).
+#include "kernel/include/types.h"
+#include "kernel/include/param.h"
+#include "kernel/include/errno.h"
+#include "kernel/include/riscv.h"
+#include "kernel/include/spinlock.h"
+#include "kernel/include/proc.h"
+#include "kernel/include/defs.h"
+
+uint64
+sys_exit(void)
+{
+  int n;
+
+  argint(0, &n);
+  exit(n);
+}
+
+uint64
+sys_getpid(void)
+{
+  return myproc()->pid;
+}
+
+uint64
+sys_fork(void)
+{
+  return fork();
+}
+
+uint64
+sys_wait(void)
+{
+  uint64 p;
+
+  argaddr(0, &p);
+  return wait(p);
+}
+
+// sbrk(n): grows (or with n < 0 shrinks) the heap; returns the old end.
+uint64
+sys_sbrk(void)
+{
+  long n;
+
+  arglong(0, &n);
+  uint64 addr = myproc()->sz;
+  if (growproc(n) < 0)
+    return -1;
+  return addr;
+}
+
+// sleep(n): sleeps n ticks (TICK_HZ per second). Returns 0, -EINVAL for
+// n < 0, or -EINTR if killed meanwhile.
+uint64
+sys_sleep(void)
+{
+  int n;
+
+  argint(0, &n);
+  if (n < 0)
+    return -EINVAL;
+  acquire(&tickslock);
+  uint64 ticks0 = ticks;
+  while (ticks - ticks0 < n) {
+    if (killed(myproc())) {
+      release(&tickslock);
+      return -EINTR;
+    }
+    sleep((void *)&ticks, &tickslock);
+  }
+  release(&tickslock);
+  return 0;
+}
+
+uint64
+sys_kill(void)
+{
+  int pid;
+
+  argint(0, &pid);
+  return kill(pid);
+}
+
+// Ticks since boot.
+uint64
+sys_uptime(void)
+{
+  acquire(&tickslock);
+  uint64 t = ticks;
+  release(&tickslock);
+  return t;
+}
+
+// Microseconds since boot, from the time CSR.
+uint64
+sys_time_us(void)
+{
+  return r_time() / (TIMEBASE_HZ / 1000000);
+}

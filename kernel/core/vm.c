@@ -1,0 +1,327 @@
+// Virtual memory: Sv39 page tables for the kernel and for each process,
+// and the copies between user and kernel memory.
+//
+// The kernel page table maps devices and all RAM 1:1, RAM in 2 MiB
+// megapages where alignment allows (a 4 GiB map then needs 4 table pages
+// instead of 2049, and far fewer TLB entries), the kernel's text read-only.
+// Above that sit the trampoline and the per-process kernel stacks.
+//
+// A user page table maps the program, its stack and heap from USERBASE
+// up to p->sz in 4 KiB pages with PTE_U, and the trampoline and the
+// process's trapframe (without PTE_U) at the top. The range below p->sz
+// may have holes (page 0 at least); the functions here skip them.
+//
+// copyin/copyout/copyinstr check every user address against the page
+// table: an unmapped page, a kernel-only page or (for copyout) a read-only
+// one gives -EFAULT, so a bad pointer from a user program never reaches a
+// kernel load or store.
+#include "kernel/include/param.h"
+#include "kernel/include/types.h"
+#include "kernel/include/errno.h"
+#include "kernel/include/memlayout.h"
+#include "kernel/include/riscv.h"
+#include "kernel/include/defs.h"
+
+pagetable_t kernel_pagetable;
+
+extern char etext[];      // kernel.ld: end of kernel code
+extern char trampoline[]; // trampoline.S
+
+// Returns the address of the PTE for va at level `leaf` (0: 4 KiB page,
+// 1: 2 MiB megapage), creating table pages on the way if alloc is set.
+// Returns 0 if a table is missing (and !alloc) or no memory is left.
+static pte_t *
+walklevel(pagetable_t pt, uint64 va, int alloc, int leaf)
+{
+  if (va >= MAXVA)
+    panic("walk: va");
+  for (int level = 2; level > leaf; level--) {
+    pte_t *pte = &pt[PX(level, va)];
+    if (*pte & PTE_V) {
+      if (PTE_LEAF(*pte))
+        panic("walk: inside a megapage");
+      pt = (pagetable_t)PTE2PA(*pte);
+      continue;
+    }
+    if (!alloc || (pt = kzalloc()) == 0)
+      return 0;
+    *pte = PA2PTE(pt) | PTE_V;
+  }
+  return &pt[PX(leaf, va)];
+}
+
+pte_t *
+walk(pagetable_t pt, uint64 va, int alloc)
+{
+  return walklevel(pt, va, alloc, 0);
+}
+
+// Boot: maps [va, va+sz) to pa in the kernel page table, in megapages
+// wherever va, pa and the remaining size allow. Panics: without these
+// mappings the kernel cannot run.
+void
+kvmmap(pagetable_t kpt, uint64 va, uint64 pa, uint64 sz, int perm)
+{
+  uint64 end = va + sz;
+
+  while (va < end) {
+    int mega = (va % MEGAPAGE) == 0 && (pa % MEGAPAGE) == 0 && end - va >= MEGAPAGE;
+    pte_t *pte = walklevel(kpt, va, 1, mega ? 1 : 0);
+    if (pte == 0)
+      panic("kvmmap: out of memory");
+    if (*pte & PTE_V)
+      panic("kvmmap: remap");
+    *pte = PA2PTE(pa) | perm | PTE_V;
+    va += mega ? MEGAPAGE : PGSIZE;
+    pa += mega ? MEGAPAGE : PGSIZE;
+  }
+}
+
+// Hart 0, once: builds the kernel page table over RAM up to ram_end.
+void
+kvminit(uint64 ram_end)
+{
+  pagetable_t kpt = kzalloc();
+
+  kvmmap(kpt, UART0, UART0, PGSIZE, PTE_R | PTE_W);
+  kvmmap(kpt, VIRTIO0, VIRTIO0, PGSIZE, PTE_R | PTE_W);
+  kvmmap(kpt, PLIC, PLIC, PLIC_SIZE, PTE_R | PTE_W);
+  kvmmap(kpt, KERNBASE, KERNBASE, (uint64)etext - KERNBASE, PTE_R | PTE_X);
+  kvmmap(kpt, (uint64)etext, (uint64)etext, ram_end - (uint64)etext, PTE_R | PTE_W);
+  kvmmap(kpt, TRAMPOLINE, (uint64)trampoline, PGSIZE, PTE_R | PTE_X);
+  proc_mapstacks(kpt);
+  kernel_pagetable = kpt;
+}
+
+// Every hart: turns paging on with the kernel page table.
+void
+kvminithart(void)
+{
+  sfence_vma();
+  csr_write(satp, MAKE_SATP(kernel_pagetable));
+  sfence_vma();
+}
+
+// Maps the 4 KiB pages of [va, va+sz) (va page-aligned) to pa with perm.
+// Returns 0, or -ENOMEM if a page-table page could not be allocated
+// (pages mapped so far stay mapped; the caller unmaps them).
+int
+mappages(pagetable_t pt, uint64 va, uint64 sz, uint64 pa, int perm)
+{
+  if (va % PGSIZE != 0 || sz == 0)
+    panic("mappages: alignment");
+  for (uint64 a = va; a < va + sz; a += PGSIZE, pa += PGSIZE) {
+    pte_t *pte = walk(pt, a, 1);
+    if (pte == 0)
+      return -ENOMEM;
+    if (*pte & PTE_V)
+      panic("mappages: remap");
+    *pte = PA2PTE(pa) | perm | PTE_V;
+  }
+  return 0;
+}
+
+// Returns the physical address of user page va if it is mapped with all
+// of PTE_V, PTE_U and the bits in perm, else 0.
+static uint64
+user_pa(pagetable_t pt, uint64 va, int perm)
+{
+  if (va >= MAXVA)
+    return 0;
+  pte_t *pte = walk(pt, va, 0);
+  int need = PTE_V | PTE_U | perm;
+  if (pte == 0 || (*pte & need) != need)
+    return 0;
+  return PTE2PA(*pte);
+}
+
+// Physical address of the user page holding va, or 0 if it is not a
+// mapped user page.
+uint64
+walkaddr(pagetable_t pt, uint64 va)
+{
+  return user_pa(pt, PGROUNDDOWN(va), 0);
+}
+
+// Removes npages mappings from va (page-aligned), skipping unmapped
+// pages; frees the physical pages if do_free.
+void
+uvmunmap(pagetable_t pt, uint64 va, uint64 npages, int do_free)
+{
+  if (va % PGSIZE != 0)
+    panic("uvmunmap: alignment");
+  for (uint64 a = va; a < va + npages * PGSIZE; a += PGSIZE) {
+    pte_t *pte = walk(pt, a, 0);
+    if (pte == 0 || (*pte & PTE_V) == 0)
+      continue;
+    if (do_free)
+      kfree((void *)PTE2PA(*pte));
+    *pte = 0;
+  }
+}
+
+// Returns an empty user page table, or 0 if out of memory.
+pagetable_t
+uvmcreate(void)
+{
+  return kzalloc();
+}
+
+// Grows a process's memory from oldsz to newsz with zeroed pages, mapped
+// readable, user and xperm. Returns 0, or -ENOMEM having undone the growth.
+int
+uvmalloc(pagetable_t pt, uint64 oldsz, uint64 newsz, int xperm)
+{
+  for (uint64 a = PGROUNDUP(oldsz); a < newsz; a += PGSIZE) {
+    char *mem = kzalloc();
+    if (mem == 0) {
+      uvmdealloc(pt, a, oldsz);
+      return -ENOMEM;
+    }
+    if (mappages(pt, a, PGSIZE, (uint64)mem, PTE_R | PTE_U | xperm) < 0) {
+      kfree(mem);
+      uvmdealloc(pt, a, oldsz);
+      return -ENOMEM;
+    }
+  }
+  return 0;
+}
+
+// Shrinks a process's memory from oldsz to newsz, freeing the pages.
+// Returns the new size.
+uint64
+uvmdealloc(pagetable_t pt, uint64 oldsz, uint64 newsz)
+{
+  if (newsz >= oldsz)
+    return oldsz;
+  uint64 from = PGROUNDUP(newsz);
+  uint64 to = PGROUNDUP(oldsz);
+  if (from < to)
+    uvmunmap(pt, from, (to - from) / PGSIZE, 1);
+  return newsz;
+}
+
+// Frees the page-table pages below pt. All leaves must be gone already.
+static void
+freewalk(pagetable_t pt)
+{
+  for (int i = 0; i < 512; i++) {
+    pte_t pte = pt[i];
+    if ((pte & PTE_V) && PTE_LEAF(pte))
+      panic("freewalk: leaf");
+    if (pte & PTE_V)
+      freewalk((pagetable_t)PTE2PA(pte));
+  }
+  kfree(pt);
+}
+
+// Frees the user pages below sz, then the page table itself. The caller
+// has unmapped the trampoline and the trapframe.
+void
+uvmfree(pagetable_t pt, uint64 sz)
+{
+  if (sz > 0)
+    uvmunmap(pt, 0, PGROUNDUP(sz) / PGSIZE, 1);
+  freewalk(pt);
+}
+
+// fork: copies the user pages below sz from old to new, same permissions.
+// Returns 0, or -ENOMEM having freed what it copied.
+int
+uvmcopy(pagetable_t old, pagetable_t new, uint64 sz)
+{
+  for (uint64 a = 0; a < sz; a += PGSIZE) {
+    pte_t *pte = walk(old, a, 0);
+    if (pte == 0 || (*pte & PTE_V) == 0)
+      continue;
+    char *mem = kalloc();
+    if (mem == 0)
+      goto bad;
+    memmove(mem, (char *)PTE2PA(*pte), PGSIZE);
+    if (mappages(new, a, PGSIZE, (uint64)mem, PTE_FLAGS(*pte) & ~PTE_V) < 0) {
+      kfree(mem);
+      goto bad;
+    }
+  }
+  return 0;
+
+bad:
+  uvmunmap(new, 0, PGROUNDUP(sz) / PGSIZE, 1);
+  return -ENOMEM;
+}
+
+// Takes PTE_U off the page at va: the guard page below the user stack.
+void
+uvmclear(pagetable_t pt, uint64 va)
+{
+  pte_t *pte = walk(pt, va, 0);
+  if (pte == 0)
+    panic("uvmclear: not mapped");
+  *pte &= ~PTE_U;
+}
+
+// Copies len bytes from kernel src to user dstva. Returns 0, or -EFAULT
+// if part of the range is not writable user memory.
+int
+copyout(pagetable_t pt, uint64 dstva, void *src, uint64 len)
+{
+  while (len > 0) {
+    uint64 va0 = PGROUNDDOWN(dstva);
+    uint64 pa0 = user_pa(pt, va0, PTE_W);
+    if (pa0 == 0)
+      return -EFAULT;
+    uint64 n = PGSIZE - (dstva - va0);
+    if (n > len)
+      n = len;
+    memmove((void *)(pa0 + (dstva - va0)), src, n);
+    len -= n;
+    src = (char *)src + n;
+    dstva = va0 + PGSIZE;
+  }
+  return 0;
+}
+
+// Copies len bytes from user srcva to kernel dst. Returns 0, or -EFAULT
+// if part of the range is not readable user memory.
+int
+copyin(pagetable_t pt, void *dst, uint64 srcva, uint64 len)
+{
+  while (len > 0) {
+    uint64 va0 = PGROUNDDOWN(srcva);
+    uint64 pa0 = user_pa(pt, va0, PTE_R);
+    if (pa0 == 0)
+      return -EFAULT;
+    uint64 n = PGSIZE - (srcva - va0);
+    if (n > len)
+      n = len;
+    memmove(dst, (void *)(pa0 + (srcva - va0)), n);
+    len -= n;
+    dst = (char *)dst + n;
+    srcva = va0 + PGSIZE;
+  }
+  return 0;
+}
+
+// Copies a NUL-terminated string of at most max bytes (NUL included) from
+// user srcva to dst. Returns its length without the NUL, -EFAULT for a bad
+// address, or -ENAMETOOLONG if no NUL comes within max bytes.
+int
+copyinstr(pagetable_t pt, char *dst, uint64 srcva, uint64 max)
+{
+  uint64 got = 0;
+
+  while (got < max) {
+    uint64 va0 = PGROUNDDOWN(srcva);
+    uint64 pa0 = user_pa(pt, va0, PTE_R);
+    if (pa0 == 0)
+      return -EFAULT;
+    char *p = (char *)(pa0 + (srcva - va0));
+    char *pend = (char *)(pa0 + PGSIZE);
+    for (; p < pend && got < max; p++, got++, srcva++) {
+      dst[got] = *p;
+      if (*p == 0)
+        return got;
+    }
+  }
+  return -ENAMETOOLONG;
+}

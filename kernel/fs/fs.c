@@ -1,0 +1,850 @@
+// File system implementation, in five layers:
+//   + Blocks: allocator for raw disk blocks (the free bitmap).
+//   + Log: crash recovery for multi-step updates (log.c).
+//   + Files: inode allocator, reading, writing, metadata.
+//   + Directories: inodes whose contents are a list of other inodes.
+//   + Names: paths like /AI/SMOL/EMB.BIN for convenient naming.
+//
+// This file holds the low-level routines; sysfile.c turns them into system
+// calls. The on-disk layout is in fs.h.
+//
+// Files are sized for language models: 4 KiB blocks, and an inode maps
+// NDIRECT direct blocks, a single-indirect and a double-indirect block
+// (about 4 GiB). Reading such a file one block at a time through the
+// buffer cache would cost one disk request per 4 KiB; readi() therefore
+// reads runs of whole blocks that lie contiguously on disk (the image
+// builder places each file contiguously) with large requests that DMA
+// straight into the user's pages. Blocks the cache holds dirty (written by
+// a transaction but not yet installed at home) are read through the cache.
+// Files written in the guest stay contiguous too: balloc gives a file the
+// block after its last one when it can, and starts each new run in a
+// window of ALLOCWINDOW blocks that no other file starts in.
+//
+// Errors: what a user can exhaust (inodes, the inode table, disk space)
+// makes the call fail with a negative errno; only broken invariants panic.
+
+#include "types.h"
+#include "riscv.h"
+#include "defs.h"
+#include "param.h"
+#include "fsparam.h"
+#include "errno.h"
+#include "stat.h"
+#include "spinlock.h"
+#include "proc.h"
+#include "sleeplock.h"
+#include "fs.h"
+#include "buf.h"
+#include "file.h"
+
+_Static_assert(sizeof(struct dinode) == 128, "fs.h: dinode must stay 128 bytes");
+_Static_assert(BSIZE % sizeof(struct dinode) == 0, "fs.h: inodes straddle blocks");
+_Static_assert(sizeof(struct dirent) == 32, "fs.h: dirent must stay 32 bytes");
+_Static_assert(BSIZE == PGSIZE, "fs.h: direct reads assume a block is a page");
+
+// There is one file system per machine; its superblock is read at boot.
+struct superblock sb;
+
+// Where balloc starts a new run: past the windows it has handed out.
+static struct {
+  struct spinlock lock;
+  uint next;
+} hint;
+
+// Reads and checks the superblock, then recovers the log.
+// Called by the first process (it sleeps on disk I/O).
+void
+fsinit(int dev)
+{
+  struct buf *bp;
+
+  bp = bread(dev, 1);
+  memmove(&sb, bp->data, sizeof(sb));
+  brelse(bp);
+  if(sb.magic != FSMAGIC || sb.version != FSVERSION)
+    panic("fsinit: not an aisvc file system; rebuild it with make fsimg");
+  initlock(&hint.lock, "balloc");
+  initlog(dev, &sb);
+}
+
+// ---------------------------------------------------------------- blocks
+
+// Allocates a free block at or after bit `from` of bitmap block bblk.
+// Returns its number, or 0 if there is none there.
+static uint
+balloc_in(uint dev, uint bblk, uint from)
+{
+  struct buf *bp;
+  uint bi, b;
+
+  bp = bread(dev, sb.bmapstart + bblk);
+  for(bi = from; bi < BPB; ){
+    if(bi % 8 == 0 && bp->data[bi / 8] == 0xff){
+      bi += 8;   // a whole byte in use: the common case, skip it at once
+      continue;
+    }
+    b = bblk * BPB + bi;
+    if(b >= sb.size)
+      break;
+    if((bp->data[bi / 8] & (1 << (bi % 8))) == 0){
+      bp->data[bi / 8] |= 1 << (bi % 8);
+      log_write(bp);
+      brelse(bp);
+      return b;
+    }
+    bi++;
+  }
+  brelse(bp);
+  return 0;
+}
+
+// Takes block b if it is free. Returns b, or 0 if it is in use.
+static uint
+balloc_at(uint dev, uint b)
+{
+  struct buf *bp;
+  uint bi = b % BPB;
+
+  bp = bread(dev, BBLOCK(b, sb));
+  if(bp->data[bi / 8] & (1 << (bi % 8))){
+    brelse(bp);
+    return 0;
+  }
+  bp->data[bi / 8] |= 1 << (bi % 8);
+  log_write(bp);
+  brelse(bp);
+  return b;
+}
+
+// Finds a free block for a new run, scanning from the hint, and moves the
+// hint ALLOCWINDOW blocks past it: the window is left to this run, so
+// files written at the same time do not interleave block by block.
+// Returns 0 if the disk is full.
+static uint
+balloc_window(uint dev)
+{
+  uint nbmap, start, i, b = 0;
+
+  nbmap = (sb.size + BPB - 1) / BPB;
+  acquire(&hint.lock);
+  start = hint.next < sb.size ? hint.next : 0;
+  release(&hint.lock);
+  // Visit the hint's bitmap block first and last, to wrap around.
+  for(i = 0; i <= nbmap && b == 0; i++)
+    b = balloc_in(dev, (start / BPB + i) % nbmap, i == 0 ? start % BPB : 0);
+  if(b){
+    acquire(&hint.lock);
+    hint.next = b + ALLOCWINDOW;
+    release(&hint.lock);
+  }
+  return b;
+}
+
+// Allocates a zeroed disk block for ip: the block after the one ip got
+// last if that is free, so a file written sequentially lies contiguously
+// on disk (readi reads such runs with large requests), else the start of
+// a new run. Returns 0 if the disk is full. Caller holds ip->lock and is
+// inside a transaction.
+static uint
+balloc(struct inode *ip)
+{
+  uint b = 0;
+  struct buf *bp;
+
+  if(ip->lastalloc && ip->lastalloc + 1 < sb.size)
+    b = balloc_at(ip->dev, ip->lastalloc + 1);
+  if(b == 0 && (b = balloc_window(ip->dev)) == 0)
+    return 0;
+  ip->lastalloc = b;
+  bp = bread_zero(ip->dev, b);
+  log_write(bp);
+  brelse(bp);
+  return b;
+}
+
+// Frees disk block b. Caller is inside a transaction.
+static void
+bfree(int dev, uint b)
+{
+  struct buf *bp;
+  int bi = b % BPB;
+
+  bp = bread(dev, BBLOCK(b, sb));
+  if((bp->data[bi / 8] & (1 << (bi % 8))) == 0)
+    panic("bfree: freeing a free block");
+  bp->data[bi / 8] &= ~(1 << (bi % 8));
+  log_write(bp);
+  brelse(bp);
+}
+
+// ---------------------------------------------------------------- inodes
+//
+// The inode table holds the inodes in use, so that processes sharing one
+// share its lock and its cached fields. An entry is in use while ref > 0
+// (open files, current directories, transient pointers in the kernel);
+// iget finds or claims an entry, iput drops a reference. ilock reads the
+// inode from disk on first use; valid says whether it has been read.
+// itable.lock guards ref, dev and inum; ip->lock guards everything else.
+// Changes go to disk through iupdate, inside a transaction.
+
+struct {
+  struct spinlock lock;
+  struct inode inode[NINODE];
+} itable;
+
+void
+iinit(void)
+{
+  int i;
+
+  initlock(&itable.lock, "itable");
+  for(i = 0; i < NINODE; i++)
+    initsleeplock(&itable.inode[i].lock, "inode");
+}
+
+// Returns the in-memory inode for (dev, inum), unlocked, without reading
+// the disk. Returns 0 if the table is full.
+static struct inode *
+iget(uint dev, uint inum)
+{
+  struct inode *ip, *empty = 0;
+
+  acquire(&itable.lock);
+  for(ip = itable.inode; ip < &itable.inode[NINODE]; ip++){
+    if(ip->ref > 0 && ip->dev == dev && ip->inum == inum){
+      ip->ref++;
+      release(&itable.lock);
+      return ip;
+    }
+    if(empty == 0 && ip->ref == 0)
+      empty = ip;
+  }
+  if(empty){
+    empty->dev = dev;
+    empty->inum = inum;
+    empty->ref = 1;
+    empty->valid = 0;
+    empty->lastalloc = 0;
+  }
+  release(&itable.lock);
+  return empty;
+}
+
+// Allocates an inode of the given type and returns it, unlocked, in *ipp.
+// Returns 0, -ENOSPC if every inode is in use, or -ENFILE if the inode
+// table is full. Caller is inside a transaction.
+int
+ialloc(uint dev, short type, struct inode **ipp)
+{
+  uint inum;
+  struct buf *bp;
+  struct dinode *dip;
+
+  for(inum = 1; inum < sb.ninodes; inum++){
+    bp = bread(dev, IBLOCK(inum, sb));
+    dip = (struct dinode *)bp->data + inum % IPB;
+    if(dip->type == 0){
+      // Claim a table entry first, so that a full table leaves the disk
+      // unchanged. Holding bp keeps others from allocating inum meanwhile.
+      if((*ipp = iget(dev, inum)) == 0){
+        brelse(bp);
+        return -ENFILE;
+      }
+      memset(dip, 0, sizeof(*dip));
+      dip->type = type;
+      log_write(bp);
+      brelse(bp);
+      return 0;
+    }
+    brelse(bp);
+  }
+  return -ENOSPC;
+}
+
+// Copies ip's fields to disk. Caller holds ip->lock and is inside a
+// transaction.
+void
+iupdate(struct inode *ip)
+{
+  struct buf *bp;
+  struct dinode *dip;
+
+  bp = bread(ip->dev, IBLOCK(ip->inum, sb));
+  dip = (struct dinode *)bp->data + ip->inum % IPB;
+  dip->type = ip->type;
+  dip->major = ip->major;
+  dip->minor = ip->minor;
+  dip->nlink = ip->nlink;
+  dip->size = ip->size;
+  memmove(dip->addrs, ip->addrs, sizeof(ip->addrs));
+  log_write(bp);
+  brelse(bp);
+}
+
+// Returns ip with one more reference.
+struct inode *
+idup(struct inode *ip)
+{
+  acquire(&itable.lock);
+  ip->ref++;
+  release(&itable.lock);
+  return ip;
+}
+
+// Locks ip, reading it from disk if needed.
+void
+ilock(struct inode *ip)
+{
+  struct buf *bp;
+  struct dinode *dip;
+
+  if(ip == 0 || ip->ref < 1)
+    panic("ilock: bad inode");
+  acquiresleep(&ip->lock);
+  if(ip->valid == 0){
+    bp = bread(ip->dev, IBLOCK(ip->inum, sb));
+    dip = (struct dinode *)bp->data + ip->inum % IPB;
+    ip->type = dip->type;
+    ip->major = dip->major;
+    ip->minor = dip->minor;
+    ip->nlink = dip->nlink;
+    ip->size = dip->size;
+    memmove(ip->addrs, dip->addrs, sizeof(ip->addrs));
+    brelse(bp);
+    ip->valid = 1;
+    if(ip->type == 0)
+      panic("ilock: inode has no type");
+  }
+}
+
+void
+iunlock(struct inode *ip)
+{
+  if(ip == 0 || !holdingsleep(&ip->lock) || ip->ref < 1)
+    panic("iunlock: not locked");
+  releasesleep(&ip->lock);
+}
+
+// Drops a reference. The last reference to an inode without links frees
+// it and its blocks on disk. Caller is inside a transaction, because of
+// that last case.
+void
+iput(struct inode *ip)
+{
+  acquire(&itable.lock);
+  if(ip->ref == 1 && ip->valid && ip->nlink == 0){
+    // No other process holds ip (ref is 1) and no directory names it, so
+    // acquiresleep cannot block and nobody can find ip meanwhile.
+    acquiresleep(&ip->lock);
+    release(&itable.lock);
+    itrunc(ip);
+    ip->type = 0;
+    iupdate(ip);
+    ip->valid = 0;
+    releasesleep(&ip->lock);
+    acquire(&itable.lock);
+  }
+  ip->ref--;
+  release(&itable.lock);
+}
+
+void
+iunlockput(struct inode *ip)
+{
+  iunlock(ip);
+  iput(ip);
+}
+
+// ---------------------------------------------------------------- block maps
+
+// Returns ip->addrs[i], allocating a block for it first if it is 0 and
+// alloc is set (ip is written back by the caller's iupdate).
+static uint
+inode_slot(struct inode *ip, int i, int alloc)
+{
+  if(ip->addrs[i] == 0 && alloc)
+    ip->addrs[i] = balloc(ip);
+  return ip->addrs[i];
+}
+
+// Returns entry idx of indirect block blk, allocating a block for it if
+// it is 0 and alloc is set. Returns 0 for a hole or a full disk.
+static uint
+indirect_slot(struct inode *ip, uint blk, uint idx, int alloc)
+{
+  struct buf *bp;
+  uint *a, addr;
+
+  bp = bread(ip->dev, blk);
+  a = (uint *)bp->data;
+  addr = a[idx];
+  if(addr == 0 && alloc){
+    addr = balloc(ip);
+    if(addr){
+      a[idx] = addr;
+      log_write(bp);
+    }
+  }
+  brelse(bp);
+  return addr;
+}
+
+// Returns the disk block holding block bn of the file, allocating it (and
+// the indirect blocks on the way) if alloc is set. Returns 0 if there is
+// no such block, or the disk is full. Caller holds ip->lock; with alloc,
+// it is inside a transaction.
+static uint
+bmap(struct inode *ip, uint64 bn, int alloc)
+{
+  uint blk;
+
+  if(bn < NDIRECT)
+    return inode_slot(ip, bn, alloc);
+  bn -= NDIRECT;
+  if(bn < NINDIRECT){
+    if((blk = inode_slot(ip, NDIRECT, alloc)) == 0)
+      return 0;
+    return indirect_slot(ip, blk, bn, alloc);
+  }
+  bn -= NINDIRECT;
+  if(bn < NDINDIRECT){
+    if((blk = inode_slot(ip, NDIRECT + 1, alloc)) == 0)
+      return 0;
+    if((blk = indirect_slot(ip, blk, bn / NINDIRECT, alloc)) == 0)
+      return 0;
+    return indirect_slot(ip, blk, bn % NINDIRECT, alloc);
+  }
+  return 0;
+}
+
+// Returns the disk block of file block bn and, in *run, how many of the
+// file's blocks from bn on (at most max) follow it contiguously on disk.
+// Looks only within the pointer array that holds bn (the inode's direct
+// blocks or one indirect block), so one call reads at most one block.
+// Returns 0 for a hole. Caller holds ip->lock.
+static uint
+bmap_run(struct inode *ip, uint64 bn, uint max, uint *run)
+{
+  struct buf *bp = 0;
+  uint *a, idx, len, addr, n, blk;
+
+  if(bn < NDIRECT){
+    a = ip->addrs;
+    idx = bn;
+    len = NDIRECT;
+  } else {
+    bn -= NDIRECT;
+    if(bn < NINDIRECT){
+      blk = ip->addrs[NDIRECT];
+    } else if(bn - NINDIRECT < NDINDIRECT && ip->addrs[NDIRECT + 1]){
+      bn -= NINDIRECT;
+      blk = indirect_slot(ip, ip->addrs[NDIRECT + 1], bn / NINDIRECT, 0);
+    } else {
+      return 0;
+    }
+    if(blk == 0)
+      return 0;
+    bp = bread(ip->dev, blk);
+    a = (uint *)bp->data;
+    idx = bn % NINDIRECT;
+    len = NINDIRECT;
+  }
+  addr = a[idx];
+  for(n = 1; n < max && idx + n < len && a[idx + n] == addr + n; n++)
+    ;
+  if(bp)
+    brelse(bp);
+  *run = n;
+  return addr;
+}
+
+// Frees indirect block blk and what it points to; depth 1 points to data.
+static void
+free_indirect(struct inode *ip, uint blk, int depth)
+{
+  struct buf *bp;
+  uint *a;
+  int j;
+
+  bp = bread(ip->dev, blk);
+  a = (uint *)bp->data;
+  for(j = 0; j < NINDIRECT; j++){
+    if(a[j] == 0)
+      continue;
+    if(depth > 1)
+      free_indirect(ip, a[j], depth - 1);
+    else
+      bfree(ip->dev, a[j]);
+  }
+  brelse(bp);
+  bfree(ip->dev, blk);
+}
+
+// Discards the contents of ip. Caller holds ip->lock and is inside a
+// transaction.
+void
+itrunc(struct inode *ip)
+{
+  int i;
+
+  for(i = 0; i < NDIRECT; i++){
+    if(ip->addrs[i]){
+      bfree(ip->dev, ip->addrs[i]);
+      ip->addrs[i] = 0;
+    }
+  }
+  for(i = 0; i < 2; i++){
+    if(ip->addrs[NDIRECT + i]){
+      free_indirect(ip, ip->addrs[NDIRECT + i], i + 1);
+      ip->addrs[NDIRECT + i] = 0;
+    }
+  }
+  ip->size = 0;
+  iupdate(ip);
+}
+
+// Copies stat information from ip. Caller holds ip->lock.
+void
+stati(struct inode *ip, struct stat *st)
+{
+  st->dev = ip->dev;
+  st->ino = ip->inum;
+  st->type = ip->type;
+  st->nlink = ip->nlink;
+  st->size = ip->size;
+}
+
+// ---------------------------------------------------------------- reading and writing
+
+// Appends the physical pieces of the user block at va to segs[*n..],
+// merging a piece with the previous one when they are adjacent. Returns
+// -1 if part of it is not user-writable memory.
+static int
+user_block_segs(pagetable_t pt, uint64 va, struct blkseg *segs, int *n)
+{
+  uint64 end, pa, len;
+  pte_t *pte;
+
+  for(end = va + BSIZE; va < end; va += len){
+    if(va >= MAXVA || (pte = walk(pt, va, 0)) == 0 ||
+       (*pte & (PTE_V | PTE_U | PTE_W)) != (PTE_V | PTE_U | PTE_W))
+      return -1;
+    pa = PTE2PA(*pte) + va % PGSIZE;
+    len = PGSIZE - va % PGSIZE;
+    if(len > end - va)
+      len = end - va;
+    if(*n > 0 && segs[*n - 1].pa + segs[*n - 1].len == pa){
+      segs[*n - 1].len += len;
+    } else {
+      segs[*n].pa = pa;
+      segs[*n].len = len;
+      (*n)++;
+    }
+  }
+  return 0;
+}
+
+// Fills segs with the physical pieces of user memory [va, va + nblocks *
+// BSIZE), block by block. Stops at a block that is not all user-writable
+// memory (the slow path will report the fault) or when max segments might
+// not hold the next block. Returns the blocks covered; *nseg the segments.
+static uint
+user_segs(pagetable_t pt, uint64 va, uint nblocks, struct blkseg *segs, int max,
+          int *nseg)
+{
+  uint done;
+  int n = 0, saved_n;
+  uint32 saved_len;
+
+  for(done = 0; done < nblocks && n + 2 <= max; done++){
+    saved_n = n;
+    saved_len = n > 0 ? segs[n - 1].len : 0;
+    if(user_block_segs(pt, va + (uint64)done * BSIZE, segs, &n) < 0){
+      n = saved_n;
+      if(n > 0)
+        segs[n - 1].len = saved_len;
+      break;
+    }
+  }
+  *nseg = n;
+  return done;
+}
+
+// Reads up to nblocks whole blocks of ip, from block-aligned offset off,
+// straight from the disk into user memory at dst, in one request. Returns
+// the bytes read, 0 if the first block must take the slow path (a hole, a
+// dirty block, an unmapped user page), or -EIO. Caller holds ip->lock,
+// which keeps the file's blocks from changing during the read.
+static int
+readi_direct(struct inode *ip, uint64 dst, uint64 off, uint nblocks)
+{
+  struct blkseg segs[BIOMAXSEGS];
+  int nseg, max;
+  uint disk, run;
+
+  if(nblocks > FASTREADMAX)
+    nblocks = FASTREADMAX;
+  disk = bmap_run(ip, off / BSIZE, nblocks, &run);
+  if(disk == 0)
+    return 0;
+  run = bclean_run(ip->dev, disk, run);
+  max = virtio_disk_maxsegs() < BIOMAXSEGS ? virtio_disk_maxsegs() : BIOMAXSEGS;
+  run = user_segs(myproc()->pagetable, dst, run, segs, max, &nseg);
+  if(run == 0)
+    return 0;
+  if(virtio_disk_io(disk, segs, nseg, 0) < 0)
+    return -EIO;
+  return run * BSIZE;
+}
+
+// Reads n bytes at offset off of ip into dst (a user virtual address if
+// user_dst, else a kernel one). Returns the bytes read (fewer at the end
+// of the file), -EFAULT for a bad destination or -EIO. Caller holds
+// ip->lock.
+int
+readi(struct inode *ip, int user_dst, uint64 dst, uint64 off, uint n)
+{
+  uint tot, m, addr;
+  struct buf *bp;
+  int r;
+
+  if(off > ip->size || off + n < off)
+    return 0;
+  if(off + n > ip->size)
+    n = ip->size - off;
+  for(tot = 0; tot < n; tot += m, off += m, dst += m){
+    if(user_dst && off % BSIZE == 0 && n - tot >= FASTREADMIN * BSIZE){
+      r = readi_direct(ip, dst, off, (n - tot) / BSIZE);
+      if(r < 0)
+        return r;
+      if((m = r) > 0)
+        continue;
+    }
+    if((addr = bmap(ip, off / BSIZE, 0)) == 0)
+      return -EIO;   // a hole: only a damaged image has one
+    bp = bread(ip->dev, addr);
+    m = BSIZE - off % BSIZE;
+    if(m > n - tot)
+      m = n - tot;
+    r = either_copyout(user_dst, dst, bp->data + off % BSIZE, m);
+    brelse(bp);
+    if(r < 0)
+      return -EFAULT;
+  }
+  return tot;
+}
+
+// Writes n bytes from src (user virtual address if user_src) into ip at
+// offset off, growing the file if needed. Returns the bytes written, or
+// -EINVAL (off beyond the end), -EFBIG, -ENOSPC (nothing written), -EFAULT.
+// Fewer than n bytes means the disk filled up. Caller holds ip->lock and
+// is inside a transaction that can hold the blocks (file.c filewrite).
+int
+writei(struct inode *ip, int user_src, uint64 src, uint64 off, uint n)
+{
+  uint tot, m, addr;
+  struct buf *bp;
+  int err = 0;
+
+  if(off > ip->size || off + n < off)
+    return -EINVAL;
+  if(off + n > (uint64)MAXFILE * BSIZE)
+    return -EFBIG;
+  for(tot = 0; tot < n; tot += m, off += m, src += m){
+    if((addr = bmap(ip, off / BSIZE, 1)) == 0){
+      err = -ENOSPC;
+      break;
+    }
+    bp = bread(ip->dev, addr);
+    m = BSIZE - off % BSIZE;
+    if(m > n - tot)
+      m = n - tot;
+    if(either_copyin(bp->data + off % BSIZE, user_src, src, m) < 0){
+      brelse(bp);
+      err = -EFAULT;
+      break;
+    }
+    log_write(bp);
+    brelse(bp);
+  }
+  if(off > ip->size)
+    ip->size = off;
+  // Even without growth, bmap may have added blocks to ip->addrs.
+  iupdate(ip);
+  return tot > 0 || err == 0 ? tot : err;
+}
+
+// ---------------------------------------------------------------- directories
+
+int
+namecmp(const char *s, const char *t)
+{
+  return strncmp(s, t, DIRSIZ);
+}
+
+// Looks for name in directory dp. If found, sets *poff (if poff) to the
+// entry's offset and *ipp to its inode, unlocked. Returns 0, -ENOENT, or
+// -ENFILE if the inode table is full. Caller holds dp->lock.
+int
+dirlookup(struct inode *dp, char *name, uint *poff, struct inode **ipp)
+{
+  uint64 off;
+  uint addr, inum;
+  struct buf *bp;
+  struct dirent *de;
+
+  if(dp->type != T_DIR)
+    panic("dirlookup: not a directory");
+  for(off = 0; off < dp->size; off += BSIZE){
+    if((addr = bmap(dp, off / BSIZE, 0)) == 0)
+      return -EIO;
+    bp = bread(dp->dev, addr);
+    for(de = (struct dirent *)bp->data; de < (struct dirent *)(bp->data + BSIZE); de++){
+      if((uchar *)de - bp->data + off >= dp->size)
+        break;
+      if(de->inum == 0 || namecmp(name, de->name) != 0)
+        continue;
+      if(poff)
+        *poff = off + ((uchar *)de - bp->data);
+      inum = de->inum;
+      brelse(bp);
+      return (*ipp = iget(dp->dev, inum)) ? 0 : -ENFILE;
+    }
+    brelse(bp);
+  }
+  return -ENOENT;
+}
+
+// Adds entry (name, inum) to directory dp. Returns 0, -EEXIST, -ENFILE,
+// -ENOSPC or -EFBIG. Caller holds dp->lock and is inside a transaction.
+int
+dirlink(struct inode *dp, char *name, uint inum)
+{
+  struct dirent de;
+  struct inode *ip;
+  uint64 off;
+  int r;
+
+  if((r = dirlookup(dp, name, 0, &ip)) == 0){
+    iput(ip);
+    return -EEXIST;
+  }
+  if(r != -ENOENT)
+    return r;
+  for(off = 0; off < dp->size; off += sizeof(de)){
+    if(readi(dp, 0, (uint64)&de, off, sizeof(de)) != sizeof(de))
+      panic("dirlink: read");
+    if(de.inum == 0)
+      break;
+  }
+  strncpy(de.name, name, DIRSIZ);
+  de.inum = inum;
+  r = writei(dp, 0, (uint64)&de, off, sizeof(de));
+  if(r == sizeof(de))
+    return 0;
+  return r < 0 ? r : -ENOSPC;
+}
+
+// ---------------------------------------------------------------- path names
+
+// Copies the next element of path into name and returns the rest of the
+// path, without leading slashes; returns 0 if there is no element.
+// Sets *toolong if the element exceeds DIRSIZ bytes.
+//   skipelem("a/bb/c", name) = "bb/c", setting name = "a"
+//   skipelem("///a//bb", name) = "bb", setting name = "a"
+//   skipelem("", name) = skipelem("////", name) = 0
+static char *
+skipelem(char *path, char *name, int *toolong)
+{
+  char *s;
+  int len;
+
+  while(*path == '/')
+    path++;
+  if(*path == 0)
+    return 0;
+  s = path;
+  while(*path != '/' && *path != 0)
+    path++;
+  len = path - s;
+  *toolong = len > DIRSIZ;
+  if(len >= DIRSIZ){
+    memmove(name, s, DIRSIZ);
+  } else {
+    memmove(name, s, len);
+    name[len] = 0;
+  }
+  while(*path == '/')
+    path++;
+  return path;
+}
+
+// Looks up path; with parent set, stops one level early, returns the
+// parent directory and copies the final element into name (DIRSIZ bytes).
+// Stores the inode, unlocked, in *ipp. Returns 0, -ENOENT, -ENOTDIR,
+// -ENAMETOOLONG or -ENFILE. Caller is inside a transaction (iput).
+static int
+namex(char *path, int parent, char *name, struct inode **ipp)
+{
+  struct inode *ip, *next;
+  int toolong, r;
+
+  if(*path == 0)
+    return -ENOENT;
+  if(*path == '/'){
+    if((ip = iget(ROOTDEV, ROOTINO)) == 0)
+      return -ENFILE;
+  } else {
+    ip = idup(myproc()->cwd);
+  }
+  while((path = skipelem(path, name, &toolong)) != 0){
+    if(toolong){
+      iput(ip);
+      return -ENAMETOOLONG;
+    }
+    ilock(ip);
+    if(ip->type != T_DIR){
+      iunlockput(ip);
+      return -ENOTDIR;
+    }
+    if(parent && *path == 0){
+      iunlock(ip);   // stop one level early
+      *ipp = ip;
+      return 0;
+    }
+    r = dirlookup(ip, name, 0, &next);
+    iunlockput(ip);
+    if(r < 0)
+      return r;
+    ip = next;
+  }
+  if(parent){
+    iput(ip);        // "/" has no parent to return
+    return -ENOENT;
+  }
+  *ipp = ip;
+  return 0;
+}
+
+int
+namei_err(char *path, struct inode **ipp)
+{
+  char name[DIRSIZ];
+
+  return namex(path, 0, name, ipp);
+}
+
+int
+nameiparent_err(char *path, char *name, struct inode **ipp)
+{
+  return namex(path, 1, name, ipp);
+}
+
+// Returns the inode for path, unlocked, or 0 if there is none (for exec).
+struct inode *
+namei(char *path)
+{
+  struct inode *ip;
+
+  return namei_err(path, &ip) == 0 ? ip : 0;
+}

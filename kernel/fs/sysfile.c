@@ -1,0 +1,463 @@
+// File-system system calls: argument checking, then fs.c and file.c.
+//
+// Every call returns a negative errno on failure. Paths are copied in
+// with argstr (at most MAXPATH bytes); descriptors are checked by argfd;
+// user buffers are checked by copyin/copyout where they are used.
+// Calls that change the file system run inside begin_op()/end_op().
+
+#include "types.h"
+#include "riscv.h"
+#include "defs.h"
+#include "param.h"
+#include "fsparam.h"
+#include "errno.h"
+#include "stat.h"
+#include "spinlock.h"
+#include "proc.h"
+#include "fs.h"
+#include "sleeplock.h"
+#include "file.h"
+#include "fcntl.h"
+
+// Fetches the n-th argument as a descriptor and its file.
+// Returns 0 or -EBADF.
+static int
+argfd(int n, int *pfd, struct file **pf)
+{
+  int fd;
+  struct file *f;
+
+  argint(n, &fd);
+  if(fd < 0 || fd >= NOFILE || (f = myproc()->ofile[fd]) == 0)
+    return -EBADF;
+  if(pfd)
+    *pfd = fd;
+  if(pf)
+    *pf = f;
+  return 0;
+}
+
+// Gives f the lowest free descriptor. Returns it, or -EMFILE.
+static int
+fdalloc(struct file *f)
+{
+  int fd;
+  struct proc *p = myproc();
+
+  for(fd = 0; fd < NOFILE; fd++){
+    if(p->ofile[fd] == 0){
+      p->ofile[fd] = f;
+      return fd;
+    }
+  }
+  return -EMFILE;
+}
+
+uint64
+sys_dup(void)
+{
+  struct file *f;
+  int fd, r;
+
+  if((r = argfd(0, 0, &f)) < 0)
+    return r;
+  if((fd = fdalloc(f)) < 0)
+    return fd;
+  filedup(f);
+  return fd;
+}
+
+uint64
+sys_read(void)
+{
+  struct file *f;
+  int n, r;
+  uint64 p;
+
+  argaddr(1, &p);
+  argint(2, &n);
+  if((r = argfd(0, 0, &f)) < 0)
+    return r;
+  if(n < 0)
+    return -EINVAL;
+  return fileread(f, p, n);
+}
+
+uint64
+sys_write(void)
+{
+  struct file *f;
+  int n, r;
+  uint64 p;
+
+  argaddr(1, &p);
+  argint(2, &n);
+  if((r = argfd(0, 0, &f)) < 0)
+    return r;
+  if(n < 0)
+    return -EINVAL;
+  return filewrite(f, p, n);
+}
+
+uint64
+sys_close(void)
+{
+  int fd, r;
+  struct file *f;
+
+  if((r = argfd(0, &fd, &f)) < 0)
+    return r;
+  myproc()->ofile[fd] = 0;
+  fileclose(f);
+  return 0;
+}
+
+uint64
+sys_fstat(void)
+{
+  struct file *f;
+  uint64 st;
+  int r;
+
+  argaddr(1, &st);
+  if((r = argfd(0, 0, &f)) < 0)
+    return r;
+  return filestat(f, st);
+}
+
+// Makes new a name for the inode old names (not a directory).
+static int
+do_link(char *old, char *new)
+{
+  char name[DIRSIZ];
+  struct inode *dp, *ip;
+  int r;
+
+  if((r = namei_err(old, &ip)) < 0)
+    return r;
+  ilock(ip);
+  if(ip->type == T_DIR){
+    iunlockput(ip);
+    return -EPERM;
+  }
+  ip->nlink++;
+  iupdate(ip);
+  iunlock(ip);
+
+  if((r = nameiparent_err(new, name, &dp)) < 0)
+    goto bad;
+  ilock(dp);
+  if(dp->dev != ip->dev)
+    r = -EXDEV;
+  else
+    r = dirlink(dp, name, ip->inum);
+  iunlockput(dp);
+  if(r < 0)
+    goto bad;
+  iput(ip);
+  return 0;
+
+bad:
+  ilock(ip);
+  ip->nlink--;
+  iupdate(ip);
+  iunlockput(ip);
+  return r;
+}
+
+uint64
+sys_link(void)
+{
+  char new[MAXPATH], old[MAXPATH];
+  int r;
+
+  if((r = argstr(0, old, MAXPATH)) < 0 || (r = argstr(1, new, MAXPATH)) < 0)
+    return r;
+  begin_op();
+  r = do_link(old, new);
+  end_op();
+  return r;
+}
+
+// Is directory dp empty except for "." and ".."? Caller holds dp->lock.
+static int
+isdirempty(struct inode *dp)
+{
+  uint64 off;
+  struct dirent de;
+
+  for(off = 2 * sizeof(de); off < dp->size; off += sizeof(de)){
+    if(readi(dp, 0, (uint64)&de, off, sizeof(de)) != sizeof(de))
+      panic("isdirempty: readi");
+    if(de.inum != 0)
+      return 0;
+  }
+  return 1;
+}
+
+// Removes the directory entry at path.
+static int
+do_unlink(char *path)
+{
+  struct inode *ip, *dp;
+  struct dirent de;
+  char name[DIRSIZ];
+  uint off;
+  int r;
+
+  if((r = nameiparent_err(path, name, &dp)) < 0)
+    return r;
+  ilock(dp);
+  if(namecmp(name, ".") == 0 || namecmp(name, "..") == 0){
+    r = -EINVAL;
+    goto out;
+  }
+  if((r = dirlookup(dp, name, &off, &ip)) < 0)
+    goto out;
+  ilock(ip);
+  if(ip->nlink < 1)
+    panic("unlink: nlink < 1");
+  if(ip->type == T_DIR && !isdirempty(ip)){
+    iunlockput(ip);
+    r = -ENOTEMPTY;
+    goto out;
+  }
+  memset(&de, 0, sizeof(de));
+  if(writei(dp, 0, (uint64)&de, off, sizeof(de)) != sizeof(de))
+    panic("unlink: writei");
+  if(ip->type == T_DIR){
+    dp->nlink--;   // the child's ".." no longer names dp
+    iupdate(dp);
+  }
+  ip->nlink--;
+  iupdate(ip);
+  iunlockput(ip);
+out:
+  iunlockput(dp);
+  return r;
+}
+
+uint64
+sys_unlink(void)
+{
+  char path[MAXPATH];
+  int r;
+
+  if((r = argstr(0, path, MAXPATH)) < 0)
+    return r;
+  begin_op();
+  r = do_unlink(path);
+  end_op();
+  return r;
+}
+
+// Links "." and ".." into the new directory ip inside dp.
+// Caller holds both locks.
+static int
+dirinit(struct inode *dp, struct inode *ip)
+{
+  int r;
+
+  if((r = dirlink(ip, ".", ip->inum)) < 0 || (r = dirlink(ip, "..", dp->inum)) < 0)
+    return r;
+  dp->nlink++;     // for ".."
+  iupdate(dp);
+  return 0;
+}
+
+// Creates path as a new inode of the given type, or for T_FILE opens an
+// existing file. Stores the inode, locked, in *ipp. Returns 0 or a
+// negative errno. Caller is inside a transaction.
+static int
+create(char *path, short type, short major, short minor, struct inode **ipp)
+{
+  struct inode *ip, *dp;
+  char name[DIRSIZ];
+  int r;
+
+  if((r = nameiparent_err(path, name, &dp)) < 0)
+    return r;
+  ilock(dp);
+  if((r = dirlookup(dp, name, 0, &ip)) == 0){
+    iunlockput(dp);
+    ilock(ip);
+    if(type == T_FILE && (ip->type == T_FILE || ip->type == T_DEVICE)){
+      *ipp = ip;
+      return 0;
+    }
+    r = (type == T_FILE && ip->type == T_DIR) ? -EISDIR : -EEXIST;
+    iunlockput(ip);
+    return r;
+  }
+  if(r != -ENOENT || (r = ialloc(dp->dev, type, &ip)) < 0){
+    iunlockput(dp);
+    return r;
+  }
+  ilock(ip);
+  ip->major = major;
+  ip->minor = minor;
+  ip->nlink = 1;
+  iupdate(ip);
+  if((type == T_DIR && (r = dirinit(dp, ip)) < 0) ||
+     (r = dirlink(dp, name, ip->inum)) < 0){
+    ip->nlink = 0;   // iput frees it and its blocks
+    iupdate(ip);
+    iunlockput(ip);
+    iunlockput(dp);
+    return r;
+  }
+  iunlockput(dp);
+  *ipp = ip;
+  return 0;
+}
+
+// Opens the inode at path per omode. Caller is inside a transaction.
+// Returns the new descriptor or a negative errno.
+static int
+do_open(char *path, int omode)
+{
+  struct inode *ip;
+  struct file *f;
+  int fd, r;
+
+  if(omode & O_CREATE){
+    if((r = create(path, T_FILE, 0, 0, &ip)) < 0)
+      return r;
+  } else {
+    if((r = namei_err(path, &ip)) < 0)
+      return r;
+    ilock(ip);
+    if(ip->type == T_DIR && omode != O_RDONLY){
+      iunlockput(ip);
+      return -EISDIR;
+    }
+  }
+  if(ip->type == T_DEVICE && (ip->major < 0 || ip->major >= NDEV)){
+    iunlockput(ip);
+    return -EINVAL;
+  }
+  if((f = filealloc()) == 0 || (fd = fdalloc(f)) < 0){
+    r = f ? -EMFILE : -ENFILE;
+    if(f)
+      fileclose(f);
+    iunlockput(ip);
+    return r;
+  }
+  f->type = ip->type == T_DEVICE ? FD_DEVICE : FD_INODE;
+  f->major = ip->major;
+  f->off = 0;
+  f->ip = ip;
+  f->readable = !(omode & O_WRONLY);
+  f->writable = (omode & O_WRONLY) || (omode & O_RDWR);
+  if((omode & O_TRUNC) && ip->type == T_FILE)
+    itrunc(ip);
+  iunlock(ip);
+  return fd;
+}
+
+uint64
+sys_open(void)
+{
+  char path[MAXPATH];
+  int omode, r;
+
+  argint(1, &omode);
+  if((r = argstr(0, path, MAXPATH)) < 0)
+    return r;
+  begin_op();
+  r = do_open(path, omode);
+  end_op();
+  return r;
+}
+
+uint64
+sys_mkdir(void)
+{
+  char path[MAXPATH];
+  struct inode *ip;
+  int r;
+
+  if((r = argstr(0, path, MAXPATH)) < 0)
+    return r;
+  begin_op();
+  if((r = create(path, T_DIR, 0, 0, &ip)) == 0)
+    iunlockput(ip);
+  end_op();
+  return r;
+}
+
+uint64
+sys_mknod(void)
+{
+  char path[MAXPATH];
+  struct inode *ip;
+  int major, minor, r;
+
+  argint(1, &major);
+  argint(2, &minor);
+  if((r = argstr(0, path, MAXPATH)) < 0)
+    return r;
+  if(major < 0 || major >= NDEV)
+    return -EINVAL;
+  begin_op();
+  r = create(path, T_DEVICE, major, minor, &ip);
+  if(r == 0)
+    iunlockput(ip);
+  end_op();
+  return r;
+}
+
+uint64
+sys_chdir(void)
+{
+  char path[MAXPATH];
+  struct inode *ip;
+  struct proc *p = myproc();
+  int r;
+
+  if((r = argstr(0, path, MAXPATH)) < 0)
+    return r;
+  begin_op();
+  if((r = namei_err(path, &ip)) < 0){
+    end_op();
+    return r;
+  }
+  ilock(ip);
+  if(ip->type != T_DIR){
+    iunlockput(ip);
+    end_op();
+    return -ENOTDIR;
+  }
+  iunlock(ip);
+  iput(p->cwd);
+  end_op();
+  p->cwd = ip;
+  return 0;
+}
+
+uint64
+sys_pipe(void)
+{
+  uint64 fdarray;
+  struct file *rf, *wf;
+  int fd[2] = { -1, -1 }, r;
+  struct proc *p = myproc();
+
+  argaddr(0, &fdarray);
+  if((r = pipealloc(&rf, &wf)) < 0)
+    return r;
+  if((fd[0] = fdalloc(rf)) < 0 || (fd[1] = fdalloc(wf)) < 0){
+    r = -EMFILE;
+  } else if(copyout(p->pagetable, fdarray, fd, sizeof(fd)) < 0){
+    r = -EFAULT;
+  } else {
+    return 0;
+  }
+  if(fd[0] >= 0)
+    p->ofile[fd[0]] = 0;
+  if(fd[1] >= 0)
+    p->ofile[fd[1]] = 0;
+  fileclose(rf);
+  fileclose(wf);
+  return r;
+}

@@ -1,0 +1,44 @@
+// Physical and virtual memory layout.
+//
+// Physical (QEMU virt):
+//   0x0c000000  PLIC
+//   0x10000000  UART0 (16550), IRQ 10
+//   0x10001000  VIRTIO0 (virtio-mmio, the disk), IRQ 1
+//   0x80000000  RAM; QEMU loads the kernel here (-bios none).
+//               The RAM size comes from the device tree (fdt.c).
+//
+// Kernel virtual: RAM, UART0, VIRTIO0 and PLIC are mapped 1:1 (va == pa).
+// At the top: the trampoline page, then each process's kernel stack with
+// an unmapped guard page below it.
+//
+// User virtual, from 0: an unmapped page (so a null pointer faults), the
+// program's segments, a guard page, the user stack (USTACKSIZE), then the
+// heap grown by sbrk; at the top TRAPFRAME and TRAMPOLINE.
+#ifndef AISVC_MEMLAYOUT_H
+#define AISVC_MEMLAYOUT_H
+
+#include "riscv.h"
+
+#define UART0       0x10000000L
+#define UART0_IRQ   10
+
+#define VIRTIO0     0x10001000L
+#define VIRTIO0_IRQ 1
+
+#define PLIC              0x0c000000L
+#define PLIC_SIZE         0x400000L
+#define PLIC_PRIORITY     (PLIC + 0x0)
+#define PLIC_SENABLE(h)   (PLIC + 0x2080 + (h) * 0x100)
+#define PLIC_SPRIORITY(h) (PLIC + 0x201000 + (h) * 0x2000)
+#define PLIC_SCLAIM(h)    (PLIC + 0x201004 + (h) * 0x2000)
+
+#define KERNBASE 0x80000000L
+
+#define TRAMPOLINE (MAXVA - PGSIZE)
+#define KSTACK(i)  (TRAMPOLINE - ((i) + 1) * (KSTACKPAGES + 1) * PGSIZE)
+#define TRAPFRAME  (TRAMPOLINE - PGSIZE)
+
+// Lowest user address a program may load at: page 0 stays unmapped.
+#define USERBASE   PGSIZE
+
+#endif

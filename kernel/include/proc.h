@@ -1,0 +1,107 @@
+// Processes, harts and the state saved when switching between them.
+#ifndef AISVC_PROC_H
+#define AISVC_PROC_H
+
+#include "param.h"
+#include "riscv.h"
+#include "spinlock.h"
+
+// Callee-saved registers for swtch() between kernel threads.
+struct context {
+  uint64 ra;
+  uint64 sp;
+  uint64 s[12];   // s0..s11
+};
+
+// Per-hart state.
+struct cpu {
+  struct proc *proc;      // the process running on this hart, or 0
+  struct context context; // swtch() here to enter the scheduler
+  int noff;               // depth of push_off() nesting
+  int intena;             // were interrupts enabled before push_off()?
+};
+
+extern struct cpu cpus[NCPU];
+
+// User registers saved by trampoline.S on a trap from user mode, in a page
+// of its own mapped at TRAPFRAME in the user page table. The first five
+// fields are what uservec needs to enter the kernel; the offsets are fixed
+// because trampoline.S uses them.
+struct trapframe {
+  /*   0 */ uint64 kernel_satp;   // kernel page table
+  /*   8 */ uint64 kernel_sp;     // top of the process's kernel stack
+  /*  16 */ uint64 kernel_trap;   // usertrap()
+  /*  24 */ uint64 epc;           // user pc
+  /*  32 */ uint64 kernel_hartid; // tp in the kernel
+  /*  40 */ uint64 ra;
+  /*  48 */ uint64 sp;
+  /*  56 */ uint64 gp;
+  /*  64 */ uint64 tp;
+  /*  72 */ uint64 t0;
+  /*  80 */ uint64 t1;
+  /*  88 */ uint64 t2;
+  /*  96 */ uint64 s0;
+  /* 104 */ uint64 s1;
+  /* 112 */ uint64 a0;
+  /* 120 */ uint64 a1;
+  /* 128 */ uint64 a2;
+  /* 136 */ uint64 a3;
+  /* 144 */ uint64 a4;
+  /* 152 */ uint64 a5;
+  /* 160 */ uint64 a6;
+  /* 168 */ uint64 a7;
+  /* 176 */ uint64 s2;
+  /* 184 */ uint64 s3;
+  /* 192 */ uint64 s4;
+  /* 200 */ uint64 s5;
+  /* 208 */ uint64 s6;
+  /* 216 */ uint64 s7;
+  /* 224 */ uint64 s8;
+  /* 232 */ uint64 s9;
+  /* 240 */ uint64 s10;
+  /* 248 */ uint64 s11;
+  /* 256 */ uint64 t3;
+  /* 264 */ uint64 t4;
+  /* 272 */ uint64 t5;
+  /* 280 */ uint64 t6;
+};
+
+// User floating-point registers, saved by fpu.S.
+struct fpstate {
+  uint64 f[32];
+  uint64 fcsr;
+};
+
+enum procstate { UNUSED, USED, SLEEPING, RUNNABLE, RUNNING, ZOMBIE };
+
+struct proc {
+  struct spinlock lock;
+
+  // p->lock must be held when using these:
+  enum procstate state;
+  void *chan;                  // sleeping on chan, if non-zero
+  int killed;                  // if non-zero, the process has been killed
+  int xstate;                  // exit status returned to the parent's wait
+  int pid;
+
+  // wait_lock must be held when using this:
+  struct proc *parent;
+
+  // private to the process, so p->lock need not be held:
+  uint64 kstack;               // virtual address of the kernel stack
+  uint64 sz;                   // size of user memory (bytes)
+  uint64 heapbase;             // start of the heap: sbrk cannot shrink below
+  pagetable_t pagetable;       // user page table
+  struct trapframe *trapframe; // the page mapped at TRAPFRAME
+  struct context context;      // swtch() here to run the process
+  struct file *ofile[NOFILE];  // open files
+  struct inode *cwd;           // current directory
+  char name[16];               // for messages
+
+  // private; fpu_loaded is set while this hart's f registers hold the
+  // process's values (see fpu_leave and fpu_enter in proc.c).
+  struct fpstate fpu;
+  int fpu_loaded;
+};
+
+#endif

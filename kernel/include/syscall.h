@@ -1,0 +1,32 @@
+// System call numbers, shared by the kernel (syscall.c) and user code
+// (tools/gen_usys.py turns each SYS_name into a stub in build/user/usys.S).
+// Every call returns a negative code from errno.h on failure, except sbrk,
+// which returns -1 (user.h: (char *)-1), because its result is an address.
+#ifndef AISVC_SYSCALL_H
+#define AISVC_SYSCALL_H
+
+#define SYS_fork     1
+#define SYS_exit     2
+#define SYS_wait     3
+#define SYS_pipe     4
+#define SYS_read     5
+#define SYS_kill     6
+#define SYS_exec     7
+#define SYS_fstat    8
+#define SYS_chdir    9
+#define SYS_dup     10
+#define SYS_getpid  11
+#define SYS_sbrk    12
+#define SYS_sleep   13
+#define SYS_uptime  14
+#define SYS_open    15
+#define SYS_write   16
+#define SYS_mknod   17
+#define SYS_unlink  18
+#define SYS_link    19
+#define SYS_mkdir   20
+#define SYS_close   21
+#define SYS_time_us 22
+// 23..31 reserved for the kernel core; 32.. for the AI service (issue 5).
+
+#endif

@@ -1,0 +1,86 @@
+"""`pyaisvc fsimg build|list|extract`: file-system images for the guest."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tqdm import tqdm
+
+from pyaisvc import fsimg
+from pyaisvc.errors import CommandError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    b = sub.add_parser("build", help="pack host files into a new image")
+    b.add_argument("--image", required=True, help="image file to write")
+    size = b.add_mutually_exclusive_group()
+    size.add_argument("--size", help="image size, e.g. 512M or 4G (default: fit the content)")
+    size.add_argument("--size-blocks", type=int, help="image size in 4 KiB blocks")
+    b.add_argument("--add", action="append", default=[], metavar="NAME=HOST",
+                   help="add host file HOST as /NAME (repeatable; HOST alone uses its name)")
+    b.add_argument("--add-dir", action="append", default=[], metavar="[TARGET=]DIR",
+                   help="add directory DIR recursively at /TARGET (default: the root)")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
+    ls = sub.add_parser("list", help="print the image's tree with sizes")
+    ls.add_argument("--image", required=True)
+    x = sub.add_parser("extract", help="copy files out of an image")
+    x.add_argument("--image", required=True)
+    x.add_argument("--to", required=True, help="host directory to copy into")
+    x.add_argument("paths", nargs="*", help="files or directories in the image (default: all)")
+
+
+def tree_from_args(adds: list[str], add_dirs: list[str]) -> fsimg.Tree:
+    """Turns --add and --add-dir values into the tree to pack."""
+    tree = fsimg.Tree(fsimg.load_layout())
+    for spec in add_dirs:
+        target, _, host = spec.rpartition("=")
+        tree.add_dir(target, host)
+    for spec in adds:
+        name, sep, host = spec.partition("=")
+        tree.add_file(name if sep else Path(spec).name, host if sep else spec)
+    return tree
+
+
+def _size_blocks(args: argparse.Namespace) -> int | None:
+    if args.size_blocks is not None:
+        return int(args.size_blocks)
+    if args.size is not None:
+        return fsimg.parse_size(args.size) // fsimg.load_layout().BSIZE
+    return None
+
+
+def _bar(desc: str, quiet: bool) -> tuple[tqdm, fsimg.Progress]:
+    bar = tqdm(desc=desc, unit="B", unit_scale=True, disable=quiet, leave=False)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    return bar, progress
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.action == "build":
+            tree = tree_from_args(args.add, args.add_dir)
+            bar, progress = _bar(f"building {args.image}", args.quiet)
+            with bar:
+                info = fsimg.build_image(args.image, tree, _size_blocks(args), progress)
+            bs = fsimg.load_layout().BSIZE
+            print(f"{info.path}: {info.files} entries, {info.used_blocks * bs >> 20} MiB used "
+                  f"of {info.size_blocks * bs >> 20} MiB, {info.ninodes} inodes")
+        elif args.action == "list":
+            layout = fsimg.load_layout()
+            for e in fsimg.list_image(args.image):
+                kind = "d" if e.type == layout.T_DIR else "-"
+                print(f"{kind} {e.size:>12} {e.path}")
+        else:
+            bar, progress = _bar(f"extracting {args.image}", False)
+            with bar:
+                files = fsimg.extract(args.image, args.to, args.paths, progress)
+            print(f"extracted {len(files)} files into {args.to}")
+    except fsimg.FsImageError as e:
+        raise CommandError(f"fsimg {args.action}: {e}") from e
+    return 0

@@ -1,0 +1,83 @@
+"""`pyaisvc generate --backend reference --model smol "text"`: a greedy continuation.
+
+    pyaisvc generate --model smol --max-new-tokens 8 "The capital of France is"
+    prompt ids: 504 3575 282 4649 314
+    ids: 7042 30 198 198 504 2988 314 42
+    text:  Paris.
+    <BLANKLINE>
+    The answer is:
+
+The text is encoded with the model's tokenizer, the backend produces the new
+token ids, and they are decoded back. Data goes to stdout, timings to stderr.
+Backends: `reference` (the numpy forward pass of docs/ARITHMETIC.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyaisvc.errors import CommandError
+
+DEFAULT_ASSETS = {"smol": Path("models/SMOL"), "qwen": Path("models/QWEN")}
+
+
+@dataclass
+class Result:
+    ids: list[int]  # the new token ids
+    timings: str  # one line for stderr
+
+
+def _run_reference(assets_dir: Path, prompt: list[int], n_new: int) -> Result:
+    from pyaisvc.assets import load_assets
+    from pyaisvc.reference import Reference
+
+    t0 = time.monotonic()
+    ref = Reference(load_assets(assets_dir))
+    t1 = time.monotonic()
+    ids = ref.generate(prompt, n_new)
+    t2 = time.monotonic()
+    return Result(ids, f"reference: load {t1 - t0:.2f} s, {len(prompt)} prompt + {len(ids)} new "
+                       f"tokens in {t2 - t1:.2f} s")
+
+
+# backend name -> function(assets dir, prompt ids, new tokens); add one line per backend.
+BACKENDS: dict[str, Callable[[Path, list[int], int], Result]] = {
+    "reference": _run_reference,
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=sorted(BACKENDS), default="reference",
+                        help="who computes the tokens (default reference)")
+    parser.add_argument("--model", choices=sorted(DEFAULT_ASSETS), default="smol",
+                        help="which model and tokenizer (default smol)")
+    parser.add_argument("--assets", type=Path,
+                        help="asset directory or zip (default models/SMOL or models/QWEN)")
+    parser.add_argument("--max-new-tokens", type=int, default=8,
+                        help="tokens to generate (default 8)")
+    parser.add_argument("--tokenizer-file", help="use this local tokenizer.json instead")
+    parser.add_argument("text", help="the prompt")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pyaisvc.tokenizer import load_tokenizer
+
+    if args.max_new_tokens < 1:
+        raise CommandError(f"generate: --max-new-tokens {args.max_new_tokens} must be >= 1")
+    assets_dir = args.assets if args.assets is not None else DEFAULT_ASSETS[args.model]
+    tok = load_tokenizer(args.model, args.tokenizer_file)
+    prompt = tok.encode(args.text)
+    if not prompt:
+        raise CommandError("generate: the prompt encodes to no tokens; give some text")
+    result = BACKENDS[args.backend](assets_dir, prompt, args.max_new_tokens)
+    print("prompt ids: " + " ".join(str(i) for i in prompt))
+    print("ids: " + " ".join(str(i) for i in result.ids))
+    print("text: " + tok.decode(result.ids))
+    sys.stdout.flush()
+    print(result.timings, file=sys.stderr)
+    return 0

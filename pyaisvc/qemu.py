@@ -1,0 +1,232 @@
+"""Drive the aisvc guest under QEMU: the command line, boot, commands, shutdown.
+
+``qemu_argv()`` is the single source of the QEMU command line: the tests,
+``pyaisvc run`` and the Makefile's ``qemu``/``qemu-gdb`` targets (through
+``python -m pyaisvc.qemu``, which execs it) all use it, so the options cannot
+drift apart.
+
+``Guest`` owns one QEMU process and its console::
+
+    with Guest(QemuConfig(kernel=..., image=..., snapshot=True)) as g:   # boots
+        print(g.run("echo hi | cat"))                                     # "hi\\n"
+
+Every wait has a deadline. A wait that expires raises ``GuestTimeout``; QEMU
+exiting or the kernel printing ``panic:`` raises ``GuestCrashed``. Both carry
+the tail of the console transcript. ``close()`` always stops QEMU, also after
+errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import re
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pexpect
+
+from pyaisvc.errors import AisvcError
+
+PROMPT = "$ "
+BANNER = re.compile(r"aisvc: (\d+) harts, (\d+) MiB RAM")
+PANIC = "panic: "
+TAIL_CHARS = 3000
+QEMU_EXIT_KEYS = "\x01x"  # Ctrl-A x: QEMU's -nographic monitor escape for "quit"
+
+
+class GuestError(AisvcError):
+    """The guest misbehaved; the message ends with the console's last lines."""
+
+    def __init__(self, message: str, transcript: str = "") -> None:
+        tail = transcript[-TAIL_CHARS:]
+        text = message if not tail else f"{message}\n--- console (last lines) ---\n{tail}"
+        super().__init__(text)
+        self.transcript = transcript
+
+
+class GuestTimeout(GuestError):
+    """A wait for the guest passed its deadline."""
+
+
+class GuestCrashed(GuestError):
+    """QEMU exited, or the kernel panicked."""
+
+
+@dataclass(frozen=True)
+class QemuConfig:
+    """What to boot and on what machine."""
+
+    kernel: Path
+    image: Path | None = None
+    ram: str = "256M"
+    cpus: int = 1
+    gdb_port: int | None = None  # wait for gdb on this TCP port before starting
+    snapshot: bool = False  # write to a throw-away overlay, never to the image
+    qemu: str = "qemu-system-riscv64"
+
+
+def qemu_argv(cfg: QemuConfig) -> list[str]:
+    """The QEMU command line for cfg."""
+    argv = [
+        cfg.qemu,
+        "-machine", "virt",
+        "-bios", "none",  # the kernel starts in M-mode itself (kernel/arch/riscv/start.c)
+        "-kernel", str(cfg.kernel),
+        "-m", cfg.ram,
+        "-smp", str(cfg.cpus),
+        "-nographic",
+        # Modern virtio-mmio (version 2), which virtio_blk.c drives.
+        "-global", "virtio-mmio.force-legacy=false",
+    ]
+    if cfg.image is not None:
+        drive = f"file={cfg.image},if=none,format=raw,id=x0"
+        if cfg.snapshot:
+            drive += ",snapshot=on"
+        argv += ["-drive", drive, "-device", "virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0"]
+    if cfg.gdb_port is not None:
+        argv += ["-S", "-gdb", f"tcp::{cfg.gdb_port}"]
+    return argv
+
+
+def check_files(cfg: QemuConfig) -> None:
+    """Raises GuestError naming what is missing, and how to make it."""
+    if shutil.which(cfg.qemu) is None:
+        raise GuestError(f"{cfg.qemu} not found; run 'make deps' (installs qemu-system-misc)")
+    if not Path(cfg.kernel).is_file():
+        raise GuestError(f"kernel {cfg.kernel} not found; run 'make'")
+    if cfg.image is not None and not Path(cfg.image).is_file():
+        raise GuestError(f"image {cfg.image} not found; run 'make fsimg'")
+
+
+class Guest:
+    """One booted guest. Use as a context manager: entering boots, leaving closes."""
+
+    def __init__(self, cfg: QemuConfig) -> None:
+        self.cfg = cfg
+        self.child: pexpect.spawn | None = None
+        self.log = io.StringIO()
+        self.boot_seconds: float | None = None
+        self.harts: int | None = None
+        self.ram_mib: int | None = None
+        self._serial = 0
+
+    def __enter__(self) -> Guest:
+        self.boot()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def transcript(self) -> str:
+        """Everything the console printed so far, without carriage returns."""
+        return self.log.getvalue().replace("\r", "")
+
+    def boot(self, timeout: float = 60.0) -> float:
+        """Starts QEMU and waits for the shell prompt; returns the seconds it took."""
+        check_files(self.cfg)
+        argv = qemu_argv(self.cfg)
+        start = time.monotonic()
+        self.child = pexpect.spawn(argv[0], argv[1:], encoding="utf-8",
+                                   codec_errors="replace", timeout=timeout)
+        self.child.logfile_read = self.log
+        self.child.delaybeforesend = None
+        deadline = start + timeout
+        self._expect([BANNER.pattern], deadline, "the kernel's boot banner")
+        match = self.child.match
+        assert match is not None
+        self.harts, self.ram_mib = int(match.group(1)), int(match.group(2))
+        self._expect([re.escape(PROMPT)], deadline, "the shell prompt")
+        self.boot_seconds = time.monotonic() - start
+        return self.boot_seconds
+
+    def run(self, cmd: str, timeout: float = 30.0) -> str:
+        """Runs one shell command line; returns its output (echo and \\r stripped).
+
+        The line is sent as ``CMD ; echo MARKER`` and the output is what the
+        console prints between the echo of that line and MARKER, so it is exact
+        even when the command prints "$ " or nothing at all.
+        """
+        if self.child is None:
+            raise GuestError("run: the guest is not booted")
+        if "\n" in cmd:
+            raise GuestError(f"run: one line at a time, got {cmd!r}")
+        self._serial += 1
+        marker = f"AISVC-DONE-{self._serial}-{os.getpid()}"
+        line = f"{cmd} ; echo {marker}"
+        deadline = time.monotonic() + timeout
+        self.child.send(line + "\n")
+        self._expect([re.escape(line) + r"\r*\n"], deadline, f"the echo of {cmd!r}")
+        self._expect([re.escape(marker) + r"\r*\n"], deadline, f"the end of {cmd!r}")
+        output = (self.child.before or "").replace("\r", "")
+        self._expect([re.escape(PROMPT)], deadline, "the shell prompt")
+        return output
+
+    def close(self) -> None:
+        """Stops QEMU: Ctrl-A x first, then SIGTERM, then SIGKILL. Never raises."""
+        child, self.child = self.child, None
+        if child is None:
+            return
+        try:
+            if child.isalive():
+                child.send(QEMU_EXIT_KEYS)
+                child.expect(pexpect.EOF, timeout=3)
+        except (pexpect.ExceptionPexpect, OSError):
+            pass
+        finally:
+            if child.isalive():
+                child.terminate(force=True)
+            child.close(force=True)
+
+    def _expect(self, patterns: list[str], deadline: float, what: str) -> int:
+        """Waits for one of patterns; raises GuestCrashed/GuestTimeout otherwise."""
+        assert self.child is not None
+        wait = max(0.0, deadline - time.monotonic())
+        i = self.child.expect(patterns + [PANIC, pexpect.EOF, pexpect.TIMEOUT], timeout=wait)
+        if i < len(patterns):
+            return i
+        if i == len(patterns):
+            # Let the rest of the panic line arrive before reporting it.
+            self.child.expect([r"\n", pexpect.EOF, pexpect.TIMEOUT], timeout=1)
+            raise GuestCrashed(f"the kernel panicked while waiting for {what}", self.transcript)
+        if i == len(patterns) + 1:
+            raise GuestCrashed(f"QEMU exited while waiting for {what}", self.transcript)
+        raise GuestTimeout(f"no {what} within the deadline", self.transcript)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m pyaisvc.qemu`: exec QEMU with qemu_argv() (used by make qemu)."""
+    p = argparse.ArgumentParser(prog="python -m pyaisvc.qemu", description=main.__doc__)
+    p.add_argument("--qemu", default="qemu-system-riscv64")
+    p.add_argument("--kernel", type=Path, required=True)
+    p.add_argument("--image", type=Path)
+    p.add_argument("--ram", default="256M")
+    p.add_argument("--cpus", type=int, default=1)
+    p.add_argument("--gdb", type=int, metavar="PORT", help="wait for gdb on PORT")
+    p.add_argument("--snapshot", action="store_true", help="do not write to the image")
+    p.add_argument("--print", action="store_true", help="print the command, do not run it")
+    a = p.parse_args(argv)
+    cfg = QemuConfig(kernel=a.kernel, image=a.image, ram=a.ram, cpus=a.cpus,
+                     gdb_port=a.gdb, snapshot=a.snapshot, qemu=a.qemu)
+    cmd = qemu_argv(cfg)
+    if a.print:
+        print(" ".join(cmd))
+        return 0
+    try:
+        check_files(cfg)
+    except GuestError as e:
+        print(f"pyaisvc.qemu: {e}", file=sys.stderr)
+        return 1
+    print("*** QEMU: Ctrl-A x quits", file=sys.stderr)
+    os.execvp(cmd[0], cmd)
+    return 1  # not reached: execvp replaces this process
+
+
+if __name__ == "__main__":
+    sys.exit(main())

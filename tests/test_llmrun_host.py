@@ -1,0 +1,159 @@
+"""The guest's LLM runtime built for the host (make llm-host) against pyaisvc.reference.
+
+The same C files as the guest's llmrun_smol / llmrun_qwen, compiled natively
+with tests/host/hostcompat.h standing in for user.h: the generated ids must
+equal the numpy reference's exactly, on the real SmolLM2 (our format and the
+course's) and on the tiny synthetic Qwen3.5 (both formats), and every limit and
+malformed asset must be refused with its message. No QEMU needed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from host import llmcases as lc
+
+ROOT = lc.ROOT
+GEN = 8
+
+
+@pytest.fixture(scope="module")
+def progs() -> dict[str, Path]:
+    proc = subprocess.run(["make", "-s", "llm-host"], cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.fail(f"make llm-host failed:\n{proc.stdout}{proc.stderr}", pytrace=False)
+    return {m: ROOT / f"build/host/llmrun_{m}" for m in ("smol", "qwen")}
+
+
+def run(prog: Path, args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(prog), *args], input=stdin, capture_output=True, text=True,
+                          timeout=900)
+
+
+def ids_lines(out: str) -> list[list[int]]:
+    return [[int(v) for v in line.split()] for line in out.splitlines() if line.strip()]
+
+
+def smol_or_skip(fmt: str) -> Path:
+    d = lc.smol_dir(fmt)
+    if d is None:
+        pytest.skip("models/SMOL is missing (make smol-assets)")
+    return d
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["ours", "course"])
+def test_smol_matches_reference(progs: dict[str, Path], fmt: str) -> None:
+    assets = smol_or_skip(fmt)
+    prompts = lc.smol_prompts()
+    want = lc.reference_ids(assets, prompts, GEN)
+    p = run(progs["smol"], ["--asset-dir", str(assets), "--stdin"],
+            lc.request_lines(prompts, GEN) + "quit\n")
+    assert p.returncode == 0, p.stderr
+    assert ids_lines(p.stdout) == want
+    timing = lc.TIMING.findall(p.stderr)
+    assert [(int(a), int(b)) for _, a, b in timing] == [(len(q), GEN) for q in prompts]
+
+
+@pytest.mark.parametrize("fmt", ["ours", "course"])
+def test_qwen_tiny_matches_reference(progs: dict[str, Path], fmt: str) -> None:
+    assets = lc.qwen_tiny_dir(fmt)
+    prompts = lc.qwen_prompts()
+    want = lc.reference_ids(assets, prompts, GEN)
+    p = run(progs["qwen"], ["--asset-dir", str(assets), "--quiet", "--stdin"],
+            lc.request_lines(prompts, GEN))
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == ""
+    assert ids_lines(p.stdout) == want
+
+
+def test_argv_and_prompt_file(progs: dict[str, Path], tmp_path: Path) -> None:
+    """The ids from the command line and from --prompt-file give the same result."""
+    assets = lc.qwen_tiny_dir("ours")
+    prompt = lc.qwen_prompts()[2]
+    want = lc.reference_ids(assets, [prompt], 5)[0]
+    a = run(progs["qwen"], ["--asset-dir", str(assets), "--predict", "5", *map(str, prompt)])
+    assert a.returncode == 0, a.stderr
+    assert ids_lines(a.stdout) == [want]
+    assert len(lc.TIMING.findall(a.stderr)) == 1
+    f = tmp_path / "prompt.txt"
+    f.write_text("\n".join(map(str, prompt)) + "\n")
+    b = run(progs["qwen"], ["--asset-dir", str(assets), "--predict", "5", "--prompt-file",
+                            str(f), "--profile"])
+    assert ids_lines(b.stdout) == [want]
+    assert "profile phase=prefill matmul_us=" in b.stderr
+    assert "profile phase=decode matmul_us=" in b.stderr
+
+
+def test_stdin_limits_and_bad_lines(progs: dict[str, Path]) -> None:
+    """Each bad line gets its message; the good ones around them are served; quit ends it."""
+    assets = lc.qwen_tiny_dir("ours")
+    good = lc.FRANCE["qwen"]
+    want = lc.reference_ids(assets, [good], 3)[0]
+    cases = lc.limit_cases(248320, 256)
+    lines = [f"3 {' '.join(map(str, good))}", *[c for c, _ in cases], "",
+             f"3 {' '.join(map(str, good))}", "quit", "3 1 2 3"]
+    p = run(progs["qwen"], ["--asset-dir", str(assets), "--quiet"], "\n".join(lines) + "\n")
+    assert p.returncode == 0
+    assert ids_lines(p.stdout) == [want, want]
+    for _, msg in cases:
+        assert msg in p.stderr
+    assert all(line.startswith("llmrun_qwen: ") for line in p.stderr.splitlines())
+
+
+def test_argv_limit_fails(progs: dict[str, Path]) -> None:
+    assets = lc.qwen_tiny_dir("ours")
+    p = run(progs["qwen"], ["--asset-dir", str(assets), "--predict", "300", "1", "2"])
+    assert p.returncode == 1
+    assert "exceeds runtime_seq_len 256" in p.stderr
+    assert p.stdout == ""
+
+
+@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize("case", range(len(lc.malformed_cases(3))))
+def test_malformed_assets(progs: dict[str, Path], tmp_path: Path, version: int,
+                          case: int) -> None:
+    name, mutate, msg = lc.malformed_cases(version)[case]
+    good = lc.qwen_tiny_dir("ours" if version == 3 else "course")
+    bad = lc.make_malformed(good, tmp_path / name, mutate)
+    p = run(progs["qwen"], ["--asset-dir", str(bad), "1", "2"])
+    assert p.returncode == 1
+    assert msg in p.stderr, p.stderr
+    assert p.stderr.startswith("llmrun_qwen: ")
+
+
+def test_wrong_program_and_dir(progs: dict[str, Path], tmp_path: Path) -> None:
+    p = run(progs["smol"], ["--asset-dir", str(lc.qwen_tiny_dir("ours")), "1"])
+    assert p.returncode == 1
+    assert "CFG.BIN: field model_kind: 1 (qwen), but llmrun_smol runs model_kind 0" in p.stderr
+    p = run(progs["smol"], ["--asset-dir", str(tmp_path / "nowhere"), "1"])
+    assert p.returncode == 1
+    assert "cannot enter the asset directory" in p.stderr
+
+
+def test_math_matches_refmath(progs: dict[str, Path]) -> None:
+    """llm_exp / llm_log / llm_sigmoid / llm_softplus equal pyaisvc.refmath bit for bit."""
+    import numpy as np
+
+    from pyaisvc import refmath
+
+    rng = np.random.default_rng(5)
+    x = np.concatenate([
+        rng.uniform(-750.0, 750.0, 20000), rng.normal(0.0, 3.0, 20000),
+        rng.uniform(-30.0, 30.0, 20000), 10.0 ** rng.uniform(-300, 300, 20000),
+        np.array([0.0, -0.0, 1.0, -708.0, -708.5, 709.0, 710.0, 20.0, 20.0000001, 5e-324]),
+    ])
+    text = "".join(f"{v:016x}\n" for v in x.view(np.uint64))
+    p = subprocess.run([str(ROOT / "build/host/llm_mathcheck")], input=text,
+                       capture_output=True, text=True, check=True)
+    got = np.array([[int(w, 16) for w in line.split()] for line in p.stdout.splitlines()],
+                   dtype=np.uint64)
+    pos = np.where(x > 0, x, 1.0)
+    want = [refmath.exp(x), np.where(x > 0, refmath.log(pos), 0.0), refmath.sigmoid(x),
+            refmath.softplus(x)]
+    for i, name in enumerate(["exp", "log", "sigmoid", "softplus"]):
+        w = np.asarray(want[i], dtype=np.float64).view(np.uint64)
+        bad = np.nonzero(got[:, i] != w)[0]
+        assert bad.size == 0, f"{name} differs at x = {x[bad[:5]]}"

@@ -1,0 +1,31 @@
+// llmrun_smol: greedy generation with SmolLM2 (Llama layout: every layer is
+// full attention) from the assets in /AI/SMOL. See user/llm_cli.c for the
+// command line and user/llmrun_support.c for loading, serving and timing.
+
+#include "user/user.h"
+#include "user/llmrun_support.h"
+
+// Positions [pos, pos+n): embedding, then attention and MLP per layer. The
+// head (llm_head) runs afterwards, on the last position only.
+static void
+token_forward(struct llm_runtime *rt, struct llm_session *s, int pos, int n)
+{
+  llm_embed(rt, s, pos, n);
+  for(int l = 0; l < rt->cfg.n_layers; l++){
+    llm_apply_full_layer(rt, s, l, pos, n);
+    llm_apply_ffn(rt, s, l, n);
+  }
+}
+
+static const struct llm_model smol = {
+  .name = "llmrun_smol",
+  .default_dir = "/AI/SMOL",
+  .model_kind = 0,
+  .forward = token_forward,
+};
+
+int
+main(int argc, char **argv)
+{
+  return llm_main(&smol, argc, argv);
+}
