@@ -77,6 +77,7 @@ KERNEL_CORE_SRCS := \
 	$(K)/core/syscall.c \
 	$(K)/core/sysproc.c \
 	$(K)/core/exec.c \
+	$(K)/core/ai_service.c \
 	$(K)/drivers/uart.c \
 	$(K)/drivers/plic.c
 
@@ -118,6 +119,9 @@ UPROGS := \
 	cksum \
 	llmrun_smol \
 	llmrun_qwen \
+	ai_daemon \
+	ai \
+	aitest \
 
 
 UPROG_ELFS := $(addprefix $(BUILD)/user/_,$(UPROGS))
@@ -180,7 +184,10 @@ $(BUILD)/user/usys.o: $(BUILD)/user/usys.S | toolchain-check
 	$(CC) $(UCFLAGS) -c -o $@ $<
 
 # Every guest program: crt0 first, then the program, the library, the stubs.
+# .PRECIOUS keeps make from deleting the objects as intermediate files, so
+# a second `make` has nothing to do.
 UPROG_LIBS := $(BUILD)/user/start.o $(ULIB_OBJS) $(BUILD)/user/usys.o
+.PRECIOUS: $(BUILD)/user/%.o $(BUILD)/tests/%.o
 $(BUILD)/user/_%: $(BUILD)/user/%.o $(UPROG_LIBS) $(U)/user.ld
 	$(LD) $(LDFLAGS) -T $(U)/user.ld -o $@ $(BUILD)/user/start.o $< $(ULIB_OBJS) $(BUILD)/user/usys.o
 
@@ -277,6 +284,15 @@ QWEN_RAM ?= 2G
 $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen: $(BUILD)/user/_%: \
 		$(BUILD)/user/%.o $(LLM_OBJS) $(UPROG_LIBS) $(U)/user.ld
 	$(LD) $(LDFLAGS) -T $(U)/user.ld -o $@ $(BUILD)/user/start.o $< $(LLM_OBJS) \
+		$(ULIB_OBJS) $(BUILD)/user/usys.o
+
+# ai_daemon (issue 5) links the runtime and both models' forward passes,
+# compiled again without their main (-DLLM_MODEL_ONLY).
+AI_DAEMON_OBJS := $(BUILD)/user/llmrun_smol.model.o $(BUILD)/user/llmrun_qwen.model.o $(LLM_OBJS)
+$(BUILD)/user/%.model.o: $(U)/%.c | toolchain-check
+	$(CC) $(UCFLAGS) -DLLM_MODEL_ONLY -c -o $@ $<
+$(BUILD)/user/_ai_daemon: $(BUILD)/user/ai_daemon.o $(AI_DAEMON_OBJS) $(UPROG_LIBS) $(U)/user.ld
+	$(LD) $(LDFLAGS) -T $(U)/user.ld -o $@ $(BUILD)/user/start.o $< $(AI_DAEMON_OBJS) \
 		$(ULIB_OBJS) $(BUILD)/user/usys.o
 
 # Images: every UPROG plus the model directories (exported when missing).

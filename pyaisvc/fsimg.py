@@ -473,7 +473,8 @@ def build_image(image: str | Path, tree: Tree, size_blocks: int | None = None,
                 os.pwrite(fd, _dir_bytes(node, parents.get(id(node), node), ly),
                           first * ly.BSIZE)
                 ndirs = sum(c.is_dir for c in node.children.values())
-                w.add_inode(node.inum, ly.T_DIR, nbytes, addrs, 2 + ndirs)
+                # As mkdir does: 1, plus one for each subdirectory's "..".
+                w.add_inode(node.inum, ly.T_DIR, nbytes, addrs, 1 + ndirs)
             else:
                 assert node.host is not None
                 done = _copy_into(fd, node.host, first * ly.BSIZE, done, total, progress)
@@ -606,6 +607,62 @@ class Image:
                 return e
         raise FsImageError(f"{self.path}: no file {want!r} in the image; "
                            "see `pyaisvc fsimg list`")
+
+
+def _meta_blocks(img: Image, inum: int) -> list[int]:
+    """The indirect blocks of inode inum."""
+    ly = img.layout
+    addrs: list[int] = img.inode(inum)["addrs"]
+    out = [a for a in addrs[ly.NDIRECT:] if a]
+    if addrs[ly.NDIRECT + 1]:
+        out += [p for p in img._ptrs(addrs[ly.NDIRECT + 1]) if p]
+    return out
+
+
+def check_image(image: str | Path, limit: int = 20) -> list[str]:
+    """Checks an image's consistency, like fsck: every allocated inode is in
+    a directory, link counts match the entries, each block belongs to one
+    file at most, and the free bitmap marks exactly the blocks in use.
+    Returns the problems found (at most `limit`), or [] for a clean image.
+    """
+    problems: list[str] = []
+    with Image(image) as img:
+        ly, sb = img.layout, img.sb
+        refs: dict[int, int] = {}       # inum -> directory entries naming it
+        subdirs: dict[int, int] = {}    # directory inum -> subdirectories
+        owner: dict[int, int] = {}      # block -> inum
+        datastart = sb["bmapstart"] + _nblocks(sb["size"], ly.bpb)
+        for e in img.walk():
+            if e.path != "/":
+                refs[e.inum] = refs.get(e.inum, 0) + 1
+            if e.type == ly.T_DIR:
+                subdirs[e.inum] = sum(img.inode(c)["type"] == ly.T_DIR
+                                      for _, c in img.entries(e.inum))
+            for b in img.blocks(img.inode(e.inum)) + _meta_blocks(img, e.inum):
+                if not datastart <= b < sb["size"]:
+                    problems.append(f"{e.path}: block {b} outside the data area")
+                elif b in owner and owner[b] != e.inum:
+                    problems.append(f"{e.path}: block {b} also belongs to inode {owner[b]}")
+                owner[b] = e.inum
+        for inum in range(1, sb["ninodes"]):
+            ino = img.inode(inum)
+            if ino["type"] == 0:
+                continue
+            want = 1 + subdirs[inum] if inum in subdirs else refs.get(inum, 0)
+            if inum not in subdirs and inum not in refs:
+                problems.append(f"inode {inum}: allocated but in no directory")
+            elif ino["nlink"] != want:
+                problems.append(f"inode {inum}: nlink {ino['nlink']}, expected {want}")
+        bitmap = b"".join(img._block(sb["bmapstart"] + i)
+                          for i in range(_nblocks(sb["size"], ly.bpb)))
+        for b in range(sb["size"]):
+            used = bool(bitmap[b // 8] >> (b % 8) & 1)
+            if used != (b < datastart or b in owner):
+                what = "marked used but free" if used else "in use but marked free"
+                problems.append(f"block {b}: {what}")
+            if len(problems) >= limit:
+                break
+    return problems[:limit]
 
 
 def list_image(image: str | Path) -> list[Entry]:

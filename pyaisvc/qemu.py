@@ -151,7 +151,8 @@ class Guest:
 
         The line is sent as ``CMD ; echo MARKER`` and the output is what the
         console prints between the echo of that line and MARKER, so it is exact
-        even when the command prints "$ " or nothing at all.
+        even when the command prints "$ " or nothing at all. The image must
+        therefore hold /echo.
         """
         if self.child is None:
             raise GuestError("run: the guest is not booted")

@@ -13,14 +13,14 @@ Measured (docs/ARITHMETIC.md, pyaisvc reference, 2 texts, 731 Smol tokens):
 | Smol, ours (v3) | 95.1% / 95.9%, pooled 95.5% | 0.99915 / 0.99960, pooled 0.99936 |
 | Smol, course (v1) | 93.8% / 94.2%, pooled 94.0% | 0.99862 / 0.99926, pooled 0.99892 |
 
-Thresholds. The lead's targets (from a torch simulation on another 314-token
-text) were v3 >= 95.5% / 0.999 and v1 >= 89% / 0.999. On the narrative text the
-course format's per-row weights alone (activations and attention left in
-float64) give cosine 0.9988, so no activation arithmetic can reach 0.999 there;
-the v1 cosine threshold is 0.9985 (pooled). Agreement moves by about +-0.5%
-between texts and between arithmetically equivalent variants (one token is
-0.14% of the pool), and v3 measures 95.49% pooled, so its threshold is 95.0%
-(pooled), with cosine >= 0.999 as asked.
+Thresholds. Issue 3's targets (from a torch simulation on another 314-token
+text) are v3 >= 95.5% / 0.999 and v1 >= 89% / 0.999. They are asserted on the
+expository text (heldout_en2.txt, 345 tokens), the kind of text they were
+measured on. On the narrative text the course format's per-row weights alone
+(activations and attention left in float64) give cosine 0.9988, so no
+activation arithmetic can reach 0.999 there: the pool of both texts is held to
+v3 >= 95.0% / 0.999 and v1 >= 89% / 0.9985, and no text may fall more than 2%
+/ to 0.998 below the pool.
 """
 
 from __future__ import annotations
@@ -128,11 +128,14 @@ def test_smol_fidelity(smol_run) -> None:
     for name, f in per_text.items():
         print(f"\nSmol {fmt} (v{version}) {name}: {f}")
     print(f"Smol {fmt} (v{version}) pooled: {pooled}")
+    issue_text = per_text["heldout_en2.txt"]
     if fmt == "ours":
         assert version == 3
+        assert issue_text.agreement >= 0.955 and issue_text.cosine >= 0.999
         assert pooled.agreement >= 0.950 and pooled.cosine >= 0.999
     else:
         assert version == 1
+        assert issue_text.agreement >= 0.89 and issue_text.cosine >= 0.999
         assert pooled.agreement >= 0.89 and pooled.cosine >= 0.9985
     for f in per_text.values():  # no text may be much worse than the pool
         assert f.agreement >= pooled.agreement - 0.02 and f.cosine >= 0.998

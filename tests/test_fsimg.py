@@ -62,6 +62,7 @@ def test_round_trip(tmp_path: Path, content: dict[str, bytes]) -> None:
     assert entries["/AI/SMOL/EMB.BIN"].size == len(content["models/SMOL/EMB.BIN"])
     assert entries["/AI/SMOL/sub/deeper/empty"].size == 0
 
+    assert fsimg.check_image(image) == []
     out = tmp_path / "out"
     fsimg.extract(image, out)
     for name, data in content.items():
@@ -148,3 +149,30 @@ def test_large_sparse_image_builds_fast(tmp_path: Path) -> None:
     with fsimg.Image(info.path) as img:
         assert img.read_file(img.lookup("f").inum) == b"hello"
         assert img.sb["size"] == 1 << 20
+
+
+def test_check_finds_damage(tmp_path: Path, content: dict[str, bytes],
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    tree = fsimg.Tree(LAYOUT)
+    tree.add_dir("m", tmp_path / "models")
+    image = tmp_path / "fs.img"
+    fsimg.build_image(image, tree)
+    assert cli_main(["fsimg", "check", "--image", str(image)]) == 0
+    with fsimg.Image(image) as img:
+        sb = img.sb
+        emb = img.lookup("m/SMOL/EMB.BIN")
+        first = img.blocks(img.inode(emb.inum))[0]
+    with open(image, "r+b") as f:
+        # Mark EMB.BIN's first block free in the bitmap.
+        f.seek(sb["bmapstart"] * LAYOUT.BSIZE + first // 8)
+        byte = f.read(1)[0]
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte & ~(1 << (first % 8))]))
+        # And give inode 1 (the root) a wrong link count.
+        f.seek(sb["inodestart"] * LAYOUT.BSIZE + LAYOUT.dinode.codec.size + 6)
+        f.write((9).to_bytes(2, "little"))
+    problems = fsimg.check_image(image)
+    assert f"block {first}: in use but marked free" in problems
+    assert "inode 1: nlink 9, expected 2" in problems
+    assert cli_main(["fsimg", "check", "--image", str(image)]) == 1
+    assert "inconsistent" in capsys.readouterr().err

@@ -3,8 +3,8 @@
 usertests prints one line per case, "test NAME: OK" or "test NAME: FAILED (why)",
 then "N passed, N failed" and, when nothing failed, "ALL TESTS PASSED". Its
 bigfile case writes 110 MB and sbrkbig grows the heap by as much as RAM allows,
-so the guest gets an image of IMAGE_MIB (the build's auto-sized one keeps only
-about 16 MB free) and 1-2 GiB of RAM.
+so the guest gets an image of its own, IMAGE_MIB whatever size build/fs.img
+has, and 1-2 GiB of RAM.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@
 
 #include "user/user.h"
 #include "kernel/include/fcntl.h"
+#include "kernel/include/stat.h"
 
 #define CONSOLE_MAJOR 1   // CONSOLE in kernel/include/file.h
 #define RESPAWN_TICKS 10  // a service that dies sooner waits this long first
@@ -14,13 +15,26 @@
 struct service {
   char *path;
   char *argv[4];
+  int (*wanted)(void);    // if set, started only while it returns 1
+  int notify;             // init waits for a byte on its fd 3 (or its exit)
   int pid;                // 0 while not running
   int started;            // uptime() when last started
 };
 
-// The programs init keeps alive. Issue 5's ai_daemon, which must be
-// running before users submit work, belongs here as one more entry.
+// The AI worker runs when a model is installed.
+static int
+have_model(void)
+{
+  struct stat st;
+
+  return stat("/AI/SMOL", &st) == 0 || stat("/AI/QWEN", &st) == 0;
+}
+
+// The programs init keeps alive, started in this order. ai_daemon says
+// when it is ready (model loaded, registered), so the shell starts only
+// after that.
 static struct service services[] = {
+  { "/ai_daemon", { "ai_daemon", "--ready-fd", "3", 0 }, have_model, 1 },
   { "/sh", { "sh", 0 } },
 };
 #define NSERVICE (sizeof(services) / sizeof(services[0]))
@@ -41,17 +55,45 @@ openconsole(void)
   dup(0);
 }
 
+// A notify service gets the write end of a pipe as fd 3; init reads
+// until the service writes its byte or exits (closing the pipe).
+static void
+await_ready(int pid, int fds[2])
+{
+  char c;
+
+  if(pid == 0){
+    close(fds[0]);
+    if(fds[1] != 3){
+      close(3);
+      dup(fds[1]);
+      close(fds[1]);
+    }
+    return;
+  }
+  close(fds[1]);
+  if(pid > 0)
+    read(fds[0], &c, 1);
+  close(fds[0]);
+}
+
 static void
 start(struct service *s)
 {
-  int pid, err;
+  int pid, err, fds[2];
 
+  if(s->wanted && !s->wanted())
+    return;
+  if(s->notify && pipe(fds) < 0)
+    s->notify = 0;
   // Back off when the service died at once, so a broken program (or a
   // missing one) does not spin the machine.
   if(s->started != 0 && uptime() - s->started < RESPAWN_TICKS)
     sleep(RESPAWN_TICKS);
   s->started = uptime();
   pid = fork();
+  if(s->notify)
+    await_ready(pid, fds);
   if(pid == 0){
     err = exec(s->path, s->argv);
     fprintf(2, "init: cannot run %s: %s\n", s->path, strerror(err));

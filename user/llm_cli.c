@@ -190,7 +190,8 @@ serve_stdin(const struct llm_model *md, struct llm_runtime *rt,
       p++;
     if(*p == 0)
       continue;
-    if(strncmp(p, "exit", 4) == 0 || strncmp(p, "quit", 4) == 0)
+    if((strncmp(p, "exit", 4) == 0 || strncmp(p, "quit", 4) == 0)
+       && (p[4] == 0 || is_space(p[4])))
       break;
     if(parse_ids(p, ids, MAXIDS + 1, &count, where) < 0)
       continue;

@@ -171,10 +171,9 @@ llm_quantize(const double *x, int n, int8 *q, int32 *m, double *xs)
 }
 
 // Quantise count vectors (row stride `stride` doubles) into a, and pack
-// them pairwise for the batched matmul: pairs[k][j] holds q[2j][k] in its
-// low 32 bits and q[2j+1][k] in its high 32 bits (two's complement sum, so
-// q[2j][k] < 0 borrows one from the high half; the matmul undoes that).
-// Missing positions of the last pair are zeros.
+// them pairwise for the batched matmul: pairs[k][j] = q[2j][k] +
+// q[2j+1][k] * 2^32, so one multiply by a weight forms both products.
+// Positions beyond count are zeros.
 HOT void
 llm_qact_fill(struct llm_qact *a, const double *x, int stride, int count)
 {

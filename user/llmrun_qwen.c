@@ -138,8 +138,13 @@ static const struct llm_model qwen = {
   .forward = token_forward,
 };
 
+#ifdef LLM_MODEL_ONLY
+// Built with -DLLM_MODEL_ONLY, this file gives ai_daemon the model instead.
+const struct llm_model *const llm_qwen_model = &qwen;
+#else
 int
 main(int argc, char **argv)
 {
   return llm_main(&qwen, argc, argv);
 }
+#endif

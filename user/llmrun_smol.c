@@ -24,8 +24,13 @@ static const struct llm_model smol = {
   .forward = token_forward,
 };
 
+#ifdef LLM_MODEL_ONLY
+// Built with -DLLM_MODEL_ONLY, this file gives ai_daemon the model instead.
+const struct llm_model *const llm_smol_model = &smol;
+#else
 int
 main(int argc, char **argv)
 {
   return llm_main(&smol, argc, argv);
 }
+#endif

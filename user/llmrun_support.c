@@ -31,6 +31,7 @@
 #define MAXDIM    (1 << 20)     // bound on every size field (keeps products in range)
 
 const char *llm_prog = "llmrun";
+void (*llm_token_hook)(int i, int id);
 
 // ---------------------------------------------------------------- files
 
@@ -631,6 +632,8 @@ llm_drive_decode(const struct llm_model *md, struct llm_runtime *rt,
   }
   s->seq[n] = llm_head(rt, s, c - 1);        // the first generated token
   uint64 t1 = time_us();
+  if(llm_token_hook)
+    llm_token_hook(0, s->seq[n]);
   *ttft = t1 - t0;
   if(s->tm.profile)
     profile_line("prefill", s, *ttft, n);
@@ -638,6 +641,8 @@ llm_drive_decode(const struct llm_model *md, struct llm_runtime *rt,
     int pos = n + i - 1;
     md->forward(rt, s, pos, 1);
     s->seq[pos + 1] = llm_head(rt, s, 0);
+    if(llm_token_hook)
+      llm_token_hook(i, s->seq[pos + 1]);
   }
   uint64 t2 = time_us();
   *tpot = predict > 1 ? (t2 - t1) / (predict - 1) : 0;
@@ -694,17 +699,29 @@ print_ids(const int *ids, int n)
   write(1, line, len);
 }
 
+// Validate one request and generate: the ids land in s->seq[n..n+predict).
+// Returns 0, or -1 after a message.
+int
+llm_session_generate(const struct llm_model *md, struct llm_runtime *rt,
+                     struct llm_session *s, const int *ids, int n, int predict,
+                     uint64 *ttft, uint64 *tpot)
+{
+  uint64 t0 = time_us();
+  if(request_check(&rt->cfg, ids, n, predict) < 0)
+    return -1;
+  memmove(s->seq, ids, n * sizeof(int));
+  return llm_drive_decode(md, rt, s, n, predict, t0, ttft, tpot);
+}
+
 // Validate and serve one request. Returns 0, or -1 after a message.
 int
 llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
                 struct llm_session *s, const int *ids, int n, int predict,
                 int quiet)
 {
-  uint64 t0 = time_us(), ttft, tpot;
-  if(request_check(&rt->cfg, ids, n, predict) < 0)
+  uint64 ttft, tpot;
+  if(llm_session_generate(md, rt, s, ids, n, predict, &ttft, &tpot) < 0)
     return -1;
-  memmove(s->seq, ids, n * sizeof(int));
-  llm_drive_decode(md, rt, s, n, predict, t0, &ttft, &tpot);
   print_ids(s->seq + n, predict);
   if(!quiet)
     fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "

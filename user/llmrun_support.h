@@ -112,6 +112,9 @@ struct llm_model {
 };
 
 extern const char *llm_prog;         // program name, prefixes every message
+// If set, called with each generated id as soon as it exists (i counts
+// from 0); ai_daemon reports progress with it.
+extern void (*llm_token_hook)(int i, int id);
 
 // Set-up and tear-down. session_init enters dir, loads the model with
 // llm_runtime_init (timed as load_us) and allocates the session (the whole
@@ -126,6 +129,9 @@ void session_free(struct llm_session *s, struct llm_runtime *rt);
 int llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
                     struct llm_session *s, const int *ids, int n, int predict,
                     int quiet);
+int llm_session_generate(const struct llm_model *md, struct llm_runtime *rt,
+                         struct llm_session *s, const int *ids, int n,
+                         int predict, uint64 *ttft, uint64 *tpot);
 int llm_drive_decode(const struct llm_model *md, struct llm_runtime *rt,
                      struct llm_session *s, int n, int predict, uint64 t0,
                      uint64 *ttft, uint64 *tpot);
@@ -145,5 +151,10 @@ void llm_charge(struct llm_session *s, uint64 *part, uint64 since);
 
 // The programs' main.
 int llm_main(const struct llm_model *md, int argc, char **argv);
+
+// The models of llmrun_smol.c and llmrun_qwen.c when built with
+// -DLLM_MODEL_ONLY (no main), for ai_daemon.
+extern const struct llm_model *const llm_smol_model;
+extern const struct llm_model *const llm_qwen_model;
 
 #endif

@@ -1,11 +1,12 @@
 // Formatted output for user programs: printf, fprintf and snprintf.
 //
 // Conversions: %d %i %u %x %X %p %s %c %% and %f, with the length modifiers
-// l and ll, the flags - (left-justify) and 0 (pad with zeros), a field width
-// and a precision (%.3f, %.5s). One formatter writes into a struct out that
-// either buffers for a file descriptor, flushed with a single write per 256
-// bytes (a write per character would interleave processes' output
-// letter by letter), or fills a caller's array.
+// l and ll, the flags - (left-justify) and 0 (pad with zeros), a field
+// width and a precision (%.3f, %.5s; %f shows at most 9 decimals).
+// One formatter writes into a struct out that either buffers for a file
+// descriptor, flushed with a single write per 256 bytes (a write per
+// character would interleave processes' output letter by letter), or
+// fills a caller's array.
 
 #include <stdarg.h>
 #include "user/user.h"
@@ -146,7 +147,7 @@ fmtfloat(struct out *o, struct field *f, double d, int prec)
     f->text = "nan";
     f->len = 3;
   } else {
-    if(d < 0){
+    if(__builtin_signbit(d)){
       f->prefix = "-";
       d = -d;
     }

@@ -27,23 +27,35 @@ struct header {
 static struct header base;                // zero-size anchor of the free list
 static struct header *freep;              // where the last search stopped
 
-// Put block b on the free list, merging it with free neighbours.
+// Make the free list an empty circle around base, the first time.
+static void
+startlist(void)
+{
+  if(freep == 0){
+    base.next = freep = &base;
+    base.units = 0;
+  }
+}
+
+// Put block b on the free list, merging it with free neighbours. The
+// list is sorted by address: it runs from base, which lies in the
+// program's data below the heap, up through the heap and back to base.
 static void
 insert(struct header *b)
 {
-  struct header *p;
+  struct header *p, *next;
 
-  // Find p with p < b < p->next, or the wrap-around point of the list.
-  for(p = freep; !(b > p && b < p->next); p = p->next)
-    if(p >= p->next && (b > p || b < p->next))
-      break;
-  if(b + b->units == p->next){
-    b->units += p->next->units;
-    b->next = p->next->next;
-  } else {
-    b->next = p->next;
+  // Start where the last operation was when that lies below b.
+  p = (freep != 0 && freep < b) ? freep : &base;
+  while(p->next != &base && p->next < b)
+    p = p->next;
+  next = p->next;
+  if(next != &base && b + b->units == next){
+    b->units += next->units;
+    next = next->next;
   }
-  if(p + p->units == b){
+  b->next = next;
+  if(p != &base && p + p->units == b){
     p->units += b->units;
     p->next = b->next;
   } else {
@@ -52,9 +64,8 @@ insert(struct header *b)
   freep = p;
 }
 
-// If the highest free block is big and ends at the program break,
-// hand it back to the kernel. base lies in the program's data, below the
-// heap, so the highest block is the one whose next is base.
+// If the highest free block (the one before base again) is big and ends
+// at the program break, hand it back to the kernel.
 static void
 trim(void)
 {
@@ -128,10 +139,7 @@ alloc(uint64 n, int *fresh)
   if(n == 0 || n > (1UL << 40))
     return 0;
   units = (n + UNIT - 1) / UNIT + 1;
-  if(freep == 0){
-    base.next = freep = &base;
-    base.units = 0;
-  }
+  startlist();
   *fresh = 0;
   if(units >= BIGBLOCK){
     // Big: the first free block that fits, else exactly this much fresh
@@ -196,10 +204,7 @@ free(void *ap)
   if(ap == 0)
     return;
   b = (struct header *)ap - 1;
-  if(freep == 0){
-    base.next = freep = &base;
-    base.units = 0;
-  }
+  startlist();
   insert(b);
   if(b->units >= BIGBLOCK || freep->units >= BIGBLOCK)
     trim();

@@ -28,7 +28,6 @@
 #include "kernel/include/param.h"
 #include "kernel/include/fs.h"
 #include "kernel/include/memlayout.h"
-#include "kernel/include/syscall.h"
 
 #define MB (1024L * 1024)
 
@@ -111,6 +110,20 @@ waitstatus(int pid, int want, int line)
     expect(r_ == (pid), "wait returned %d, expected %d", r_, (pid));    \
     expect(st_ != 0, "child %d exited with status 0", (pid));           \
   } while(0)
+
+// Wait for n children, each of which must exit with status 0 (a failed
+// one has already written its reason).
+static void
+waitchildren(int n)
+{
+  int r, st;
+
+  for(; n > 0; n--){
+    r = wait(&st);
+    expect(r > 0, "wait returned %d (%s) with %d children left", r, strerror(r), n);
+    expect(st == 0, "child %d exited with status %d", r, st);
+  }
+}
 
 // The addresses no system call may read or write through: null, the
 // kernel's RAM, all ones, the trap frame and trampoline (mapped, but not
@@ -277,8 +290,7 @@ t_forkstorm(void)
       exit(0);
     }
   }
-  for(i = 0; i < 4; i++)
-    expect(wait(0) > 0, "lost a child");
+  waitchildren(4);
 }
 
 // Run argv with its output into a pipe; returns the output in buf.
@@ -461,8 +473,7 @@ t_pipeeof(void)
   while((n = read(p[0], buf, sizeof(buf))) > 0)
     total += n;
   expect(n == 0 && total == 300, "read %d bytes then %d", total, n);
-  for(i = 0; i < 3; i++)
-    expect(wait(0) > 0, "lost a writer");
+  waitchildren(3);
 }
 
 // Writing to a pipe nobody can read fails with EPIPE.
@@ -508,7 +519,7 @@ t_kill(void)
     expect(wait(&st) > 0, "wait after kill");
     expect(st != 0, "a killed child exited with status 0");
   }
-  expect(uptime() - t0 < 20, "kill took %d ticks", uptime() - t0);
+  expect(uptime() - t0 < 50, "kill took %d ticks", uptime() - t0);
   EXPECT_ERR(kill(pids[0]), ESRCH);
   close(p[0]);
   close(p[1]);
@@ -788,7 +799,6 @@ fpworker(int id)
     memmove(&got, &out[32], sizeof(got));
     expect(got == fcsr, "process %d: fcsr %lx became %lx", id, fcsr, got);
   }
-  expect(round >= 2, "process %d ran only %d rounds", id, round);
 }
 
 static void
@@ -803,9 +813,7 @@ t_fpregs(void)
       exit(0);
     }
   }
-  for(i = 0; i < NFPPROC; i++)
-    expect(wait(0) > 0, "lost an FP child");
-  // wait() returned them all; a failed one has written its reason.
+  waitchildren(NFPPROC);
 }
 
 static uint64
@@ -866,11 +874,7 @@ t_fpmath(void)
       exit(0);
     }
   }
-  for(i = 0; i < NFPPROC; i++){
-    int st;
-    expect(wait(&st) > 0, "lost a child");
-    expect(st == 0, "a child computed a different result");
-  }
+  waitchildren(NFPPROC);
 }
 
 // ---------------------------------------------------------------- time
@@ -886,8 +890,10 @@ t_sleep(void)
   EXPECT_OK(sleep(3));
   t1 = uptime();
   u1 = time_us();
-  expect(t1 - t0 >= 3 && t1 - t0 < 30, "sleep(3) took %d ticks", t1 - t0);
-  expect(u1 - u0 >= 200000 && u1 - u0 < 3000000, "sleep(3) took %ld us", (long)(u1 - u0));
+  // At least two full ticks (the first may be partly over); the upper
+  // bounds only catch a sleep that ignores its argument.
+  expect(t1 - t0 >= 3 && t1 - t0 < 100, "sleep(3) took %d ticks", t1 - t0);
+  expect(u1 - u0 >= 200000 && u1 - u0 < 10000000, "sleep(3) took %ld us", (long)(u1 - u0));
   EXPECT_OK(sleep(0));
   for(t0 = 0; t0 < 1000; t0++){
     u0 = time_us();
@@ -1064,8 +1070,9 @@ t_bigfile(void)
     n = write(fd, w, sizeof(w));
     if(n != sizeof(w)){
       unlink("ut_big");
-      fail("write at %ld MB returned %d (%s)", (long)(off * 8 / MB), n,
-           n < 0 ? strerror(n) : "short");
+      fail("write at %ld MB returned %d (%s)%s", (long)(off * 8 / MB), n,
+           n < 0 ? strerror(n) : "short", n != -ENOSPC ? "" :
+           "; the image needs 110 MB free: rm build/fs.img; make qemu FSIMG_SIZE=512M");
     }
   }
   EXPECT_OK(fstat(fd, &st));
@@ -1108,11 +1115,7 @@ t_fsconcurrent(void)
       exit(0);
     }
   }
-  for(i = 0; i < 4; i++){
-    int st;
-    expect(wait(&st) > 0, "lost a child");
-    expect(st == 0, "a writer failed");
-  }
+  waitchildren(4);
 }
 
 // ---------------------------------------------------------------- directories

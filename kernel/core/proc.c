@@ -376,6 +376,8 @@ exit(int status)
 
   if (p == initproc)
     panic("exit: init exited");
+  // Reclaim its AI requests; if it is the AI worker, fail what it ran.
+  ai_exit(p);
   for (int fd = 0; fd < NOFILE; fd++) {
     if (p->ofile[fd]) {
       fileclose(p->ofile[fd]);

@@ -51,8 +51,10 @@ sys_sbrk(void)
   return addr;
 }
 
-// sleep(n): sleeps n ticks (TICK_HZ per second). Returns 0, -EINVAL for
-// n < 0, or -EINTR if killed meanwhile.
+// sleep(n): sleeps until the tick count has advanced by n (TICK_HZ per
+// second), so at least n-1 whole ticks. Returns 0, -EINVAL for n < 0, or
+// -EINTR if killed meanwhile. Holding tickslock while checking the time
+// means clockintr's wakeup cannot come between the check and the sleep.
 uint64
 sys_sleep(void)
 {
@@ -62,8 +64,8 @@ sys_sleep(void)
   if (n < 0)
     return -EINVAL;
   acquire(&tickslock);
-  uint64 ticks0 = ticks;
-  while (ticks - ticks0 < n) {
+  uint64 ticks0 = uptime_ticks();
+  while (uptime_ticks() - ticks0 < n) {
     if (killed(myproc())) {
       release(&tickslock);
       return -EINTR;
@@ -87,10 +89,7 @@ sys_kill(void)
 uint64
 sys_uptime(void)
 {
-  acquire(&tickslock);
-  uint64 t = ticks;
-  release(&tickslock);
-  return t;
+  return uptime_ticks();
 }
 
 // Microseconds since boot, from the time CSR.

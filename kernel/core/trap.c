@@ -11,8 +11,10 @@
 // kernel bug and panics.
 //
 // The timer is the Sstc extension's stimecmp: each hart re-arms its own
-// SCHED_HZ times a second. Hart 0 also keeps `ticks` (TICK_HZ, the unit
-// of sleep() and uptime()) and wakes sleepers when it advances.
+// SCHED_HZ times a second. Time itself is the time CSR: uptime_ticks()
+// (TICK_HZ, the unit of sleep() and uptime()) is computed from it, never
+// counted, so it cannot lag. Hart 0's timer interrupt notices when it
+// advances and wakes the processes sleeping on `ticks`.
 #include "kernel/include/types.h"
 #include "kernel/include/param.h"
 #include "kernel/include/memlayout.h"
@@ -22,7 +24,7 @@
 #include "kernel/include/defs.h"
 
 struct spinlock tickslock;
-volatile uint64 ticks;
+volatile uint64 ticks;   // the tick hart 0 saw last; sleepers' channel
 
 extern char trampoline[], uservec[], userret[];
 
@@ -48,12 +50,19 @@ trapinithart(void)
   timer_arm();
 }
 
+// Ticks (TICK_HZ per second) since boot.
+uint64
+uptime_ticks(void)
+{
+  return r_time() / (TIMEBASE_HZ / TICK_HZ);
+}
+
 static void
 clockintr(void)
 {
   if (cpuid() == 0) {
     acquire(&tickslock);
-    uint64 now = r_time() / (TIMEBASE_HZ / TICK_HZ);
+    uint64 now = uptime_ticks();
     if (now != ticks) {
       ticks = now;
       wakeup((void *)&ticks);

@@ -113,8 +113,12 @@ int             exec(char *path, char **argv);
 // trap.c
 extern volatile uint64 ticks;
 extern struct spinlock tickslock;
+uint64          uptime_ticks(void);
 void            trapinithart(void);
 void            usertrapret(void);
+
+// ai_service.c
+void            ai_exit(struct proc *p);
 
 // syscall.c
 void            syscall(void);

@@ -28,5 +28,17 @@
 #define SYS_close   21
 #define SYS_time_us 22
 // 23..31 reserved for the kernel core; 32.. for the AI service (issue 5).
+// The AI service (kernel/core/ai_service.c, kernel/include/aisvc.h):
+#define SYS_ai_submit   32
+#define SYS_ai_wait     33
+#define SYS_ai_query    34
+#define SYS_ai_call     35
+#define SYS_ai_cancel   36
+#define SYS_ai_info     37
+#define SYS_ai_register 38   // worker only, from here on
+#define SYS_ai_next     39
+#define SYS_ai_progress 40
+#define SYS_ai_complete 41
+#define SYS_ai_fail     42
 
 #endif

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Callable
 from pathlib import Path
-
-from tqdm import tqdm
+from typing import Any
 
 from pyaisvc import fsimg
 from pyaisvc.errors import CommandError
+
+try:
+    from tqdm import tqdm
+except ImportError:  # tools/mkfsimg.py under a bare python3: build without a bar
+    tqdm = None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     ls = sub.add_parser("list", help="print the image's tree with sizes")
     ls.add_argument("--image", required=True)
+    c = sub.add_parser("check", help="check an image's consistency (like fsck)")
+    c.add_argument("--image", required=True)
     x = sub.add_parser("extract", help="copy files out of an image")
     x.add_argument("--image", required=True)
     x.add_argument("--to", required=True, help="host directory to copy into")
@@ -51,8 +59,12 @@ def _size_blocks(args: argparse.Namespace) -> int | None:
     return None
 
 
-def _bar(desc: str, quiet: bool) -> tuple[tqdm, fsimg.Progress]:
-    bar = tqdm(desc=desc, unit="B", unit_scale=True, disable=quiet, leave=False)
+def _bar(desc: str, quiet: bool) -> tuple[contextlib.AbstractContextManager[Any],
+                                          Callable[[int, int], None] | None]:
+    """A tqdm bar and the progress callback that drives it (none if quiet)."""
+    if quiet or tqdm is None:
+        return contextlib.nullcontext(), None
+    bar = tqdm(desc=desc, unit="B", unit_scale=True, leave=False)
 
     def progress(done: int, total: int) -> None:
         bar.total = total
@@ -76,6 +88,13 @@ def run(args: argparse.Namespace) -> int:
             for e in fsimg.list_image(args.image):
                 kind = "d" if e.type == layout.T_DIR else "-"
                 print(f"{kind} {e.size:>12} {e.path}")
+        elif args.action == "check":
+            problems = fsimg.check_image(args.image)
+            for p in problems:
+                print(p)
+            if problems:
+                raise CommandError(f"fsimg check: {args.image} is inconsistent (see above)")
+            print(f"{args.image}: clean")
         else:
             bar, progress = _bar(f"extracting {args.image}", False)
             with bar:

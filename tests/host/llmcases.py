@@ -4,7 +4,8 @@
   once into build/llmtest/smol-course) and the tiny synthetic Qwen3.5 in both
   formats (exported once per seed into build/llmtest/);
 - prompts, and the token ids pyaisvc.reference generates for them (cached in
-  build/llmtest/refcache.json, keyed by the asset files' sizes and times);
+  build/llmtest/refcache.json, keyed by the asset files' sizes and times and
+  the reference's code);
 - request lines that break each limit, with the message each must produce;
 - malformed asset directories (symlinks to a good one, one file changed), with
   the message each must produce.
@@ -12,6 +13,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -83,9 +85,12 @@ def qwen_prompts() -> list[list[int]]:
 
 
 def _key(assets: Path, prompt: list[int], n: int) -> str:
+    """The assets' files (name, size, time), the reference's code and the request."""
     stamp = [(p.name, p.stat().st_size, p.stat().st_mtime_ns)
              for p in sorted(assets.glob("*.BIN"))]
-    return json.dumps([str(assets.resolve()), stamp, prompt, n])
+    code = hashlib.sha256(b"".join((ROOT / "pyaisvc" / f).read_bytes()
+                                   for f in ("reference.py", "refmath.py"))).hexdigest()
+    return json.dumps([str(assets.resolve()), stamp, code, prompt, n])
 
 
 def reference_ids(assets: Path, prompts: list[list[int]], n: int) -> list[list[int]]:

@@ -1,0 +1,857 @@
+// The AI service: a bounded table of requests, a FIFO of slot indexes and
+// one resident worker process (user/ai_daemon.c) that keeps the model
+// loaded and serves the requests one after another.
+//
+//   caller --ai_submit--> slot[] + fifo[] --ai_next--> worker
+//   caller <--ai_wait / ai_query-- slot <--ai_progress / ai_complete / ai_fail--
+//
+// The slot holds the request (who owns it, its state, prompt, result and
+// times); the FIFO holds only the order in which queued slots are served.
+// One spinlock, ai.lock, guards all of it. There are three kinds of
+// sleeper, each on its own channel and each woken by whoever changes the
+// condition it waits for:
+//   - a submitter waits for a free slot (&ai.freed): every path that frees
+//     a slot goes through slot_free(), which wakes them;
+//   - the worker waits for a queued request (&ai.queued): submit wakes it;
+//   - a caller of ai_wait waits for its request to finish (the slot
+//     itself): complete, fail and the worker's death wake it.
+// Every sleep sits in a loop that rechecks its condition and returns
+// -AIE_INTR once the caller is killed; the killed process then exits, and
+// ai_exit() reclaims whatever it owned.
+//
+// Choices that AI_SERVICE.md leaves open:
+// - Reqids come from a counter starting at 1. The user API's reqid is an
+//   int, so rather than wrap, submit fails with AIE_NOIDS after 2^31-1
+//   requests (at 100 requests a second, eight months of uptime): an id is
+//   never issued twice, whatever slot a request lands in. Calls find a
+//   slot by scanning the 16 slots for its reqid.
+// - Ownership is the submitter's pid: proc.c never reuses a pid.
+// - The per-process cap is a quota: a process that owns AI_PERPROC live
+//   requests (queued, running, or finished and not yet waited for) gets
+//   AIE_WOULDBLOCK from submit. Because AI_PERPROC < AI_NSLOT, a process
+//   that blocks in submit waits for slots held by others, never for its own.
+// - "No worker": until a worker has registered once since boot, submit
+//   fails at once with AIE_NOWORKER (an image without models). After a
+//   worker died, submit still queues: queued requests wait for the worker
+//   that init restarts.
+// - Cancel frees a queued or finished request at once; a running one is
+//   orphaned, as on owner exit, and dropped when the worker reports.
+// - ai_call is submit + wait in the kernel. If the wait fails with
+//   AIE_TOOSMALL or AIE_FAULT, the request is cancelled: the caller never
+//   saw its reqid, so it could not retry.
+// - The worker hands over the generated ids and the kernel writes the
+//   text, so the result always has llmrun's format. Progress is a token
+//   count; the first report of >= 1 token times the first token.
+// - Times in struct ai_status are the caller's view, from submit.
+// - No copy to or from user memory happens under ai.lock: data goes
+//   through the kernel stack or a kalloc'd page, and after the lock is
+//   taken again the slot is looked up again by its reqid.
+// - If the worker gives ai_next a bad address, the request goes back to
+//   the head of the FIFO: it was not the request's fault.
+// - ai.lock is statically initialised, so main() needs no ai_init().
+// Lock order: ai.lock, then a p->lock (killed(), sleep(), wakeup()).
+
+#include "kernel/include/types.h"
+#include "kernel/include/param.h"
+#include "kernel/include/riscv.h"
+#include "kernel/include/spinlock.h"
+#include "kernel/include/proc.h"
+#include "kernel/include/defs.h"
+#include "kernel/include/aisvc.h"
+
+struct ai_slot {
+  // ai.lock must be held when using these:
+  int state;                 // AI_FREE .. AI_FAILED
+  int reqid;
+  int owner;                 // submitter's pid; 0 once orphaned
+  int runner;                // the worker's pid while RUNNING
+  int err;                   // FAILED: the positive AIE_ code
+  int count, predict;        // prompt ids, ids to generate
+  int tokens;                // ids generated so far
+  int result_len;            // DONE: bytes of result
+  uint64 submit_time, start_time, first_time, finish_time;  // us, 0 = not yet
+  uint32 prompt[AI_MAX_PROMPT];
+  char result[AI_RESULT_MAX + 1];  // "id id ...", NUL-terminated
+};
+
+static struct {
+  struct spinlock lock;
+
+  // ai.lock must be held when using these:
+  struct ai_slot slot[AI_NSLOT];
+  int fifo[AI_NSLOT];        // indexes of QUEUED slots, oldest at head
+  int head, nqueued;
+  int worker;                // pid of the registered worker, 0 if none
+  int worker_seen;           // a worker has registered since boot
+  int vocab, seq_len;        // its model's limits
+  uint64 nextid;             // the next reqid
+  int completed;             // requests completed since boot
+  char freed, queued;        // sleep channels (only their addresses matter)
+} ai = { .lock = { 0, "ai", 0 }, .nextid = 1 };
+
+static uint64
+now_us(void)
+{
+  return r_time() / (TIMEBASE_HZ / 1000000);
+}
+
+// ---------------------------------------------------------------- the FIFO
+// It never overflows: every entry is a different slot.
+
+static void
+fifo_push(int i)
+{
+  ai.fifo[(ai.head + ai.nqueued) % AI_NSLOT] = i;
+  ai.nqueued++;
+}
+
+static void
+fifo_push_front(int i)
+{
+  ai.head = (ai.head + AI_NSLOT - 1) % AI_NSLOT;
+  ai.fifo[ai.head] = i;
+  ai.nqueued++;
+}
+
+static int
+fifo_pop(void)
+{
+  int i = ai.fifo[ai.head];
+
+  ai.head = (ai.head + 1) % AI_NSLOT;
+  ai.nqueued--;
+  return i;
+}
+
+// Slot i's place in the FIFO (0 = next), or -1.
+static int
+fifo_pos(int i)
+{
+  for (int k = 0; k < ai.nqueued; k++)
+    if (ai.fifo[(ai.head + k) % AI_NSLOT] == i)
+      return k;
+  return -1;
+}
+
+// Takes slot i out of the FIFO, keeping the others' order.
+static void
+fifo_remove(int i)
+{
+  int k = fifo_pos(i);
+
+  if (k < 0)
+    panic("fifo_remove: not queued");
+  for (; k < ai.nqueued - 1; k++)
+    ai.fifo[(ai.head + k) % AI_NSLOT] = ai.fifo[(ai.head + k + 1) % AI_NSLOT];
+  ai.nqueued--;
+}
+
+// ---------------------------------------------------------------- slots
+// All with ai.lock held.
+
+// The live slot of reqid, or 0. Orphans (owner gone) only if orphans_too.
+static struct ai_slot *
+slot_find(int reqid, int orphans_too)
+{
+  for (struct ai_slot *s = ai.slot; s < &ai.slot[AI_NSLOT]; s++)
+    if (s->state != AI_FREE && s->reqid == reqid && (s->owner != 0 || orphans_too))
+      return s;
+  return 0;
+}
+
+// The caller's request reqid, or 0 with *err set to -AIE_NOREQ or
+// -AIE_NOTOWNER.
+static struct ai_slot *
+slot_owned(int reqid, int *err)
+{
+  struct ai_slot *s = slot_find(reqid, 0);
+
+  if (s == 0) {
+    *err = -AIE_NOREQ;
+    return 0;
+  }
+  if (s->owner != myproc()->pid) {
+    *err = -AIE_NOTOWNER;
+    return 0;
+  }
+  return s;
+}
+
+static int
+owned_count(int pid)
+{
+  int n = 0;
+
+  for (struct ai_slot *s = ai.slot; s < &ai.slot[AI_NSLOT]; s++)
+    if (s->state != AI_FREE && s->owner == pid)
+      n++;
+  return n;
+}
+
+// Every path that frees a slot comes here, so submitters are always woken.
+static void
+slot_free(struct ai_slot *s)
+{
+  s->state = AI_FREE;
+  s->reqid = 0;
+  s->owner = 0;
+  s->runner = 0;
+  wakeup(&ai.freed);
+}
+
+// The owner lets go of s: a queued request leaves the FIFO and is freed, a
+// finished one is freed, a running one is orphaned: the worker's report
+// will free it.
+static void
+slot_abandon(struct ai_slot *s)
+{
+  if (s->state == AI_RUNNING) {
+    s->owner = 0;
+    return;
+  }
+  if (s->state == AI_QUEUED)
+    fifo_remove(s - ai.slot);
+  slot_free(s);
+}
+
+// s ends with error code err (positive); an orphan is freed.
+static void
+slot_fail(struct ai_slot *s, int err)
+{
+  s->finish_time = now_us();
+  if (s->owner == 0) {
+    slot_free(s);
+    return;
+  }
+  s->state = AI_FAILED;
+  s->err = err;
+  wakeup(s);
+}
+
+static int
+put_uint(char *dst, uint32 v)
+{
+  char tmp[10];
+  int n = 0;
+
+  do {
+    tmp[n++] = '0' + v % 10;
+    v /= 10;
+  } while (v != 0);
+  for (int i = 0; i < n; i++)
+    dst[i] = tmp[n - 1 - i];
+  return n;
+}
+
+// s ends with the generated ids: the result is their decimal text joined
+// by single spaces, as llmrun prints it. An orphan is freed.
+static void
+slot_done(struct ai_slot *s, const uint32 *ids, int n)
+{
+  s->finish_time = now_us();
+  if (s->first_time == 0)
+    s->first_time = s->finish_time;
+  s->tokens = n;
+  ai.completed++;
+  if (s->owner == 0) {
+    slot_free(s);
+    return;
+  }
+  int len = 0;
+  for (int i = 0; i < n; i++) {
+    if (i > 0)
+      s->result[len++] = ' ';
+    len += put_uint(s->result + len, ids[i]);
+  }
+  s->result[len] = 0;
+  s->result_len = len;
+  s->state = AI_DONE;
+  wakeup(s);
+}
+
+static uint64
+span(uint64 from, uint64 to)
+{
+  return from != 0 && to >= from ? to - from : 0;
+}
+
+static void
+status_fill(struct ai_slot *s, struct ai_status *st)
+{
+  st->reqid = s->reqid;
+  st->state = s->state;
+  st->err = s->state == AI_FAILED ? -s->err : 0;
+  st->result_len = s->state == AI_DONE ? s->result_len : 0;
+  st->queue_pos = s->state == AI_QUEUED ? fifo_pos(s - ai.slot) : -1;
+  st->tokens = s->tokens;
+  st->prompt_len = s->count;
+  st->predict = s->predict;
+  st->submit_time = s->submit_time;
+  st->start_time = s->start_time;
+  st->first_time = s->first_time;
+  st->finish_time = s->finish_time;
+  st->queued_us = span(s->submit_time, s->start_time);
+  st->ttft_us = s->first_time ? span(s->submit_time, s->first_time) : 0;
+  st->total_us = s->finish_time ? span(s->submit_time, s->finish_time) : 0;
+}
+
+// ---------------------------------------------------------------- callers
+
+// Checks a request against the worker's model. ai.lock held.
+static int
+submit_check(const uint32 *ids, int count, int predict)
+{
+  if (!ai.worker_seen)
+    return -AIE_NOWORKER;
+  for (int i = 0; i < count; i++)
+    if (ids[i] >= ai.vocab)
+      return -AIE_TOKEN;
+  if (count + predict > ai.seq_len)
+    return -AIE_TOOLONG;
+  if (owned_count(myproc()->pid) >= AI_PERPROC)
+    return -AIE_WOULDBLOCK;
+  return 0;
+}
+
+// Takes a free slot (sleeping while there is none) and queues the request
+// in it. Returns the reqid or a negative code. ai.lock held.
+static int
+submit_locked(const uint32 *ids, int count, int predict)
+{
+  struct proc *p = myproc();
+  struct ai_slot *s;
+  int err;
+
+  for (;;) {
+    if ((err = submit_check(ids, count, predict)) < 0)
+      return err;
+    for (s = ai.slot; s < &ai.slot[AI_NSLOT] && s->state != AI_FREE; s++)
+      ;
+    if (s < &ai.slot[AI_NSLOT])
+      break;
+    if (killed(p))
+      return -AIE_INTR;
+    sleep(&ai.freed, &ai.lock);
+  }
+  if (ai.nextid > 0x7fffffff)
+    return -AIE_NOIDS;
+  memset(s, 0, sizeof(*s) - sizeof(s->result));
+  s->state = AI_QUEUED;
+  s->reqid = ai.nextid++;
+  s->owner = p->pid;
+  s->count = count;
+  s->predict = predict;
+  s->submit_time = now_us();
+  memmove(s->prompt, ids, count * sizeof(uint32));
+  fifo_push(s - ai.slot);
+  wakeup(&ai.queued);
+  return s->reqid;
+}
+
+// Queues count prompt ids at user address tokens, to generate predict.
+// Returns the reqid (> 0) or a negative AIE_ code. Blocks while the table
+// is full. Takes and releases ai.lock.
+int
+ai_submit(uint64 tokens, int count, int predict)
+{
+  uint32 ids[AI_MAX_PROMPT];   // 1 KiB of the 16 KiB kernel stack
+
+  if (count < 1 || count > AI_MAX_PROMPT)
+    return -AIE_COUNT;
+  if (predict < 1 || predict > AI_MAX_PREDICT)
+    return -AIE_PREDICT;
+  if (copyin(myproc()->pagetable, (char *)ids, tokens, count * sizeof(uint32)) < 0)
+    return -AIE_FAULT;
+  acquire(&ai.lock);
+  int r = submit_locked(ids, count, predict);
+  release(&ai.lock);
+  return r;
+}
+
+// Sleeps until the caller's request reqid is finished. A failed one is
+// freed and its code returned. A done one is copied into buf and its
+// length returned; the slot stays until the copy to the user succeeded.
+// ai.lock held.
+static int
+wait_locked(int reqid, char *buf, int cap)
+{
+  struct proc *p = myproc();
+  struct ai_slot *s;
+  int err;
+
+  for (;;) {
+    if ((s = slot_owned(reqid, &err)) == 0)
+      return err;
+    if (s->state == AI_FAILED) {
+      err = -s->err;
+      slot_free(s);
+      return err;
+    }
+    if (s->state == AI_DONE)
+      break;
+    if (killed(p))
+      return -AIE_INTR;
+    sleep(s, &ai.lock);
+  }
+  if (cap < s->result_len)
+    return -AIE_TOOSMALL;
+  memmove(buf, s->result, s->result_len + 1);
+  return s->result_len;
+}
+
+// Waits for request reqid and copies its result to user address out (at
+// most cap bytes: the text, and a NUL if it fits). Returns the text's
+// length, the failed request's code, or another negative code; on
+// AIE_TOOSMALL and AIE_FAULT the result stays for a retry. Takes and
+// releases ai.lock.
+int
+ai_wait(int reqid, uint64 out, int cap)
+{
+  char *buf;
+  int err;
+
+  if (cap < 0)
+    return -AIE_BADARG;
+  if ((buf = kalloc()) == 0)   // AI_RESULT_MAX + 1 <= PGSIZE
+    return -AIE_NOMEM;
+  acquire(&ai.lock);
+  int len = wait_locked(reqid, buf, cap);
+  release(&ai.lock);
+  if (len >= 0) {
+    if (copyout(myproc()->pagetable, out, buf, len < cap ? len + 1 : len) < 0) {
+      len = -AIE_FAULT;
+    } else {
+      // The lock was dropped: look the slot up again.
+      acquire(&ai.lock);
+      struct ai_slot *s = slot_owned(reqid, &err);
+      if (s != 0 && s->state == AI_DONE)
+        slot_free(s);
+      release(&ai.lock);
+    }
+  }
+  kfree(buf);
+  return len;
+}
+
+// Copies the state of the caller's request reqid to user address dst.
+// Never blocks, never changes anything. Returns 0 or a negative code.
+int
+ai_query(int reqid, uint64 dst)
+{
+  struct ai_status st;
+  struct ai_slot *s;
+  int err = 0;
+
+  memset(&st, 0, sizeof(st));
+  acquire(&ai.lock);
+  if ((s = slot_owned(reqid, &err)) != 0)
+    status_fill(s, &st);
+  release(&ai.lock);
+  if (s == 0)
+    return err;
+  if (copyout(myproc()->pagetable, dst, (char *)&st, sizeof(st)) < 0)
+    return -AIE_FAULT;
+  return 0;
+}
+
+// Gives up the caller's request reqid (see slot_abandon). Returns 0 or a
+// negative code.
+int
+ai_cancel(int reqid)
+{
+  struct ai_slot *s;
+  int err = 0;
+
+  acquire(&ai.lock);
+  if ((s = slot_owned(reqid, &err)) != 0)
+    slot_abandon(s);
+  release(&ai.lock);
+  return s != 0 ? 0 : err;
+}
+
+// Submit, then wait. Returns what ai_wait returns; see the header comment
+// for why a too-small buffer or a fault cancels the request.
+int
+ai_call(uint64 tokens, int count, int predict, uint64 out, int cap)
+{
+  if (cap < 0)
+    return -AIE_BADARG;
+  int reqid = ai_submit(tokens, count, predict);
+  if (reqid < 0)
+    return reqid;
+  int r = ai_wait(reqid, out, cap);
+  if (r == -AIE_TOOSMALL || r == -AIE_FAULT)
+    ai_cancel(reqid);
+  return r;
+}
+
+// Copies a summary of the table to user address dst. Returns 0 or
+// -AIE_FAULT.
+int
+ai_info(uint64 dst)
+{
+  struct ai_info in;
+
+  memset(&in, 0, sizeof(in));
+  in.nslot = AI_NSLOT;
+  in.perproc = AI_PERPROC;
+  acquire(&ai.lock);
+  for (struct ai_slot *s = ai.slot; s < &ai.slot[AI_NSLOT]; s++) {
+    in.used += s->state != AI_FREE;
+    in.queued += s->state == AI_QUEUED;
+    in.running += s->state == AI_RUNNING;
+    in.done += s->state == AI_DONE;
+    in.failed += s->state == AI_FAILED;
+    in.orphans += s->state == AI_RUNNING && s->owner == 0;
+  }
+  in.worker_pid = ai.worker;
+  in.worker_seen = ai.worker_seen;
+  in.vocab = ai.vocab;
+  in.seq_len = ai.seq_len;
+  in.completed = ai.completed;
+  release(&ai.lock);
+  if (copyout(myproc()->pagetable, dst, (char *)&in, sizeof(in)) < 0)
+    return -AIE_FAULT;
+  return 0;
+}
+
+// ---------------------------------------------------------------- the worker
+
+// The worker pid is gone (exit or resignation): the requests it was
+// running fail with AIE_WORKERDIED; queued ones stay for the next worker.
+// ai.lock held.
+static void
+worker_gone(int pid)
+{
+  ai.worker = 0;
+  for (struct ai_slot *s = ai.slot; s < &ai.slot[AI_NSLOT]; s++)
+    if (s->state == AI_RUNNING && s->runner == pid)
+      slot_fail(s, AIE_WORKERDIED);
+}
+
+// Makes the caller the worker, for a model with vocab ids and room for
+// seq_len positions; (0, 0) resigns, as if the worker died. Returns 0,
+// -AIE_BADARG, -AIE_BUSY, or -AIE_NOTWORKER (resigning a role it lacks).
+int
+ai_register(int vocab, int seq_len)
+{
+  int pid = myproc()->pid, r = 0;
+
+  if (vocab == 0 && seq_len == 0) {
+    acquire(&ai.lock);
+    if (ai.worker == pid)
+      worker_gone(pid);
+    else
+      r = -AIE_NOTWORKER;
+    release(&ai.lock);
+    return r;
+  }
+  if (vocab < 1 || seq_len < 2)
+    return -AIE_BADARG;
+  acquire(&ai.lock);
+  if (ai.worker != 0 && ai.worker != pid) {
+    r = -AIE_BUSY;
+  } else {
+    ai.worker = pid;
+    ai.worker_seen = 1;
+    ai.vocab = vocab;
+    ai.seq_len = seq_len;
+  }
+  release(&ai.lock);
+  return r;
+}
+
+// Sleeps until a request is queued, then marks the oldest RUNNING and
+// copies it into job. Returns its reqid or a negative code. ai.lock held.
+static int
+next_locked(struct ai_job *job)
+{
+  struct proc *p = myproc();
+
+  for (;;) {
+    if (ai.worker != p->pid)
+      return -AIE_NOTWORKER;
+    if (ai.nqueued > 0)
+      break;
+    if (killed(p))
+      return -AIE_INTR;
+    sleep(&ai.queued, &ai.lock);
+  }
+  struct ai_slot *s = &ai.slot[fifo_pop()];
+  s->state = AI_RUNNING;
+  s->runner = p->pid;
+  s->start_time = now_us();
+  job->reqid = s->reqid;
+  job->count = s->count;
+  job->predict = s->predict;
+  memmove(job->tokens, s->prompt, s->count * sizeof(uint32));
+  return s->reqid;
+}
+
+// The worker could not take job reqid (bad address): back to the FIFO's
+// head, or freed if its owner left meanwhile. ai.lock held.
+static void
+next_undo(int reqid)
+{
+  struct ai_slot *s = slot_find(reqid, 1);
+
+  if (s == 0 || s->state != AI_RUNNING || s->runner != myproc()->pid)
+    return;
+  if (s->owner == 0) {
+    slot_free(s);
+    return;
+  }
+  s->state = AI_QUEUED;
+  s->runner = 0;
+  s->start_time = 0;
+  fifo_push_front(s - ai.slot);
+}
+
+// Worker only: waits for the next request and copies it (struct ai_job)
+// to user address dst. Returns its reqid or a negative code.
+int
+ai_next(uint64 dst)
+{
+  struct ai_job *job;
+
+  if ((job = kalloc()) == 0)   // sizeof(struct ai_job) <= PGSIZE
+    return -AIE_NOMEM;
+  acquire(&ai.lock);
+  int r = next_locked(job);
+  release(&ai.lock);
+  if (r > 0 && copyout(myproc()->pagetable, dst, (char *)job, sizeof(*job)) < 0) {
+    acquire(&ai.lock);
+    next_undo(r);
+    release(&ai.lock);
+    r = -AIE_FAULT;
+  }
+  kfree(job);
+  return r;
+}
+
+// The request reqid that the calling worker runs, or 0 with *err set.
+// ai.lock held.
+static struct ai_slot *
+slot_running(int reqid, int *err)
+{
+  int pid = myproc()->pid;
+  struct ai_slot *s;
+
+  if (ai.worker != pid) {
+    *err = -AIE_NOTWORKER;
+    return 0;
+  }
+  s = slot_find(reqid, 1);
+  if (s == 0 || s->state != AI_RUNNING || s->runner != pid) {
+    *err = -AIE_NOREQ;
+    return 0;
+  }
+  return s;
+}
+
+// Worker only: ntokens ids of request reqid are generated. Returns 0 or a
+// negative code.
+int
+ai_progress(int reqid, int ntokens)
+{
+  struct ai_slot *s;
+  int err = 0;
+
+  acquire(&ai.lock);
+  if ((s = slot_running(reqid, &err)) != 0) {
+    if (ntokens > s->predict)
+      ntokens = s->predict;
+    if (ntokens > s->tokens)
+      s->tokens = ntokens;
+    if (ntokens >= 1 && s->first_time == 0)
+      s->first_time = now_us();
+  }
+  release(&ai.lock);
+  return s != 0 ? 0 : err;
+}
+
+// Worker only: request reqid generated the n ids at user address ids.
+// Returns 0 or a negative code.
+int
+ai_complete(int reqid, uint64 ids, int n)
+{
+  struct ai_slot *s;
+  uint32 *buf;
+  int err = 0;
+
+  if (n < 1 || n > AI_MAX_PREDICT)
+    return -AIE_BADARG;
+  if ((buf = kalloc()) == 0)
+    return -AIE_NOMEM;
+  if (copyin(myproc()->pagetable, (char *)buf, ids, n * sizeof(uint32)) < 0) {
+    kfree(buf);
+    return -AIE_FAULT;
+  }
+  acquire(&ai.lock);
+  if ((s = slot_running(reqid, &err)) != 0 && n > s->predict)
+    err = -AIE_BADARG;
+  else if (s != 0)
+    slot_done(s, buf, n);
+  release(&ai.lock);
+  kfree(buf);
+  return err;
+}
+
+// Worker only: request reqid failed with code err (either sign). Codes
+// that describe a request (bad count, predict, token, too long, out of
+// memory) are kept; any other becomes AIE_RUNTIME. Returns 0 or a
+// negative code.
+int
+ai_fail(int reqid, int err)
+{
+  struct ai_slot *s;
+  int r = 0;
+
+  if (err < 0)
+    err = -err;
+  if (err != AIE_COUNT && err != AIE_PREDICT && err != AIE_TOKEN &&
+      err != AIE_TOOLONG && err != AIE_NOMEM)
+    err = AIE_RUNTIME;
+  acquire(&ai.lock);
+  if ((s = slot_running(reqid, &r)) != 0)
+    slot_fail(s, err);
+  release(&ai.lock);
+  return r;
+}
+
+// exit() calls this for every process: its requests are reclaimed
+// (slot_abandon), and if it is the worker, the requests it was running
+// fail with AIE_WORKERDIED; queued ones stay for the next worker.
+// Takes and releases ai.lock.
+void
+ai_exit(struct proc *p)
+{
+  acquire(&ai.lock);
+  for (struct ai_slot *s = ai.slot; s < &ai.slot[AI_NSLOT]; s++)
+    if (s->state != AI_FREE && s->owner == p->pid)
+      slot_abandon(s);
+  if (ai.worker == p->pid)
+    worker_gone(p->pid);
+  release(&ai.lock);
+}
+
+// ---------------------------------------------------------------- system calls
+// Arguments as in user/user.h.
+
+uint64
+sys_ai_submit(void)
+{
+  uint64 tokens;
+  int count, predict;
+
+  argaddr(0, &tokens);
+  argint(1, &count);
+  argint(2, &predict);
+  return ai_submit(tokens, count, predict);
+}
+
+uint64
+sys_ai_wait(void)
+{
+  uint64 out;
+  int reqid, cap;
+
+  argint(0, &reqid);
+  argaddr(1, &out);
+  argint(2, &cap);
+  return ai_wait(reqid, out, cap);
+}
+
+uint64
+sys_ai_query(void)
+{
+  uint64 st;
+  int reqid;
+
+  argint(0, &reqid);
+  argaddr(1, &st);
+  return ai_query(reqid, st);
+}
+
+uint64
+sys_ai_call(void)
+{
+  uint64 tokens, out;
+  int count, predict, cap;
+
+  argaddr(0, &tokens);
+  argint(1, &count);
+  argint(2, &predict);
+  argaddr(3, &out);
+  argint(4, &cap);
+  return ai_call(tokens, count, predict, out, cap);
+}
+
+uint64
+sys_ai_cancel(void)
+{
+  int reqid;
+
+  argint(0, &reqid);
+  return ai_cancel(reqid);
+}
+
+uint64
+sys_ai_info(void)
+{
+  uint64 dst;
+
+  argaddr(0, &dst);
+  return ai_info(dst);
+}
+
+uint64
+sys_ai_register(void)
+{
+  int vocab, seq_len;
+
+  argint(0, &vocab);
+  argint(1, &seq_len);
+  return ai_register(vocab, seq_len);
+}
+
+uint64
+sys_ai_next(void)
+{
+  uint64 dst;
+
+  argaddr(0, &dst);
+  return ai_next(dst);
+}
+
+uint64
+sys_ai_progress(void)
+{
+  int reqid, n;
+
+  argint(0, &reqid);
+  argint(1, &n);
+  return ai_progress(reqid, n);
+}
+
+uint64
+sys_ai_complete(void)
+{
+  uint64 ids;
+  int reqid, n;
+
+  argint(0, &reqid);
+  argaddr(1, &ids);
+  argint(2, &n);
+  return ai_complete(reqid, ids, n);
+}
+
+uint64
+sys_ai_fail(void)
+{
+  int reqid, err;
+
+  argint(0, &reqid);
+  argint(1, &err);
+  return ai_fail(reqid, err);
+}
