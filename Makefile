@@ -122,6 +122,7 @@ UPROGS := \
 	ai_daemon \
 	ai \
 	aitest \
+	aistress \
 
 
 UPROG_ELFS := $(addprefix $(BUILD)/user/_,$(UPROGS))

@@ -22,6 +22,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "translate": ("translate", "convert text <-> token ids (smol or qwen tokenizer)"),
     "export": ("export", "export model weights to the course's asset files"),
     "generate": ("generate", "generate a continuation (guest or numpy reference)"),
+    "bench": ("bench", "measure model loading time, TTFT and TPOT: tables and plots"),
+    "chat": ("chat", "talk to a model loaded in the guest, one line at a time"),
 }
 
 

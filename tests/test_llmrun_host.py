@@ -157,3 +157,13 @@ def test_math_matches_refmath(progs: dict[str, Path]) -> None:
         w = np.asarray(want[i], dtype=np.float64).view(np.uint64)
         bad = np.nonzero(got[:, i] != w)[0]
         assert bad.size == 0, f"{name} differs at x = {x[bad[:5]]}"
+
+
+def test_hot_kernels_share_a_page() -> None:
+    """make llm-check-hot: the guest programs' .text.hot kernels lie in one 4 KiB page."""
+    p = subprocess.run(["make", "-s", "llm-check-hot"], cwd=ROOT, capture_output=True,
+                       text=True)
+    if "no RISC-V cross compiler" in p.stdout + p.stderr:
+        pytest.skip("no RISC-V cross compiler")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.count("kernels,") == 2

@@ -167,7 +167,7 @@ stop(int pid)
 }
 
 // A child that submits n requests, reports how many it got and its last
-// reqid, then stays until ctl is closed.
+// reqid, then stays until filler_stop writes to ctl.
 struct filler {
   int pid, ctl, count, last;
 };
@@ -203,6 +203,8 @@ static void
 filler_stop(struct filler *f)
 {
   if(f->pid > 0){
+    // A byte, not just the close: other children hold copies of ctl.
+    write(f->ctl, "x", 1);
     close(f->ctl);
     wait_for(f->pid, 100, 0);
   }

@@ -1,0 +1,146 @@
+"""PNG plots of a benchmark, one panel per model side by side.
+
+- ttft_vs_prompt.png: time to first token against prompt length (prefill).
+- tpot_vs_gen.png: time per output token against generated length (decode),
+  one line per prompt length.
+- load_time.png: model loading time, one bar per model and mode.
+
+Points are medians over the repeats (and, for TTFT, over the generated
+lengths, which do not change it); the bars show the minimum and maximum.
+Every panel names the QEMU version, harts and RAM it was measured with. The
+figures have fixed sizes (``figure_pixels``) so their layout never depends
+on the data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyaisvc.bench.report import machine_line, stat
+from pyaisvc.bench.runner import BenchResult, Sample
+
+DPI = 100
+PANEL_IN = (5.5, 4.5)  # inches per model panel
+MARKERS = {"cold": "o", "service": "s"}
+
+
+def figure_pixels(name: str, n_models: int) -> tuple[int, int]:
+    """(width, height) in pixels of plot `name` for n_models models."""
+    if name == "load_time":
+        return int(max(5.0, 3.0 * n_models) * DPI), int(PANEL_IN[1] * DPI)
+    return int(PANEL_IN[0] * n_models * DPI), int(PANEL_IN[1] * DPI)
+
+
+def _machine(result: BenchResult, model: str) -> str:
+    return machine_line(result.machines[model])
+
+
+def _series(samples: list[Sample], x_of: str, metric: str) -> tuple[list[int], list[float],
+                                                                    list[list[float]]]:
+    """x values, medians (ms) and [below, above] error lengths (ms), sorted by x."""
+    xs = sorted({getattr(s, x_of) for s in samples})
+    med, err_lo, err_hi = [], [], []
+    for x in xs:
+        st = stat([getattr(s, metric) / 1000 for s in samples if getattr(s, x_of) == x])
+        med.append(st.median)
+        err_lo.append(st.median - st.min)
+        err_hi.append(st.max - st.median)
+    return xs, med, [err_lo, err_hi]
+
+
+def _figure(name: str, n: int):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    w, h = figure_pixels(name, n)
+    return plt.subplots(1, 1 if name == "load_time" else n, figsize=(w / DPI, h / DPI), dpi=DPI,
+                        squeeze=False)
+
+
+def _save(fig, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+
+
+def plot_ttft(result: BenchResult, path: Path) -> None:
+    models = result.config.models
+    fig, axes = _figure("ttft", len(models))
+    for ax, model in zip(axes[0], models, strict=True):
+        for mode in result.config.modes:
+            ss = [s for s in result.samples if s.model == model and s.mode == mode]
+            xs, med, err = _series(ss, "prompt_len", "ttft_us")
+            ax.errorbar(xs, med, yerr=err, marker=MARKERS[mode], capsize=3, label=mode)
+        ax.set_xticks(result.config.prompt_lens)
+        ax.set_title(f"{result.titles[model]}: TTFT\n{_machine(result, model)}", fontsize=10)
+        ax.set_xlabel("prompt length (tokens)")
+        ax.set_ylabel("time to first token (ms)")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    _save(fig, path)
+
+
+def plot_tpot(result: BenchResult, path: Path) -> None:
+    models = result.config.models
+    fig, axes = _figure("tpot", len(models))
+    for ax, model in zip(axes[0], models, strict=True):
+        for mode in result.config.modes:
+            for p in result.config.prompt_lens:
+                key = (model, mode, p)
+                ss = [s for s in result.samples
+                      if (s.model, s.mode, s.prompt_len) == key and s.gen_len > 1]
+                if not ss:
+                    continue
+                xs, med, err = _series(ss, "gen_len", "tpot_us")
+                ax.errorbar(xs, med, yerr=err, marker=MARKERS[mode], capsize=3,
+                            label=f"{mode}, prompt {p}")
+        ax.set_xticks(result.config.gen_lens)
+        ax.set_title(f"{result.titles[model]}: TPOT\n{_machine(result, model)}", fontsize=10)
+        ax.set_xlabel("generated length (tokens)")
+        ax.set_ylabel("time per output token (ms)")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    _save(fig, path)
+
+
+def plot_load(result: BenchResult, path: Path) -> None:
+    models, modes = result.config.models, result.config.modes
+    fig, axes = _figure("load_time", len(models))
+    ax = axes[0][0]
+    width = 0.8 / len(modes)
+    for j, mode in enumerate(modes):
+        xs, meds, lo, hi = [], [], [], []
+        for i, model in enumerate(models):
+            ss = [s.load_us / 1e6 for s in result.samples if s.model == model and s.mode == mode]
+            if not ss:
+                continue
+            st = stat(ss)
+            xs.append(i + (j - (len(modes) - 1) / 2) * width)
+            meds.append(st.median)
+            lo.append(st.median - st.min)
+            hi.append(st.max - st.median)
+        bars = ax.bar(xs, meds, width, yerr=[lo, hi], capsize=4, label=mode)
+        ax.bar_label(bars, fmt="%.2f s", fontsize=8, padding=2)
+    ax.set_xticks(range(len(models)), [result.titles[m] for m in models])
+    ax.set_ylabel("model loading time (s)")
+    machines = "\n".join(f"{result.titles[m]}: {_machine(result, m)}" for m in models)
+    ax.set_title(f"Model loading time\n{machines}", fontsize=9)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    _save(fig, path)
+
+
+def write_plots(out: Path, result: BenchResult) -> dict[str, Path]:
+    """Writes the three PNG files into out; returns name -> path."""
+    paths = {"ttft": out / "ttft_vs_prompt.png", "tpot": out / "tpot_vs_gen.png",
+             "load_time": out / "load_time.png"}
+    plot_ttft(result, paths["ttft"])
+    plot_tpot(result, paths["tpot"])
+    plot_load(result, paths["load_time"])
+    return paths

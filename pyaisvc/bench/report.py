@@ -1,0 +1,134 @@
+"""Write a benchmark's results: results.csv, results.json and results.md.
+
+- results.csv: one row per run (every repeat), times in microseconds.
+- results.json: the machine and set-up (QEMU version, harts, RAM, assets,
+  prompts), every sample, and per cell the median, minimum and maximum.
+- results.md: one Markdown table per model, each cell "median (min-max)"
+  in milliseconds, headed by the machine it was measured on.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pyaisvc.bench.runner import BenchResult, Machine, Sample
+
+METRICS = ("load_us", "init_us", "ttft_us", "tpot_us")
+CSV_FIELDS = ("model", "mode", "prompt_len", "gen_len", "repeat", *METRICS, "wall_s", "ids")
+
+
+@dataclass(frozen=True)
+class Stat:
+    median: float
+    min: float
+    max: float
+    n: int
+
+
+@dataclass(frozen=True)
+class CellSummary:
+    model: str
+    mode: str
+    prompt_len: int
+    gen_len: int
+    stats: dict[str, Stat]  # metric -> statistics over the repeats
+
+
+def stat(values: list[float]) -> Stat:
+    return Stat(float(statistics.median(values)), float(min(values)), float(max(values)),
+                len(values))
+
+
+def summarize(samples: list[Sample]) -> list[CellSummary]:
+    """Per cell (model, mode, prompt, gen), in the order cells first appear."""
+    cells: dict[tuple[str, str, int, int], list[Sample]] = {}
+    for s in samples:
+        cells.setdefault((s.model, s.mode, s.prompt_len, s.gen_len), []).append(s)
+    out = []
+    for key, group in cells.items():
+        stats = {m: stat([float(getattr(s, m)) for s in group]) for m in METRICS}
+        out.append(CellSummary(*key, stats))
+    return sorted(out, key=lambda c: (c.model, c.mode, c.prompt_len, c.gen_len))
+
+
+def machine_line(m: Machine) -> str:
+    """E.g. "QEMU 7.2.22, 1 hart, 512 MiB RAM"."""
+    harts = f"{m.harts} hart" + ("s" if m.harts != 1 else "")
+    return f"{m.qemu}, {harts}, {m.ram_mib} MiB RAM"
+
+
+def write_csv(path: Path, samples: list[Sample]) -> None:
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(CSV_FIELDS)
+        for s in samples:
+            row = asdict(s)
+            row["ids"] = " ".join(str(i) for i in s.ids)
+            row["wall_s"] = f"{s.wall_s:.3f}"
+            w.writerow([row[k] for k in CSV_FIELDS])
+
+
+def to_json(result: BenchResult) -> dict:
+    cfg = result.config
+    return {
+        "started": result.started,
+        "seconds": round(result.seconds, 1),
+        "matrix": {"models": cfg.models, "modes": cfg.modes, "prompt_lens": cfg.prompt_lens,
+                   "gen_lens": cfg.gen_lens, "repeat": cfg.repeat},
+        "machines": {k: asdict(v) for k, v in result.machines.items()},
+        "assets": result.assets,
+        "titles": result.titles,
+        "prompts": {m: {str(n): ids for n, ids in p.items()} for m, p in result.prompts.items()},
+        "samples": [asdict(s) for s in result.samples],
+        "cells": [{"model": c.model, "mode": c.mode, "prompt_len": c.prompt_len,
+                   "gen_len": c.gen_len, **{k: asdict(v) for k, v in c.stats.items()}}
+                  for c in summarize(result.samples)],
+    }
+
+
+def _ms(s: Stat) -> str:
+    """Median (min-max) in milliseconds; the median alone for one run."""
+    def f(us: float) -> str:
+        return f"{us / 1000:.1f}"
+
+    return f(s.median) if s.n == 1 or s.min == s.max else f"{f(s.median)} ({f(s.min)}-{f(s.max)})"
+
+
+def markdown(result: BenchResult, command: str = "") -> str:
+    """The results as Markdown: a heading with the machine, then one table per model."""
+    lines = ["# aisvc benchmark", ""]
+    if command:
+        lines += [f"Command: `{command}`", ""]
+    cfg = result.config
+    lines += [f"Started {result.started}, {result.seconds:.0f} s in all; {cfg.repeat} "
+              f"repeat(s) per cell; times in ms, each cell median (min-max) over the repeats. "
+              "TPOT is the mean of the tokens after the first (0 when gen = 1).", ""]
+    cells = summarize(result.samples)
+    for model in cfg.models:
+        lines += [f"## {result.titles[model]}: {machine_line(result.machines[model])}", "",
+                  f"Assets: `{result.assets[model]}`", "",
+                  "| mode | prompt | gen | runs | load (ms) | init (ms) | TTFT (ms) | TPOT (ms) |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for c in (c for c in cells if c.model == model):
+            st = c.stats
+            lines.append(f"| {c.mode} | {c.prompt_len} | {c.gen_len} | {st['ttft_us'].n} | "
+                         f"{_ms(st['load_us'])} | {_ms(st['init_us'])} | {_ms(st['ttft_us'])} | "
+                         f"{_ms(st['tpot_us'])} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_all(out: Path, result: BenchResult, command: str = "") -> dict[str, Path]:
+    """Writes the three files into out; returns name -> path."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": out / "results.csv", "json": out / "results.json", "md": out / "results.md"}
+    write_csv(paths["csv"], result.samples)
+    data = to_json(result)
+    data["command"] = command
+    paths["json"].write_text(json.dumps(data, indent=1) + "\n")
+    paths["md"].write_text(markdown(result, command))
+    return paths

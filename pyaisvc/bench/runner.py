@@ -1,0 +1,232 @@
+"""Run a benchmark plan in the guest and collect one Sample per run.
+
+Each model gets one booted guest (its own image, booted once); every run of
+that model is one shell command in it:
+
+- cold: ``llmrun_smol --predict G "ID ID ..."`` - a fresh process that loads
+  the model, serves one request and exits, as students run it. The timing
+  line it prints on stderr (user/llmrun_support.c llm_session_run) gives
+  load_us, init_us, ttft_us and tpot_us.
+- service: the request goes through the kernel AI service (pyaisvc.bench.service).
+
+The library draws nothing: progress goes to a callback and notes about
+set-up steps to another, and the CLI decides how to show them.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyaisvc.bench.images import Prepared, prepare
+from pyaisvc.bench.matrix import (
+    MODELS,
+    BenchError,
+    Run,
+    check_lengths,
+    plan_runs,
+    prompt_ids,
+)
+from pyaisvc.qemu import Guest, GuestError, QemuConfig
+
+TIMING = re.compile(r"^(\S+): timing load_us=(\d+) init_us=(\d+) ttft_us=(\d+) tpot_us=(\d+) "
+                    r"prompt=(\d+) gen=(\d+)\s*$", re.M)
+IDS_LINE = re.compile(r"^\d+( \d+)*$")
+ARG_CHARS = 900  # ids per quoted argument stay below MAXARGLEN (1024, kernel/include/param.h)
+
+Note = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured request. Times in microseconds, as the guest reports them."""
+
+    model: str
+    mode: str
+    prompt_len: int
+    gen_len: int
+    repeat: int
+    load_us: int  # loading the model (llm_runtime_init); service: the daemon's one load
+    init_us: int  # session_init: load + KV cache and workspace
+    ttft_us: int  # request start to the first generated token
+    tpot_us: int  # mean time per following token
+    wall_s: float  # host seconds for the whole shell command
+    ids: tuple[int, ...]  # the generated ids
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What a model was measured on."""
+
+    qemu: str  # QEMU's version line
+    harts: int
+    ram_mib: int
+    boot_s: float
+
+
+@dataclass
+class Progress:
+    """Where a benchmark is; passed to the progress callback after each run."""
+
+    done: int
+    total: int
+    done_weight: float
+    total_weight: float
+    label: str  # the run just finished, or about to start
+
+
+@dataclass
+class BenchConfig:
+    models: list[str]
+    modes: list[str]
+    prompt_lens: list[int]
+    gen_lens: list[int]
+    repeat: int = 3
+    cpus: int = 1
+    ram: str | None = None  # None: each model's default (ModelSpec.ram)
+    assets: dict[str, Path | None] = field(default_factory=dict)
+    root: Path = Path(".")
+    qemu: str = "qemu-system-riscv64"
+
+
+@dataclass
+class BenchResult:
+    config: BenchConfig
+    samples: list[Sample]
+    machines: dict[str, Machine]  # model -> machine
+    prompts: dict[str, dict[int, list[int]]]  # model -> prompt length -> ids
+    assets: dict[str, str]  # model -> asset directory used
+    titles: dict[str, str]  # model -> what the assets hold (INFO.TXT)
+    started: str  # UTC, ISO 8601
+    seconds: float
+
+
+def qemu_version(qemu: str) -> str:
+    """E.g. "QEMU 7.2.22"; raises BenchError when QEMU cannot run."""
+    try:
+        out = subprocess.run([qemu, "--version"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise BenchError(f"{qemu} --version failed ({e}); run 'make deps'") from e
+    m = re.search(r"version (\S+)", out.stdout)
+    return f"QEMU {m.group(1)}" if m else out.stdout.splitlines()[0]
+
+
+def id_args(ids: tuple[int, ...] | list[int]) -> str:
+    """The ids as double-quoted shell words of at most ARG_CHARS characters each."""
+    words, cur = [], ""
+    for i in ids:
+        if cur and len(cur) + 1 + len(str(i)) > ARG_CHARS:
+            words.append(cur)
+            cur = ""
+        cur = f"{cur} {i}" if cur else str(i)
+    words.append(cur)
+    return " ".join(f'"{w}"' for w in words)
+
+
+def parse_output(output: str, prog: str, gen: int) -> tuple[dict[str, int], tuple[int, ...]]:
+    """(timing fields, generated ids) from a run's console output; BenchError if absent."""
+    timing = None
+    for m in TIMING.finditer(output):
+        if m.group(1) == prog:
+            timing = m
+    ids = [line for line in output.splitlines() if IDS_LINE.match(line.strip())]
+    if timing is None or not ids:
+        raise BenchError(f"{prog} printed no ids and timing line; its output was:\n"
+                         f"{output[-2000:]}")
+    names = ("load_us", "init_us", "ttft_us", "tpot_us", "prompt", "gen")
+    fields = dict(zip(names, (int(v) for v in timing.groups()[1:]), strict=True))
+    got = tuple(int(v) for v in ids[-1].split())
+    if fields["gen"] != gen or len(got) != gen:
+        raise BenchError(f"{prog}: asked for {gen} ids, got {len(got)} (timing says "
+                         f"gen={fields['gen']})")
+    return fields, got
+
+
+def run_cold(guest: Guest, run: Run, timeout: float) -> Sample:
+    """One fresh llmrun process: load, prefill, decode, exit."""
+    c = run.cell
+    prog = MODELS[c.model].program
+    t0 = time.monotonic()
+    out = guest.run(f"{prog} --predict {c.gen_len} {id_args(run.prompt)}", timeout=timeout)
+    wall = time.monotonic() - t0
+    f, ids = parse_output(out, prog, c.gen_len)
+    if f["prompt"] != c.prompt_len:
+        raise BenchError(f"{prog}: sent {c.prompt_len} prompt ids, it counted {f['prompt']}")
+    return Sample(c.model, c.mode, c.prompt_len, c.gen_len, run.repeat, f["load_us"],
+                  f["init_us"], f["ttft_us"], f["tpot_us"], wall, ids)
+
+
+def run_timeout(run: Run, size_mb: float) -> float:
+    """A generous deadline for one run: 2 s per token per 135 MB of model, plus a minute."""
+    tokens = run.cell.prompt_len + run.cell.gen_len + 10
+    return 60.0 + 2.0 * tokens * max(1.0, size_mb / 135.0)
+
+
+def _prepare_all(cfg: BenchConfig, note: Note) -> tuple[dict[str, Prepared], dict]:
+    """Images and prompts for every model; checks the lengths against each model."""
+    from pyaisvc.assets import load_config
+    from pyaisvc.tokenizer import load_tokenizer
+
+    prepared, prompts = {}, {}
+    for model in cfg.models:
+        spec = MODELS[model]
+        note(f"{model}: building kernel, programs and image")
+        p = prepare(cfg.root, spec, cfg.assets.get(model))
+        seq_len = load_config((p.assets / "CFG.BIN").read_bytes()).runtime_seq_len
+        check_lengths(cfg.prompt_lens, cfg.gen_lens, seq_len, model)
+        tok = load_tokenizer(model)
+        prompts[model] = {n: prompt_ids(tok.encode, n) for n in cfg.prompt_lens}
+        prepared[model] = p
+    return prepared, prompts
+
+
+def run_bench(cfg: BenchConfig, progress: Callable[[Progress], None] | None = None,
+              note: Note | None = None) -> BenchResult:
+    """Builds what is missing, boots one guest per model and runs the whole plan."""
+    from pyaisvc.bench.service import ServiceClient
+
+    note = note or (lambda _: None)
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    t_start = time.monotonic()
+    version = qemu_version(cfg.qemu)
+    prepared, prompts = _prepare_all(cfg, note)
+    runs = plan_runs(cfg.models, cfg.modes, cfg.prompt_lens, cfg.gen_lens, cfg.repeat, prompts,
+                     {m: p.size_mb for m, p in prepared.items()})
+    state = Progress(0, len(runs), 0.0, sum(r.weight for r in runs), "")
+    samples: list[Sample] = []
+    machines: dict[str, Machine] = {}
+    for model in cfg.models:
+        spec, p = MODELS[model], prepared[model]
+        qc = QemuConfig(kernel=p.kernel, image=p.image, ram=cfg.ram or spec.ram, cpus=cfg.cpus,
+                        snapshot=True, qemu=cfg.qemu)
+        note(f"{model}: booting the guest ({cfg.cpus} harts, {qc.ram})")
+        try:
+            with Guest(qc) as guest:
+                assert guest.harts is not None and guest.ram_mib is not None
+                machines[model] = Machine(version, guest.harts, guest.ram_mib,
+                                          guest.boot_seconds or 0.0)
+                service = ServiceClient(guest, spec, note) if "service" in cfg.modes else None
+                for run in (r for r in runs if r.cell.model == model):
+                    state.label = run.cell.label + f" #{run.repeat + 1}"
+                    if progress:
+                        progress(state)
+                    timeout = run_timeout(run, p.size_mb)
+                    if run.cell.mode == "cold":
+                        samples.append(run_cold(guest, run, timeout))
+                    else:
+                        assert service is not None
+                        samples.append(service.run(run, timeout))
+                    state.done += 1
+                    state.done_weight += run.weight
+                    if progress:
+                        progress(state)
+        except GuestError as e:
+            raise BenchError(f"{model}: the guest failed during the benchmark: {e}") from e
+    return BenchResult(cfg, samples, machines, prompts,
+                       {m: str(p.assets) for m, p in prepared.items()},
+                       {m: p.title for m, p in prepared.items()}, started,
+                       time.monotonic() - t_start)

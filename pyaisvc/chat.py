@@ -1,0 +1,180 @@
+"""Chat with a model kept loaded in the guest: text in, text out.
+
+``ChatSession`` boots the guest, starts ``llmrun_smol --stdin`` (or
+``llmrun_qwen``) at the shell and keeps it running, so the model is loaded
+once. Each message is wrapped in the model's chat template, encoded on the
+host, sent as one ``<predict> <id0> <id1> ...`` line, and the generated ids
+that come back are cut at the end-of-turn token and decoded::
+
+    with ChatSession(ChatConfig(model="smol", kernel=..., image=...)) as chat:
+        reply = chat.ask("What is the capital of France?")
+        print(reply.text, reply.timing["ttft_us"])
+
+Each message is a fresh single-turn conversation (the runtime starts every
+request at position 0, and 256 positions leave little room for history).
+The runtime prints a request's ids in one line when it is done, so a reply
+arrives whole, not token by token.
+
+The template is SmolLM2-Instruct's own (the chat_template in its GGUF):
+ChatML with its default system line. Qwen3.5 gets plain ChatML without a
+system line.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pexpect
+
+from pyaisvc.errors import AisvcError
+from pyaisvc.qemu import PANIC, PROMPT, Guest, GuestCrashed, GuestTimeout, QemuConfig
+from pyaisvc.tokenizer import Tokenizer
+
+SMOL_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+END_OF_TURN = "<|im_end|>"
+PROGRAMS = {"smol": "llmrun_smol", "qwen": "llmrun_qwen"}
+IDS = r"(\d+(?: \d+)*)\r*\n"
+WARMUP_ID = 198  # "\n" in SmolLM2; any id below the vocab size does
+
+
+class ChatError(AisvcError):
+    """The chat cannot go on; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class ChatConfig:
+    model: str
+    kernel: Path
+    image: Path
+    ram: str = "512M"
+    cpus: int = 1
+    max_new_tokens: int = 64
+    seq_len: int = 256  # the model's runtime_seq_len
+    timeout: float = 600.0  # seconds one reply may take
+    qemu: str = "qemu-system-riscv64"
+
+
+@dataclass
+class Reply:
+    prompt_ids: list[int]
+    ids: list[int]  # everything the guest generated
+    text: str  # decoded up to the end-of-turn token
+    timing: dict[str, int] = field(default_factory=dict)  # load_us, ttft_us, tpot_us, ...
+    wall_s: float = 0.0  # host seconds from sending the line to the ids
+
+
+def chat_text(model: str, message: str) -> str:
+    """The message in the model's chat template, ready for the assistant's turn."""
+    system = f"<|im_start|>system\n{SMOL_SYSTEM}<|im_end|>\n" if model == "smol" else ""
+    return f"{system}<|im_start|>user\n{message}<|im_end|>\n<|im_start|>assistant\n"
+
+
+def encode_message(tok: Tokenizer, model: str, message: str) -> list[int]:
+    return tok.encode(chat_text(model, message))
+
+
+def reply_text(tok: Tokenizer, ids: list[int]) -> str:
+    """The ids decoded, up to (not including) the first end-of-turn or end-of-text id."""
+    stops = set(tok.encode(END_OF_TURN)) | set(tok.encode("<|endoftext|>"))
+    cut = next((i for i, t in enumerate(ids) if t in stops), len(ids))
+    return tok.decode(ids[:cut], skip_special_tokens=True)
+
+
+class ChatSession:
+    """One guest with the model loaded; use as a context manager."""
+
+    def __init__(self, cfg: ChatConfig, tok: Tokenizer) -> None:
+        self.cfg, self.tok = cfg, tok
+        self.prog = PROGRAMS[cfg.model]
+        self.guest = Guest(QemuConfig(kernel=cfg.kernel, image=cfg.image, ram=cfg.ram,
+                                      cpus=cfg.cpus, snapshot=True, qemu=cfg.qemu))
+        self.last: Reply | None = None
+        self.load_us = 0
+
+    def __enter__(self) -> ChatSession:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def qemu_pid(self) -> int | None:
+        return self.guest.child.pid if self.guest.child is not None else None
+
+    def start(self) -> None:
+        """Boots, starts the program with --stdin and waits until a warm-up request is served."""
+        self.guest.boot()
+        self._send(f"{self.prog} --stdin")
+        warm = self._request([WARMUP_ID], 1, deadline=time.monotonic() + self.cfg.timeout)
+        self.load_us = warm.timing["load_us"]
+
+    def ask(self, message: str) -> Reply:
+        """One message in, the model's reply out."""
+        prompt = encode_message(self.tok, self.cfg.model, message)
+        room = self.cfg.seq_len - self.cfg.max_new_tokens
+        if len(prompt) > min(room, 255):
+            raise ChatError(f"the message is {len(prompt)} tokens with the template; at most "
+                            f"{min(room, 255)} fit beside {self.cfg.max_new_tokens} new tokens. "
+                            "Say it shorter, or lower --max-new-tokens")
+        reply = self._request(prompt, self.cfg.max_new_tokens,
+                              deadline=time.monotonic() + self.cfg.timeout)
+        reply.text = reply_text(self.tok, reply.ids)
+        self.last = reply
+        return reply
+
+    def close(self) -> None:
+        """Ends the program (quit), then QEMU. Never raises."""
+        child = self.guest.child
+        if child is not None and child.isalive():
+            try:
+                self._send("quit")
+                child.expect([re.escape(PROMPT), pexpect.EOF, pexpect.TIMEOUT], timeout=5)
+            except (pexpect.ExceptionPexpect, OSError):
+                pass
+        self.guest.close()
+
+    # ------------------------------------------------------------ the console
+
+    def _send(self, line: str) -> None:
+        if self.guest.child is None or not self.guest.child.isalive():
+            raise GuestCrashed("the guest is not running", self.guest.transcript)
+        self.guest.child.send(line + "\n")
+
+    def _request(self, prompt: list[int], predict: int, deadline: float) -> Reply:
+        line = f"{predict} " + " ".join(str(i) for i in prompt)
+        t0 = time.monotonic()
+        self._send(line)
+        self._wait([re.escape(line) + r"\r*\n"], deadline, "the echo of the request")
+        error = re.escape(self.prog) + r": (?!timing)([^\r\n]*)\r*\n"
+        if self._wait([IDS, error], deadline, "the generated ids") == 1:
+            raise ChatError(f"{self.prog} refused the request: {self._group(1)}")
+        ids = [int(v) for v in self._group(1).split()]
+        wall = time.monotonic() - t0
+        self._wait([re.escape(self.prog) + r": timing ([^\r\n]*)\r*\n"], deadline,
+                   "the timing line")
+        timing = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", self._group(1))}
+        return Reply(prompt, ids, "", timing, wall)
+
+    def _group(self, i: int) -> str:
+        child = self.guest.child
+        assert child is not None and child.match is not None
+        return str(child.match.group(i))
+
+    def _wait(self, patterns: list[str], deadline: float, what: str) -> int:
+        """Index of the pattern seen; GuestCrashed / GuestTimeout otherwise."""
+        child = self.guest.child
+        if child is None:
+            raise GuestCrashed(f"the guest is not running (waiting for {what})")
+        wait = max(0.0, deadline - time.monotonic())
+        i = child.expect(patterns + [PANIC, pexpect.EOF, pexpect.TIMEOUT], timeout=wait)
+        if i < len(patterns):
+            return i
+        if i == len(patterns) + 2:
+            raise GuestTimeout(f"no {what} within {self.cfg.timeout:.0f} s",
+                               self.guest.transcript)
+        raise GuestCrashed(f"the guest {'panicked' if i == len(patterns) else 'exited'} "
+                           f"while waiting for {what}", self.guest.transcript)

@@ -1,0 +1,104 @@
+"""`pyaisvc bench`: model loading time, TTFT and TPOT over a matrix of lengths.
+
+    pyaisvc bench --model smol                       # 3 x 3 cells, 3 repeats, cold
+    pyaisvc bench --model both --mode both --out results/
+    pyaisvc bench --model qwen --assets-qwen build/assets/qwen08/QWEN --repeat 1
+
+Builds what is missing (kernel, guest programs, image), boots the guest once
+per model, runs every (prompt length, generated length) cell --repeat times
+with a fixed English prompt cut to length, and writes results.csv,
+results.json, results.md and three PNG plots into --out. docs/MEASURE.md
+says where each number comes from and how to read the plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from pyaisvc.errors import CommandError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", choices=("smol", "qwen", "both"), default="smol",
+                        help="which model(s) to measure (default smol)")
+    parser.add_argument("--mode", choices=("cold", "service", "both"), default="cold",
+                        help="cold: a fresh llmrun process per run (loads every time); "
+                             "service: the resident AI worker; both: side by side "
+                             "(default cold)")
+    parser.add_argument("--prompt-lens", default="8,16,32", metavar="N,N,...",
+                        help="prompt lengths in tokens (default 8,16,32)")
+    parser.add_argument("--gen-lens", default="8,16,32", metavar="N,N,...",
+                        help="generated lengths in tokens (default 8,16,32)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per cell (default 3)")
+    parser.add_argument("--cpus", type=int, default=1, help="guest harts (default 1)")
+    parser.add_argument("--ram", help="guest RAM, e.g. 512M or 2G (default: 512M for smol, "
+                                      "2G for qwen)")
+    parser.add_argument("--out", type=Path,
+                        help="output directory (default build/bench/results-UTCTIME)")
+    parser.add_argument("--assets-smol", type=Path, metavar="DIR",
+                        help="SmolLM2 asset directory (default models/SMOL)")
+    parser.add_argument("--assets-qwen", type=Path, metavar="DIR",
+                        help="Qwen3.5 asset directory (default models/QWEN), e.g. "
+                             "build/assets/qwen08/QWEN")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _config(args: argparse.Namespace):
+    from pyaisvc.bench.matrix import BenchError, parse_lengths
+    from pyaisvc.bench.runner import BenchConfig
+
+    if args.repeat < 1 or args.cpus < 1:
+        raise CommandError("bench: --repeat and --cpus must be at least 1")
+    try:
+        prompt_lens = parse_lengths(args.prompt_lens, "--prompt-lens")
+        gen_lens = parse_lengths(args.gen_lens, "--gen-lens")
+    except BenchError as e:
+        raise CommandError(f"bench: {e}") from e
+    models = ["smol", "qwen"] if args.model == "both" else [args.model]
+    modes = ["cold", "service"] if args.mode == "both" else [args.mode]
+    return BenchConfig(models, modes, prompt_lens, gen_lens, args.repeat, args.cpus, args.ram,
+                       {"smol": args.assets_smol, "qwen": args.assets_qwen}, Path("."))
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from pyaisvc.bench import plots, report
+    from pyaisvc.bench.matrix import BenchError
+    from pyaisvc.bench.runner import Progress, run_bench
+
+    cfg = _config(args)
+    out = args.out or Path("build/bench") / time.strftime("results-%Y%m%d-%H%M%S", time.gmtime())
+    bar = None
+
+    def note(text: str) -> None:
+        (bar.write if bar is not None else lambda t: print(t, file=sys.stderr))(f"bench: {text}")
+
+    def progress(p: Progress) -> None:
+        nonlocal bar
+        if args.no_progress:
+            return
+        if bar is None:
+            bar = tqdm(total=round(p.total_weight), unit="w", file=sys.stderr,
+                       bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} units "
+                                  "[{elapsed}<{remaining}]")
+        bar.set_description(f"{p.label} ({p.done}/{p.total} runs)", refresh=False)
+        bar.update(round(p.done_weight) - bar.n)
+
+    try:
+        result = run_bench(cfg, progress, note)
+    except BenchError as e:
+        raise CommandError(f"bench: {e}") from e
+    finally:
+        if bar is not None:
+            bar.close()
+    command = "pyaisvc bench " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else [])
+    paths = report.write_all(out, result, command.strip())
+    paths.update(plots.write_plots(out, result))
+    sys.stdout.write(report.markdown(result, command.strip()))
+    print(f"bench: wrote {', '.join(p.name for p in paths.values())} to {out}/", file=sys.stderr)
+    return 0

@@ -1,0 +1,176 @@
+"""`pyaisvc bench` end to end: real SmolLM2 and the tiny synthetic Qwen3.5 in the guest.
+
+One run of the CLI (both models, cold, prompt 4,8 x gen 2,4, one repeat)
+must write results.csv, results.json, results.md and three PNGs; every cell
+must have positive times, the ids must be the numpy reference's greedy
+continuation of the bench prompt, and each PNG must be a valid image of the
+size pyaisvc.bench.plots promises. The pure functions are tested on the
+host without QEMU.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+from host import llmcases as lc
+
+from pyaisvc.bench import report
+from pyaisvc.bench.matrix import TEXT, BenchError, check_lengths, parse_lengths, prompt_ids
+from pyaisvc.bench.plots import figure_pixels
+from pyaisvc.bench.runner import Sample, id_args, parse_output
+from pyaisvc.tokenizer import load_tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMPTS, GENS = [4, 8], [2, 4]
+PNGS = {"ttft_vs_prompt.png": "ttft", "tpot_vs_gen.png": "tpot", "load_time.png": "load_time"}
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """(width, height) of a PNG, after checking its signature and every chunk's CRC."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path}: not a PNG signature"
+    pos, chunks = 8, []
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
+        assert zlib.crc32(kind + body) == crc, f"{path}: bad CRC in chunk {kind!r}"
+        chunks.append(kind)
+        pos += 12 + length
+    assert chunks[0] == b"IHDR" and chunks[-1] == b"IEND" and b"IDAT" in chunks
+    idat = b"".join(data[p + 8:p + 8 + n] for p, n in _chunks(data, b"IDAT"))
+    w, h = struct.unpack(">II", data[16:24])
+    assert len(zlib.decompress(idat)) > h, f"{path}: image data too short"
+    return w, h
+
+
+def _chunks(data: bytes, kind: bytes) -> list[tuple[int, int]]:
+    pos, out = 8, []
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        if data[pos + 4:pos + 8] == kind:
+            out.append((pos, length))
+        pos += 12 + length
+    return out
+
+
+# ---------------------------------------------------------------- host only
+
+def test_parse_lengths_and_limits():
+    assert parse_lengths("32,8,16,8", "--prompt-lens") == [8, 16, 32]
+    for bad in ("", "8,x", "0,4", "-3"):
+        with pytest.raises(BenchError, match="positive whole numbers"):
+            parse_lengths(bad, "--gen-lens")
+    check_lengths([8, 255], [1], 256, "smol")
+    with pytest.raises(BenchError, match="limit of 255"):
+        check_lengths([256], [1], 1024, "smol")
+    with pytest.raises(BenchError, match="runtime_seq_len 256"):
+        check_lengths([200], [57], 256, "smol")
+
+
+def test_prompt_is_the_text_cut_to_length():
+    words = TEXT.split()
+    ids = prompt_ids(lambda t: list(range(len(t.split()))), 12)
+    assert ids == list(range(12)) and len(words) > 255
+    with pytest.raises(BenchError, match="cannot be cut"):
+        prompt_ids(lambda t: [1, 2], 3)
+
+
+def test_id_args_fit_the_shell_and_exec_limits():
+    ids = list(range(100000, 100255))
+    args = id_args(ids)
+    words = args.split('" "')
+    assert all(len(w.strip('"')) < 1024 for w in words) and len(words) > 1
+    assert [int(v) for v in args.replace('"', " ").split()] == ids
+    assert len(f"llmrun_qwen --predict 1 {args}") < 4096  # sh.c MAXLINE
+
+
+def test_parse_output():
+    out = ("7042 30\nllmrun_smol: timing load_us=10 init_us=12 ttft_us=30 tpot_us=7 "
+           "prompt=5 gen=2\n")
+    fields, ids = parse_output(out, "llmrun_smol", 2)
+    assert ids == (7042, 30) and fields["ttft_us"] == 30 and fields["init_us"] == 12
+    with pytest.raises(BenchError, match="asked for 3 ids"):
+        parse_output(out, "llmrun_smol", 3)
+    with pytest.raises(BenchError, match="no ids and timing"):
+        parse_output("llmrun_smol: CFG.BIN: cannot open\n", "llmrun_smol", 2)
+
+
+def test_summary_median_and_spread():
+    def s(ttft: int, r: int) -> Sample:
+        return Sample("smol", "cold", 8, 4, r, 100, 110, ttft, 50, 1.0, (1, 2, 3, 4))
+
+    (cell,) = report.summarize([s(300, 0), s(100, 1), s(200, 2)])
+    st = cell.stats["ttft_us"]
+    assert (st.median, st.min, st.max, st.n) == (200, 100, 300, 3)
+    assert report._ms(st) == "0.2 (0.1-0.3)"
+
+
+# ---------------------------------------------------------------- in the guest
+
+@pytest.fixture(scope="module")
+def bench_out(build, tmp_path_factory) -> Path:
+    if lc.smol_dir("ours") is None:
+        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    qwen = lc.qwen_tiny_dir("ours")
+    out = tmp_path_factory.mktemp("bench")
+    cmd = [sys.executable, "-m", "pyaisvc", "bench", "--model", "both", "--no-progress",
+           "--prompt-lens", ",".join(map(str, PROMPTS)), "--gen-lens", ",".join(map(str, GENS)),
+           "--repeat", "1", "--assets-qwen", str(qwen), "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout == (out / "results.md").read_text()
+    return out
+
+
+@pytest.mark.guest
+def test_bench_writes_every_file_with_numbers(bench_out: Path):
+    rows = list(csv.DictReader((bench_out / "results.csv").open()))
+    cells = {(r["model"], int(r["prompt_len"]), int(r["gen_len"])) for r in rows}
+    assert cells == {(m, p, g) for m in ("smol", "qwen") for p in PROMPTS for g in GENS}
+    assert len(rows) == len(cells)
+    for r in rows:
+        for k in ("load_us", "init_us", "ttft_us", "tpot_us"):
+            assert int(r[k]) > 0, (k, r)
+        assert int(r["init_us"]) >= int(r["load_us"])
+        assert len(r["ids"].split()) == int(r["gen_len"])
+    data = json.loads((bench_out / "results.json").read_text())
+    assert len(data["cells"]) == len(cells)
+    for c in data["cells"]:
+        for k in ("load_us", "ttft_us", "tpot_us"):
+            assert c[k]["n"] == 1 and c[k]["min"] <= c[k]["median"] <= c[k]["max"]
+    for m in ("smol", "qwen"):
+        mach = data["machines"][m]
+        assert mach["qemu"].startswith("QEMU ") and mach["harts"] == 1 and mach["ram_mib"] > 0
+    md = (bench_out / "results.md").read_text()
+    assert "SmolLM2-135M-Instruct: QEMU" in md and "Qwen3.5 synthetic (tiny): QEMU" in md
+    table_rows = [line for line in md.splitlines() if line.startswith("| cold |")]
+    assert len(table_rows) == len(cells)
+    assert all("| 0.0 |" not in line for line in table_rows)
+
+
+@pytest.mark.guest
+def test_bench_ids_match_the_reference(bench_out: Path):
+    data = json.loads((bench_out / "results.json").read_text())
+    dirs = {"smol": lc.smol_dir("ours"), "qwen": lc.qwen_tiny_dir("ours")}
+    for model, assets in dirs.items():
+        prompts = [data["prompts"][model][str(p)] for p in PROMPTS]
+        text_ids = load_tokenizer(model).encode(TEXT)
+        assert prompts == [text_ids[:p] for p in PROMPTS]
+        want = lc.reference_ids(assets, prompts, max(GENS))
+        for s in (s for s in data["samples"] if s["model"] == model):
+            expect = want[PROMPTS.index(s["prompt_len"])][:s["gen_len"]]
+            assert s["ids"] == expect, (model, s["prompt_len"], s["gen_len"])
+
+
+@pytest.mark.guest
+def test_bench_plots_are_pngs_of_the_promised_size(bench_out: Path):
+    for name, kind in PNGS.items():
+        assert png_size(bench_out / name) == figure_pixels(kind, 2), name
