@@ -32,6 +32,16 @@ OBJCOPY := $(TOOLPREFIX)objcopy
 .PHONY: all toolchain-check qemu-check
 all: kernel uprogs
 
+# Set-up first, on every machine: this makefile includes a stamp that the set-up
+# script's success writes, so on a fresh clone make runs tools/setup.sh, then
+# restarts and finds the toolchain and QEMU it installed (`make qemu-smol` does
+# everything). It runs again when the script or the Python dependencies change.
+DEPS_STAMP := $(VENV)/.aisvc-deps.mk
+$(DEPS_STAMP): tools/setup.sh pyproject.toml
+	@bash tools/setup.sh
+	@echo "# tools/setup.sh succeeded; make includes this file" > $@
+include $(DEPS_STAMP)
+
 toolchain-check:
 	@if [ -z "$(TOOLPREFIX)" ]; then \
 	  echo "error: no RISC-V cross compiler found (tried riscv64-unknown-elf-gcc, riscv64-linux-gnu-gcc)."; \
@@ -341,6 +351,17 @@ $(BUILD)/host/llmrun_%: $(U)/llmrun_%.c $(LLM_SRCS) $(LLM_HDRS) tests/host/hostc
 llm-check-hot: $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen
 	@for f in $^; do python3 tests/host/check_hot.py $(TOOLPREFIX) $(BUILD)/user/llm_kernels.o $$f || exit 1; done
 
+# [bench] measure load time, TTFT and TPOT with tables and plots, or chat with
+# the model in the guest (pyaisvc bench / chat; docs/MEASURE.md), e.g.
+#   make bench BENCH_ARGS="--model both --assets-qwen build/assets/qwen08/QWEN"
+BENCH_ARGS ?=
+CHAT_ARGS  ?=
+.PHONY: bench chat
+bench:
+	$(PYTHON) -m pyaisvc bench $(BENCH_ARGS)
+chat:
+	$(PYTHON) -m pyaisvc chat $(CHAT_ARGS)
+
 # ================================================================ set-up, tests
 .PHONY: deps test lint clean
 deps:
@@ -349,7 +370,8 @@ deps:
 lint:
 	$(VENV)/bin/ruff check pyaisvc tests tools
 
-test: all lint
+# The guest tests run the real SmolLM2: export it first (about a minute).
+test: all lint smol-assets
 	$(PYTHON) -m pytest -q
 
 clean:

@@ -29,8 +29,9 @@ from pathlib import Path
 
 import pexpect
 
+from pyaisvc.bench.console import expect, match, send_line
 from pyaisvc.errors import AisvcError
-from pyaisvc.qemu import PANIC, PROMPT, Guest, GuestCrashed, GuestTimeout, QemuConfig
+from pyaisvc.qemu import PROMPT, Guest, QemuConfig
 from pyaisvc.tokenizer import Tokenizer
 
 SMOL_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
@@ -95,7 +96,11 @@ class ChatSession:
         self.load_us = 0
 
     def __enter__(self) -> ChatSession:
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            self.close()  # also on Ctrl-C while booting: never leave QEMU behind
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -108,7 +113,7 @@ class ChatSession:
     def start(self) -> None:
         """Boots, starts the program with --stdin and waits until a warm-up request is served."""
         self.guest.boot()
-        self._send(f"{self.prog} --stdin")
+        send_line(self.guest, f"{self.prog} --stdin")
         warm = self._request([WARMUP_ID], 1, deadline=time.monotonic() + self.cfg.timeout)
         self.load_us = warm.timing["load_us"]
 
@@ -131,7 +136,7 @@ class ChatSession:
         child = self.guest.child
         if child is not None and child.isalive():
             try:
-                self._send("quit")
+                send_line(self.guest, "quit")
                 child.expect([re.escape(PROMPT), pexpect.EOF, pexpect.TIMEOUT], timeout=5)
             except (pexpect.ExceptionPexpect, OSError):
                 pass
@@ -139,42 +144,17 @@ class ChatSession:
 
     # ------------------------------------------------------------ the console
 
-    def _send(self, line: str) -> None:
-        if self.guest.child is None or not self.guest.child.isalive():
-            raise GuestCrashed("the guest is not running", self.guest.transcript)
-        self.guest.child.send(line + "\n")
-
     def _request(self, prompt: list[int], predict: int, deadline: float) -> Reply:
         line = f"{predict} " + " ".join(str(i) for i in prompt)
         t0 = time.monotonic()
-        self._send(line)
-        self._wait([re.escape(line) + r"\r*\n"], deadline, "the echo of the request")
+        send_line(self.guest, line)
+        expect(self.guest, [re.escape(line) + r"\r*\n"], deadline, "the echo of the request")
         error = re.escape(self.prog) + r": (?!timing)([^\r\n]*)\r*\n"
-        if self._wait([IDS, error], deadline, "the generated ids") == 1:
-            raise ChatError(f"{self.prog} refused the request: {self._group(1)}")
-        ids = [int(v) for v in self._group(1).split()]
+        if expect(self.guest, [IDS, error], deadline, "the generated ids") == 1:
+            raise ChatError(f"{self.prog} refused the request: {match(self.guest).group(1)}")
+        ids = [int(v) for v in match(self.guest).group(1).split()]
         wall = time.monotonic() - t0
-        self._wait([re.escape(self.prog) + r": timing ([^\r\n]*)\r*\n"], deadline,
+        expect(self.guest, [re.escape(self.prog) + r": timing ([^\r\n]*)\r*\n"], deadline,
                    "the timing line")
-        timing = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", self._group(1))}
+        timing = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", match(self.guest).group(1))}
         return Reply(prompt, ids, "", timing, wall)
-
-    def _group(self, i: int) -> str:
-        child = self.guest.child
-        assert child is not None and child.match is not None
-        return str(child.match.group(i))
-
-    def _wait(self, patterns: list[str], deadline: float, what: str) -> int:
-        """Index of the pattern seen; GuestCrashed / GuestTimeout otherwise."""
-        child = self.guest.child
-        if child is None:
-            raise GuestCrashed(f"the guest is not running (waiting for {what})")
-        wait = max(0.0, deadline - time.monotonic())
-        i = child.expect(patterns + [PANIC, pexpect.EOF, pexpect.TIMEOUT], timeout=wait)
-        if i < len(patterns):
-            return i
-        if i == len(patterns) + 2:
-            raise GuestTimeout(f"no {what} within {self.cfg.timeout:.0f} s",
-                               self.guest.transcript)
-        raise GuestCrashed(f"the guest {'panicked' if i == len(patterns) else 'exited'} "
-                           f"while waiting for {what}", self.guest.transcript)

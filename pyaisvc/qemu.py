@@ -117,7 +117,11 @@ class Guest:
         self._serial = 0
 
     def __enter__(self) -> Guest:
-        self.boot()
+        try:
+            self.boot()
+        except BaseException:
+            self.close()  # __exit__ does not run when __enter__ raises
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -1,9 +1,10 @@
 """`pyaisvc bench` end to end: real SmolLM2 and the tiny synthetic Qwen3.5 in the guest.
 
-One run of the CLI (both models, cold, prompt 4,8 x gen 2,4, one repeat)
-must write results.csv, results.json, results.md and three PNGs; every cell
-must have positive times, the ids must be the numpy reference's greedy
-continuation of the bench prompt, and each PNG must be a valid image of the
+One run of the CLI (both models, cold and through the AI service, prompt
+4,8 x gen 2,4, one repeat) must write results.csv, results.json, results.md
+and three PNGs; every cell must have positive times, the ids of both modes
+must be the numpy reference's greedy continuation of the bench prompt, and
+each PNG must be a valid image of the
 size pyaisvc.bench.plots promises. The pure functions are tested on the
 host without QEMU.
 """
@@ -24,7 +25,7 @@ from host import llmcases as lc
 from pyaisvc.bench import report
 from pyaisvc.bench.matrix import TEXT, BenchError, check_lengths, parse_lengths, prompt_ids
 from pyaisvc.bench.plots import figure_pixels
-from pyaisvc.bench.runner import Sample, id_args, parse_output
+from pyaisvc.bench.runner import Sample, id_args, parse_output, parse_profile
 from pyaisvc.tokenizer import load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +34,8 @@ PNGS = {"ttft_vs_prompt.png": "ttft", "tpot_vs_gen.png": "tpot", "load_time.png"
 
 
 def png_size(path: Path) -> tuple[int, int]:
-    """(width, height) of a PNG, after checking its signature and every chunk's CRC."""
+    """(width, height) of a PNG, after checking its signature, every chunk's CRC and that
+    the image data inflates to one filter byte plus at least one byte per pixel per row."""
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path}: not a PNG signature"
     pos, chunks = 8, []
@@ -42,23 +44,14 @@ def png_size(path: Path) -> tuple[int, int]:
         kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
         (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
         assert zlib.crc32(kind + body) == crc, f"{path}: bad CRC in chunk {kind!r}"
-        chunks.append(kind)
+        chunks.append((kind, body))
         pos += 12 + length
-    assert chunks[0] == b"IHDR" and chunks[-1] == b"IEND" and b"IDAT" in chunks
-    idat = b"".join(data[p + 8:p + 8 + n] for p, n in _chunks(data, b"IDAT"))
-    w, h = struct.unpack(">II", data[16:24])
-    assert len(zlib.decompress(idat)) > h, f"{path}: image data too short"
+    kinds = [k for k, _ in chunks]
+    assert kinds[0] == b"IHDR" and kinds[-1] == b"IEND" and b"IDAT" in kinds, kinds
+    w, h = struct.unpack(">II", chunks[0][1][:8])
+    pixels = zlib.decompress(b"".join(body for k, body in chunks if k == b"IDAT"))
+    assert len(pixels) >= h * (1 + w), f"{path}: image data too short"
     return w, h
-
-
-def _chunks(data: bytes, kind: bytes) -> list[tuple[int, int]]:
-    pos, out = 8, []
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos:pos + 4])
-        if data[pos + 4:pos + 8] == kind:
-            out.append((pos, length))
-        pos += 12 + length
-    return out
 
 
 # ---------------------------------------------------------------- host only
@@ -103,6 +96,16 @@ def test_parse_output():
         parse_output("llmrun_smol: CFG.BIN: cannot open\n", "llmrun_smol", 2)
 
 
+def test_parse_profile():
+    out = ("llmrun_qwen: profile phase=prefill matmul_us=90 attn_us=5 other_us=5 tokens=8\n"
+           "llmrun_qwen: profile phase=decode matmul_us=80 attn_us=15 other_us=5 tokens=3\n")
+    prof = parse_profile(out, "llmrun_qwen")
+    assert prof["prefill_matmul_us"] == 90 and prof["decode_attn_us"] == 15 and len(prof) == 6
+    assert parse_profile(out, "llmrun_smol") == {}
+    s = Sample("qwen", "cold", 8, 4, 0, 1, 1, 1, 1, 1.0, (1, 2, 3, 4), prof)
+    assert report.profile_table([s])[-2] == "| 8 | 4 | 90% | 5% | 5% | 80% | 15% | 5% |"
+
+
 def test_summary_median_and_spread():
     def s(ttft: int, r: int) -> Sample:
         return Sample("smol", "cold", 8, 4, r, 100, 110, ttft, 50, 1.0, (1, 2, 3, 4))
@@ -121,7 +124,8 @@ def bench_out(build, tmp_path_factory) -> Path:
         pytest.skip("models/SMOL is missing: run `make smol-assets`")
     qwen = lc.qwen_tiny_dir("ours")
     out = tmp_path_factory.mktemp("bench")
-    cmd = [sys.executable, "-m", "pyaisvc", "bench", "--model", "both", "--no-progress",
+    cmd = [sys.executable, "-m", "pyaisvc", "bench", "--model", "both", "--mode", "both",
+           "--no-progress", "--profile",
            "--prompt-lens", ",".join(map(str, PROMPTS)), "--gen-lens", ",".join(map(str, GENS)),
            "--repeat", "1", "--assets-qwen", str(qwen), "--out", str(out)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
@@ -133,14 +137,18 @@ def bench_out(build, tmp_path_factory) -> Path:
 @pytest.mark.guest
 def test_bench_writes_every_file_with_numbers(bench_out: Path):
     rows = list(csv.DictReader((bench_out / "results.csv").open()))
-    cells = {(r["model"], int(r["prompt_len"]), int(r["gen_len"])) for r in rows}
-    assert cells == {(m, p, g) for m in ("smol", "qwen") for p in PROMPTS for g in GENS}
+    cells = {(r["model"], r["mode"], int(r["prompt_len"]), int(r["gen_len"])) for r in rows}
+    assert cells == {(m, mode, p, g) for m in ("smol", "qwen") for mode in ("cold", "service")
+                     for p in PROMPTS for g in GENS}
     assert len(rows) == len(cells)
     for r in rows:
         for k in ("load_us", "init_us", "ttft_us", "tpot_us"):
             assert int(r[k]) > 0, (k, r)
         assert int(r["init_us"]) >= int(r["load_us"])
         assert len(r["ids"].split()) == int(r["gen_len"])
+        if r["mode"] == "cold":  # --profile: the matmuls dominate both phases
+            assert int(r["prefill_matmul_us"]) > int(r["prefill_attn_us"]) > 0
+            assert int(r["decode_matmul_us"]) > int(r["decode_attn_us"]) > 0
     data = json.loads((bench_out / "results.json").read_text())
     assert len(data["cells"]) == len(cells)
     for c in data["cells"]:
@@ -151,9 +159,10 @@ def test_bench_writes_every_file_with_numbers(bench_out: Path):
         assert mach["qemu"].startswith("QEMU ") and mach["harts"] == 1 and mach["ram_mib"] > 0
     md = (bench_out / "results.md").read_text()
     assert "SmolLM2-135M-Instruct: QEMU" in md and "Qwen3.5 synthetic (tiny): QEMU" in md
-    table_rows = [line for line in md.splitlines() if line.startswith("| cold |")]
+    table_rows = [line for line in md.splitlines() if line.startswith(("| cold |", "| service |"))]
     assert len(table_rows) == len(cells)
     assert all("| 0.0 |" not in line for line in table_rows)
+    assert md.count("Where the time goes") == 2
 
 
 @pytest.mark.guest

@@ -265,5 +265,6 @@ def test_generate_cli_prints_the_references_tokens(tmp_path, capsys) -> None:
     assert lines[1] == "ids: " + " ".join(str(t) for t in want)
     assert lines[2].startswith("text: ")
     assert "reference: load" in out.err
-    rc = main(["generate", "--assets", str(tmp_path / "missing"), "hello"])
+    rc = main(["generate", "--backend", "reference", "--assets", str(tmp_path / "missing"),
+               "hello"])
     assert rc == 1 and "no such asset directory" in capsys.readouterr().err

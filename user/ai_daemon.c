@@ -8,7 +8,8 @@
 // with ai_progress), ai_complete; a request the runtime refuses gets
 // ai_fail and the daemon goes on. With --ready-fd, one byte is written to
 // fd N once registered, and N closed: init waits for it before starting
-// the shell. If another worker is registered (aitest takes the role for
+// the shell. If the model cannot be loaded, it says so once and idles
+// (init would restart it every second). If another worker is registered (aitest takes the role for
 // its deterministic cases), the daemon keeps the model and retries every
 // second.
 
@@ -92,6 +93,19 @@ serve_one(const struct llm_model *md, struct llm_runtime *rt,
     fprintf(2, "ai_daemon: request %d: complete: %s\n", job->reqid, ai_strerror(r));
 }
 
+// The model cannot be loaded: rather than exit and be restarted by init
+// every second (a message each time), tell init to go on and stay idle.
+// Submits get AIE_NOWORKER; kill this process to try again.
+static void __attribute__((noreturn))
+idle(int ready_fd)
+{
+  fprintf(2, "ai_daemon: not serving; fix the assets, then kill pid %d to retry\n", getpid());
+  if(ready_fd >= 0)
+    close(ready_fd);
+  for(;;)
+    sleep(1000);
+}
+
 static void
 serve(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s)
 {
@@ -125,12 +139,12 @@ main(int argc, char **argv)
   int kind = model_kind(dir);
   if(kind != 0 && kind != 1){
     fprintf(2, "ai_daemon: %s: no readable CFG.BIN with a known model_kind\n", dir);
-    return 1;
+    idle(ready_fd);
   }
   const struct llm_model *md = kind == 0 ? llm_smol_model : llm_qwen_model;
   llm_prog = "ai_daemon";
   if(session_init(&s, &rt, dir, md->model_kind) < 0)
-    return 1;
+    idle(ready_fd);
   llm_token_hook = on_token;
   if(register_worker(&rt.cfg) < 0)
     return 1;

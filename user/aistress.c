@@ -4,9 +4,10 @@
 //   aistress [NPROC [NREQ [SEED [MAXPROMPT [MAXPREDICT]]]]]   (8 8 1 12 8)
 //   aistress --bench PREDICT ID...     one process queues 8 copies at once
 //
-// Each process submits its NREQ requests (at most AI_PERPROC at a time,
-// blocking while the table is full), then waits for them in a shuffled
-// order, and writes one line per request to /aistress.N:
+// Each process submits its NREQ requests (blocking while the table is full
+// and it owns none; on AIE_WOULDBLOCK it first waits for one of its own),
+// then waits for the rest in a random order, and writes one line per
+// request to /aistress.N:
 //   R <proc> <req> <predict> : <prompt ids> : <result ids>
 // or "E <proc> <req> <code>" on an error. When all have exited, the lines
 // are printed in order, then "aistress: N ok, M errors, table used U":
@@ -53,12 +54,25 @@ put_line(int fd, int proc, int k, struct req *r, int n)
   write(fd, line, len);
 }
 
-// One process's share: submit everything, then wait in a shuffled order.
+// Waits for a random one of the outstanding requests and logs it.
+static void
+finish_one(int fd, int proc, int *outq, int *nout)
+{
+  int j = rnd(*nout), k = outq[j];
+  outq[j] = outq[--*nout];
+  int n = ai_wait(reqs[k].reqid, out, sizeof(out));
+  put_line(fd, proc, k, &reqs[k], n);
+}
+
+// One process's share: submit everything, in order; when the service says
+// "would block" (this process owns requests and the table is full, or it
+// owns AI_PERPROC), wait for one of its own first. Then wait for the rest,
+// in a random order.
 static void
 worker_proc(int proc, int nreq, int seed, int maxprompt, int maxpredict, int vocab)
 {
   char name[32];
-  int order[MAXREQ];
+  int outq[MAXREQ], nout = 0;
   rng = seed * 1000003UL + proc;
   snprintf(name, sizeof(name), "/aistress.%d", proc);
   int fd = open(name, O_CREATE | O_TRUNC | O_WRONLY);
@@ -68,24 +82,18 @@ worker_proc(int proc, int nreq, int seed, int maxprompt, int maxpredict, int voc
     r->predict = 1 + rnd(maxpredict);
     for(int i = 0; i < r->count; i++)
       r->ids[i] = rnd(vocab);
-    order[k] = k;
   }
-  for(int done = 0; done < nreq;){
-    int batch = nreq - done < AI_PERPROC ? nreq - done : AI_PERPROC;
-    for(int k = done; k < done + batch; k++)
-      reqs[k].reqid = ai_submit(reqs[k].ids, reqs[k].count, reqs[k].predict);
-    for(int k = done + batch - 1; k > done; k--){   // shuffle the waits
-      int j = done + rnd(k - done + 1), t = order[k];
-      order[k] = order[j];
-      order[j] = t;
-    }
-    for(int i = done; i < done + batch; i++){
-      struct req *r = &reqs[order[i]];
-      int n = r->reqid < 0 ? r->reqid : ai_wait(r->reqid, out, sizeof(out));
-      put_line(fd, proc, order[i], r, n);
-    }
-    done += batch;
+  for(int k = 0; k < nreq; k++){
+    struct req *r = &reqs[k];
+    while((r->reqid = ai_submit(r->ids, r->count, r->predict)) == -AIE_WOULDBLOCK && nout > 0)
+      finish_one(fd, proc, outq, &nout);
+    if(r->reqid > 0)
+      outq[nout++] = k;
+    else
+      put_line(fd, proc, k, r, r->reqid);
   }
+  while(nout > 0)
+    finish_one(fd, proc, outq, &nout);
   close(fd);
   exit(0);
 }

@@ -26,14 +26,24 @@
 //   never issued twice, whatever slot a request lands in. Calls find a
 //   slot by scanning the 16 slots for its reqid.
 // - Ownership is the submitter's pid: proc.c never reuses a pid.
-// - The per-process cap is a quota: a process that owns AI_PERPROC live
-//   requests (queued, running, or finished and not yet waited for) gets
-//   AIE_WOULDBLOCK from submit. Because AI_PERPROC < AI_NSLOT, a process
-//   that blocks in submit waits for slots held by others, never for its own.
-// - "No worker": until a worker has registered once since boot, submit
-//   fails at once with AIE_NOWORKER (an image without models). After a
-//   worker died, submit still queues: queued requests wait for the worker
-//   that init restarts.
+// - No deadlock in submit: a finished request's slot is freed only by its
+//   owner's wait, so a submitter that slept while owning requests could
+//   wait for itself, and several such submitters for each other (each
+//   holding done results the others need). Hence submit sleeps on a full
+//   table only when the caller owns no request; a caller that owns some
+//   gets AIE_WOULDBLOCK at once and should wait for one of its own first.
+//   Sleepers then hold no slots, and every held slot is freed by a process
+//   that is not asleep in submit.
+// - Besides, a process may own at most AI_PERPROC (< AI_NSLOT) live
+//   requests (queued, running, or finished and not yet waited for): the
+//   next submit gets AIE_WOULDBLOCK even if slots are free, so one process
+//   cannot fill the table.
+// - "No worker": while no worker is registered, submit fails at once with
+//   AIE_NOWORKER, so a new request never waits for a worker that may not
+//   come (an image without models, or a daemon that cannot load). Requests
+//   already queued when the worker died stay queued for the one init
+//   restarts; during that restart (the model loading) new submits get
+//   AIE_NOWORKER and may be retried.
 // - Cancel frees a queued or finished request at once; a running one is
 //   orphaned, as on owner exit, and dropped when the worker reports.
 // - ai_call is submit + wait in the kernel. If the wait fails with
@@ -48,6 +58,12 @@
 //   taken again the slot is looked up again by its reqid.
 // - If the worker gives ai_next a bad address, the request goes back to
 //   the head of the FIFO: it was not the request's fault.
+// - One worker at a time; registering while another lives gets AIE_BUSY
+//   (ai_daemon then retries every second). ai_register(0, 0) resigns, with
+//   the same effect as the worker's death: aitest uses it to hand the role
+//   back after running its cases as the worker itself.
+// - The worker may run several requests at once (it never does): each
+//   report names its reqid, and its death fails all of them.
 // - ai.lock is statically initialised, so main() needs no ai_init().
 // Lock order: ai.lock, then a p->lock (killed(), sleep(), wakeup()).
 
@@ -301,7 +317,7 @@ status_fill(struct ai_slot *s, struct ai_status *st)
 static int
 submit_check(const uint32 *ids, int count, int predict)
 {
-  if (!ai.worker_seen)
+  if (ai.worker == 0)
     return -AIE_NOWORKER;
   for (int i = 0; i < count; i++)
     if (ids[i] >= ai.vocab)
@@ -313,8 +329,9 @@ submit_check(const uint32 *ids, int count, int predict)
   return 0;
 }
 
-// Takes a free slot (sleeping while there is none) and queues the request
-// in it. Returns the reqid or a negative code. ai.lock held.
+// Takes a free slot (sleeping while there is none, if the caller owns no
+// request) and queues the request in it. Returns the reqid or a negative
+// code. ai.lock held.
 static int
 submit_locked(const uint32 *ids, int count, int predict)
 {
@@ -329,6 +346,8 @@ submit_locked(const uint32 *ids, int count, int predict)
       ;
     if (s < &ai.slot[AI_NSLOT])
       break;
+    if (owned_count(p->pid) > 0)   // see "No deadlock" above
+      return -AIE_WOULDBLOCK;
     if (killed(p))
       return -AIE_INTR;
     sleep(&ai.freed, &ai.lock);
@@ -350,7 +369,8 @@ submit_locked(const uint32 *ids, int count, int predict)
 
 // Queues count prompt ids at user address tokens, to generate predict.
 // Returns the reqid (> 0) or a negative AIE_ code. Blocks while the table
-// is full. Takes and releases ai.lock.
+// is full (AIE_WOULDBLOCK instead if the caller owns requests). Takes and
+// releases ai.lock.
 int
 ai_submit(uint64 tokens, int count, int predict)
 {

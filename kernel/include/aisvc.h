@@ -31,7 +31,8 @@
 #define AIE_TOOSMALL   107   // out_cap below result_len; the result is kept
 #define AIE_NOWORKER   108   // no AI worker (no model on this system)
 #define AIE_INTR       109   // interrupted: the caller was killed
-#define AIE_WOULDBLOCK 110   // the caller already owns AI_PERPROC requests
+#define AIE_WOULDBLOCK 110   // the caller owns AI_PERPROC requests, or owns some
+                             // and the table is full: wait for one first
 #define AIE_WORKERDIED 111   // the worker died while running the request
 #define AIE_RUNTIME    112   // the model runtime refused or failed the request
 #define AIE_NOTWORKER  113   // worker-only call from another process
@@ -89,7 +90,7 @@ ai_strerror(int err)
     [AIE_TOOSMALL - 100]   "output buffer too small (result kept)",
     [AIE_NOWORKER - 100]   "no AI worker (no model installed)",
     [AIE_INTR - 100]       "interrupted (killed)",
-    [AIE_WOULDBLOCK - 100] "would block: too many requests of this process",
+    [AIE_WOULDBLOCK - 100] "would block: wait for one of this process's requests first",
     [AIE_WORKERDIED - 100] "the AI worker died while running the request",
     [AIE_RUNTIME - 100]    "the model runtime failed the request",
     [AIE_NOTWORKER - 100]  "not the registered AI worker",

@@ -2,14 +2,19 @@
 
 ``prepare(root, model, assets)`` runs ``make kernel uprogs`` (a no-op when up
 to date), checks the asset directory (running the model's make target for
-the default one when it is missing) and builds ``build/bench/fs-MODEL.img``
+the default one when it is missing) and builds ``build/bench/fs-MODEL-HASH.img``
 with every guest program at /NAME and the assets at the model's directory
-(/AI/SMOL or /AI/QWEN). The image is rebuilt only when an input is newer.
+(/AI/SMOL or /AI/QWEN); HASH names the asset directory, so two asset sets
+never share an image. The image is rebuilt only when an input is newer,
+into a new file renamed over the old one: a QEMU still running on the old
+image (snapshot=on reads the file) keeps reading the old contents.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,11 +37,11 @@ class Prepared:
     title: str  # what the assets hold, from INFO.TXT (e.g. "Qwen3.5 synthetic (0.8b)")
 
 
-def _make(root: Path, *targets: str) -> None:
+def _make(root: Path, *targets: str, hint: str = "fix the build first") -> None:
     proc = subprocess.run(["make", *targets], cwd=root, capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr)[-3000:]
-        raise BenchError(f"`make {' '.join(targets)}` failed; fix the build first:\n{tail}")
+        raise BenchError(f"`make {' '.join(targets)}` failed; {hint}:\n{tail}")
 
 
 def uprogs(root: Path) -> dict[str, Path]:
@@ -53,7 +58,8 @@ def check_assets(root: Path, spec: ModelSpec, assets: Path | None) -> Path:
     if assets is None:
         assets = root / spec.assets
         if not (assets / "INFO.TXT").is_file() and not (assets / "CFG.BIN").is_file():
-            _make(root, spec.make_assets)
+            _make(root, spec.make_assets, hint=f"pass --assets-{spec.name} DIR, or give "
+                  "make what it asks for")
     if not (assets / "CFG.BIN").is_file():
         raise BenchError(f"{assets}: no CFG.BIN, so no {spec.title} assets; run "
                          f"`make {spec.make_assets}` (see the Makefile's [models] section) "
@@ -72,7 +78,8 @@ def prepare(root: Path, spec: ModelSpec, assets: Path | None = None,
     assets = check_assets(root, spec, assets)
     progs = uprogs(root)
     files = sorted(p for p in assets.iterdir() if p.is_file())
-    image = root / IMAGE_DIR / f"fs-{spec.name}.img"
+    key = hashlib.sha256(str(assets.resolve()).encode()).hexdigest()[:8]
+    image = root / IMAGE_DIR / f"fs-{spec.name}-{key}.img"
     stamp = image.with_suffix(".src")
     source = "\n".join([str(assets.resolve()), *sorted(progs), *sorted(extra or {})])
     inputs = [*progs.values(), *files, *(extra or {}).values()]
@@ -86,7 +93,9 @@ def prepare(root: Path, spec: ModelSpec, assets: Path | None = None,
         tree.add_dir(spec.guest_dir.lstrip("/"), assets)
         for target, host in (extra or {}).items():
             tree.add_file(target, host)
-        fsimg.build_image(image, tree)
+        tmp = image.with_name(f"{image.name}.{os.getpid()}.tmp")
+        fsimg.build_image(tmp, tree)
+        os.replace(tmp, image)
         stamp.write_text(source)
     size_mb = sum(f.stat().st_size for f in files) / 1e6
     return Prepared(root / KERNEL, image, assets, size_mb, asset_title(assets, spec.title))

@@ -125,8 +125,9 @@ def plot_load(result: BenchResult, path: Path) -> None:
             meds.append(st.median)
             lo.append(st.median - st.min)
             hi.append(st.max - st.median)
-        bars = ax.bar(xs, meds, width, yerr=[lo, hi], capsize=4, label=mode)
-        ax.bar_label(bars, fmt="%.2f s", fontsize=8, padding=2)
+        label = "service (one load, at boot)" if mode == "service" else "cold (every run)"
+        bars = ax.bar(xs, meds, width, yerr=[lo, hi], capsize=4, label=label)
+        ax.bar_label(bars, fmt="%.3f s", fontsize=8, padding=2)
     ax.set_xticks(range(len(models)), [result.titles[m] for m in models])
     ax.set_ylabel("model loading time (s)")
     machines = "\n".join(f"{result.titles[m]}: {_machine(result, m)}" for m in models)

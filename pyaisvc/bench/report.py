@@ -15,10 +15,11 @@ import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pyaisvc.bench.runner import BenchResult, Machine, Sample
+from pyaisvc.bench.runner import PROFILE_FIELDS, BenchResult, Machine, Sample
 
 METRICS = ("load_us", "init_us", "ttft_us", "tpot_us")
-CSV_FIELDS = ("model", "mode", "prompt_len", "gen_len", "repeat", *METRICS, "wall_s", "ids")
+CSV_FIELDS = ("model", "mode", "prompt_len", "gen_len", "repeat", *METRICS, "wall_s", "ids",
+              *PROFILE_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ def write_csv(path: Path, samples: list[Sample]) -> None:
             row = asdict(s)
             row["ids"] = " ".join(str(i) for i in s.ids)
             row["wall_s"] = f"{s.wall_s:.3f}"
+            row.update({k: s.profile.get(k, "") for k in PROFILE_FIELDS})
             w.writerow([row[k] for k in CSV_FIELDS])
 
 
@@ -77,6 +79,7 @@ def to_json(result: BenchResult) -> dict:
     return {
         "started": result.started,
         "seconds": round(result.seconds, 1),
+        "host": result.host,
         "matrix": {"models": cfg.models, "modes": cfg.modes, "prompt_lens": cfg.prompt_lens,
                    "gen_lens": cfg.gen_lens, "repeat": cfg.repeat},
         "machines": {k: asdict(v) for k, v in result.machines.items()},
@@ -107,6 +110,11 @@ def markdown(result: BenchResult, command: str = "") -> str:
     lines += [f"Started {result.started}, {result.seconds:.0f} s in all; {cfg.repeat} "
               f"repeat(s) per cell; times in ms, each cell median (min-max) over the repeats. "
               "TPOT is the mean of the tokens after the first (0 when gen = 1).", ""]
+    h = result.host
+    if h:
+        lines += [f"Host: {h.get('cpus')} CPUs, 1-minute load average {h.get('loadavg_start')} "
+                  f"at the start and {h.get('loadavg_end')} at the end (other work on the host "
+                  "slows QEMU down; compare numbers measured under similar load).", ""]
     cells = summarize(result.samples)
     for model in cfg.models:
         lines += [f"## {result.titles[model]}: {machine_line(result.machines[model])}", "",
@@ -119,7 +127,28 @@ def markdown(result: BenchResult, command: str = "") -> str:
                          f"{_ms(st['load_us'])} | {_ms(st['init_us'])} | {_ms(st['ttft_us'])} | "
                          f"{_ms(st['tpot_us'])} |")
         lines.append("")
+        lines += profile_table([s for s in result.samples if s.model == model and s.profile])
     return "\n".join(lines)
+
+
+def profile_table(samples: list[Sample]) -> list[str]:
+    """Markdown lines: per cell, the median share of matmul / attention / other time."""
+    if not samples:
+        return []
+    lines = ["Where the time goes (`--profile`; median share of the phase's time):", "",
+             "| prompt | gen | prefill matmul | attention | other | decode matmul | attention "
+             "| other |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    cells = sorted({(s.prompt_len, s.gen_len) for s in samples})
+    for p, g in cells:
+        group = [s for s in samples if (s.prompt_len, s.gen_len) == (p, g)]
+        shares = []
+        for phase in ("prefill", "decode"):
+            parts = [f"{phase}_{x}_us" for x in ("matmul", "attn", "other")]
+            for k in parts:
+                ratios = [s.profile[k] / max(1, sum(s.profile[q] for q in parts)) for s in group]
+                shares.append(f"{100 * statistics.median(ratios):.0f}%")
+        lines.append(f"| {p} | {g} | " + " | ".join(shares) + " |")
+    return [*lines, ""]
 
 
 def write_all(out: Path, result: BenchResult, command: str = "") -> dict[str, Path]:

@@ -15,6 +15,7 @@ set-up steps to another, and the CLI decides how to show them.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import time
@@ -35,6 +36,10 @@ from pyaisvc.qemu import Guest, GuestError, QemuConfig
 
 TIMING = re.compile(r"^(\S+): timing load_us=(\d+) init_us=(\d+) ttft_us=(\d+) tpot_us=(\d+) "
                     r"prompt=(\d+) gen=(\d+)\s*$", re.M)
+PROFILE = re.compile(r"^(\S+): profile phase=(prefill|decode) matmul_us=(\d+) attn_us=(\d+) "
+                     r"other_us=(\d+) tokens=(\d+)\s*$", re.M)
+PROFILE_FIELDS = tuple(f"{ph}_{part}_us" for ph in ("prefill", "decode")
+                       for part in ("matmul", "attn", "other"))
 IDS_LINE = re.compile(r"^\d+( \d+)*$")
 ARG_CHARS = 900  # ids per quoted argument stay below MAXARGLEN (1024, kernel/include/param.h)
 
@@ -56,6 +61,7 @@ class Sample:
     tpot_us: int  # mean time per following token
     wall_s: float  # host seconds for the whole shell command
     ids: tuple[int, ...]  # the generated ids
+    profile: dict[str, int] = field(default_factory=dict)  # PROFILE_FIELDS, with --profile
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,7 @@ class BenchConfig:
     assets: dict[str, Path | None] = field(default_factory=dict)
     root: Path = Path(".")
     qemu: str = "qemu-system-riscv64"
+    profile: bool = False  # cold runs with --profile: matmul / attention / other split
 
 
 @dataclass
@@ -103,6 +110,7 @@ class BenchResult:
     titles: dict[str, str]  # model -> what the assets hold (INFO.TXT)
     started: str  # UTC, ISO 8601
     seconds: float
+    host: dict[str, object] = field(default_factory=dict)  # cpus, load averages
 
 
 def qemu_version(qemu: str) -> str:
@@ -146,18 +154,30 @@ def parse_output(output: str, prog: str, gen: int) -> tuple[dict[str, int], tupl
     return fields, got
 
 
-def run_cold(guest: Guest, run: Run, timeout: float) -> Sample:
+def parse_profile(output: str, prog: str) -> dict[str, int]:
+    """PROFILE_FIELDS from the --profile lines of a run (empty without them)."""
+    out = {}
+    for m in PROFILE.finditer(output):
+        if m.group(1) == prog:
+            for part, value in zip(("matmul", "attn", "other"), m.groups()[2:5], strict=True):
+                out[f"{m.group(2)}_{part}_us"] = int(value)
+    return out
+
+
+def run_cold(guest: Guest, run: Run, timeout: float, profile: bool = False) -> Sample:
     """One fresh llmrun process: load, prefill, decode, exit."""
     c = run.cell
     prog = MODELS[c.model].program
+    flags = " --profile" if profile else ""
     t0 = time.monotonic()
-    out = guest.run(f"{prog} --predict {c.gen_len} {id_args(run.prompt)}", timeout=timeout)
+    out = guest.run(f"{prog}{flags} --predict {c.gen_len} {id_args(run.prompt)}",
+                    timeout=timeout)
     wall = time.monotonic() - t0
     f, ids = parse_output(out, prog, c.gen_len)
     if f["prompt"] != c.prompt_len:
         raise BenchError(f"{prog}: sent {c.prompt_len} prompt ids, it counted {f['prompt']}")
     return Sample(c.model, c.mode, c.prompt_len, c.gen_len, run.repeat, f["load_us"],
-                  f["init_us"], f["ttft_us"], f["tpot_us"], wall, ids)
+                  f["init_us"], f["ttft_us"], f["tpot_us"], wall, ids, parse_profile(out, prog))
 
 
 def run_timeout(run: Run, size_mb: float) -> float:
@@ -184,13 +204,47 @@ def _prepare_all(cfg: BenchConfig, note: Note) -> tuple[dict[str, Prepared], dic
     return prepared, prompts
 
 
+def _measure_model(cfg: BenchConfig, model: str, p: Prepared, runs: list[Run], version: str,
+                   state: Progress, progress: Callable[[Progress], None] | None,
+                   note: Note) -> tuple[Machine, list[Sample]]:
+    """Boots one guest for model and runs its part of the plan in it."""
+    from pyaisvc.bench.service import ServiceClient
+
+    spec = MODELS[model]
+    qc = QemuConfig(kernel=p.kernel, image=p.image, ram=cfg.ram or spec.ram, cpus=cfg.cpus,
+                    snapshot=True, qemu=cfg.qemu)
+    note(f"{model}: booting the guest ({cfg.cpus} harts, {qc.ram})")
+    samples = []
+    guest = Guest(qc)
+    try:  # not `with`: a failed boot must close QEMU too
+        guest.boot()
+        assert guest.harts is not None and guest.ram_mib is not None
+        machine = Machine(version, guest.harts, guest.ram_mib, guest.boot_seconds or 0.0)
+        service = ServiceClient(guest, spec, note) if "service" in cfg.modes else None
+        for run in runs:
+            state.label = run.cell.label + f" #{run.repeat + 1}"
+            if progress:
+                progress(state)
+            timeout = run_timeout(run, p.size_mb)
+            if service is not None and run.cell.mode == "service":
+                samples.append(service.run(run, timeout))
+            else:
+                samples.append(run_cold(guest, run, timeout, cfg.profile))
+            state.done += 1
+            state.done_weight += run.weight
+            if progress:
+                progress(state)
+    finally:
+        guest.close()
+    return machine, samples
+
+
 def run_bench(cfg: BenchConfig, progress: Callable[[Progress], None] | None = None,
               note: Note | None = None) -> BenchResult:
     """Builds what is missing, boots one guest per model and runs the whole plan."""
-    from pyaisvc.bench.service import ServiceClient
-
     note = note or (lambda _: None)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    load_start = os.getloadavg()[0]
     t_start = time.monotonic()
     version = qemu_version(cfg.qemu)
     prepared, prompts = _prepare_all(cfg, note)
@@ -200,33 +254,16 @@ def run_bench(cfg: BenchConfig, progress: Callable[[Progress], None] | None = No
     samples: list[Sample] = []
     machines: dict[str, Machine] = {}
     for model in cfg.models:
-        spec, p = MODELS[model], prepared[model]
-        qc = QemuConfig(kernel=p.kernel, image=p.image, ram=cfg.ram or spec.ram, cpus=cfg.cpus,
-                        snapshot=True, qemu=cfg.qemu)
-        note(f"{model}: booting the guest ({cfg.cpus} harts, {qc.ram})")
+        mine = [r for r in runs if r.cell.model == model]
         try:
-            with Guest(qc) as guest:
-                assert guest.harts is not None and guest.ram_mib is not None
-                machines[model] = Machine(version, guest.harts, guest.ram_mib,
-                                          guest.boot_seconds or 0.0)
-                service = ServiceClient(guest, spec, note) if "service" in cfg.modes else None
-                for run in (r for r in runs if r.cell.model == model):
-                    state.label = run.cell.label + f" #{run.repeat + 1}"
-                    if progress:
-                        progress(state)
-                    timeout = run_timeout(run, p.size_mb)
-                    if run.cell.mode == "cold":
-                        samples.append(run_cold(guest, run, timeout))
-                    else:
-                        assert service is not None
-                        samples.append(service.run(run, timeout))
-                    state.done += 1
-                    state.done_weight += run.weight
-                    if progress:
-                        progress(state)
+            machines[model], got = _measure_model(cfg, model, prepared[model], mine, version,
+                                                  state, progress, note)
         except GuestError as e:
             raise BenchError(f"{model}: the guest failed during the benchmark: {e}") from e
+        samples += got
+    host = {"cpus": os.cpu_count(), "loadavg_start": round(load_start, 2),
+            "loadavg_end": round(os.getloadavg()[0], 2)}
     return BenchResult(cfg, samples, machines, prompts,
                        {m: str(p.assets) for m, p in prepared.items()},
                        {m: p.title for m, p in prepared.items()}, started,
-                       time.monotonic() - t_start)
+                       time.monotonic() - t_start, host)

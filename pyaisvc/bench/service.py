@@ -1,15 +1,99 @@
-"""Requests through the kernel AI service (ai_submit / ai_wait): not wired up yet."""
+"""Requests through the kernel AI service: the resident worker keeps the model loaded.
+
+init starts ``ai_daemon`` at boot when the image holds a model; it loads the
+model once and prints ``ai_daemon: pid N serving DIR (...), load X ms``.
+Each run then goes through the ``ai`` tool at the shell, in one session
+(a request belongs to the process that submitted it)::
+
+    ai> submit G ID ...        -> reqid R            (ai_submit)
+    ai> query R                -> state and timings  (ai_query), until "done"
+    ai> wait R                 -> the generated ids  (ai_wait; frees the request)
+
+The timings come from the kernel's ai_status (kernel/include/aisvc.h):
+ttft_us = first token - submit, total_us = finish - submit, so
+TPOT = (total_us - ttft_us) / (G - 1). load_us is the daemon's one load.
+ai_wait consumes the request and no blocking call returns the timings, so
+the host polls ai_query until the request is done; the timings are the
+kernel's own timestamps, so the polling interval does not change them.
+"""
 
 from __future__ import annotations
 
+import re
+import time
+
+from pyaisvc.bench.console import expect, match, send_line
 from pyaisvc.bench.matrix import BenchError, ModelSpec, Run
 from pyaisvc.bench.runner import Note, Sample
-from pyaisvc.qemu import Guest
+from pyaisvc.qemu import PROMPT, Guest
+
+DAEMON = re.compile(r"ai_daemon: pid (\d+) serving (\S+) \(.*\), load (\d+) ms")
+AI_PROMPT = "ai> "
+QUERY = (r"reqid (\d+): (\w+)[^\n]*\n\s*prompt (\d+), predict (\d+); "
+         r"queued_us (\d+) ttft_us (\d+) total_us (\d+)\r*\n")
+ERROR = r"(\w+): error (-?\d+): ([^\r\n]*)\r*\n"
+POLL_S = 0.25  # host seconds between two ai_query calls
 
 
 class ServiceClient:
+    """Runs requests through the AI service of one booted guest."""
+
     def __init__(self, guest: Guest, spec: ModelSpec, note: Note) -> None:
-        raise BenchError("--mode service: not available yet")
+        self.guest, self.spec = guest, spec
+        found = DAEMON.findall(guest.transcript)
+        if not found:
+            raise BenchError("--mode service: no AI worker started at boot (no 'ai_daemon: "
+                             "pid N serving ...' line); the image needs /ai_daemon and /ai "
+                             "(the Makefile's UPROGS) and init must start the daemon")
+        pid, served, load_ms = found[-1]
+        if served != spec.guest_dir:
+            raise BenchError(f"--mode service: the worker serves {served}, not {spec.guest_dir}")
+        self.load_us = int(load_ms) * 1000
+        note(f"{spec.name}: AI worker pid {pid} loaded the model in {load_ms} ms")
 
     def run(self, run: Run, timeout: float) -> Sample:
-        raise BenchError("--mode service: not available yet")
+        c = run.cell
+        deadline = time.monotonic() + timeout
+        t0 = time.monotonic()
+        send_line(self.guest, "ai")
+        expect(self.guest, [re.escape(AI_PROMPT)], deadline, "the ai tool's prompt")
+        try:
+            reqid = self._command(f"submit {c.gen_len} " + " ".join(map(str, run.prompt)),
+                                  r"reqid (\d+)\r*\n", deadline)
+            timing = self._poll(int(reqid.group(1)), deadline)
+            ids_m = self._command(f"wait {reqid.group(1)}", r"(\d+(?: \d+)*)\r*\n", deadline)
+        finally:
+            send_line(self.guest, "quit")
+            expect(self.guest, [re.escape(PROMPT)], time.monotonic() + 30, "the shell prompt")
+        wall = time.monotonic() - t0
+        ids = tuple(int(v) for v in ids_m.group(1).split())
+        if len(ids) != c.gen_len or timing["prompt"] != c.prompt_len:
+            raise BenchError(f"ai: asked for {c.gen_len} ids on {c.prompt_len} prompt ids, "
+                             f"got {len(ids)} ids (query says prompt {timing['prompt']})")
+        ttft, total = timing["ttft_us"], timing["total_us"]
+        tpot = (total - ttft) // (c.gen_len - 1) if c.gen_len > 1 else 0
+        return Sample(c.model, c.mode, c.prompt_len, c.gen_len, run.repeat, self.load_us,
+                      self.load_us, ttft, tpot, wall, ids)
+
+    def _poll(self, reqid: int, deadline: float) -> dict[str, int]:
+        """Queries reqid until it is done; its prompt length and timings."""
+        while True:
+            m = self._command(f"query {reqid}", QUERY, deadline)
+            state = m.group(2)
+            if state == "done":
+                names = ("prompt", "predict", "queued_us", "ttft_us", "total_us")
+                return dict(zip(names, (int(m.group(i)) for i in range(3, 8)), strict=True))
+            if state not in ("queued", "running"):
+                raise BenchError(f"ai: request {reqid} is {state}: {m.group(0).strip()}")
+            time.sleep(POLL_S)  # see the module doc: no call blocks and returns the timings
+
+    def _command(self, line: str, reply: str, deadline: float) -> re.Match[str]:
+        """Sends one ai command; its reply's match (after which the next prompt came)."""
+        send_line(self.guest, line)
+        expect(self.guest, [re.escape(line) + r"\r*\n"], deadline, f"the echo of {line[:40]!r}")
+        if expect(self.guest, [reply, ERROR], deadline, f"the reply to {line[:40]!r}") == 1:
+            m = match(self.guest)
+            raise BenchError(f"ai {line.split()[0]}: error {m.group(2)}: {m.group(3)}")
+        m = match(self.guest)
+        expect(self.guest, [re.escape(AI_PROMPT)], deadline, "the ai tool's prompt")
+        return m

@@ -44,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--assets-qwen", type=Path, metavar="DIR",
                         help="Qwen3.5 asset directory (default models/QWEN), e.g. "
                              "build/assets/qwen08/QWEN")
+    parser.add_argument("--profile", action="store_true",
+                        help="cold runs also split prefill and decode into matmul, attention "
+                             "and other time (adds a little overhead)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -61,7 +64,8 @@ def _config(args: argparse.Namespace):
     models = ["smol", "qwen"] if args.model == "both" else [args.model]
     modes = ["cold", "service"] if args.mode == "both" else [args.mode]
     return BenchConfig(models, modes, prompt_lens, gen_lens, args.repeat, args.cpus, args.ram,
-                       {"smol": args.assets_smol, "qwen": args.assets_qwen}, Path("."))
+                       {"smol": args.assets_smol, "qwen": args.assets_qwen}, Path("."),
+                       profile=args.profile)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,9 @@
 
 The text is encoded with the model's tokenizer, the backend produces the new
 token ids, and they are decoded back. Data goes to stdout, timings to stderr.
-Backends: `reference` (the numpy forward pass of docs/ARITHMETIC.md).
+Backends: `guest` (default: boots the guest under QEMU with the model's image
+and runs `llmrun_smol` / `llmrun_qwen` there, printing its timing line) and
+`reference` (the numpy forward pass of docs/ARITHMETIC.md).
 """
 
 from __future__ import annotations
@@ -45,15 +47,40 @@ def _run_reference(assets_dir: Path, prompt: list[int], n_new: int) -> Result:
                        f"tokens in {t2 - t1:.2f} s")
 
 
-# backend name -> function(assets dir, prompt ids, new tokens); add one line per backend.
-BACKENDS: dict[str, Callable[[Path, list[int], int], Result]] = {
-    "reference": _run_reference,
+def _run_guest(model: str, assets_dir: Path, prompt: list[int], n_new: int) -> Result:
+    from pyaisvc.bench.images import prepare
+    from pyaisvc.bench.matrix import MODELS
+    from pyaisvc.bench.runner import id_args, parse_output
+    from pyaisvc.qemu import Guest, QemuConfig
+
+    spec = MODELS[model]
+    root = Path(__file__).resolve().parents[2]
+    built = prepare(root, spec, assets_dir if assets_dir != DEFAULT_ASSETS[model] else None)
+    cfg = QemuConfig(kernel=built.kernel, image=built.image, ram=spec.ram, snapshot=True)
+    cmd = f"{spec.program} --predict {n_new} {id_args(prompt)}"
+    with Guest(cfg) as guest:
+        # Loading reads the whole model; allow for a slow, busy host.
+        output = guest.run(cmd, timeout=120 + 10 * (len(prompt) + n_new))
+    timing, ids = parse_output(output, spec.program, n_new)
+    line = next(ln for ln in output.splitlines() if ln.startswith(f"{spec.program}: timing"))
+    return Result(list(ids), line.strip())
+
+
+def _run_reference_backend(model: str, assets_dir: Path, prompt: list[int],
+                           n_new: int) -> Result:
+    return _run_reference(assets_dir, prompt, n_new)
+
+
+# backend name -> function(model, assets dir, prompt ids, new tokens); one line per backend.
+BACKENDS: dict[str, Callable[[str, Path, list[int], int], Result]] = {
+    "guest": _run_guest,
+    "reference": _run_reference_backend,
 }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--backend", choices=sorted(BACKENDS), default="reference",
-                        help="who computes the tokens (default reference)")
+    parser.add_argument("--backend", choices=sorted(BACKENDS), default="guest",
+                        help="who computes the tokens (default guest: llmrun in QEMU)")
     parser.add_argument("--model", choices=sorted(DEFAULT_ASSETS), default="smol",
                         help="which model and tokenizer (default smol)")
     parser.add_argument("--assets", type=Path,
@@ -74,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     prompt = tok.encode(args.text)
     if not prompt:
         raise CommandError("generate: the prompt encodes to no tokens; give some text")
-    result = BACKENDS[args.backend](assets_dir, prompt, args.max_new_tokens)
+    result = BACKENDS[args.backend](args.model, assets_dir, prompt, args.max_new_tokens)
     print("prompt ids: " + " ".join(str(i) for i in prompt))
     print("ids: " + " ".join(str(i) for i in result.ids))
     print("text: " + tok.decode(result.ids))

@@ -1,0 +1,106 @@
+"""`pyaisvc chat --model smol`: talk to the model in the guest, one line at a time.
+
+    $ pyaisvc chat
+    chat: SmolLM2-135M-Instruct loaded in 0.43 s (QEMU 1 hart, 512 MiB) ...
+    you> What is the capital of France?
+    smol> The capital of France is Paris.
+    you> /stats
+    you> /quit
+
+Builds what is missing, boots the guest, starts `llmrun_smol --stdin` and
+keeps it running (the model stays loaded). Each line is wrapped in the
+model's chat template (single turn, see pyaisvc/chat.py), encoded, sent,
+and the reply printed when the guest has generated it (the runtime reports
+a request's ids at its end, so a reply appears whole). /stats prints the
+last request's timings; /quit, Ctrl-D or Ctrl-C shut the guest down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pyaisvc.errors import AisvcError, CommandError
+
+HELP = "commands: /stats (last request's timings), /help, /quit (or Ctrl-D / Ctrl-C)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", choices=("smol", "qwen"), default="smol",
+                        help="which model (default smol)")
+    parser.add_argument("--assets", type=Path, metavar="DIR",
+                        help="asset directory (default models/SMOL or models/QWEN)")
+    parser.add_argument("--max-new-tokens", type=int, default=64,
+                        help="tokens generated per reply (default 64)")
+    parser.add_argument("--cpus", type=int, default=1, help="guest harts (default 1)")
+    parser.add_argument("--ram", help="guest RAM (default 512M for smol, 2G for qwen)")
+
+
+def stats_line(session) -> str:
+    r = session.last
+    if r is None:
+        return f"no request yet (model loaded in {session.load_us / 1000:.0f} ms)"
+    t = r.timing
+    return (f"prompt {t['prompt']} tokens, generated {t['gen']}; load {t['load_us'] / 1000:.0f} ms "
+            f"(once, at start); TTFT {t['ttft_us'] / 1000:.0f} ms; TPOT "
+            f"{t['tpot_us'] / 1000:.1f} ms; {r.wall_s:.1f} s on the host clock")
+
+
+def _loop(session, model: str) -> None:
+    from pyaisvc.chat import ChatError
+
+    while True:
+        try:
+            line = input("you> ").strip()
+        except EOFError:
+            print()
+            return
+        if not line:
+            continue
+        if line in ("/quit", "/exit"):
+            return
+        if line == "/stats":
+            print(stats_line(session))
+            continue
+        if line.startswith("/"):
+            print(HELP)
+            continue
+        try:
+            reply = session.ask(line)
+        except ChatError as e:
+            print(f"chat: {e}", file=sys.stderr)
+            continue
+        print(f"{model}> {reply.text}", flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pyaisvc.assets import load_config
+    from pyaisvc.bench.images import prepare
+    from pyaisvc.bench.matrix import MODELS
+    from pyaisvc.chat import ChatConfig, ChatSession
+    from pyaisvc.tokenizer import load_tokenizer
+
+    if args.max_new_tokens < 1:
+        raise CommandError("chat: --max-new-tokens must be at least 1")
+    spec = MODELS[args.model]
+    try:
+        print("chat: building what is missing and booting the guest ...", file=sys.stderr)
+        p = prepare(Path("."), spec, args.assets)
+        seq_len = load_config((p.assets / "CFG.BIN").read_bytes()).runtime_seq_len
+        tok = load_tokenizer(args.model)
+        cfg = ChatConfig(args.model, p.kernel, p.image, args.ram or spec.ram, args.cpus,
+                         args.max_new_tokens, seq_len)
+        with ChatSession(cfg, tok) as session:
+            g = session.guest
+            print(f"chat: {p.title} loaded in {session.load_us / 1e6:.2f} s (QEMU pid "
+                  f"{session.qemu_pid}, {g.harts} hart(s), {g.ram_mib} MiB); {HELP}",
+                  file=sys.stderr, flush=True)
+            try:
+                _loop(session, args.model)
+            except KeyboardInterrupt:
+                print()
+            print("chat: shutting the guest down", file=sys.stderr)
+    except AisvcError as e:
+        raise CommandError(f"chat: {e}") from e
+    return 0

@@ -1,0 +1,199 @@
+"""The kernel AI service (issue 5) in the guest under QEMU.
+
+- aitest, the conformance suite (user/aitest.c: one PASS/FAIL line per rule
+  of AI_SERVICE.md), with the tiny synthetic Qwen3.5 at /AI/QWEN (init
+  starts ai_daemon) on 1 and 2 harts, and on an image without models (no
+  worker at all);
+- aistress: 8 processes x 8 random requests, more than the table holds;
+  every result must equal pyaisvc.reference's tokens for its own prompt;
+- the `ai` shell tool, as the README walks through it;
+- the real SmolLM2: results through the service equal llmrun_smol's and
+  the reference; timing of 8 queued requests against 8 cold runs (slow).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+from host import llmcases as lc
+
+from pyaisvc import fsimg
+
+pytestmark = pytest.mark.guest
+
+SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed$", re.M)
+STRESS = re.compile(r"^aistress: (\d+) ok, (\d+) errors, table used (\d+), (\d+) ms$", re.M)
+RULES = [  # one or more aitest cases must cover each of these
+    "no worker", "call: result", "query never blocks", "timing:", "bad: token count 0",
+    "bad: predict 256", "bad: token id == vocab", "bad: prompt + predict > runtime_seq_len",
+    "bad: tokens pointer", "bad input: the worker keeps running",
+    "query: queued", "query: running", "query: done", "query: failed", "one-shot:",
+    "small buffer:", "bad out pointer:", "failed: reported once", "reqid: the old id",
+    "ownership: a child", "ownership: the parent", "ownership: a sibling", "cap:",
+    "woken by a wait", "by a cancel", "by an owner exit", "by waiting for a failed request",
+    "by an orphan's completion", "by the worker's death", "owner exit: queued, done and failed",
+    "owner exit: the running request is orphaned", "kill while blocked in submit",
+    "kill while blocked in wait", "worker: sleeps while the queue is empty",
+    "worker death: the running request fails", "worker death: a queued request stays",
+    "real worker killed mid-request", "the restarted daemon serves the queue",
+    "no leak: the table fills",
+]
+
+
+def _image(build, tmp: Path, model_dirs: dict[str, Path],
+           files: dict[str, str] | None = None) -> Path:
+    tree = fsimg.Tree(fsimg.load_layout())
+    for name, elf in build.uprogs.items():
+        tree.add_file(name, elf)
+    for target, d in model_dirs.items():
+        tree.add_dir(target, d)
+    for target, text in (files or {}).items():
+        host = tmp / target.replace("/", "_")
+        host.write_text(text)
+        tree.add_file(target, host)
+    image = tmp / "ai.img"
+    fsimg.build_image(image, tree)
+    return image
+
+
+@pytest.fixture(scope="module")
+def qwen_dir() -> Path:
+    return lc.qwen_tiny_dir("ours")
+
+
+@pytest.fixture(scope="module")
+def qwen_image(build, qwen_dir, tmp_path_factory) -> Path:
+    script = ("submit 4 760 6511 314 9338 369\nquery 1\nchild query 1\nwait 1\nwait 1\n"
+              "err -105\ninfo\nquit\n")
+    return _image(build, tmp_path_factory.mktemp("aiq"), {"AI/QWEN": qwen_dir},
+                  {"REQ/AI.TXT": script})
+
+
+def run_aitest(g, timeout: float) -> str:
+    out = g.run("aitest", timeout=timeout)
+    m = SUMMARY.search(out)
+    assert m, out
+    fails = [line for line in out.splitlines() if line.startswith("FAIL")]
+    passes = [line for line in out.splitlines() if line.startswith("PASS")]
+    assert not fails and m.group(2) == "0", out
+    assert int(m.group(1)) == len(passes), out
+    return out
+
+
+@pytest.mark.parametrize("cpus", [1, 2])
+def test_aitest_with_worker(boot_guest, qwen_image, cpus: int) -> None:
+    g = boot_guest(cpus=cpus, image=qwen_image)
+    out = run_aitest(g, timeout=600)
+    passes = [line for line in out.splitlines() if line.startswith("PASS")]
+    missing = [r for r in RULES if r != "no worker" and not any(r in p for p in passes)]
+    assert not missing, out
+    assert "panic" not in g.transcript
+
+
+def test_aitest_without_models(boot_guest, build) -> None:
+    """No model in the image: init starts no worker, submit fails at once."""
+    g = boot_guest(image=build.image)
+    assert "worker pid 0 (none since boot)" in g.run("ai info")
+    assert "call: error -108: no AI worker" in g.run("ai call 4 1 2 3")
+    out = run_aitest(g, timeout=300)
+    assert "PASS no worker: submit fails at once with AIE_NOWORKER" in out
+    assert "call: error -108: no AI worker" in g.run("ai call 4 1 2 3")
+
+
+def test_unloadable_model_no_worker(boot_guest, build, tmp_path) -> None:
+    """A model that cannot load: the shell still starts, submit says "no worker",
+    and ai_daemon idles instead of being restarted every second."""
+    image = _image(build, tmp_path, {}, {"AI/QWEN/CFG.BIN": "not a config"})
+    g = boot_guest(image=image)
+    assert "call: error -108: no AI worker" in g.run("ai call 4 1 2 3")
+    g.run("sleep 20")
+    assert g.transcript.count("ai_daemon: not serving") == 1, g.transcript
+    assert "restarting" not in g.transcript
+
+
+def _parse_stress(out: str) -> dict[tuple[int, int], tuple[list[int], int, list[int]]]:
+    got = {}
+    for line in out.splitlines():
+        if not line.startswith("R "):
+            continue
+        head, prompt, result = line.split(":")
+        _, proc, k, predict = head.split()
+        key = (int(proc), int(k))
+        assert key not in got, f"duplicate result line {line!r}"
+        got[key] = ([int(v) for v in prompt.split()], int(predict),
+                    [int(v) for v in result.split()])
+    return got
+
+
+@pytest.mark.parametrize("cpus,seed", [(1, 1), (2, 2)])
+def test_stress_matches_reference(boot_guest, qwen_image, qwen_dir, cpus: int, seed: int) -> None:
+    nproc, nreq = 8, 8
+    g = boot_guest(cpus=cpus, image=qwen_image)
+    out = g.run(f"aistress {nproc} {nreq} {seed}", timeout=900)
+    m = STRESS.search(out)
+    assert m and m.group(2) == "0" and m.group(3) == "0", out
+    got = _parse_stress(out)
+    assert sorted(got) == [(p, k) for p in range(nproc) for k in range(nreq)], out
+    from pyaisvc.assets import load_assets
+    from pyaisvc.reference import Reference
+
+    ref = Reference(load_assets(qwen_dir))
+    for key, (prompt, predict, result) in sorted(got.items()):
+        assert result == ref.generate(prompt, predict), (key, prompt, predict)
+    assert "slots 0/16 used" in g.run("ai info")
+
+
+def test_shell_tool_walkthrough(boot_guest, qwen_image, qwen_dir) -> None:
+    """The README's session: submit, query, another process, wait twice."""
+    want = " ".join(map(str, lc.reference_ids(qwen_dir, [lc.FRANCE["qwen"]], 4)[0]))
+    g = boot_guest(image=qwen_image)
+    out = g.run("ai < /REQ/AI.TXT", timeout=120)
+    assert "reqid 1\n" in out, out
+    assert re.search(r"reqid 1: (queued, 0 ahead in the queue|running, \d of 4 tokens|done)", out)
+    assert re.search(r"\(child pid \d+\) query: error -106: not the owner", out), out
+    assert want + "\n" in out, out
+    assert "wait: error -105: no such request" in out, out
+    assert "-105: no such request" in out
+    assert "slots 0/16 used" in out, out
+
+
+@pytest.mark.slow
+def test_smol_service_matches_llmrun(boot_guest, build, tmp_path, capsys) -> None:
+    smol = lc.smol_dir("ours")
+    if smol is None:
+        pytest.skip("models/SMOL is missing (make smol-assets)")
+    prompts = lc.smol_prompts()[:3]
+    gen = 8
+    want = lc.reference_ids(smol, prompts, gen)
+    g = boot_guest(ram="512M", image=_image(build, tmp_path, {"AI/SMOL": smol}), timeout=300)
+    for p, w in zip(prompts, want, strict=True):
+        ids = " ".join(map(str, p))
+        service = g.run(f"ai call {gen} {ids}", timeout=600).splitlines()[0]
+        direct = g.run(f"llmrun_smol --quiet --predict {gen} {ids}", timeout=600).strip()
+        assert service == direct == " ".join(map(str, w)), (service, direct)
+    # 8 queued requests through the resident worker against 8 cold runs.
+    ids = " ".join(map(str, lc.FRANCE["smol"]))
+    bench = g.run(f"aistress --bench {gen} {ids}", timeout=1200)
+    t0 = time.monotonic()
+    runs = [g.run(f"llmrun_smol --predict {gen} {ids}", timeout=600) for _ in range(8)]
+    cold = time.monotonic() - t0
+    # llmrun's own times: init (load + allocation), then TTFT and TPOT from the request
+    timing = [re.search(r"init_us=(\d+) ttft_us=(\d+) tpot_us=(\d+)", r) for r in runs]
+    cold_in = sum(int(m[1]) + int(m[2]) + (gen - 1) * int(m[3]) for m in timing) / 1000
+    cold_ttft = sum(int(m[1]) + int(m[2]) for m in timing) / 8000
+    span = int(re.search(r"first submit to last finish (\d+) ms", bench).group(1))
+    ttft = [int(v) for v in re.findall(r"ttft_us=(\d+)", bench)]
+    report = (f"service: 8 queued requests in {span} ms; TTFT (from submit) first "
+              f"{ttft[0] // 1000} ms, last {ttft[-1] // 1000} ms\n"
+              f"cold: 8 llmrun_smol runs in {cold * 1000:.0f} ms (host wall clock), "
+              f"{cold_in:.0f} ms inside llmrun (init + generation); TTFT incl. init "
+              f"{cold_ttft:.0f} ms each\n{bench}")
+    (build.kernel.parent.parent / "ai_bench.txt").write_text(report)
+    with capsys.disabled():
+        print("\n" + report)
+    # Timing depends on the host's load, so it is reported, not asserted;
+    # the 8 results must be the same continuation.
+    assert len(set(re.findall(r"^bench \d: .*: (.*)$", bench, re.M))) == 1, bench

@@ -1,0 +1,113 @@
+"""`pyaisvc chat` driven through pexpect like a user at a terminal.
+
+Two questions to the real SmolLM2 in the guest: each answer must be the
+numpy reference's greedy continuation of the same chat-template prompt,
+decoded and cut at <|im_end|>. /stats must report the last request, and
+/quit must end the program and QEMU (its pid gone). The template and the
+cutting are also checked on the host against the tokenizer's own
+chat_template.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+from host import llmcases as lc
+
+from pyaisvc.chat import chat_text, encode_message, reply_text
+from pyaisvc.tokenizer import load_tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+GEN = 12
+QUESTIONS = ["What is the capital of France?", "Name three colors."]
+
+
+def test_template_is_smollm2_instructs_own():
+    tok = load_tokenizer("smol")
+    hf = getattr(tok, "_tok", None)
+    if hf is None or not getattr(hf, "chat_template", None):
+        pytest.skip("the smol tokenizer carries no chat_template")
+    want = hf.apply_chat_template([{"role": "user", "content": QUESTIONS[0]}], tokenize=False,
+                                  add_generation_prompt=True)
+    assert chat_text("smol", QUESTIONS[0]) == want
+    assert encode_message(tok, "smol", QUESTIONS[0])[0] == tok.encode("<|im_start|>")[0]
+
+
+def test_reply_is_cut_at_end_of_turn():
+    tok = load_tokenizer("smol")
+    ids = tok.encode(" Paris.") + tok.encode("<|im_end|>") + tok.encode(" more")
+    assert reply_text(tok, ids) == " Paris."
+    assert reply_text(tok, tok.encode(" Paris.")) == " Paris."
+
+
+def _gone(pid: int, wait: float = 10.0) -> bool:
+    end = time.monotonic() + wait
+    while time.monotonic() < end:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.guest
+def test_chat_two_questions_and_clean_exit(build):
+    assets = lc.smol_dir("ours")
+    if assets is None:
+        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    tok = load_tokenizer("smol")
+    prompts = [encode_message(tok, "smol", q) for q in QUESTIONS]
+    expected = [reply_text(tok, ids) for ids in lc.reference_ids(assets, prompts, GEN)]
+    child = pexpect.spawn(sys.executable, ["-m", "pyaisvc", "chat", "--model", "smol",
+                                           "--max-new-tokens", str(GEN)],
+                          cwd=ROOT, encoding="utf-8", timeout=300, dimensions=(50, 500))
+    try:
+        child.expect(r"QEMU pid (\d+)")
+        qemu_pid = int(child.match.group(1))
+        child.expect("you> ")
+        for q, want in zip(QUESTIONS, expected, strict=True):
+            child.sendline(q)
+            child.expect("smol> ")
+            child.expect("\r\nyou> ")
+            answer = child.before.replace("\r\n", "\n")
+            assert answer.strip(), f"empty answer to {q!r}"
+            assert answer == want, (q, answer, want)
+        child.sendline("/stats")
+        child.expect(r"prompt (\d+) tokens, generated (\d+); load (\d+) ms .*TTFT (\d+) ms")
+        assert int(child.match.group(1)) == len(prompts[1])
+        assert int(child.match.group(2)) == GEN
+        assert int(child.match.group(4)) > 0
+        child.expect("you> ")
+        child.sendline("/quit")
+        child.expect("shutting the guest down")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0, child.before
+    assert _gone(qemu_pid), f"QEMU (pid {qemu_pid}) still runs after /quit"
+
+
+@pytest.mark.guest
+def test_chat_ctrl_c_shuts_down(build):
+    if lc.smol_dir("ours") is None:
+        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    child = pexpect.spawn(sys.executable, ["-m", "pyaisvc", "chat", "--max-new-tokens", "2"],
+                          cwd=ROOT, encoding="utf-8", timeout=300)
+    try:
+        child.expect(r"QEMU pid (\d+)")
+        qemu_pid = int(child.match.group(1))
+        child.expect("you> ")
+        child.sendintr()
+        child.expect(re.escape("shutting the guest down"))
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    assert _gone(qemu_pid), f"QEMU (pid {qemu_pid}) still runs after Ctrl-C"

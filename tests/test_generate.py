@@ -1,0 +1,29 @@
+"""`pyaisvc generate` end to end: text -> ids on the host, llmrun_smol in the guest, ids -> text."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.guest
+def test_generate_capital_of_france_in_the_guest() -> None:
+    if not (ROOT / "models/SMOL/CFG.BIN").is_file():
+        pytest.fail("models/SMOL is missing: run `make smol-assets` (make test does)")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pyaisvc", "generate", "--model", "smol",
+         "--max-new-tokens", "8", "The capital of France is"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "prompt ids: 504 3575 282 4649 314"
+    assert lines[2].startswith("text:  Paris."), proc.stdout
+    # The guest's own timing line, as llmrun_smol printed it.
+    assert "llmrun_smol: timing load_us=" in proc.stderr
+    assert "prompt=5 gen=8" in proc.stderr
+
