@@ -1,19 +1,23 @@
 """Chat with a model kept loaded in the guest: text in, text out.
 
-``ChatSession`` boots the guest, starts ``llmrun_smol --stdin`` (or
+``ChatSession`` boots the guest, starts ``llmrun_smol --stdin --stream`` (or
 ``llmrun_qwen``) at the shell and keeps it running, so the model is loaded
 once. Each message is wrapped in the model's chat template, encoded on the
 host, sent as one ``<predict> <id0> <id1> ...`` line, and the generated ids
 that come back are cut at the end-of-turn token and decoded::
 
     with ChatSession(ChatConfig(model="smol", kernel=..., image=...)) as chat:
-        reply = chat.ask("What is the capital of France?")
+        reply = chat.ask("What is the capital of France?",
+                         on_text=lambda piece: print(piece, end="", flush=True))
         print(reply.text, reply.timing["ttft_us"])
 
 Each message is a fresh single-turn conversation (the runtime starts every
 request at position 0, and 256 positions leave little room for history).
-The runtime prints a request's ids in one line when it is done, so a reply
-arrives whole, not token by token.
+With ``--stream`` the runtime writes each id the moment it has chosen it
+(the finished line is the one it prints without), so ``on_text`` gets the
+reply piece by piece while the guest still generates: the ids so far are
+decoded again after each one and only the new end of the text is handed
+out, held back while it ends in a partial UTF-8 character (U+FFFD).
 
 The template is SmolLM2-Instruct's own (the chat_template in its GGUF):
 ChatML with its default system line. Qwen3.5 gets plain ChatML without a
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +42,11 @@ from pyaisvc.tokenizer import Tokenizer
 SMOL_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 END_OF_TURN = "<|im_end|>"
 PROGRAMS = {"smol": "llmrun_smol", "qwen": "llmrun_qwen"}
-IDS = r"(\d+(?: \d+)*)\r*\n"
+# One id at the very start of the unread console output (pexpect searches its
+# whole buffer, so \A is where the last match ended), then what follows it: a
+# space before the next id, or the end of the line. Anchored, so that digits
+# in a message line can never pass for an id.
+ID = r"\A(\d+)( |\r*\n)"
 WARMUP_ID = 198  # "\n" in SmolLM2; any id below the vocab size does
 
 
@@ -64,7 +73,7 @@ class Reply:
     ids: list[int]  # everything the guest generated
     text: str  # decoded up to the end-of-turn token
     timing: dict[str, int] = field(default_factory=dict)  # load_us, ttft_us, tpot_us, ...
-    wall_s: float = 0.0  # host seconds from sending the line to the ids
+    wall_s: float = 0.0  # host seconds from sending the line to the last id
 
 
 def chat_text(model: str, message: str) -> str:
@@ -82,6 +91,15 @@ def reply_text(tok: Tokenizer, ids: list[int]) -> str:
     stops = set(tok.encode(END_OF_TURN)) | set(tok.encode("<|endoftext|>"))
     cut = next((i for i, t in enumerate(ids) if t in stops), len(ids))
     return tok.decode(ids[:cut], skip_special_tokens=True)
+
+
+def new_text(tok: Tokenizer, ids: list[int], shown: str) -> str:
+    """What reply_text(ids) adds to the text already shown; "" while the text ends in
+    the replacement character (a token that is only part of a UTF-8 character)."""
+    text = reply_text(tok, ids)
+    if text.endswith("\ufffd") or not text.startswith(shown):
+        return ""
+    return text[len(shown):]
 
 
 class ChatSession:
@@ -113,21 +131,34 @@ class ChatSession:
     def start(self) -> None:
         """Boots, starts the program with --stdin and waits until a warm-up request is served."""
         self.guest.boot()
-        send_line(self.guest, f"{self.prog} --stdin")
+        send_line(self.guest, f"{self.prog} --stdin --stream")
         warm = self._request([WARMUP_ID], 1, deadline=time.monotonic() + self.cfg.timeout)
         self.load_us = warm.timing["load_us"]
 
-    def ask(self, message: str) -> Reply:
-        """One message in, the model's reply out."""
+    def ask(self, message: str, on_text: Callable[[str], None] | None = None) -> Reply:
+        """One message in, the model's reply out; on_text, if given, gets the reply's text
+        piece by piece as the ids arrive (the pieces add up to reply.text)."""
         prompt = encode_message(self.tok, self.cfg.model, message)
         room = self.cfg.seq_len - self.cfg.max_new_tokens
         if len(prompt) > min(room, 255):
             raise ChatError(f"the message is {len(prompt)} tokens with the template; at most "
                             f"{min(room, 255)} fit beside {self.cfg.max_new_tokens} new tokens. "
                             "Say it shorter, or lower --max-new-tokens")
+        shown = ""
+
+        def on_ids(ids: list[int]) -> None:
+            nonlocal shown
+            piece = new_text(self.tok, ids, shown)
+            if piece and on_text is not None:
+                on_text(piece)
+            shown += piece
+
         reply = self._request(prompt, self.cfg.max_new_tokens,
-                              deadline=time.monotonic() + self.cfg.timeout)
+                              deadline=time.monotonic() + self.cfg.timeout, on_ids=on_ids)
         reply.text = reply_text(self.tok, reply.ids)
+        rest = reply.text[len(shown):] if reply.text.startswith(shown) else ""
+        if rest and on_text is not None:  # a partial character at the very end
+            on_text(rest)
         self.last = reply
         return reply
 
@@ -144,15 +175,24 @@ class ChatSession:
 
     # ------------------------------------------------------------ the console
 
-    def _request(self, prompt: list[int], predict: int, deadline: float) -> Reply:
+    def _request(self, prompt: list[int], predict: int, deadline: float,
+                 on_ids: Callable[[list[int]], None] | None = None) -> Reply:
+        """Sends one request line; on_ids gets the ids so far after each one arrives."""
         line = f"{predict} " + " ".join(str(i) for i in prompt)
         t0 = time.monotonic()
         send_line(self.guest, line)
         expect(self.guest, [re.escape(line) + r"\r*\n"], deadline, "the echo of the request")
         error = re.escape(self.prog) + r": (?!timing)([^\r\n]*)\r*\n"
-        if expect(self.guest, [IDS, error], deadline, "the generated ids") == 1:
-            raise ChatError(f"{self.prog} refused the request: {match(self.guest).group(1)}")
-        ids = [int(v) for v in match(self.guest).group(1).split()]
+        ids: list[int] = []
+        while True:
+            what = f"generated id {len(ids) + 1} of {predict}"
+            if expect(self.guest, [ID, error], deadline, what) == 1:
+                raise ChatError(f"{self.prog} refused the request: {match(self.guest).group(1)}")
+            ids.append(int(match(self.guest).group(1)))
+            if on_ids is not None:
+                on_ids(ids)
+            if match(self.guest).group(2) != " ":
+                break
         wall = time.monotonic() - t0
         expect(self.guest, [re.escape(self.prog) + r": timing ([^\r\n]*)\r*\n"], deadline,
                    "the timing line")

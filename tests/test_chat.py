@@ -2,10 +2,11 @@
 
 Two questions to the real SmolLM2 in the guest: each answer must be the
 numpy reference's greedy continuation of the same chat-template prompt,
-decoded and cut at <|im_end|>. /stats must report the last request, and
-/quit must end the program and QEMU (its pid gone). The template and the
-cutting are also checked on the host against the tokenizer's own
-chat_template.
+decoded and cut at <|im_end|>, and must stream: its text arrives at the
+terminal in several pieces, the first while the guest still generates.
+/stats must report the last request, and /quit must end the program and
+QEMU (its pid gone). The template, the cutting and the incremental decoding
+are also checked on the host against the tokenizer.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pexpect
 import pytest
 from host import llmcases as lc
 
-from pyaisvc.chat import chat_text, encode_message, reply_text
+from pyaisvc.chat import chat_text, encode_message, new_text, reply_text
 from pyaisvc.tokenizer import load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,6 +45,42 @@ def test_reply_is_cut_at_end_of_turn():
     ids = tok.encode(" Paris.") + tok.encode("<|im_end|>") + tok.encode(" more")
     assert reply_text(tok, ids) == " Paris."
     assert reply_text(tok, tok.encode(" Paris.")) == " Paris."
+
+
+def test_new_text_adds_up_and_holds_back_partial_characters():
+    tok = load_tokenizer("smol")
+    text = " Paris est belle, 東京 😀 aussi."
+    ids = tok.encode(text) + tok.encode("<|im_end|>") + tok.encode(" x")
+    shown, pieces = "", []
+    for n in range(1, len(ids) + 1):
+        piece = new_text(tok, ids[:n], shown)
+        assert "\ufffd" not in piece
+        pieces.append(piece)
+        shown += piece
+    assert shown == reply_text(tok, ids) == text
+    assert sum(1 for p in pieces if p) > 5
+    partial = [n for n in range(1, len(ids)) if tok.decode(ids[:n]).endswith("\ufffd")]
+    assert partial, "no token in the sample splits a UTF-8 character"
+    assert all(new_text(tok, ids[:n], reply_text(tok, ids[:n - 1])) == "" for n in partial)
+
+
+def _read_answer(child: pexpect.spawn, timeout: float = 300) -> tuple[str, list[float]]:
+    """After "smol> ": the answer up to the next prompt, and the arrival times of the
+    terminal reads that brought some of its text."""
+    end = time.monotonic() + timeout
+    reads = [(time.monotonic(), child.buffer)]  # what expect("smol> ") read beyond it
+    child.buffer = ""
+    while "\r\nyou> " not in "".join(c for _, c in reads):
+        chunk = child.read_nonblocking(4096, timeout=max(0.1, end - time.monotonic()))
+        reads.append((time.monotonic(), chunk))
+    answer, rest = "".join(c for _, c in reads).split("\r\nyou> ", 1)
+    assert not rest, rest
+    times, pos = [], 0
+    for t, chunk in reads:
+        if answer[pos:pos + len(chunk)].strip():
+            times.append(t)
+        pos += len(chunk)
+    return answer.replace("\r\n", "\n"), times
 
 
 def _gone(pid: int, wait: float = 10.0) -> bool:
@@ -75,10 +112,13 @@ def test_chat_two_questions_and_clean_exit(build):
         for q, want in zip(QUESTIONS, expected, strict=True):
             child.sendline(q)
             child.expect("smol> ")
-            child.expect("\r\nyou> ")
-            answer = child.before.replace("\r\n", "\n")
+            answer, times = _read_answer(child)
             assert answer.strip(), f"empty answer to {q!r}"
             assert answer == want, (q, answer, want)
+            # streamed: the text came in several pieces spread over the decode,
+            # not in one print at the end (a token's TPOT is over 10 ms in QEMU)
+            assert len(times) >= 2, f"the answer to {q!r} arrived in one piece"
+            assert times[-1] - times[0] > 0.01 * (len(times) - 1), times
         child.sendline("/stats")
         child.expect(r"prompt (\d+) tokens, generated (\d+); load (\d+) ms .*TTFT (\d+) ms")
         assert int(child.match.group(1)) == len(prompts[1])

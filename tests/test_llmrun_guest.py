@@ -145,3 +145,24 @@ def test_wrong_program_and_dir(boot_guest, llm_image) -> None:
     assert "CFG.BIN: field model_kind: 1 (qwen), but llmrun_smol runs model_kind 0" in out
     out = g.run("llmrun_qwen --asset-dir /nowhere 1")
     assert "cannot enter the asset directory" in out
+
+
+@pytest.mark.slow
+def test_smol_stream_prints_the_same_ids(boot_guest, llm_image) -> None:
+    """--stream writes each id as it is chosen; stdout ends up byte for byte the same,
+    from --stdin and from the command line."""
+    image, reqs, _ = llm_image
+    if "SMOL" not in reqs:
+        pytest.skip("models/SMOL is missing (make smol-assets)")
+    assets, prompts = reqs["SMOL"]
+    want = lc.reference_ids(assets, prompts, GEN)
+    g = boot_guest(ram=SMOL_RAM, image=image)
+    outs = {}
+    for name, opt in (("plain", ""), ("stream", "--stream ")):
+        g.run(f"llmrun_smol --quiet {opt}--stdin < /REQ/SMOL.TXT > /{name}1.txt", timeout=900)
+        g.run(f"llmrun_smol --quiet {opt}--predict {GEN} {' '.join(map(str, prompts[0]))} "
+              f"> /{name}2.txt", timeout=300)
+        outs[name] = g.run(f"cat /{name}1.txt /{name}2.txt")
+    assert outs["stream"] == outs["plain"]
+    lines = [[int(v) for v in line.split()] for line in outs["plain"].splitlines()]
+    assert lines == want + want[:1], outs

@@ -1,6 +1,6 @@
 // The command line shared by llmrun_smol and llmrun_qwen (llm_main):
 //
-//   PROG [--asset-dir DIR] [--predict N] [--quiet] [--profile] <id> ...
+//   PROG [--asset-dir DIR] [--predict N] [--quiet] [--profile] [--stream] <id> ...
 //   PROG [options] --prompt-file F      ids separated by white space
 //   PROG [options] [--stdin]            (also: no ids at all)
 //
@@ -8,6 +8,9 @@
 // model loaded once, until `exit`, `quit` or the end of the input; a bad line
 // gets a message and the loop goes on. Generated ids go to stdout, one line
 // per request; messages and timing to stderr, prefixed with PROG.
+// --stream writes each id as soon as it is chosen instead of the whole line
+// at the end (the finished line is the same), so a reader such as
+// `pyaisvc chat` can show a reply as it grows.
 
 #include "user/user.h"
 #include "kernel/include/fcntl.h"
@@ -20,7 +23,7 @@
 struct options {
   const char *dir;
   int predict;
-  int quiet, profile, use_stdin;
+  int quiet, profile, use_stdin, stream;
   const char *prompt_file;
   int first_id;           // argv index of the first id, or argc
 };
@@ -29,7 +32,7 @@ static int
 usage(void)
 {
   fprintf(2, "usage: %s [--asset-dir DIR] [--predict N] [--quiet] [--profile] "
-          "[--prompt-file F | --stdin | <id> ...]\n", llm_prog);
+          "[--stream] [--prompt-file F | --stdin | <id> ...]\n", llm_prog);
   return -1;
 }
 
@@ -102,6 +105,8 @@ parse_options(int argc, char **argv, struct options *o)
       o->profile = 1;
     else if(strcmp(a, "--stdin") == 0)
       o->use_stdin = 1;
+    else if(strcmp(a, "--stream") == 0)
+      o->stream = 1;
     else if(strcmp(a, "--asset-dir") == 0 && more)
       o->dir = argv[++i];
     else if(strcmp(a, "--prompt-file") == 0 && more)
@@ -125,6 +130,21 @@ parse_options(int argc, char **argv, struct options *o)
   return 0;
 }
 
+static int stream_last;    // --stream: index of the request's last id
+
+// --stream's llm_token_hook: id i of the request goes out at once, in
+// print_ids' format (space before all but the first, newline after the
+// last). One write per id, straight to fd 1: nothing buffers it.
+static void
+stream_id(int i, int id)
+{
+  char buf[16];
+  int n = snprintf(buf, sizeof(buf), i ? " %d" : "%d", id);
+  if(i == stream_last)
+    buf[n++] = '\n';
+  write(1, buf, n);
+}
+
 // One request from a list of ids (count may exceed what ids holds).
 static int
 run(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s,
@@ -135,6 +155,7 @@ run(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s,
             llm_prog, count, LLM_MAX_PROMPT);
     return -1;
   }
+  stream_last = predict - 1;
   return llm_session_run(md, rt, s, ids, count, predict, quiet);
 }
 
@@ -263,6 +284,8 @@ llm_main(const struct llm_model *md, int argc, char **argv)
   if(session_init(&s, &rt, o.dir, md->model_kind) < 0)
     return 1;
   s.tm.profile = o.profile;
+  if(o.stream)
+    llm_token_hook = stream_id;   // llm_session_run then prints no id line
   if(o.use_stdin)
     r = serve_stdin(md, &rt, &s, o.quiet);
   else

@@ -722,7 +722,8 @@ llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
   uint64 ttft, tpot;
   if(llm_session_generate(md, rt, s, ids, n, predict, &ttft, &tpot) < 0)
     return -1;
-  print_ids(s->seq + n, predict);
+  if(llm_token_hook == 0)   // else the hook has written them (llm_cli's --stream)
+    print_ids(s->seq + n, predict);
   if(!quiet)
     fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
             "prompt=%d gen=%d\n", llm_prog, s->tm.load_us, s->tm.init_us,

@@ -113,7 +113,8 @@ struct llm_model {
 
 extern const char *llm_prog;         // program name, prefixes every message
 // If set, called with each generated id as soon as it exists (i counts
-// from 0); ai_daemon reports progress with it.
+// from 0); ai_daemon reports progress with it, llm_cli's --stream prints
+// the ids with it (llm_session_run then prints no id line of its own).
 extern void (*llm_token_hook)(int i, int id);
 
 // Set-up and tear-down. session_init enters dir, loads the model with

@@ -7,12 +7,12 @@
     you> /stats
     you> /quit
 
-Builds what is missing, boots the guest, starts `llmrun_smol --stdin` and
-keeps it running (the model stays loaded). Each line is wrapped in the
-model's chat template (single turn, see pyaisvc/chat.py), encoded, sent,
-and the reply printed when the guest has generated it (the runtime reports
-a request's ids at its end, so a reply appears whole). /stats prints the
-last request's timings; /quit, Ctrl-D or Ctrl-C shut the guest down.
+Builds what is missing, boots the guest, starts `llmrun_smol --stdin --stream`
+and keeps it running (the model stays loaded). Each line is wrapped in the
+model's chat template (single turn, see pyaisvc/chat.py), encoded and sent,
+and the reply printed as the guest generates it: each id is decoded as it
+arrives and the new text printed at once. /stats prints the last request's
+timings; /quit, Ctrl-D or Ctrl-C shut the guest down.
 """
 
 from __future__ import annotations
@@ -66,12 +66,14 @@ def _loop(session, model: str) -> None:
         if line.startswith("/"):
             print(HELP)
             continue
+        print(f"{model}> ", end="", flush=True)
         try:
-            reply = session.ask(line)
+            session.ask(line, on_text=lambda piece: print(piece, end="", flush=True))
         except ChatError as e:
+            print(flush=True)
             print(f"chat: {e}", file=sys.stderr)
             continue
-        print(f"{model}> {reply.text}", flush=True)
+        print(flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
