@@ -60,7 +60,8 @@ LOG_COEFFS = (
 def exp(x: np.ndarray | float) -> np.ndarray:
     """Our exp: range reduction by ln2 (hi/lo), degree-11 Taylor polynomial, exact 2^n."""
     x = np.asarray(x, dtype=np.float64)
-    xc = np.minimum(x, 709.0)
+    # Inputs below -708 give 0.0 below; clamping them too keeps the polynomial finite.
+    xc = np.clip(x, -708.0, 709.0)
     n = np.rint(xc * LOG2E)
     r = (xc - n * LN2_HI) - n * LN2_LO
     p = np.full_like(r, EXP_COEFFS[11])

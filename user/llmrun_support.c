@@ -562,8 +562,9 @@ session_init(struct llm_session *s, struct llm_runtime *rt, const char *dir,
   memset(s, 0, sizeof(*s));
   int r = chdir(dir);
   if(r < 0){
-    fprintf(2, "%s: %s: cannot enter the asset directory: %s\n", llm_prog, dir,
-            strerror(r));
+    fprintf(2, "%s: %s: cannot enter the asset directory: %s "
+            "(boot an image with the model: make qemu-smol / qemu-qwen, "
+            "or pass --asset-dir DIR)\n", llm_prog, dir, strerror(r));
     return -1;
   }
   uint64 t1 = time_us();
