@@ -67,6 +67,22 @@ sys_dup(void)
   return fd;
 }
 
+// The arguments of read and write: (fd, user buffer, count).
+// Returns 0, or a negative errno for a bad fd or a negative count.
+static int
+argrw(struct file **f, uint64 *p, int *n)
+{
+  int r;
+
+  argaddr(1, p);
+  argint(2, n);
+  if((r = argfd(0, 0, f)) < 0)
+    return r;
+  if(*n < 0)
+    return -EINVAL;
+  return 0;
+}
+
 uint64
 sys_read(void)
 {
@@ -74,12 +90,8 @@ sys_read(void)
   int n, r;
   uint64 p;
 
-  argaddr(1, &p);
-  argint(2, &n);
-  if((r = argfd(0, 0, &f)) < 0)
+  if((r = argrw(&f, &p, &n)) < 0)
     return r;
-  if(n < 0)
-    return -EINVAL;
   return fileread(f, p, n);
 }
 
@@ -90,12 +102,8 @@ sys_write(void)
   int n, r;
   uint64 p;
 
-  argaddr(1, &p);
-  argint(2, &n);
-  if((r = argfd(0, 0, &f)) < 0)
+  if((r = argrw(&f, &p, &n)) < 0)
     return r;
-  if(n < 0)
-    return -EINVAL;
   return filewrite(f, p, n);
 }
 
