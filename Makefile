@@ -220,8 +220,11 @@ print-%:
 
 # pyaisvc/qemu.py builds the QEMU command line for the tests, `pyaisvc run`
 # and these targets alike, so there is one place that knows it.
-QEMU_PY := $(PYTHON) -m pyaisvc.qemu --qemu "$(QEMU)" --kernel $(KERNEL_ELF) \
-	--image $(FSIMG) --cpus $(CPUS) --ram $(RAM)
+# QEMU_IMAGE / QEMU_RAM are what a target boots (qemu-smol sets its own).
+QEMU_IMAGE = $(FSIMG)
+QEMU_RAM   = $(RAM)
+QEMU_PY    = $(PYTHON) -m pyaisvc.qemu --qemu "$(QEMU)" --kernel $(KERNEL_ELF) \
+	--image $(QEMU_IMAGE) --cpus $(CPUS) --ram $(QEMU_RAM)
 GDBPORT := $(shell expr `id -u` % 5000 + 25000)
 
 .PHONY: qemu qemu-gdb
@@ -324,16 +327,21 @@ fsimg-smol: $(BUILD)/fs-smol.img
 fsimg-qwen: $(BUILD)/fs-qwen.img
 fsimg-llm: $(BUILD)/fs-llm.img
 
-# Boot with the model's image and enough RAM for it: the [qemu] section's
-# command, whose --image/--ram are overridden by the later ones (argparse
-# keeps the last). RAM=... given on the command line still wins.
+# Boot with the model's image and enough RAM for it, through the [qemu]
+# section's command. RAM=... given on the command line still wins.
 llm_ram = $(if $(filter command line,$(origin RAM)),$(RAM),$(1))
+qemu-smol: QEMU_IMAGE = $(BUILD)/fs-smol.img
+qemu-smol: QEMU_RAM = $(call llm_ram,$(SMOL_RAM))
+qemu-qwen: QEMU_IMAGE = $(BUILD)/fs-qwen.img
+qemu-qwen: QEMU_RAM = $(call llm_ram,$(QWEN_RAM))
+qemu-llm: QEMU_IMAGE = $(BUILD)/fs-llm.img
+qemu-llm: QEMU_RAM = $(call llm_ram,$(QWEN_RAM))
 qemu-smol: $(KERNEL_ELF) $(BUILD)/fs-smol.img | qemu-check
-	$(QEMU_PY) --image $(BUILD)/fs-smol.img --ram $(call llm_ram,$(SMOL_RAM))
+	$(QEMU_PY)
 qemu-qwen: $(KERNEL_ELF) $(BUILD)/fs-qwen.img | qemu-check
-	$(QEMU_PY) --image $(BUILD)/fs-qwen.img --ram $(call llm_ram,$(QWEN_RAM))
+	$(QEMU_PY)
 qemu-llm: $(KERNEL_ELF) $(BUILD)/fs-llm.img | qemu-check
-	$(QEMU_PY) --image $(BUILD)/fs-llm.img --ram $(call llm_ram,$(QWEN_RAM))
+	$(QEMU_PY)
 
 # The runtime built natively (host gcc) with tests/host/hostcompat.h standing
 # in for user.h. -ffp-contract=off: no fused multiply-add, as in the guest.
