@@ -67,6 +67,18 @@ def _save(fig, path: Path) -> None:
     plt.close(fig)
 
 
+def _label(ax, result: BenchResult, model: str, metric: str, xticks: list[int],
+           xlabel: str, ylabel: str) -> None:
+    """Title (model, metric, machine), axes, grid and legend of one line-plot panel."""
+    ax.set_xticks(xticks)
+    ax.set_title(f"{result.titles[model]}: {metric}\n{_machine(result, model)}", fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
 def plot_ttft(result: BenchResult, path: Path) -> None:
     models = result.config.models
     fig, axes = _figure("ttft", len(models))
@@ -75,13 +87,8 @@ def plot_ttft(result: BenchResult, path: Path) -> None:
             ss = [s for s in result.samples if s.model == model and s.mode == mode]
             xs, med, err = _series(ss, "prompt_len", "ttft_us")
             ax.errorbar(xs, med, yerr=err, marker=MARKERS[mode], capsize=3, label=mode)
-        ax.set_xticks(result.config.prompt_lens)
-        ax.set_title(f"{result.titles[model]}: TTFT\n{_machine(result, model)}", fontsize=10)
-        ax.set_xlabel("prompt length (tokens)")
-        ax.set_ylabel("time to first token (ms)")
-        ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        _label(ax, result, model, "TTFT", result.config.prompt_lens,
+               "prompt length (tokens)", "time to first token (ms)")
     _save(fig, path)
 
 
@@ -99,13 +106,8 @@ def plot_tpot(result: BenchResult, path: Path) -> None:
                 xs, med, err = _series(ss, "gen_len", "tpot_us")
                 ax.errorbar(xs, med, yerr=err, marker=MARKERS[mode], capsize=3,
                             label=f"{mode}, prompt {p}")
-        ax.set_xticks(result.config.gen_lens)
-        ax.set_title(f"{result.titles[model]}: TPOT\n{_machine(result, model)}", fontsize=10)
-        ax.set_xlabel("generated length (tokens)")
-        ax.set_ylabel("time per output token (ms)")
-        ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        _label(ax, result, model, "TPOT", result.config.gen_lens,
+               "generated length (tokens)", "time per output token (ms)")
     _save(fig, path)
 
 

@@ -62,8 +62,9 @@ def _run_guest(model: str, assets_dir: Path, prompt: list[int], n_new: int) -> R
         # Loading reads the whole model; allow for a slow, busy host.
         output = guest.run(cmd, timeout=120 + 10 * (len(prompt) + n_new))
     timing, ids = parse_output(output, spec.program, n_new)
-    line = next(ln for ln in output.splitlines() if ln.startswith(f"{spec.program}: timing"))
-    return Result(list(ids), line.strip())
+    # The runtime's own timing line, rebuilt from the fields parse_output read.
+    line = f"{spec.program}: timing " + " ".join(f"{k}={v}" for k, v in timing.items())
+    return Result(list(ids), line)
 
 
 def _run_reference_backend(model: str, assets_dir: Path, prompt: list[int],
