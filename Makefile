@@ -371,12 +371,20 @@ chat:
 	$(PYTHON) -m pyaisvc chat $(CHAT_ARGS)
 
 # ================================================================ set-up, tests
-.PHONY: deps test lint clean
+.PHONY: deps test lint format clean
 deps:
 	@bash tools/setup.sh
 
+# One style for all C (.clang-format, .editorconfig) and ruff for Python.
+# `make format` rewrites the C files in that style.
+C_SOURCES = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find kernel user tests -name '*.[ch]')
 lint:
 	$(VENV)/bin/ruff check pyaisvc tests tools
+	@clang-format --dry-run --Werror $(C_SOURCES) || \
+	  { echo "lint: C files above are not in the project's style; run 'make format'"; exit 1; }
+
+format:
+	clang-format -i $(C_SOURCES)
 
 # The guest tests run the real SmolLM2: export it first (about a minute).
 test: all lint smol-assets

@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS=(gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf qemu-system-misc unzip zip)
+# clang-format: `make lint` checks the C style; gdb-multiarch: `make qemu-gdb`.
+APT_PKGS=(gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf qemu-system-misc unzip zip
+  clang-format gdb-multiarch)
 VENV=${VENV:-.venv}
 
 missing=()

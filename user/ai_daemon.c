@@ -18,7 +18,7 @@
 #include "kernel/include/aisvc.h"
 #include "user/llmrun_support.h"
 
-static int cur_reqid;            // the request being generated
+static int cur_reqid; // the request being generated
 
 // Called by the runtime after each generated id.
 static void
@@ -35,20 +35,20 @@ model_kind(const char *dir)
   uint32 w[3] = { 0 };
   snprintf(path, sizeof(path), "%s/CFG.BIN", dir);
   int fd = open(path, O_RDONLY);
-  if(fd < 0)
+  if (fd < 0)
     return -1;
   int n = read(fd, w, sizeof(w));
   close(fd);
-  if(n != sizeof(w))
+  if (n != sizeof(w))
     return -1;
-  return w[1] == 1 ? 0 : (int)w[2];   // version 1 files are all Llama
+  return w[1] == 1 ? 0 : (int)w[2]; // version 1 files are all Llama
 }
 
 static const char *
 default_dir(void)
 {
   int fd = open("/AI/SMOL/CFG.BIN", O_RDONLY);
-  if(fd >= 0){
+  if (fd >= 0) {
     close(fd);
     return "/AI/SMOL";
   }
@@ -60,13 +60,13 @@ static int
 register_worker(const struct llm_config *g)
 {
   int said = 0, r;
-  while((r = ai_register(g->vocab_size, g->runtime_seq_len)) == -AIE_BUSY){
-    if(!said)
+  while ((r = ai_register(g->vocab_size, g->runtime_seq_len)) == -AIE_BUSY) {
+    if (!said)
       fprintf(2, "ai_daemon: another worker is registered; retrying every second\n");
     said = 1;
     sleep(10);
   }
-  if(r < 0)
+  if (r < 0)
     fprintf(2, "ai_daemon: cannot register: %s\n", ai_strerror(r));
   return r;
 }
@@ -74,22 +74,22 @@ register_worker(const struct llm_config *g)
 // One request: generate, then hand the ids (or the failure) to the kernel.
 static void
 serve_one(const struct llm_model *md, struct llm_runtime *rt,
-          struct llm_session *s, struct ai_job *job)
+    struct llm_session *s, struct ai_job *job)
 {
   static int ids[AI_MAX_PROMPT];
   static uint32 out[AI_MAX_PREDICT];
   uint64 ttft, tpot;
-  for(int i = 0; i < job->count; i++)
+  for (int i = 0; i < job->count; i++)
     ids[i] = job->tokens[i] > 0x7fffffff ? -1 : (int)job->tokens[i];
   cur_reqid = job->reqid;
-  if(llm_session_generate(md, rt, s, ids, job->count, job->predict, &ttft, &tpot) < 0){
+  if (llm_session_generate(md, rt, s, ids, job->count, job->predict, &ttft, &tpot) < 0) {
     ai_fail(job->reqid, -AIE_RUNTIME);
     return;
   }
-  for(int i = 0; i < job->predict; i++)
+  for (int i = 0; i < job->predict; i++)
     out[i] = s->seq[job->count + i];
   int r = ai_complete(job->reqid, out, job->predict);
-  if(r < 0 && r != -AIE_NOREQ)
+  if (r < 0 && r != -AIE_NOREQ)
     fprintf(2, "ai_daemon: request %d: complete: %s\n", job->reqid, ai_strerror(r));
 }
 
@@ -100,9 +100,9 @@ static void __attribute__((noreturn))
 idle(int ready_fd)
 {
   fprintf(2, "ai_daemon: not serving; fix the assets, then kill pid %d to retry\n", getpid());
-  if(ready_fd >= 0)
+  if (ready_fd >= 0)
     close(ready_fd);
-  for(;;)
+  for (;;)
     sleep(1000);
 }
 
@@ -110,13 +110,13 @@ static void
 serve(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s)
 {
   static struct ai_job job;
-  for(;;){
+  for (;;) {
     int r = ai_next(&job);
-    if(r == -AIE_NOTWORKER){
+    if (r == -AIE_NOTWORKER) {
       fprintf(2, "ai_daemon: no longer the worker; exiting\n");
       exit(1);
     }
-    if(r < 0){
+    if (r < 0) {
       fprintf(2, "ai_daemon: next: %s\n", ai_strerror(r));
       sleep(1);
       continue;
@@ -131,26 +131,26 @@ main(int argc, char **argv)
   static struct llm_runtime rt;
   static struct llm_session s;
   int ready_fd = -1, i = 1;
-  if(argc > 2 && strcmp(argv[1], "--ready-fd") == 0){
+  if (argc > 2 && strcmp(argv[1], "--ready-fd") == 0) {
     ready_fd = atoi(argv[2]);
     i = 3;
   }
   const char *dir = i < argc ? argv[i] : default_dir();
   int kind = model_kind(dir);
-  if(kind != 0 && kind != 1){
+  if (kind != 0 && kind != 1) {
     fprintf(2, "ai_daemon: %s: no readable CFG.BIN with a known model_kind\n", dir);
     idle(ready_fd);
   }
   const struct llm_model *md = kind == 0 ? llm_smol_model : llm_qwen_model;
   llm_prog = "ai_daemon";
-  if(session_init(&s, &rt, dir, md->model_kind) < 0)
+  if (session_init(&s, &rt, dir, md->model_kind) < 0)
     idle(ready_fd);
   llm_token_hook = on_token;
-  if(register_worker(&rt.cfg) < 0)
+  if (register_worker(&rt.cfg) < 0)
     return 1;
   printf("ai_daemon: pid %d serving %s (vocab %d, runtime_seq_len %d), load %lu ms\n",
-         getpid(), dir, rt.cfg.vocab_size, rt.cfg.runtime_seq_len, s.tm.init_us / 1000);
-  if(ready_fd >= 0){
+      getpid(), dir, rt.cfg.vocab_size, rt.cfg.runtime_seq_len, s.tm.init_us / 1000);
+  if (ready_fd >= 0) {
     write(ready_fd, "r", 1);
     close(ready_fd);
   }

@@ -19,7 +19,7 @@
 #include "user/user.h"
 #include "kernel/include/aisvc.h"
 
-#define BADADDR  ((void *)0x80000000UL)  // kernel memory, never user memory
+#define BADADDR  ((void *)0x80000000UL) // kernel memory, never user memory
 #define BADADDR2 ((void *)-1L)
 
 static int npass, nfail;
@@ -27,14 +27,14 @@ static uint32 P[3] = { 1, 2, 3 };
 static uint32 Q[2] = { 9, 8 };
 static char buf[AI_RESULT_MAX + 1];
 static struct ai_job job;
-static int vocab = 1000, seqlen = 64;   // the fake worker's model
-static int mine[64], nmine;            // requests aitest submitted
-static int taken[64], ntaken;          // requests aitest took as the worker
+static int vocab = 1000, seqlen = 64; // the fake worker's model
+static int mine[64], nmine;           // requests aitest submitted
+static int taken[64], ntaken;         // requests aitest took as the worker
 
 static int
 result(const char *name, int ok, int got)
 {
-  if(ok){
+  if (ok) {
     npass++;
     printf("PASS %s\n", name);
   } else {
@@ -69,7 +69,7 @@ static int
 sub(const uint32 *ids, int n, int predict)
 {
   int r = ai_submit(ids, n, predict);
-  if(r > 0 && nmine < 64)
+  if (r > 0 && nmine < 64)
     mine[nmine++] = r;
   return r;
 }
@@ -79,7 +79,7 @@ static int
 take(void)
 {
   int r = ai_next(&job);
-  if(r > 0 && ntaken < 64)
+  if (r > 0 && ntaken < 64)
     taken[ntaken++] = r;
   return r;
 }
@@ -89,7 +89,7 @@ static int
 finish(int reqid, int n)
 {
   static uint32 ids[AI_MAX_PREDICT];
-  for(int i = 0; i < n && i < AI_MAX_PREDICT; i++)
+  for (int i = 0; i < n && i < AI_MAX_PREDICT; i++)
     ids[i] = 10 + i;
   return ai_complete(reqid, ids, n);
 }
@@ -104,19 +104,19 @@ state_of(int reqid)
 
 // ---------------------------------------------------------------- children
 
-static int zpid[64], zst[64], nz;   // children reaped while waiting for another
+static int zpid[64], zst[64], nz; // children reaped while waiting for another
 
 // wait(), keeping any child other than pid for a later wait_for.
 static int
 reap_until(int pid, int *status)
 {
   int st, w;
-  while((w = wait(&st)) > 0 && w != pid)
-    if(nz < 64){
+  while ((w = wait(&st)) > 0 && w != pid)
+    if (nz < 64) {
       zpid[nz] = w;
       zst[nz++] = st;
     }
-  if(w == pid && status)
+  if (w == pid && status)
     *status = st;
   return w;
 }
@@ -126,30 +126,30 @@ static int
 wait_for(int pid, int ticks, int *status)
 {
   int st, w, timer, done = 0, tdone = 0;
-  for(int i = 0; i < nz; i++)
-    if(zpid[i] == pid){
-      if(status)
+  for (int i = 0; i < nz; i++)
+    if (zpid[i] == pid) {
+      if (status)
         *status = zst[i];
       zpid[i] = 0;
       return 1;
     }
-  if((timer = fork()) == 0){
+  if ((timer = fork()) == 0) {
     sleep(ticks);
     exit(0);
   }
-  while(!done && !tdone && (w = wait(&st)) > 0){
-    if(w == pid){
+  while (!done && !tdone && (w = wait(&st)) > 0) {
+    if (w == pid) {
       done = 1;
-      if(status)
+      if (status)
         *status = st;
-    } else if(w == timer)
+    } else if (w == timer)
       tdone = 1;
-    else if(nz < 64){
+    else if (nz < 64) {
       zpid[nz] = w;
       zst[nz++] = st;
     }
   }
-  if(!tdone){
+  if (!tdone) {
     kill(timer);
     reap_until(timer, 0);
   }
@@ -160,7 +160,7 @@ wait_for(int pid, int ticks, int *status)
 static void
 stop(int pid)
 {
-  if(pid > 0){
+  if (pid > 0) {
     kill(pid);
     wait_for(pid, 100, 0);
   }
@@ -178,12 +178,12 @@ filler_start(struct filler *f, int n)
   int rp[2], cp[2], msg[2] = { -1, 0 };
   pipe(rp);
   pipe(cp);
-  if((f->pid = fork()) == 0){
+  if ((f->pid = fork()) == 0) {
     close(rp[0]);
     close(cp[1]);
     msg[0] = 0;
-    for(int i = 0; i < n; i++)
-      if((msg[1] = ai_submit(P, 3, 1)) > 0)
+    for (int i = 0; i < n; i++)
+      if ((msg[1] = ai_submit(P, 3, 1)) > 0)
         msg[0]++;
     write(rp[1], msg, sizeof(msg));
     read(cp[0], msg, 1);
@@ -202,7 +202,7 @@ filler_start(struct filler *f, int n)
 static void
 filler_stop(struct filler *f)
 {
-  if(f->pid > 0){
+  if (f->pid > 0) {
     // A byte, not just the close: other children hold copies of ctl.
     write(f->ctl, "x", 1);
     close(f->ctl);
@@ -216,7 +216,7 @@ static int
 submitter(void)
 {
   int pid = fork();
-  if(pid == 0){
+  if (pid == 0) {
     int r = ai_submit(P, 3, 1);
     exit(r > 0 ? 0 : -r);
   }
@@ -229,17 +229,17 @@ static void
 drain(void)
 {
   struct ai_info in;
-  for(int guard = 0; guard < 64; guard++){
+  for (int guard = 0; guard < 64; guard++) {
     in = info();
-    if(in.queued == 0 || in.worker_pid != getpid())
+    if (in.queued == 0 || in.worker_pid != getpid())
       break;
     int r = take();
-    if(r < 0)
+    if (r < 0)
       break;
   }
-  for(int i = 0; i < ntaken; i++)
+  for (int i = 0; i < ntaken; i++)
     ai_fail(taken[i], AIE_RUNTIME);
-  for(int i = 0; i < nmine; i++)
+  for (int i = 0; i < nmine; i++)
     ai_cancel(mine[i]);
   ntaken = nmine = 0;
 }
@@ -251,9 +251,9 @@ no_worker(void)
 {
   uint64 t0 = time_us();
   expect("no worker: submit fails at once with AIE_NOWORKER", ai_submit(P, 3, 1),
-         -AIE_NOWORKER);
+      -AIE_NOWORKER);
   expect("no worker: ai_call fails with AIE_NOWORKER", ai_call(P, 3, 1, buf, sizeof(buf)),
-         -AIE_NOWORKER);
+      -AIE_NOWORKER);
   result("no worker: without blocking", time_us() - t0 < 1000000, (int)(time_us() - t0));
   expect("no worker: worker-only call ai_next refused", ai_next(&job), -AIE_NOTWORKER);
   expect("no worker: no slot taken", used(), 0);
@@ -265,12 +265,12 @@ static int
 is_id_text(const char *s, int len, int n)
 {
   int words = 0;
-  for(int i = 0; i < len; i++){
-    if(s[i] == ' ' && (i == 0 || s[i - 1] == ' ' || i == len - 1))
+  for (int i = 0; i < len; i++) {
+    if (s[i] == ' ' && (i == 0 || s[i - 1] == ' ' || i == len - 1))
       return 0;
-    if(s[i] != ' ' && (s[i] < '0' || s[i] > '9'))
+    if (s[i] != ' ' && (s[i] < '0' || s[i] > '9'))
       return 0;
-    if(s[i] != ' ' && (i == 0 || s[i - 1] == ' '))
+    if (s[i] != ' ' && (i == 0 || s[i - 1] == ' '))
       words++;
   }
   return words == n && s[len] == 0;
@@ -283,22 +283,21 @@ real_worker(void)
 {
   struct ai_status st;
   int n = ai_call(P, 3, 4, first_result, sizeof(first_result));
-  result("call: result is 4 decimal ids separated by single spaces", n > 0 &&
-         is_id_text(first_result, n, 4), n);
+  result("call: result is 4 decimal ids separated by single spaces", n > 0 && is_id_text(first_result, n, 4), n);
   int r = ai_submit(P, 3, 4);
   uint64 t0 = time_us();
   int q = ai_query(r, &st);
   result("query never blocks (real worker)", q == 0 && time_us() - t0 < 50000, q);
-  for(int i = 0; i < 600 && state_of(r) != AI_DONE; i++)
+  for (int i = 0; i < 600 && state_of(r) != AI_DONE; i++)
     sleep(1);
   ai_query(r, &st);
   result("timing: submit <= start <= first token <= finish, ttft and total set",
-         st.state == AI_DONE && st.submit_time && st.submit_time <= st.start_time &&
-         st.start_time <= st.first_time && st.first_time <= st.finish_time &&
-         st.ttft_us > 0 && st.total_us >= st.ttft_us && st.tokens == 4, st.state);
+      st.state == AI_DONE && st.submit_time && st.submit_time <= st.start_time &&
+          st.start_time <= st.first_time && st.first_time <= st.finish_time &&
+          st.ttft_us > 0 && st.total_us >= st.ttft_us && st.tokens == 4,
+      st.state);
   n = ai_wait(r, buf, sizeof(buf));
-  result("call and submit + wait give the same result", n > 0 &&
-         strcmp(buf, first_result) == 0, n);
+  result("call and submit + wait give the same result", n > 0 && strcmp(buf, first_result) == 0, n);
 }
 
 static void
@@ -311,7 +310,7 @@ bad_arguments(void)
   int pid = info().worker_pid;
   int count = seqlen - 1 < AI_MAX_PROMPT ? seqlen - 1 : AI_MAX_PROMPT;
 
-  for(int i = 0; i <= AI_MAX_PROMPT; i++)
+  for (int i = 0; i <= AI_MAX_PROMPT; i++)
     big[i] = 1;
   expect("bad: token count 0", ai_submit(P, 0, 1), -AIE_COUNT);
   expect("bad: token count -1", ai_submit(P, -1, 1), -AIE_COUNT);
@@ -322,11 +321,11 @@ bad_arguments(void)
   expect("bad: token id == vocab", ai_submit(t, 2, 1), -AIE_TOKEN);
   expect("bad: token id 2^32-1", ai_submit(t2, 2, 1), -AIE_TOKEN);
   expect("bad: prompt + predict > runtime_seq_len", ai_submit(big, count, seqlen - count + 1),
-         -AIE_TOOLONG);
+      -AIE_TOOLONG);
   expect("bad: tokens pointer in kernel memory", ai_submit(BADADDR, 3, 1), -AIE_FAULT);
   expect("bad: tokens pointer -1", ai_submit(BADADDR2, 3, 1), -AIE_FAULT);
   expect("bad: tokens past the end of memory", ai_submit((uint32 *)sbrk(0) - 1, 3, 1),
-         -AIE_FAULT);
+      -AIE_FAULT);
   expect("bad: wait on reqid 0", ai_wait(0, buf, sizeof(buf)), -AIE_NOREQ);
   expect("bad: wait on reqid -1", ai_wait(-1, buf, sizeof(buf)), -AIE_NOREQ);
   expect("bad: wait on a reqid never issued", ai_wait(0x7fffffff, buf, sizeof(buf)), -AIE_NOREQ);
@@ -338,11 +337,11 @@ bad_arguments(void)
   ai_cancel(r);
   expect("bad: ai_info with a bad pointer", ai_info(BADADDR), -AIE_FAULT);
   expect("bad: ai_call with out_cap -1", ai_call(P, 3, 1, buf, -1), -AIE_BADARG);
-  if(pid != getpid()){         // (ai_call needs a worker other than aitest)
+  if (pid != getpid()) { // (ai_call needs a worker other than aitest)
     expect("bad: ai_call with out_cap 1 (too small; cancelled)", ai_call(P, 3, 4, buf, 1),
-           -AIE_TOOSMALL);
+        -AIE_TOOSMALL);
     expect("bad: ai_call with a bad out pointer (cancelled)", ai_call(P, 3, 1, BADADDR, 100),
-           -AIE_FAULT);
+        -AIE_FAULT);
     expect("bad: ai_next by a non-worker", ai_next(&job), -AIE_NOTWORKER);
     expect("bad: ai_progress by a non-worker", ai_progress(1, 1), -AIE_NOTWORKER);
     expect("bad: ai_complete by a non-worker", ai_complete(1, P, 1), -AIE_NOTWORKER);
@@ -353,8 +352,8 @@ bad_arguments(void)
   expect("bad: register with vocab -5", ai_register(-5, 10), -AIE_BADARG);
   struct ai_info in = info();
   result("bad input: the worker keeps running, no slot leaked",
-         in.worker_pid == pid && in.used == 0, in.used);
-  if(pid != getpid()){
+      in.worker_pid == pid && in.used == 0, in.used);
+  if (pid != getpid()) {
     r = ai_call(P, 3, 4, buf, sizeof(buf));
     result("bad input: the worker still serves", r > 0 && strcmp(buf, first_result) == 0, r);
   }
@@ -367,7 +366,7 @@ take_over(int daemon)
   kill(daemon);
   uint64 t0 = time_us();
   int r = -AIE_BUSY;
-  while(r == -AIE_BUSY && time_us() - t0 < 5000000)
+  while (r == -AIE_BUSY && time_us() - t0 < 5000000)
     r = ai_register(vocab, seqlen);
   return expect("take over the worker role from the killed daemon", r, 0);
 }
@@ -381,29 +380,25 @@ states(void)
   int a = sub(P, 3, 3), b = sub(Q, 2, 2);
   ai_query(a, &st);
   ai_query(b, &sb);
-  result("query: queued, first in the queue", st.state == AI_QUEUED && st.queue_pos == 0 &&
-         st.reqid == a && st.tokens == 0 && st.result_len == 0, st.state);
+  result("query: queued, first in the queue", st.state == AI_QUEUED && st.queue_pos == 0 && st.reqid == a && st.tokens == 0 && st.result_len == 0, st.state);
   result("query: queued, second in the queue", sb.state == AI_QUEUED && sb.queue_pos == 1,
-         sb.queue_pos);
+      sb.queue_pos);
   int t = take();
   ai_progress(a, 2);
   ai_query(a, &st);
   ai_query(b, &sb);
-  result("worker: ai_next returns the oldest request with its prompt", t == a &&
-         job.count == 3 && job.predict == 3 && job.tokens[2] == 3, t);
-  result("query: running, with tokens so far", st.state == AI_RUNNING && st.tokens == 2 &&
-         st.queue_pos == -1 && st.start_time >= st.submit_time && st.first_time != 0,
-         st.tokens);
+  result("worker: ai_next returns the oldest request with its prompt", t == a && job.count == 3 && job.predict == 3 && job.tokens[2] == 3, t);
+  result("query: running, with tokens so far", st.state == AI_RUNNING && st.tokens == 2 && st.queue_pos == -1 && st.start_time >= st.submit_time && st.first_time != 0,
+      st.tokens);
   result("query: the next request moves up the queue", sb.queue_pos == 0, sb.queue_pos);
   expect("worker: complete with more ids than predicted refused", finish(a, 4), -AIE_BADARG);
   expect("worker: complete with a bad ids pointer refused", ai_complete(a, BADADDR, 3),
-         -AIE_FAULT);
+      -AIE_FAULT);
   expect("worker: the request stays running after refused reports", state_of(a), AI_RUNNING);
   uint32 ids[3] = { 11, 2222, 3 };
   ai_complete(a, ids, 3);
   ai_query(a, &st);
-  result("query: done, with result_len", st.state == AI_DONE && st.result_len == 9 &&
-         st.tokens == 3 && st.finish_time >= st.first_time && st.total_us >= st.ttft_us, st.state);
+  result("query: done, with result_len", st.state == AI_DONE && st.result_len == 9 && st.tokens == 3 && st.finish_time >= st.first_time && st.total_us >= st.ttft_us, st.state);
   ai_query(a, &st);
   result("query twice changes nothing", st.state == AI_DONE && st.result_len == 9, st.state);
   int n = ai_wait(a, buf, sizeof(buf));
@@ -416,12 +411,12 @@ states(void)
   result("query: failed, with err", sb.state == AI_FAILED && sb.err == -AIE_TOKEN, sb.err);
   expect("failed: wait reports err", ai_wait(b, buf, sizeof(buf)), -AIE_TOKEN);
   expect("failed: reported once, then no such request", ai_wait(b, buf, sizeof(buf)),
-         -AIE_NOREQ);
+      -AIE_NOREQ);
   int c = sub(P, 3, 1);
   take();
   ai_fail(c, 7);
   expect("failed: a code the worker should not use becomes AIE_RUNTIME",
-         ai_wait(c, buf, sizeof(buf)), -AIE_RUNTIME);
+      ai_wait(c, buf, sizeof(buf)), -AIE_RUNTIME);
   expect("states: nothing left in the table", used(), 0);
   drain();
 }
@@ -431,15 +426,14 @@ buffers(void)
 {
   int a = sub(P, 3, 3);
   take();
-  finish(a, 3);                                  // "10 11 12": 8 bytes
+  finish(a, 3); // "10 11 12": 8 bytes
   expect("small buffer: out_cap 7 < result_len fails", ai_wait(a, buf, 7), -AIE_TOOSMALL);
   expect("small buffer: the result is kept", state_of(a), AI_DONE);
   expect("bad out pointer: fails with AIE_FAULT", ai_wait(a, BADADDR, 100), -AIE_FAULT);
   expect("bad out pointer: the result is kept", state_of(a), AI_DONE);
   memset(buf, 'x', sizeof(buf));
   int n = ai_wait(a, buf, 8);
-  result("retry with out_cap == result_len: 8 bytes, no NUL written", n == 8 &&
-         memcmp(buf, "10 11 12x", 9) == 0, n);
+  result("retry with out_cap == result_len: 8 bytes, no NUL written", n == 8 && memcmp(buf, "10 11 12x", 9) == 0, n);
   a = sub(P, 3, 2);
   take();
   finish(a, 2);
@@ -462,7 +456,7 @@ reqids(void)
   expect("reqid: the new request is untouched", state_of(b), AI_QUEUED);
   ai_cancel(b);
   prev = b;
-  for(int i = 0; i < 40; i++){
+  for (int i = 0; i < 40; i++) {
     int r = sub(P, 3, 1);
     ok = ok && r > prev;
     prev = r;
@@ -478,11 +472,11 @@ static int
 foreign_child(int reqid)
 {
   int pid = fork();
-  if(pid == 0){
+  if (pid == 0) {
     struct ai_status st;
     int ok = ai_query(reqid, &st) == -AIE_NOTOWNER &&
-             ai_wait(reqid, buf, sizeof(buf)) == -AIE_NOTOWNER &&
-             ai_cancel(reqid) == -AIE_NOTOWNER;
+        ai_wait(reqid, buf, sizeof(buf)) == -AIE_NOTOWNER &&
+        ai_cancel(reqid) == -AIE_NOTOWNER;
     exit(ok ? 0 : 1);
   }
   int st = -1;
@@ -500,7 +494,7 @@ ownership(void)
   filler_start(&f, 1);
   int b = f.last;
   int ok = ai_query(b, &st) == -AIE_NOTOWNER && ai_wait(b, buf, sizeof(buf)) == -AIE_NOTOWNER &&
-           ai_cancel(b) == -AIE_NOTOWNER;
+      ai_cancel(b) == -AIE_NOTOWNER;
   result("ownership: the parent gets AIE_NOTOWNER (query, wait, cancel)", ok, b);
   expect("ownership: a sibling gets AIE_NOTOWNER (query, wait, cancel)", foreign_child(b), 0);
   expect("ownership: knowing a reqid granted nothing", state_of(a), AI_QUEUED);
@@ -517,7 +511,7 @@ static void
 cap(void)
 {
   int ok = 1;
-  for(int i = 0; i < AI_PERPROC; i++)
+  for (int i = 0; i < AI_PERPROC; i++)
     ok = ok && sub(P, 3, 1) > 0;
   result("cap: AI_PERPROC submits succeed", ok, nmine);
   uint64 t0 = time_us();
@@ -529,14 +523,14 @@ cap(void)
   drain();
   // Owning requests, a process does not sleep on a full table: it could be
   // waiting for itself, or with others for each other.
-  for(int i = 0; i < AI_PERPROC - 1; i++)
+  for (int i = 0; i < AI_PERPROC - 1; i++)
     sub(P, 3, 1);
   filler_start(&f, AI_PERPROC);
   filler_start(&g, AI_NSLOT - 2 * AI_PERPROC + 1);
   t0 = time_us();
   int r = used() == AI_NSLOT ? ai_submit(P, 3, 1) : -1;
   result("full table: an owner of requests gets AIE_WOULDBLOCK, not sleep",
-         r == -AIE_WOULDBLOCK && time_us() - t0 < 1000000, r);
+      r == -AIE_WOULDBLOCK && time_us() - t0 < 1000000, r);
   filler_stop(&f);
   filler_stop(&g);
   drain();
@@ -551,30 +545,35 @@ make_orphan(void)
   filler_start(&f, 1);
   int r = take();
   filler_stop(&f);
-  ntaken--;                   // freed by finish/resign, not by drain
+  ntaken--; // freed by finish/resign, not by drain
   return info().orphans == 1 ? r : -1;
 }
 
-enum { BY_WAIT, BY_CANCEL, BY_EXIT, BY_FAILED, BY_ORPHAN, BY_DEATH };
+enum { BY_WAIT,
+  BY_CANCEL,
+  BY_EXIT,
+  BY_FAILED,
+  BY_ORPHAN,
+  BY_DEATH };
 
 static void
 release_one(int how, int *own, int orphan, struct filler *f)
 {
-  if(how == BY_WAIT || how == BY_FAILED){
-    int r = take();           // own[0]: the oldest
-    if(how == BY_WAIT)
+  if (how == BY_WAIT || how == BY_FAILED) {
+    int r = take(); // own[0]: the oldest
+    if (how == BY_WAIT)
       finish(r, 1);
     else
       ai_fail(r, AIE_RUNTIME);
     ai_wait(own[0], buf, sizeof(buf));
-  } else if(how == BY_CANCEL)
+  } else if (how == BY_CANCEL)
     ai_cancel(own[0]);
-  else if(how == BY_EXIT)
+  else if (how == BY_EXIT)
     filler_stop(f);
-  else if(how == BY_ORPHAN)
+  else if (how == BY_ORPHAN)
     finish(orphan, 1);
   else {
-    ai_register(0, 0);        // the worker goes: its orphan is freed
+    ai_register(0, 0); // the worker goes: its orphan is freed
     ai_register(vocab, seqlen);
   }
 }
@@ -584,15 +583,15 @@ backpressure(const char *name, int how)
 {
   struct filler f = { 0 };
   int own[AI_PERPROC], st = -1, ok = 0, b = 0, orphan = 0;
-  if(how >= BY_ORPHAN && (orphan = make_orphan()) < 0)
+  if (how >= BY_ORPHAN && (orphan = make_orphan()) < 0)
     goto out;
-  for(int i = 0; i < AI_PERPROC; i++)
+  for (int i = 0; i < AI_PERPROC; i++)
     own[i] = sub(P, 3, 1);
   filler_start(&f, AI_NSLOT - AI_PERPROC - (orphan > 0));
-  if(used() != AI_NSLOT)
+  if (used() != AI_NSLOT)
     goto out;
   b = submitter();
-  if(wait_for(b, 5, &st))     // it must block while the table is full
+  if (wait_for(b, 5, &st)) // it must block while the table is full
     goto out;
   release_one(how, own, orphan, &f);
   // Woken, it submits: that works, or (how == BY_DEATH, if it runs in the
@@ -611,16 +610,15 @@ owner_exit(void)
 {
   struct filler f = { 0 };
   struct ai_info in;
-  filler_start(&f, 4);        // a: running, b: done, c: failed, d: queued
+  filler_start(&f, 4); // a: running, b: done, c: failed, d: queued
   int a = take(), b = take(), c = take();
   finish(b, 1);
   ai_fail(c, AIE_RUNTIME);
   filler_stop(&f);
   in = info();
-  result("owner exit: queued, done and failed requests freed", in.used == 1 &&
-         in.queued == 0 && in.done == 0 && in.failed == 0, in.used);
+  result("owner exit: queued, done and failed requests freed", in.used == 1 && in.queued == 0 && in.done == 0 && in.failed == 0, in.used);
   result("owner exit: the running request is orphaned", in.running == 1 && in.orphans == 1,
-         in.orphans);
+      in.orphans);
   expect("owner exit: the worker may still report progress", ai_progress(a, 1), 0);
   expect("owner exit: the orphan's completion is accepted", finish(a, 1), 0);
   expect("owner exit: its result is dropped, slot freed", used(), 0);
@@ -633,8 +631,8 @@ owner_exit(void)
   filler_stop(&f);
   in = info();
   result("owner killed: all but the running request freed", in.used == 1 && in.orphans == 1,
-         in.used);
-  for(int i = 0; i < ntaken; i++)
+      in.used);
+  for (int i = 0; i < ntaken; i++)
     finish(taken[i], 1);
   ntaken = 0;
   expect("owner killed: nothing left after the worker reports", used(), 0);
@@ -646,7 +644,7 @@ kills(void)
 {
   struct filler f = { 0 };
   int st = -1;
-  for(int i = 0; i < AI_PERPROC; i++)
+  for (int i = 0; i < AI_PERPROC; i++)
     sub(P, 3, 1);
   filler_start(&f, AI_NSLOT - AI_PERPROC);
   int b = submitter();
@@ -659,7 +657,7 @@ kills(void)
   drain();
 
   int pid = fork();
-  if(pid == 0){
+  if (pid == 0) {
     int r = ai_submit(P, 3, 1);
     ai_wait(r, buf, sizeof(buf));
     exit(0);
@@ -678,12 +676,12 @@ worker_rules(void)
   int st = -1;
   ai_register(0, 0);
   int w = fork();
-  if(w == 0){                 // W: register, serve one request, exit
+  if (w == 0) { // W: register, serve one request, exit
     ai_register(vocab, seqlen);
     int r = ai_next(&job);
     exit(r > 0 && finish(r, 2) == 0 ? 0 : 1);
   }
-  for(int i = 0; i < 50 && info().worker_pid != w; i++)
+  for (int i = 0; i < 50 && info().worker_pid != w; i++)
     sleep(1);
   int asleep = info().worker_pid == w && !wait_for(w, 5, &st);
   result("worker: sleeps while the queue is empty", asleep, st);
@@ -693,35 +691,34 @@ worker_rules(void)
   expect("worker: its result reaches the caller", ai_wait(a, buf, sizeof(buf)), 5);
   // W2 takes a request and is killed before it reports.
   w = fork();
-  if(w == 0){
+  if (w == 0) {
     ai_register(vocab, seqlen);
     ai_next(&job);
     ai_progress(job.reqid, 1);
-    for(;;)
+    for (;;)
       sleep(100);
   }
-  for(int i = 0; i < 50 && info().worker_pid != w; i++)
+  for (int i = 0; i < 50 && info().worker_pid != w; i++)
     sleep(1);
   a = sub(P, 3, 2);
   int b = sub(Q, 2, 2);
-  for(int i = 0; i < 50 && state_of(a) != AI_RUNNING; i++)
+  for (int i = 0; i < 50 && state_of(a) != AI_RUNNING; i++)
     sleep(1);
   stop(w);
   expect("worker death: the running request fails with AIE_WORKERDIED",
-         ai_wait(a, buf, sizeof(buf)), -AIE_WORKERDIED);
+      ai_wait(a, buf, sizeof(buf)), -AIE_WORKERDIED);
   expect("worker death: a queued request stays queued", state_of(b), AI_QUEUED);
   expect("worker death: info shows no worker", info().worker_pid, 0);
   expect("worker: a new worker may register", ai_register(vocab, seqlen), 0);
   int r = take();
   finish(r, 2);
-  result("worker death: the queued request is served by the new worker", r == b &&
-         ai_wait(b, buf, sizeof(buf)) == 5, r);
+  result("worker death: the queued request is served by the new worker", r == b && ai_wait(b, buf, sizeof(buf)) == 5, r);
   expect("worker: next with a bad job pointer refused", (sub(P, 3, 1), ai_next(BADADDR)),
-         -AIE_FAULT);
+      -AIE_FAULT);
   struct ai_status s;
   ai_query(mine[nmine - 1], &s);
   result("worker: ...and the request is back at the queue's head",
-         s.state == AI_QUEUED && s.queue_pos == 0, s.state);
+      s.state == AI_QUEUED && s.queue_pos == 0, s.state);
   drain();
 }
 
@@ -732,25 +729,24 @@ real_worker_death(int old)
 {
   struct ai_status st;
   int r = -1;
-  for(int i = 0; i < 600 && ((r = info().worker_pid) == 0 || r == old); i++)
+  for (int i = 0; i < 600 && ((r = info().worker_pid) == 0 || r == old); i++)
     sleep(1);
   result("the restarted ai_daemon registers again", r != 0 && r != old, r);
   int predict = seqlen - 3 < 200 ? seqlen - 3 : 200;
   int a = ai_submit(P, 3, predict), b = ai_submit(P, 3, 4), c = ai_submit(Q, 2, 4);
-  for(int i = 0; i < 6000; i++){
-    if(ai_query(a, &st) < 0 || (st.state == AI_RUNNING && st.tokens >= 1))
+  for (int i = 0; i < 6000; i++) {
+    if (ai_query(a, &st) < 0 || (st.state == AI_RUNNING && st.tokens >= 1))
       break;
     sleep(1);
   }
   kill(r);
   expect("real worker killed mid-request: the caller gets AIE_WORKERDIED",
-         ai_wait(a, buf, sizeof(buf)), -AIE_WORKERDIED);
+      ai_wait(a, buf, sizeof(buf)), -AIE_WORKERDIED);
   int sb = state_of(b);
-  result("real worker killed: queued requests kept", sb == AI_QUEUED || sb == AI_RUNNING ||
-         sb == AI_DONE, sb);
+  result("real worker killed: queued requests kept", sb == AI_QUEUED || sb == AI_RUNNING || sb == AI_DONE, sb);
   int n = ai_wait(b, buf, sizeof(buf));
   result("real worker killed: the restarted daemon serves the queue, same result",
-         n > 0 && strcmp(buf, first_result) == 0, n);
+      n > 0 && strcmp(buf, first_result) == 0, n);
   n = ai_wait(c, buf, sizeof(buf));
   result("real worker killed: ...every queued request", n > 0 && is_id_text(buf, n, 4), n);
 }
@@ -763,15 +759,15 @@ no_leak(void)
   struct filler f = { 0 };
   expect("no leak: the table is empty", used(), 0);
   int ok = 1;
-  for(int i = 0; i < AI_PERPROC; i++)
+  for (int i = 0; i < AI_PERPROC; i++)
     ok = ok && sub(P, 3, 1) > 0;
   ok = ok && filler_start(&f, AI_NSLOT - AI_PERPROC) == AI_NSLOT - AI_PERPROC;
   result("no leak: the table fills to AI_NSLOT again", ok && used() == AI_NSLOT, used());
   filler_stop(&f);
-  for(int i = 0; i < nmine; i++)
+  for (int i = 0; i < nmine; i++)
     ai_cancel(mine[i]);
   nmine = 0;
-  for(int i = 0; i < 100 && used() != 0; i++)  // an orphan may still be running
+  for (int i = 0; i < 100 && used() != 0; i++) // an orphan may still be running
     sleep(1);
   expect("no leak: empty again", used(), 0);
 }
@@ -782,14 +778,14 @@ main(void)
   struct ai_info in = info();
   int daemon = in.worker_pid;
   printf("aitest: worker pid %d, vocab %d, runtime_seq_len %d\n", daemon, in.vocab, in.seq_len);
-  if(!in.worker_seen)
+  if (!in.worker_seen)
     no_worker();
-  if(daemon){
+  if (daemon) {
     vocab = in.vocab;
     seqlen = in.seq_len;
     real_worker();
     bad_arguments();
-    if(!take_over(daemon))
+    if (!take_over(daemon))
       goto done;
   } else {
     expect("become the worker (no daemon)", ai_register(vocab, seqlen), 0);
@@ -809,13 +805,13 @@ main(void)
   owner_exit();
   kills();
   worker_rules();
-  if(daemon){
+  if (daemon) {
     ai_register(0, 0);
     real_worker_death(daemon);
   }
 done:
   no_leak();
-  if(!daemon){
+  if (!daemon) {
     ai_register(0, 0);
     expect("no worker again: submit fails at once", ai_submit(P, 3, 1), -AIE_NOWORKER);
   }

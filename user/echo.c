@@ -10,13 +10,13 @@ main(int argc, char *argv[])
 {
   int i, n = 0, len;
 
-  for(i = 1; i < argc; i++){
+  for (i = 1; i < argc; i++) {
     len = strlen(argv[i]);
-    if(n + len + 1 > sizeof(buf)){
+    if (n + len + 1 > sizeof(buf)) {
       write(1, buf, n);
       n = 0;
     }
-    if(len + 1 > sizeof(buf)){
+    if (len + 1 > sizeof(buf)) {
       write(1, argv[i], len);
       len = 0;
     }
@@ -24,7 +24,7 @@ main(int argc, char *argv[])
     n += len;
     buf[n++] = (i + 1 < argc) ? ' ' : '\n';
   }
-  if(argc < 2)
+  if (argc < 2)
     buf[n++] = '\n';
   write(1, buf, n);
   exit(0);

@@ -9,16 +9,16 @@
 #include "kernel/include/fcntl.h"
 #include "kernel/include/stat.h"
 
-#define CONSOLE_MAJOR 1   // CONSOLE in kernel/include/file.h
-#define RESPAWN_TICKS 10  // a service that dies sooner waits this long first
+#define CONSOLE_MAJOR 1  // CONSOLE in kernel/include/file.h
+#define RESPAWN_TICKS 10 // a service that dies sooner waits this long first
 
 struct service {
   char *path;
   char *argv[4];
-  int (*wanted)(void);    // if set, started only while it returns 1
-  int notify;             // init waits for a byte on its fd 3 (or its exit)
-  int pid;                // 0 while not running
-  int started;            // uptime() when last started
+  int (*wanted)(void); // if set, started only while it returns 1
+  int notify;          // init waits for a byte on its fd 3 (or its exit)
+  int pid;             // 0 while not running
+  int started;         // uptime() when last started
 };
 
 // The AI worker runs when a model is installed.
@@ -47,9 +47,9 @@ openconsole(void)
   int fd;
 
   fd = open("/console", O_RDWR);
-  if(fd == -ENOENT && mknod("/console", CONSOLE_MAJOR, 0) == 0)
+  if (fd == -ENOENT && mknod("/console", CONSOLE_MAJOR, 0) == 0)
     fd = open("/console", O_RDWR);
-  if(fd != 0)
+  if (fd != 0)
     exit(1);
   dup(0);
   dup(0);
@@ -62,9 +62,9 @@ await_ready(int pid, int fds[2])
 {
   char c;
 
-  if(pid == 0){
+  if (pid == 0) {
     close(fds[0]);
-    if(fds[1] != 3){
+    if (fds[1] != 3) {
       close(3);
       dup(fds[1]);
       close(fds[1]);
@@ -72,7 +72,7 @@ await_ready(int pid, int fds[2])
     return;
   }
   close(fds[1]);
-  if(pid > 0)
+  if (pid > 0)
     read(fds[0], &c, 1);
   close(fds[0]);
 }
@@ -82,24 +82,24 @@ start(struct service *s)
 {
   int pid, err, fds[2];
 
-  if(s->wanted && !s->wanted())
+  if (s->wanted && !s->wanted())
     return;
-  if(s->notify && pipe(fds) < 0)
+  if (s->notify && pipe(fds) < 0)
     s->notify = 0;
   // Back off when the service died at once, so a broken program (or a
   // missing one) does not spin the machine.
-  if(s->started != 0 && uptime() - s->started < RESPAWN_TICKS)
+  if (s->started != 0 && uptime() - s->started < RESPAWN_TICKS)
     sleep(RESPAWN_TICKS);
   s->started = uptime();
   pid = fork();
-  if(s->notify)
+  if (s->notify)
     await_ready(pid, fds);
-  if(pid == 0){
+  if (pid == 0) {
     err = exec(s->path, s->argv);
     fprintf(2, "init: cannot run %s: %s\n", s->path, strerror(err));
     exit(1);
   }
-  if(pid < 0)
+  if (pid < 0)
     fprintf(2, "init: fork for %s failed: %s\n", s->path, strerror(pid));
   s->pid = pid > 0 ? pid : 0;
 }
@@ -111,14 +111,14 @@ main(void)
   int pid, status;
 
   openconsole();
-  for(;;){
-    for(s = services; s < services + NSERVICE; s++)
-      if(s->pid == 0)
+  for (;;) {
+    for (s = services; s < services + NSERVICE; s++)
+      if (s->pid == 0)
         start(s);
     pid = wait(&status);
-    for(s = services; s < services + NSERVICE; s++){
-      if(pid > 0 && s->pid == pid){
-        if(status != 0)
+    for (s = services; s < services + NSERVICE; s++) {
+      if (pid > 0 && s->pid == pid) {
+        if (status != 0)
           fprintf(2, "init: %s exited with status %d; restarting it\n", s->path, status);
         s->pid = 0;
       }

@@ -25,9 +25,9 @@ void
 llm_mm(struct llm_session *s, const struct llm_qmat *w, double *y, int ystride)
 {
   uint64 t = llm_clock(s);
-  if(w->cols != s->act.n){
+  if (w->cols != s->act.n) {
     fprintf(2, "%s: llm_mm: matrix has %d columns, input %d\n", llm_prog,
-            w->cols, s->act.n);
+        w->cols, s->act.n);
     exit(1);
   }
   llm_matmul(w, &s->act, y, ystride);
@@ -41,13 +41,13 @@ llm_embed(struct llm_runtime *rt, struct llm_session *s, int pos, int n)
 {
   int dim = rt->cfg.dim, ng = dim / LLM_GS;
   const struct llm_qmat *e = &rt->emb;
-  for(int p = 0; p < n; p++){
+  for (int p = 0; p < n; p++) {
     uint64 tok = s->seq[pos + p];
     const int8 *q = e->q + tok * dim;
     double ws = (double)e->ws[tok], *x = s->x + p * dim;
-    for(int g = 0; g < ng; g++){
+    for (int g = 0; g < ng; g++) {
       double sg = e->wm ? (ws * (double)e->wm[tok * ng + g]) / 32768.0 : ws;
-      for(int k = g * LLM_GS; k < (g + 1) * LLM_GS; k++)
+      for (int k = g * LLM_GS; k < (g + 1) * LLM_GS; k++)
         x[k] = sg * (double)q[k];
     }
   }
@@ -60,7 +60,7 @@ rope(const struct llm_runtime *rt, double *x, int pos)
 {
   int rd = rt->cfg.rotary_dim, half = rd / 2;
   const float *cs = rt->rope + (uint64)pos * rd;
-  for(int i = 0; i < half; i++){
+  for (int i = 0; i < half; i++) {
     double c = cs[i], sn = cs[half + i];
     double a = x[i], b = x[i + half];
     x[i] = a * c - b * sn;
@@ -79,21 +79,21 @@ kv_row(const struct llm_runtime *rt, int slot, int t)
 // of every kv head stored at `pos`.
 static void
 prepare_heads(struct llm_runtime *rt, struct llm_session *s,
-              const struct llm_layer *L, int slot, int pos,
-              double *q, double *k, double *v)
+    const struct llm_layer *L, int slot, int pos,
+    double *q, double *k, double *v)
 {
   const struct llm_config *g = &rt->cfg;
   int hd = g->head_dim, qstep = hd * (g->flags & LLM_GATED ? 2 : 1);
   int kvd = g->n_kv_heads * hd;
   double eps = (double)g->rms_eps;
-  for(int h = 0; h < g->n_heads; h++){
-    if(g->flags & LLM_QKNORM)
+  for (int h = 0; h < g->n_heads; h++) {
+    if (g->flags & LLM_QKNORM)
       llm_rmsnorm(q + h * qstep, L->q_norm, hd, eps, q + h * qstep);
     rope(rt, q + h * qstep, pos);
   }
   uint64 row = kv_row(rt, slot, pos);
-  for(int h = 0; h < g->n_kv_heads; h++){
-    if(g->flags & LLM_QKNORM)
+  for (int h = 0; h < g->n_kv_heads; h++) {
+    if (g->flags & LLM_QKNORM)
       llm_rmsnorm(k + h * hd, L->k_norm, hd, eps, k + h * hd);
     rope(rt, k + h * hd, pos);
     uint64 qo = row * kvd + h * hd, mo = row * (kvd / LLM_GS) + h * (hd / LLM_GS);
@@ -106,7 +106,7 @@ prepare_heads(struct llm_runtime *rt, struct llm_session *s,
 // then s->score[t] = e_t = exp(score_t - max); returns inv = 1 / sum e_t.
 static double
 head_softmax(struct llm_runtime *rt, struct llm_session *s, int slot, int kvh,
-             const double *qh, int pos)
+    const double *qh, int pos)
 {
   const struct llm_config *g = &rt->cfg;
   int hd = g->head_dim, kvd = g->n_kv_heads * hd, npos = pos + 1;
@@ -115,17 +115,17 @@ head_softmax(struct llm_runtime *rt, struct llm_session *s, int slot, int kvh,
   double a = (xsq * (1.0 / llm_sqrt((double)hd))) / 1073741824.0;
   uint64 row = kv_row(rt, slot, 0);
   llm_attn_scores(s->hq, s->hm, hd / LLM_GS, s->kq + row * kvd + kvh * hd,
-                  s->km + row * (kvd / LLM_GS) + kvh * (hd / LLM_GS),
-                  kvd, kvd / LLM_GS, npos, s->d);
+      s->km + row * (kvd / LLM_GS) + kvh * (hd / LLM_GS),
+      kvd, kvd / LLM_GS, npos, s->d);
   const double *kxs = s->kxs + row * g->n_kv_heads + kvh;
   double mx = 0.0;
-  for(int t = 0; t < npos; t++){
+  for (int t = 0; t < npos; t++) {
     s->score[t] = ((double)s->d[t] * kxs[t * g->n_kv_heads]) * a;
-    if(t == 0 || s->score[t] > mx)
+    if (t == 0 || s->score[t] > mx)
       mx = s->score[t];
   }
   double sum = 0.0;
-  for(int t = 0; t < npos; t++){
+  for (int t = 0; t < npos; t++) {
     s->score[t] = llm_exp(s->score[t] - mx);
     sum = sum + s->score[t];
   }
@@ -137,30 +137,29 @@ head_softmax(struct llm_runtime *rt, struct llm_session *s, int slot, int kvh,
 // out_k = (A_k * (wmax / 32767)) * inv.
 static void
 head_values(struct llm_runtime *rt, struct llm_session *s, int slot, int kvh,
-            int grp, int pos, double inv, double *out)
+    int grp, int pos, double inv, double *out)
 {
   const struct llm_config *g = &rt->cfg;
   int hd = g->head_dim, kvd = g->n_kv_heads * hd, npos = pos + 1;
-  int gi = kvh * (hd / LLM_GS) + grp;       // the group's index within a row
+  int gi = kvh * (hd / LLM_GS) + grp; // the group's index within a row
   uint64 row = kv_row(rt, slot, 0);
   double wmax = 0.0;
-  for(int t = 0; t < npos; t++){
-    double sv = (s->vxs[(row + t) * g->n_kv_heads + kvh]
-                 * (double)s->vm[(row + t) * (kvd / LLM_GS) + gi]) / 32768.0;
+  for (int t = 0; t < npos; t++) {
+    double sv = (s->vxs[(row + t) * g->n_kv_heads + kvh] * (double)s->vm[(row + t) * (kvd / LLM_GS) + gi]) / 32768.0;
     s->wt[t] = s->score[t] * sv;
-    if(s->wt[t] > wmax)
+    if (s->wt[t] > wmax)
       wmax = s->wt[t];
   }
-  if(wmax == 0.0){
+  if (wmax == 0.0) {
     memset(out, 0, LLM_GS * sizeof(double));
     return;
   }
   double c = 32767.0 / wmax, f = wmax / 32767.0;
-  for(int t = 0; t < npos; t++)
+  for (int t = 0; t < npos; t++)
     s->wq[t] = (int32)llm_rint(s->wt[t] * c);
   int64 acc[LLM_GS];
   llm_attn_values(s->wq, s->vq + row * kvd + gi * LLM_GS, kvd, npos, acc);
-  for(int k = 0; k < LLM_GS; k++)
+  for (int k = 0; k < LLM_GS; k++)
     out[k] = ((double)acc[k] * f) * inv;
 }
 
@@ -168,19 +167,19 @@ head_values(struct llm_runtime *rt, struct llm_session *s, int slot, int kvh,
 // followed by its gate when flags & LLM_GATED), out gets n_heads*head_dim.
 static void
 attend(struct llm_runtime *rt, struct llm_session *s, int slot, int pos,
-       const double *q, double *out)
+    const double *q, double *out)
 {
   const struct llm_config *g = &rt->cfg;
   int hd = g->head_dim, gated = g->flags & LLM_GATED;
   int qstep = hd * (gated ? 2 : 1), rep = g->n_heads / g->n_kv_heads;
-  for(int h = 0; h < g->n_heads; h++){
+  for (int h = 0; h < g->n_heads; h++) {
     const double *qh = q + h * qstep;
     double *o = out + h * hd;
     double inv = head_softmax(rt, s, slot, h / rep, qh, pos);
-    for(int grp = 0; grp < hd / LLM_GS; grp++)
+    for (int grp = 0; grp < hd / LLM_GS; grp++)
       head_values(rt, s, slot, h / rep, grp, pos, inv, o + grp * LLM_GS);
-    if(gated)
-      for(int k = 0; k < hd; k++)
+    if (gated)
+      for (int k = 0; k < hd; k++)
         o[k] = o[k] * llm_sigmoid(qh[hd + k]);
   }
 }
@@ -190,7 +189,7 @@ static void
 residual(struct llm_runtime *rt, struct llm_session *s, const double *y, int n)
 {
   int len = n * rt->cfg.dim;
-  for(int i = 0; i < len; i++)
+  for (int i = 0; i < len; i++)
     s->x[i] = s->x[i] + y[i];
 }
 
@@ -198,14 +197,14 @@ residual(struct llm_runtime *rt, struct llm_session *s, const double *y, int n)
 // [pos, pos+n) of layer l.
 void
 llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s, int l,
-                     int pos, int n)
+    int pos, int n)
 {
   const struct llm_config *g = &rt->cfg;
   const struct llm_layer *L = &rt->layers[l];
   int dim = g->dim, kvd = g->n_kv_heads * g->head_dim;
   int qd = g->n_heads * g->head_dim, qrows = L->wq.rows, slot = rt->slot[l];
   // 1. xn = rmsnorm(x); q, k, v = Wq xn, Wk xn, Wv xn
-  for(int p = 0; p < n; p++)
+  for (int p = 0; p < n; p++)
     llm_rmsnorm(s->x + p * dim, L->input_norm, dim, (double)g->rms_eps, s->xn + p * dim);
   llm_mm_in(s, s->xn, dim, dim, n);
   llm_mm(s, &L->wq, s->y1, qrows);
@@ -214,10 +213,10 @@ llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s, int l,
   // 2-8. norms, RoPE, cache, attention (keys of the whole batch first:
   // position p attends to the batch's earlier positions too)
   uint64 t = llm_clock(s);
-  for(int p = 0; p < n; p++)
+  for (int p = 0; p < n; p++)
     prepare_heads(rt, s, L, slot, pos + p, s->y1 + p * qrows, s->y2 + p * kvd,
-                  s->y3 + p * kvd);
-  for(int p = 0; p < n; p++)
+        s->y3 + p * kvd);
+  for (int p = 0; p < n; p++)
     attend(rt, s, slot, pos + p, s->y1 + p * qrows, s->att + p * qd);
   llm_charge(s, &s->tm.attn_us, t);
   // 9. x = x + Wo out
@@ -233,12 +232,12 @@ llm_apply_ffn(struct llm_runtime *rt, struct llm_session *s, int l, int n)
   const struct llm_config *g = &rt->cfg;
   const struct llm_layer *L = &rt->layers[l];
   int dim = g->dim, hid = g->hidden_dim;
-  for(int p = 0; p < n; p++)
+  for (int p = 0; p < n; p++)
     llm_rmsnorm(s->x + p * dim, L->post_norm, dim, (double)g->rms_eps, s->xn + p * dim);
   llm_mm_in(s, s->xn, dim, dim, n);
   llm_mm(s, &L->gate, s->y1, hid);
   llm_mm(s, &L->up, s->y2, hid);
-  for(int i = 0; i < n * hid; i++)
+  for (int i = 0; i < n * hid; i++)
     s->xn[i] = llm_silu(s->y1[i]) * s->y2[i];
   llm_mm_in(s, s->xn, hid, hid, n);
   llm_mm(s, &L->down, s->y1, dim);
@@ -255,8 +254,8 @@ llm_head(struct llm_runtime *rt, struct llm_session *s, int p)
   llm_mm_in(s, s->xn, g->dim, g->dim, 1);
   llm_mm(s, &rt->emb, s->logits, g->vocab_size);
   int best = 0;
-  for(int i = 1; i < g->vocab_size; i++)
-    if(s->logits[i] > s->logits[best])
+  for (int i = 1; i < g->vocab_size; i++)
+    if (s->logits[i] > s->logits[best])
       best = i;
   return best;
 }

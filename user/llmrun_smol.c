@@ -11,7 +11,7 @@ static void
 token_forward(struct llm_runtime *rt, struct llm_session *s, int pos, int n)
 {
   llm_embed(rt, s, pos, n);
-  for(int l = 0; l < rt->cfg.n_layers; l++){
+  for (int l = 0; l < rt->cfg.n_layers; l++) {
     llm_apply_full_layer(rt, s, l, pos, n);
     llm_apply_ffn(rt, s, l, n);
   }

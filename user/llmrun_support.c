@@ -27,8 +27,8 @@
 #include "kernel/include/stat.h"
 #include "user/llmrun_support.h"
 
-#define CFG_MAGIC 0x31474643u   // "CFG1"
-#define MAXDIM    (1 << 20)     // bound on every size field (keeps products in range)
+#define CFG_MAGIC 0x31474643u // "CFG1"
+#define MAXDIM    (1 << 20)   // bound on every size field (keeps products in range)
 
 const char *llm_prog = "llmrun";
 void (*llm_token_hook)(int i, int id);
@@ -38,10 +38,10 @@ void (*llm_token_hook)(int i, int id);
 static void *
 rt_alloc(struct llm_runtime *rt, uint64 n)
 {
-  if(rt->nbuf == LLM_MAXBUF)
+  if (rt->nbuf == LLM_MAXBUF)
     return 0;
   void *p = malloc(n ? n : 1);
-  if(p)
+  if (p)
     rt->buf[rt->nbuf++] = p;
   return p;
 }
@@ -51,10 +51,10 @@ static int
 read_full(int fd, uint8 *dst, uint64 n)
 {
   uint64 done = 0;
-  while(done < n){
+  while (done < n) {
     uint64 want = n - done > (1u << 30) ? (1u << 30) : n - done;
     int r = read(fd, dst + done, (int)want);
-    if(r <= 0)
+    if (r <= 0)
       return r < 0 ? r : -EIO;
     done += r;
   }
@@ -66,32 +66,32 @@ read_full(int fd, uint8 *dst, uint64 n)
 // optional and missing, -1 after a message.
 static int
 load_file(struct llm_runtime *rt, const char *name, uint64 want,
-          int optional, uint8 **out, uint64 *size)
+    int optional, uint8 **out, uint64 *size)
 {
   struct stat st = { 0 };
   int fd = open(name, O_RDONLY);
-  if(fd < 0){
-    if(optional && fd == -ENOENT)
+  if (fd < 0) {
+    if (optional && fd == -ENOENT)
       return 1;
     fprintf(2, "%s: %s: cannot open: %s\n", llm_prog, name, strerror(fd));
     return -1;
   }
   int r = fstat(fd, &st);
-  if(r == 0 && !want && st.size > 4096){
+  if (r == 0 && !want && st.size > 4096) {
     fprintf(2, "%s: %s: wrong size: %lu bytes, too long\n", llm_prog, name, st.size);
     r = -EINVAL;
-  } else if(r == 0 && want && st.size != want){
+  } else if (r == 0 && want && st.size != want) {
     fprintf(2, "%s: %s: wrong size: %lu bytes, expected %lu (%s)\n", llm_prog,
-            name, st.size, want, st.size < want ? "truncated" : "too long");
+        name, st.size, want, st.size < want ? "truncated" : "too long");
     r = -EINVAL;
-  } else if(r == 0 && (*out = rt_alloc(rt, st.size)) == 0){
+  } else if (r == 0 && (*out = rt_alloc(rt, st.size)) == 0) {
     fprintf(2, "%s: %s: out of memory for %lu bytes\n", llm_prog, name, st.size);
     r = -ENOMEM;
-  } else if(r == 0 && (r = read_full(fd, *out, st.size)) < 0){
+  } else if (r == 0 && (r = read_full(fd, *out, st.size)) < 0) {
     fprintf(2, "%s: %s: read failed: %s\n", llm_prog, name, strerror(r));
   }
   close(fd);
-  if(size)
+  if (size)
     *size = st.size;
   return r < 0 ? -1 : 0;
 }
@@ -108,7 +108,10 @@ u32at(const uint8 *p, int i)
 static float
 f32at(const uint8 *p, int i)
 {
-  union { uint32 u; float f; } v = { .u = u32at(p, i) };
+  union {
+    uint32 u;
+    float f;
+  } v = { .u = u32at(p, i) };
   return v.f;
 }
 
@@ -117,10 +120,10 @@ static void
 cfg_decode(struct llm_config *c, const uint8 *p)
 {
   c->version = u32at(p, 1);
-  if(c->version == 1){
+  if (c->version == 1) {
     int *v1[] = { &c->dim, &c->hidden_dim, &c->n_layers, &c->n_heads,
-                  &c->n_kv_heads, &c->vocab_size, &c->seq_len, &c->runtime_seq_len };
-    for(int i = 0; i < 8; i++)
+      &c->n_kv_heads, &c->vocab_size, &c->seq_len, &c->runtime_seq_len };
+    for (int i = 0; i < 8; i++)
       *v1[i] = u32at(p, 2 + i);
     c->rms_eps = f32at(p, 10);
     c->rope_theta = f32at(p, 11);
@@ -129,17 +132,17 @@ cfg_decode(struct llm_config *c, const uint8 *p)
     return;
   }
   int *v2[] = { &c->model_kind, &c->flags, &c->dim, &c->hidden_dim,
-                &c->n_layers, &c->n_heads, &c->n_kv_heads, &c->head_dim,
-                &c->vocab_size, &c->seq_len, &c->runtime_seq_len };
-  for(int i = 0; i < 11; i++)
+    &c->n_layers, &c->n_heads, &c->n_kv_heads, &c->head_dim,
+    &c->vocab_size, &c->seq_len, &c->runtime_seq_len };
+  for (int i = 0; i < 11; i++)
     *v2[i] = u32at(p, 2 + i);
   c->rms_eps = f32at(p, 13);
   c->rope_theta = f32at(p, 14);
   int *v2b[] = { &c->rotary_dim, &c->lin_k_heads, &c->lin_v_heads,
-                 &c->lin_k_dim, &c->lin_v_dim, &c->conv_kernel };
-  for(int i = 0; i < 6; i++)
+    &c->lin_k_dim, &c->lin_v_dim, &c->conv_kernel };
+  for (int i = 0; i < 6; i++)
     *v2b[i] = u32at(p, 15 + i);
-  if(c->version == 3)
+  if (c->version == 3)
     c->group_size = u32at(p, 21);
 }
 
@@ -155,20 +158,28 @@ bad_field(const char *field, int value, const char *why)
 static int
 cfg_check_sizes(const struct llm_config *c)
 {
-  struct { const char *name; int v; } f[] = {
-    { "dim", c->dim }, { "hidden_dim", c->hidden_dim },
-    { "n_layers", c->n_layers }, { "n_heads", c->n_heads },
-    { "n_kv_heads", c->n_kv_heads }, { "head_dim", c->head_dim },
-    { "vocab_size", c->vocab_size }, { "seq_len", c->seq_len },
-    { "runtime_seq_len", c->runtime_seq_len }, { "rotary_dim", c->rotary_dim },
+  struct {
+    const char *name;
+    int v;
+  } f[] = {
+    { "dim", c->dim },
+    { "hidden_dim", c->hidden_dim },
+    { "n_layers", c->n_layers },
+    { "n_heads", c->n_heads },
+    { "n_kv_heads", c->n_kv_heads },
+    { "head_dim", c->head_dim },
+    { "vocab_size", c->vocab_size },
+    { "seq_len", c->seq_len },
+    { "runtime_seq_len", c->runtime_seq_len },
+    { "rotary_dim", c->rotary_dim },
   };
-  for(int i = 0; i < sizeof(f) / sizeof(f[0]); i++){
-    if(f[i].v <= 0)
+  for (int i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+    if (f[i].v <= 0)
       return bad_field(f[i].name, f[i].v, "must be > 0");
-    if(f[i].v > MAXDIM)
+    if (f[i].v > MAXDIM)
       return bad_field(f[i].name, f[i].v, "is too large");
   }
-  if(c->n_layers > LLM_MAXBUF / 2)
+  if (c->n_layers > LLM_MAXBUF / 2)
     return bad_field("n_layers", c->n_layers, "is too large");
   return 0;
 }
@@ -177,12 +188,17 @@ cfg_check_sizes(const struct llm_config *c)
 static int
 cfg_check_groups(const struct llm_config *c)
 {
-  struct { const char *name; int v; } f[] = {
-    { "dim", c->dim }, { "hidden_dim", c->hidden_dim },
-    { "head_dim", c->head_dim }, { "linear_value_head_dim", c->lin_v_dim },
+  struct {
+    const char *name;
+    int v;
+  } f[] = {
+    { "dim", c->dim },
+    { "hidden_dim", c->hidden_dim },
+    { "head_dim", c->head_dim },
+    { "linear_value_head_dim", c->lin_v_dim },
   };
-  for(int i = 0; i < sizeof(f) / sizeof(f[0]); i++)
-    if(f[i].v % LLM_GS)
+  for (int i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+    if (f[i].v % LLM_GS)
       return bad_field(f[i].name, f[i].v, "is not a multiple of 32");
   return 0;
 }
@@ -190,54 +206,59 @@ cfg_check_groups(const struct llm_config *c)
 static int
 cfg_check_linear(const struct llm_config *c)
 {
-  struct { const char *name; int v; } f[] = {
-    { "linear_num_k_heads", c->lin_k_heads }, { "linear_num_v_heads", c->lin_v_heads },
-    { "linear_key_head_dim", c->lin_k_dim }, { "linear_value_head_dim", c->lin_v_dim },
+  struct {
+    const char *name;
+    int v;
+  } f[] = {
+    { "linear_num_k_heads", c->lin_k_heads },
+    { "linear_num_v_heads", c->lin_v_heads },
+    { "linear_key_head_dim", c->lin_k_dim },
+    { "linear_value_head_dim", c->lin_v_dim },
     { "linear_conv_kernel", c->conv_kernel },
   };
   int set = 0;
-  for(int i = 0; i < 5; i++){
-    if(f[i].v < 0 || f[i].v > MAXDIM)
+  for (int i = 0; i < 5; i++) {
+    if (f[i].v < 0 || f[i].v > MAXDIM)
       return bad_field(f[i].name, f[i].v, "is out of range");
     set += f[i].v != 0;
   }
-  if(set != 0 && set != 5)
-    for(int i = 0; i < 5; i++)
-      if(f[i].v == 0)
+  if (set != 0 && set != 5)
+    for (int i = 0; i < 5; i++)
+      if (f[i].v == 0)
         return bad_field(f[i].name, 0, "is zero but other linear fields are set");
-  if(set && c->lin_v_heads % c->lin_k_heads)
+  if (set && c->lin_v_heads % c->lin_k_heads)
     return bad_field("linear_num_v_heads", c->lin_v_heads,
-                     "is not a multiple of linear_num_k_heads");
+        "is not a multiple of linear_num_k_heads");
   return 0;
 }
 
 static int
 cfg_check(const struct llm_config *c, int model_kind)
 {
-  if(cfg_check_sizes(c) < 0 || cfg_check_linear(c) < 0)
+  if (cfg_check_sizes(c) < 0 || cfg_check_linear(c) < 0)
     return -1;
-  if(c->version == 1 && c->dim % c->n_heads)
+  if (c->version == 1 && c->dim % c->n_heads)
     return bad_field("dim", c->dim, "is not a multiple of n_heads");
-  if(c->head_dim % 2)
+  if (c->head_dim % 2)
     return bad_field("head_dim", c->head_dim, "is odd");
-  if(c->rotary_dim % 2)
+  if (c->rotary_dim % 2)
     return bad_field("rotary_dim", c->rotary_dim, "is odd");
-  if(c->rotary_dim > c->head_dim)
+  if (c->rotary_dim > c->head_dim)
     return bad_field("rotary_dim", c->rotary_dim, "exceeds head_dim");
-  if(c->n_heads % c->n_kv_heads)
+  if (c->n_heads % c->n_kv_heads)
     return bad_field("n_heads", c->n_heads, "is not a multiple of n_kv_heads");
-  if(c->runtime_seq_len > c->seq_len)
+  if (c->runtime_seq_len > c->seq_len)
     return bad_field("runtime_seq_len", c->runtime_seq_len, "exceeds seq_len");
-  if(c->flags & ~3)
+  if (c->flags & ~3)
     return bad_field("flags", c->flags, "has unknown bits (known: 1, 2)");
-  if(c->version == 3 && c->group_size != LLM_GS)
+  if (c->version == 3 && c->group_size != LLM_GS)
     return bad_field("group_size", c->group_size, "is not 32");
-  if(!(c->rms_eps > 0.0f))
+  if (!(c->rms_eps > 0.0f))
     return bad_field("rms_eps", (int)c->rms_eps, "must be > 0");
-  if(c->model_kind != model_kind){
+  if (c->model_kind != model_kind) {
     fprintf(2, "%s: CFG.BIN: field model_kind: %d (%s), but %s runs model_kind %d\n",
-            llm_prog, c->model_kind, c->model_kind == 1 ? "qwen" : "smol/llama",
-            llm_prog, model_kind);
+        llm_prog, c->model_kind, c->model_kind == 1 ? "qwen" : "smol/llama",
+        llm_prog, model_kind);
     return -1;
   }
   return cfg_check_groups(c);
@@ -250,25 +271,25 @@ load_config(struct llm_runtime *rt, int model_kind)
   struct llm_config *c = &rt->cfg;
   uint8 *p;
   uint64 n;
-  if(load_file(rt, "CFG.BIN", 0, 0, &p, &n) < 0)
+  if (load_file(rt, "CFG.BIN", 0, 0, &p, &n) < 0)
     return -1;
-  if(n < 8){
+  if (n < 8) {
     fprintf(2, "%s: CFG.BIN: truncated: %lu bytes, the header alone is 8\n", llm_prog, n);
     return -1;
   }
-  if(u32at(p, 0) != CFG_MAGIC){
+  if (u32at(p, 0) != CFG_MAGIC) {
     fprintf(2, "%s: CFG.BIN: field magic: 0x%x, expected 0x%x (\"CFG1\")\n",
-            llm_prog, u32at(p, 0), CFG_MAGIC);
+        llm_prog, u32at(p, 0), CFG_MAGIC);
     return -1;
   }
   uint32 v = u32at(p, 1);
-  if(v < 1 || v > 3){
+  if (v < 1 || v > 3) {
     fprintf(2, "%s: CFG.BIN: field version: %u unsupported (1, 2 or 3)\n", llm_prog, v);
     return -1;
   }
-  if(n != sizes[v]){
+  if (n != sizes[v]) {
     fprintf(2, "%s: CFG.BIN: wrong size: %lu bytes, expected %d for version %u (%s)\n",
-            llm_prog, n, sizes[v], v, n < sizes[v] ? "truncated" : "too long");
+        llm_prog, n, sizes[v], v, n < sizes[v] ? "truncated" : "too long");
     return -1;
   }
   memset(c, 0, sizeof(*c));
@@ -294,9 +315,9 @@ take(struct cursor *c, uint64 bytes, int align)
 {
   uint8 *p = c->base ? c->base + c->off : 0;
   c->off += bytes;
-  if(p && ((uint64)p & (align - 1))){
+  if (p && ((uint64)p & (align - 1))) {
     uint8 *q = rt_alloc(c->rt, bytes);
-    if(q == 0){
+    if (q == 0) {
       c->fail = 1;
       return 0;
     }
@@ -319,7 +340,7 @@ take_qmat(struct cursor *c, struct llm_qmat *m, int rows, int cols)
   m->cols = cols;
   m->ws = take_f32(c, rows);
   m->wm = 0;
-  if(c->rt->cfg.version == 3)
+  if (c->rt->cfg.version == 3)
     m->wm = take(c, 2ul * rows * (cols / LLM_GS), 2);
   m->q = take(c, (uint64)rows * cols, 8);
 }
@@ -338,7 +359,7 @@ take_full(struct cursor *c, struct llm_layer *L)
 {
   struct llm_config *g = &c->rt->cfg;
   int hd = g->head_dim;
-  if(g->flags & LLM_QKNORM){
+  if (g->flags & LLM_QKNORM) {
     L->q_norm = take_f32(c, hd);
     L->k_norm = take_f32(c, hd);
   }
@@ -376,7 +397,7 @@ take_layer(struct cursor *c, struct llm_layer *L)
 {
   L->input_norm = take_f32(c, c->rt->cfg.dim);
   L->post_norm = take_f32(c, c->rt->cfg.dim);
-  if(L->kind == 0)
+  if (L->kind == 0)
     take_full(c, L);
   else
     take_linear(c, L);
@@ -392,24 +413,24 @@ load_kinds(struct llm_runtime *rt, int model_kind)
   struct llm_config *g = &rt->cfg;
   uint8 *p;
   int r = load_file(rt, "LTY.BIN", 4 + 4ul * g->n_layers, model_kind == 0, &p, 0);
-  if(r == 1)
-    return 0;                    // Smol: absent means all full attention
-  if(r < 0){
-    if(model_kind == 1)
+  if (r == 1)
+    return 0; // Smol: absent means all full attention
+  if (r < 0) {
+    if (model_kind == 1)
       fprintf(2, "%s: LTY.BIN: required for Qwen (model_kind 1)\n", llm_prog);
     return -1;
   }
-  if(u32at(p, 0) != g->n_layers){
+  if (u32at(p, 0) != g->n_layers) {
     fprintf(2, "%s: LTY.BIN: field count: %u, expected n_layers %d\n",
-            llm_prog, u32at(p, 0), g->n_layers);
+        llm_prog, u32at(p, 0), g->n_layers);
     return -1;
   }
-  for(int l = 0; l < g->n_layers; l++){
+  for (int l = 0; l < g->n_layers; l++) {
     uint32 k = u32at(p, 1 + l);
-    if(k > 1 || (k == 1 && (model_kind == 0 || g->lin_k_heads == 0))){
+    if (k > 1 || (k == 1 && (model_kind == 0 || g->lin_k_heads == 0))) {
       fprintf(2, "%s: LTY.BIN: field kind of layer %d: %u not allowed here "
-              "(0 full attention; 1 linear, Qwen with linear fields only)\n",
-              llm_prog, l, k);
+                 "(0 full attention; 1 linear, Qwen with linear fields only)\n",
+          llm_prog, l, k);
       return -1;
     }
     rt->layers[l].kind = k;
@@ -421,17 +442,17 @@ static int
 load_layers(struct llm_runtime *rt)
 {
   struct llm_config *g = &rt->cfg;
-  for(int l = 0; l < g->n_layers; l++){
+  for (int l = 0; l < g->n_layers; l++) {
     struct llm_layer *L = &rt->layers[l];
     struct cursor c = { rt, 0, 0, 0 };
     char name[16];
     snprintf(name, sizeof(name), "L%02d.BIN", l);
     take_layer(&c, L);
-    if(load_file(rt, name, c.off, 0, &c.base, 0) < 0)
+    if (load_file(rt, name, c.off, 0, &c.base, 0) < 0)
       return -1;
     c.off = 0;
     take_layer(&c, L);
-    if(c.fail){
+    if (c.fail) {
       fprintf(2, "%s: %s: out of memory\n", llm_prog, name);
       return -1;
     }
@@ -448,14 +469,14 @@ load_tables(struct llm_runtime *rt)
   struct cursor c = { rt, 0, 0, 0 };
   uint8 *p;
   take_qmat(&c, &rt->emb, g->vocab_size, g->dim);
-  if(load_file(rt, "EMB.BIN", c.off, 0, &c.base, 0) < 0)
+  if (load_file(rt, "EMB.BIN", c.off, 0, &c.base, 0) < 0)
     return -1;
   c.off = 0;
   take_qmat(&c, &rt->emb, g->vocab_size, g->dim);
-  if(load_file(rt, "NRM.BIN", 4ul * g->dim, 0, &p, 0) < 0)
+  if (load_file(rt, "NRM.BIN", 4ul * g->dim, 0, &p, 0) < 0)
     return -1;
   rt->final_norm = (const float *)p;
-  if(load_file(rt, "ROP.BIN", 4ul * g->runtime_seq_len * g->rotary_dim, 0, &p, 0) < 0)
+  if (load_file(rt, "ROP.BIN", 4ul * g->runtime_seq_len * g->rotary_dim, 0, &p, 0) < 0)
     return -1;
   rt->rope = (const float *)p;
   return c.fail ? -1 : 0;
@@ -467,17 +488,17 @@ int
 llm_runtime_init(struct llm_runtime *rt, int model_kind)
 {
   memset(rt, 0, sizeof(*rt));
-  if(load_config(rt, model_kind) < 0)
+  if (load_config(rt, model_kind) < 0)
     return -1;
   int nl = rt->cfg.n_layers;
   rt->layers = rt_alloc(rt, nl * sizeof(struct llm_layer));
   rt->slot = rt_alloc(rt, nl * sizeof(int));
-  if(rt->layers == 0 || rt->slot == 0){
+  if (rt->layers == 0 || rt->slot == 0) {
     fprintf(2, "%s: out of memory\n", llm_prog);
     return -1;
   }
   memset(rt->layers, 0, nl * sizeof(struct llm_layer));
-  if(load_kinds(rt, model_kind) < 0 || load_tables(rt) < 0)
+  if (load_kinds(rt, model_kind) < 0 || load_tables(rt) < 0)
     return -1;
   return load_layers(rt);
 }
@@ -485,7 +506,7 @@ llm_runtime_init(struct llm_runtime *rt, int model_kind)
 void
 llm_runtime_free(struct llm_runtime *rt)
 {
-  while(rt->nbuf > 0)
+  while (rt->nbuf > 0)
     free(rt->buf[--rt->nbuf]);
 }
 
@@ -495,9 +516,9 @@ static void *
 s_alloc(struct llm_session *s, uint64 n)
 {
   void *p = 0;
-  if(s->nbuf < sizeof(s->buf) / sizeof(s->buf[0]))
+  if (s->nbuf < sizeof(s->buf) / sizeof(s->buf[0]))
     p = malloc(n ? n : 1);
-  if(p)
+  if (p)
     s->buf[s->nbuf++] = p;
   else
     s->oom = 1;
@@ -526,10 +547,8 @@ session_alloc(struct llm_session *s, const struct llm_runtime *rt)
   s->vm = s_alloc(s, nf * T * (kv / LLM_GS) * sizeof(int32));
   s->kxs = s_alloc(s, nf * T * g->n_kv_heads * sizeof(double));
   s->vxs = s_alloc(s, nf * T * g->n_kv_heads * sizeof(double));
-  s->conv = s_alloc(s, rt->n_linear * (uint64)max2(g->conv_kernel - 1, 0)
-                    * conv_dim(g) * sizeof(double));
-  s->state = s_alloc(s, rt->n_linear * (uint64)g->lin_v_heads * g->lin_k_dim
-                     * g->lin_v_dim * sizeof(double));
+  s->conv = s_alloc(s, rt->n_linear * (uint64)max2(g->conv_kernel - 1, 0) * conv_dim(g) * sizeof(double));
+  s->state = s_alloc(s, rt->n_linear * (uint64)g->lin_v_heads * g->lin_k_dim * g->lin_v_dim * sizeof(double));
   s->seq = s_alloc(s, T * sizeof(int));
   s->x = s_alloc(s, B * g->dim * sizeof(double));
   s->xn = s_alloc(s, B * maxin * sizeof(double));
@@ -556,24 +575,25 @@ session_alloc(struct llm_session *s, const struct llm_runtime *rt)
 // a message with everything freed.
 int
 session_init(struct llm_session *s, struct llm_runtime *rt, const char *dir,
-             int model_kind)
+    int model_kind)
 {
   uint64 t0 = time_us();
   memset(s, 0, sizeof(*s));
   int r = chdir(dir);
-  if(r < 0){
+  if (r < 0) {
     fprintf(2, "%s: %s: cannot enter the asset directory: %s "
-            "(boot an image with the model: make qemu-smol / qemu-qwen, "
-            "or pass --asset-dir DIR)\n", llm_prog, dir, strerror(r));
+               "(boot an image with the model: make qemu-smol / qemu-qwen, "
+               "or pass --asset-dir DIR)\n",
+        llm_prog, dir, strerror(r));
     return -1;
   }
   uint64 t1 = time_us();
-  if(llm_runtime_init(rt, model_kind) < 0){
+  if (llm_runtime_init(rt, model_kind) < 0) {
     llm_runtime_free(rt);
     return -1;
   }
   s->tm.load_us = time_us() - t1;
-  if(session_alloc(s, rt) < 0){
+  if (session_alloc(s, rt) < 0) {
     fprintf(2, "%s: out of memory for the KV cache and workspace\n", llm_prog);
     session_free(s, rt);
     return -1;
@@ -585,7 +605,7 @@ session_init(struct llm_session *s, struct llm_runtime *rt, const char *dir,
 void
 session_free(struct llm_session *s, struct llm_runtime *rt)
 {
-  while(s->nbuf > 0)
+  while (s->nbuf > 0)
     free(s->buf[--s->nbuf]);
   llm_runtime_free(rt);
 }
@@ -601,7 +621,7 @@ llm_clock(struct llm_session *s)
 void
 llm_charge(struct llm_session *s, uint64 *part, uint64 since)
 {
-  if(s->tm.profile)
+  if (s->tm.profile)
     *part += time_us() - since;
 }
 
@@ -611,8 +631,8 @@ profile_line(const char *phase, struct llm_session *s, uint64 total, int tokens)
   struct llm_timing *t = &s->tm;
   uint64 known = t->matmul_us + t->attn_us;
   fprintf(2, "%s: profile phase=%s matmul_us=%lu attn_us=%lu other_us=%lu tokens=%d\n",
-          llm_prog, phase, t->matmul_us, t->attn_us,
-          total > known ? total - known : 0, tokens);
+      llm_prog, phase, t->matmul_us, t->attn_us,
+      total > known ? total - known : 0, tokens);
   t->matmul_us = t->attn_us = 0;
 }
 
@@ -623,31 +643,31 @@ profile_line(const char *phase, struct llm_session *s, uint64 total, int tokens)
 // s->seq[0..n) holds the prompt; the predict tokens land in s->seq[n..).
 int
 llm_drive_decode(const struct llm_model *md, struct llm_runtime *rt,
-                 struct llm_session *s, int n, int predict, uint64 t0,
-                 uint64 *ttft, uint64 *tpot)
+    struct llm_session *s, int n, int predict, uint64 t0,
+    uint64 *ttft, uint64 *tpot)
 {
   int c = 0;
-  for(int pos = 0; pos < n; pos += c){       // prefill
+  for (int pos = 0; pos < n; pos += c) { // prefill
     c = n - pos < LLM_BATCH ? n - pos : LLM_BATCH;
     md->forward(rt, s, pos, c);
   }
-  s->seq[n] = llm_head(rt, s, c - 1);        // the first generated token
+  s->seq[n] = llm_head(rt, s, c - 1); // the first generated token
   uint64 t1 = time_us();
-  if(llm_token_hook)
+  if (llm_token_hook)
     llm_token_hook(0, s->seq[n]);
   *ttft = t1 - t0;
-  if(s->tm.profile)
+  if (s->tm.profile)
     profile_line("prefill", s, *ttft, n);
-  for(int i = 1; i < predict; i++){          // decode
+  for (int i = 1; i < predict; i++) { // decode
     int pos = n + i - 1;
     md->forward(rt, s, pos, 1);
     s->seq[pos + 1] = llm_head(rt, s, 0);
-    if(llm_token_hook)
+    if (llm_token_hook)
       llm_token_hook(i, s->seq[pos + 1]);
   }
   uint64 t2 = time_us();
   *tpot = predict > 1 ? (t2 - t1) / (predict - 1) : 0;
-  if(s->tm.profile)
+  if (s->tm.profile)
     profile_line("decode", s, t2 - t1, predict - 1);
   return 0;
 }
@@ -656,28 +676,28 @@ llm_drive_decode(const struct llm_model *md, struct llm_runtime *rt,
 static int
 request_check(const struct llm_config *g, const int *ids, int n, int predict)
 {
-  if(n < 1){
+  if (n < 1) {
     fprintf(2, "%s: request: empty prompt (at least 1 id)\n", llm_prog);
     return -1;
   }
-  if(n > LLM_MAX_PROMPT){
+  if (n > LLM_MAX_PROMPT) {
     fprintf(2, "%s: request: prompt of %d ids exceeds the limit of %d prompt ids\n",
-            llm_prog, n, LLM_MAX_PROMPT);
+        llm_prog, n, LLM_MAX_PROMPT);
     return -1;
   }
-  if(predict < 1){
+  if (predict < 1) {
     fprintf(2, "%s: request: predict %d: must be at least 1\n", llm_prog, predict);
     return -1;
   }
-  if(n + predict > g->runtime_seq_len){
+  if (n + predict > g->runtime_seq_len) {
     fprintf(2, "%s: request: prompt %d + predict %d = %d exceeds runtime_seq_len %d\n",
-            llm_prog, n, predict, n + predict, g->runtime_seq_len);
+        llm_prog, n, predict, n + predict, g->runtime_seq_len);
     return -1;
   }
-  for(int i = 0; i < n; i++)
-    if(ids[i] < 0 || ids[i] >= g->vocab_size){
+  for (int i = 0; i < n; i++)
+    if (ids[i] < 0 || ids[i] >= g->vocab_size) {
       fprintf(2, "%s: request: id %d at prompt position %d is not below vocab_size %d\n",
-              llm_prog, ids[i], i, g->vocab_size);
+          llm_prog, ids[i], i, g->vocab_size);
       return -1;
     }
   return 0;
@@ -689,8 +709,8 @@ print_ids(const int *ids, int n)
 {
   char line[512];
   int len = 0;
-  for(int i = 0; i < n; i++){
-    if(len > (int)sizeof(line) - 16){
+  for (int i = 0; i < n; i++) {
+    if (len > (int)sizeof(line) - 16) {
       write(1, line, len);
       len = 0;
     }
@@ -704,11 +724,11 @@ print_ids(const int *ids, int n)
 // Returns 0, or -1 after a message.
 int
 llm_session_generate(const struct llm_model *md, struct llm_runtime *rt,
-                     struct llm_session *s, const int *ids, int n, int predict,
-                     uint64 *ttft, uint64 *tpot)
+    struct llm_session *s, const int *ids, int n, int predict,
+    uint64 *ttft, uint64 *tpot)
 {
   uint64 t0 = time_us();
-  if(request_check(&rt->cfg, ids, n, predict) < 0)
+  if (request_check(&rt->cfg, ids, n, predict) < 0)
     return -1;
   memmove(s->seq, ids, n * sizeof(int));
   return llm_drive_decode(md, rt, s, n, predict, t0, ttft, tpot);
@@ -717,17 +737,18 @@ llm_session_generate(const struct llm_model *md, struct llm_runtime *rt,
 // Validate and serve one request. Returns 0, or -1 after a message.
 int
 llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
-                struct llm_session *s, const int *ids, int n, int predict,
-                int quiet)
+    struct llm_session *s, const int *ids, int n, int predict,
+    int quiet)
 {
   uint64 ttft, tpot;
-  if(llm_session_generate(md, rt, s, ids, n, predict, &ttft, &tpot) < 0)
+  if (llm_session_generate(md, rt, s, ids, n, predict, &ttft, &tpot) < 0)
     return -1;
-  if(llm_token_hook == 0)   // else the hook has written them (llm_cli's --stream)
+  if (llm_token_hook == 0) // else the hook has written them (llm_cli's --stream)
     print_ids(s->seq + n, predict);
-  if(!quiet)
+  if (!quiet)
     fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
-            "prompt=%d gen=%d\n", llm_prog, s->tm.load_us, s->tm.init_us,
-            ttft, tpot, n, predict);
+               "prompt=%d gen=%d\n",
+        llm_prog, s->tm.load_us, s->tm.init_us,
+        ttft, tpot, n, predict);
   return 0;
 }

@@ -7,12 +7,11 @@
 #include "kernel/include/fs.h"
 #include "kernel/include/param.h"
 
-static const char *
-typename(int type)
+static const char *typename(int type)
 {
-  switch(type){
-  case T_DIR:    return "dir";
-  case T_FILE:   return "file";
+  switch (type) {
+  case T_DIR: return "dir";
+  case T_FILE: return "file";
   case T_DEVICE: return "dev";
   }
   return "?";
@@ -34,17 +33,17 @@ listdir(int fd, const char *dir)
   struct stat st;
   int n, i, r, status = 0;
 
-  while((n = read(fd, de, sizeof(de))) > 0){
-    for(i = 0; i < n / sizeof(de[0]); i++){
-      if(de[i].inum == 0)
+  while ((n = read(fd, de, sizeof(de))) > 0) {
+    for (i = 0; i < n / sizeof(de[0]); i++) {
+      if (de[i].inum == 0)
         continue;
       // A name of exactly DIRSIZ characters has no terminator on disk.
       memmove(name, de[i].name, DIRSIZ);
       name[DIRSIZ] = 0;
-      if(snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path)){
+      if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path)) {
         fprintf(2, "ls: %s/%s: %s\n", dir, name, strerror(ENAMETOOLONG));
         status = 1;
-      } else if((r = stat(path, &st)) < 0){
+      } else if ((r = stat(path, &st)) < 0) {
         fprintf(2, "ls: cannot stat %s: %s\n", path, strerror(r));
         status = 1;
       } else {
@@ -52,7 +51,7 @@ listdir(int fd, const char *dir)
       }
     }
   }
-  if(n < 0){
+  if (n < 0) {
     fprintf(2, "ls: cannot read %s: %s\n", dir, strerror(n));
     status = 1;
   }
@@ -65,14 +64,14 @@ ls(const char *path)
   struct stat st;
   int fd, r, status = 0;
 
-  if((fd = open(path, O_RDONLY)) < 0){
+  if ((fd = open(path, O_RDONLY)) < 0) {
     fprintf(2, "ls: cannot open %s: %s\n", path, strerror(fd));
     return 1;
   }
-  if((r = fstat(fd, &st)) < 0){
+  if ((r = fstat(fd, &st)) < 0) {
     fprintf(2, "ls: cannot stat %s: %s\n", path, strerror(r));
     status = 1;
-  } else if(st.type == T_DIR){
+  } else if (st.type == T_DIR) {
     status = listdir(fd, path);
   } else {
     show(&st, path);
@@ -86,9 +85,9 @@ main(int argc, char *argv[])
 {
   int i, status = 0;
 
-  if(argc < 2)
+  if (argc < 2)
     exit(ls("."));
-  for(i = 1; i < argc; i++)
+  for (i = 1; i < argc; i++)
     status |= ls(argv[i]);
   exit(status);
 }

@@ -11,22 +11,22 @@
 #include <stdarg.h>
 #include "user/user.h"
 
-#define OUTBUF 256
-#define FLOATBUF 352  // 20 digits, 290 more zeros up to 1.8e308, '.', 9 decimals
+#define OUTBUF   256
+#define FLOATBUF 352 // 20 digits, 290 more zeros up to 1.8e308, '.', 9 decimals
 
 struct out {
-  int fd;            // file descriptor to flush to, or -1 for a string
-  char *dst;         // string target (snprintf)
-  int size;          // capacity of dst including the terminator
-  int total;         // characters produced so far
-  char buf[OUTBUF];  // pending bytes for fd
+  int fd;           // file descriptor to flush to, or -1 for a string
+  char *dst;        // string target (snprintf)
+  int size;         // capacity of dst including the terminator
+  int total;        // characters produced so far
+  char buf[OUTBUF]; // pending bytes for fd
   int nbuf;
 };
 
 static void
 flush(struct out *o)
 {
-  if(o->fd >= 0 && o->nbuf > 0)
+  if (o->fd >= 0 && o->nbuf > 0)
     write(o->fd, o->buf, o->nbuf);
   o->nbuf = 0;
 }
@@ -34,11 +34,11 @@ flush(struct out *o)
 static void
 putch(struct out *o, char c)
 {
-  if(o->fd >= 0){
-    if(o->nbuf == OUTBUF)
+  if (o->fd >= 0) {
+    if (o->nbuf == OUTBUF)
       flush(o);
     o->buf[o->nbuf++] = c;
-  } else if(o->total < o->size - 1){
+  } else if (o->total < o->size - 1) {
     o->dst[o->total] = c;
   }
   o->total++;
@@ -51,8 +51,8 @@ struct field {
   const char *text;
   int len;
   int width;
-  int left;          // '-' flag
-  int zero;          // '0' flag (numbers only)
+  int left; // '-' flag
+  int zero; // '0' flag (numbers only)
 };
 
 static void
@@ -61,17 +61,17 @@ putfield(struct out *o, struct field *f)
   int pad = f->width - f->len - (int)strlen(f->prefix);
   const char *p;
 
-  if(!f->left && !f->zero)
-    for(; pad > 0; pad--)
+  if (!f->left && !f->zero)
+    for (; pad > 0; pad--)
       putch(o, ' ');
-  for(p = f->prefix; *p; p++)
+  for (p = f->prefix; *p; p++)
     putch(o, *p);
-  if(!f->left && f->zero)
-    for(; pad > 0; pad--)
+  if (!f->left && f->zero)
+    for (; pad > 0; pad--)
       putch(o, '0');
-  for(p = f->text; p < f->text + f->len; p++)
+  for (p = f->text; p < f->text + f->len; p++)
     putch(o, *p);
-  for(; pad > 0; pad--)
+  for (; pad > 0; pad--)
     putch(o, ' ');
 }
 
@@ -85,7 +85,7 @@ utoa(char *buf, int n, uint64 v, int base, int upper)
   do {
     *--p = digits[v % base];
     v /= base;
-  } while(v != 0);
+  } while (v != 0);
   return p;
 }
 
@@ -101,11 +101,11 @@ ftoa(char *buf, double d, int prec)
   double frac, f, r, rem;
   char *s;
 
-  if(prec > 9)
+  if (prec > 9)
     prec = 9;
-  for(i = 0; i < prec; i++)
+  for (i = 0; i < prec; i++)
     scale *= 10;
-  for(; d >= 1e18; shift++)
+  for (; d >= 1e18; shift++)
     d /= 10;
   ip = (uint64)d;
   frac = d - (double)ip;
@@ -118,20 +118,20 @@ ftoa(char *buf, double d, int prec)
   // Round to nearest, ties to even on the last digit printed, as C and
   // Python do (2.5 prints as "2" with %.0f, 0.125 as "0.12" with %.2f).
   last = prec == 0 ? ip : fp;
-  if(rem > 0.5 || (rem == 0.5 && (r > 0 || (r == 0 && (last & 1)))))
+  if (rem > 0.5 || (rem == 0.5 && (r > 0 || (r == 0 && (last & 1)))))
     fp++;
-  if(fp >= scale){
+  if (fp >= scale) {
     // The fraction rounded up to a whole unit, e.g. 0.9999 with %.2f.
     ip++;
     fp -= scale;
   }
-  for(s = utoa(buf + 24, 24, ip, 10, 0); s < buf + 48; )
+  for (s = utoa(buf + 24, 24, ip, 10, 0); s < buf + 48;)
     buf[n++] = *s++;
-  for(; shift > 0; shift--)
+  for (; shift > 0; shift--)
     buf[n++] = '0';
-  if(prec > 0){
+  if (prec > 0) {
     buf[n++] = '.';
-    for(i = prec - 1; i >= 0; i--, fp /= 10)
+    for (i = prec - 1; i >= 0; i--, fp /= 10)
       buf[n + i] = '0' + fp % 10;
     n += prec;
   }
@@ -143,15 +143,15 @@ fmtfloat(struct out *o, struct field *f, double d, int prec)
 {
   char buf[FLOATBUF];
 
-  if(d != d){
+  if (d != d) {
     f->text = "nan";
     f->len = 3;
   } else {
-    if(__builtin_signbit(d)){
+    if (__builtin_signbit(d)) {
       f->prefix = "-";
       d = -d;
     }
-    if(d == __builtin_inf()){
+    if (d == __builtin_inf()) {
       f->text = "inf";
       f->len = 3;
     } else {
@@ -170,20 +170,20 @@ fmtint(struct out *o, struct field *f, char conv, int lng, va_list *ap)
   long s;
   int i;
 
-  if(conv == 'd' || conv == 'i'){
+  if (conv == 'd' || conv == 'i') {
     s = lng ? va_arg(*ap, long) : va_arg(*ap, int);
     u = s < 0 ? -(uint64)s : (uint64)s;
-    if(s < 0)
+    if (s < 0)
       f->prefix = "-";
-  } else if(conv == 'p'){
+  } else if (conv == 'p') {
     u = (uint64)va_arg(*ap, void *);
     f->prefix = "0x";
   } else {
     u = lng ? va_arg(*ap, uint64) : va_arg(*ap, uint);
   }
-  if(conv == 'p'){
+  if (conv == 'p') {
     // Always 16 digits, so addresses line up.
-    for(i = 1; i <= 16; i++, u >>= 4)
+    for (i = 1; i <= 16; i++, u >>= 4)
       buf[sizeof(buf) - i] = "0123456789abcdef"[u & 15];
     f->text = buf + sizeof(buf) - 16;
   } else {
@@ -201,21 +201,26 @@ convert(struct out *o, const char *fmt, va_list *ap)
   int prec = -1, lng = 0;
   char c;
 
-  for(; *fmt == '-' || *fmt == '0'; fmt++){
-    if(*fmt == '-')
+  for (; *fmt == '-' || *fmt == '0'; fmt++) {
+    if (*fmt == '-')
       f.left = 1;
     else
       f.zero = 1;
   }
-  for(; *fmt >= '0' && *fmt <= '9'; fmt++)
+  for (; *fmt >= '0' && *fmt <= '9'; fmt++)
     f.width = f.width * 10 + (*fmt - '0');
-  if(*fmt == '.')
-    for(prec = 0, fmt++; *fmt >= '0' && *fmt <= '9'; fmt++)
+  if (*fmt == '.')
+    for (prec = 0, fmt++; *fmt >= '0' && *fmt <= '9'; fmt++)
       prec = prec * 10 + (*fmt - '0');
-  for(; *fmt == 'l'; fmt++)
+  for (; *fmt == 'l'; fmt++)
     lng = 1;
-  switch(c = *fmt){
-  case 'd': case 'i': case 'u': case 'x': case 'X': case 'p':
+  switch (c = *fmt) {
+  case 'd':
+  case 'i':
+  case 'u':
+  case 'x':
+  case 'X':
+  case 'p':
     fmtint(o, &f, c, lng, ap);
     break;
   case 'f':
@@ -224,9 +229,9 @@ convert(struct out *o, const char *fmt, va_list *ap)
   case 's':
     f.zero = 0;
     f.text = va_arg(*ap, const char *);
-    if(f.text == 0)
+    if (f.text == 0)
       f.text = "(null)";
-    for(f.len = 0; f.text[f.len] && (prec < 0 || f.len < prec); f.len++)
+    for (f.len = 0; f.text[f.len] && (prec < 0 || f.len < prec); f.len++)
       ;
     putfield(o, &f);
     break;
@@ -250,10 +255,10 @@ vformat(struct out *o, const char *fmt, va_list ap)
 
   // va_copy gives a va_list that can be passed by address on every ABI.
   va_copy(aq, ap);
-  while(*fmt){
-    if(*fmt != '%')
+  while (*fmt) {
+    if (*fmt != '%')
       putch(o, *fmt++);
-    else if(fmt[1] == '%'){
+    else if (fmt[1] == '%') {
       putch(o, '%');
       fmt += 2;
     } else
@@ -297,7 +302,7 @@ snprintf(char *buf, int size, const char *fmt, ...)
   va_start(ap, fmt);
   vformat(&o, fmt, ap);
   va_end(ap);
-  if(size > 0)
+  if (size > 0)
     buf[o.total < size ? o.total : size - 1] = 0;
   return o.total;
 }

@@ -17,7 +17,7 @@ stat(const char *path, struct stat *st)
   int fd, r;
 
   fd = open(path, O_RDONLY);
-  if(fd < 0)
+  if (fd < 0)
     return fd;
   r = fstat(fd, st);
   close(fd);
@@ -29,7 +29,7 @@ strcpy(char *dst, const char *src)
 {
   char *d = dst;
 
-  while((*d++ = *src++) != 0)
+  while ((*d++ = *src++) != 0)
     ;
   return dst;
 }
@@ -41,9 +41,9 @@ strncpy(char *dst, const char *src, int n)
 {
   int i;
 
-  for(i = 0; i < n && src[i]; i++)
+  for (i = 0; i < n && src[i]; i++)
     dst[i] = src[i];
-  for(; i < n; i++)
+  for (; i < n; i++)
     dst[i] = 0;
   return dst;
 }
@@ -51,7 +51,7 @@ strncpy(char *dst, const char *src, int n)
 int
 strcmp(const char *p, const char *q)
 {
-  while(*p && *p == *q)
+  while (*p && *p == *q)
     p++, q++;
   return (uchar)*p - (uchar)*q;
 }
@@ -59,9 +59,9 @@ strcmp(const char *p, const char *q)
 int
 strncmp(const char *p, const char *q, uint n)
 {
-  while(n > 0 && *p && *p == *q)
+  while (n > 0 && *p && *p == *q)
     n--, p++, q++;
-  if(n == 0)
+  if (n == 0)
     return 0;
   return (uchar)*p - (uchar)*q;
 }
@@ -71,7 +71,7 @@ strlen(const char *s)
 {
   uint n = 0;
 
-  while(s[n])
+  while (s[n])
     n++;
   return n;
 }
@@ -80,8 +80,8 @@ strlen(const char *s)
 char *
 strchr(const char *s, char c)
 {
-  for(; *s; s++)
-    if(*s == c)
+  for (; *s; s++)
+    if (*s == c)
       return (char *)s;
   return 0;
 }
@@ -94,11 +94,11 @@ gets(char *buf, int max)
   int i = 0;
   char c;
 
-  while(i + 1 < max){
-    if(read(0, &c, 1) != 1)
+  while (i + 1 < max) {
+    if (read(0, &c, 1) != 1)
       break;
     buf[i++] = c;
-    if(c == '\n' || c == '\r')
+    if (c == '\n' || c == '\r')
       break;
   }
   buf[i] = 0;
@@ -111,13 +111,13 @@ memset(void *dst, int c, uint n)
   uchar *d = dst;
   uint64 word = (uchar)c * 0x0101010101010101UL;
 
-  while(n > 0 && ((uint64)d & 7)){
+  while (n > 0 && ((uint64)d & 7)) {
     *d++ = c;
     n--;
   }
-  for(; n >= 8; n -= 8, d += 8)
+  for (; n >= 8; n -= 8, d += 8)
     *(uint64 *)d = word;
-  while(n-- > 0)
+  while (n-- > 0)
     *d++ = c;
   return dst;
 }
@@ -130,20 +130,20 @@ memmove(void *dst, const void *src, int n)
   const uchar *s = src;
   int words = (((uint64)d | (uint64)s) & 7) == 0;
 
-  if(n <= 0 || d == s)
+  if (n <= 0 || d == s)
     return dst;
-  if(d < s || d >= s + n){
-    for(; words && n >= 8; n -= 8, d += 8, s += 8)
+  if (d < s || d >= s + n) {
+    for (; words && n >= 8; n -= 8, d += 8, s += 8)
       *(uint64 *)d = *(const uint64 *)s;
-    while(n-- > 0)
+    while (n-- > 0)
       *d++ = *s++;
   } else {
     // Overlap with dst above src: copy from the end down.
     d += n;
     s += n;
-    for(; words && n >= 8; n -= 8)
+    for (; words && n >= 8; n -= 8)
       d -= 8, s -= 8, *(uint64 *)d = *(const uint64 *)s;
-    while(n-- > 0)
+    while (n-- > 0)
       *--d = *--s;
   }
   return dst;
@@ -156,7 +156,7 @@ memcpy(void *dst, const void *src, uint n)
   uint chunk = 1U << 30;
   uint done;
 
-  for(done = 0; n - done > chunk; done += chunk)
+  for (done = 0; n - done > chunk; done += chunk)
     memmove((char *)dst + done, (const char *)src + done, chunk);
   memmove((char *)dst + done, (const char *)src + done, n - done);
   return dst;
@@ -167,8 +167,8 @@ memcmp(const void *a, const void *b, uint n)
 {
   const uchar *p = a, *q = b;
 
-  for(; n > 0; n--, p++, q++)
-    if(*p != *q)
+  for (; n > 0; n--, p++, q++)
+    if (*p != *q)
       return *p - *q;
   return 0;
 }
@@ -182,11 +182,11 @@ atoi(const char *s)
 static int
 digitval(char c)
 {
-  if(c >= '0' && c <= '9')
+  if (c >= '0' && c <= '9')
     return c - '0';
-  if(c >= 'a' && c <= 'z')
+  if (c >= 'a' && c <= 'z')
     return c - 'a' + 10;
-  if(c >= 'A' && c <= 'Z')
+  if (c >= 'A' && c <= 'Z')
     return c - 'A' + 10;
   return 99;
 }
@@ -201,63 +201,62 @@ strtol(const char *s, char **end, int base)
   long v = 0;
   int neg = 0;
 
-  while(*p == ' ' || *p == '\t' || *p == '\n')
+  while (*p == ' ' || *p == '\t' || *p == '\n')
     p++;
-  if(*p == '-' || *p == '+')
+  if (*p == '-' || *p == '+')
     neg = (*p++ == '-');
-  if((base == 0 || base == 16) && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')
-     && digitval(p[2]) < 16){
+  if ((base == 0 || base == 16) && p[0] == '0' && (p[1] == 'x' || p[1] == 'X') && digitval(p[2]) < 16) {
     p += 2;
     base = 16;
-  } else if(base == 0){
+  } else if (base == 0) {
     base = (p[0] == '0') ? 8 : 10;
   }
   start = p;
-  while(digitval(*p) < base)
+  while (digitval(*p) < base)
     v = v * base + digitval(*p++);
-  if(end)
+  if (end)
     *end = (char *)(p == start ? s : p);
   return neg ? -v : v;
 }
 
 static const char *errnames[] = {
-  [0] =            "success",
-  [EPERM] =        "operation not permitted",
-  [ENOENT] =       "no such file or directory",
-  [ESRCH] =        "no such process",
-  [EINTR] =        "interrupted",
-  [EIO] =          "I/O error",
-  [E2BIG] =        "argument list too long",
-  [ENOEXEC] =      "not an executable",
-  [EBADF] =        "bad file descriptor",
-  [ECHILD] =       "no child processes",
-  [EAGAIN] =       "resource temporarily unavailable",
-  [ENOMEM] =       "out of memory",
-  [EFAULT] =       "bad address",
-  [EBUSY] =        "resource busy",
-  [EEXIST] =       "file exists",
-  [EXDEV] =        "cross-device link",
-  [ENOTDIR] =      "not a directory",
-  [EISDIR] =       "is a directory",
-  [EINVAL] =       "invalid argument",
-  [ENFILE] =       "too many open files in the system",
-  [EMFILE] =       "too many open files",
-  [EFBIG] =        "file too large",
-  [ENOSPC] =       "no space left on device",
-  [EPIPE] =        "broken pipe",
-  [ERANGE] =       "result out of range",
+  [0] = "success",
+  [EPERM] = "operation not permitted",
+  [ENOENT] = "no such file or directory",
+  [ESRCH] = "no such process",
+  [EINTR] = "interrupted",
+  [EIO] = "I/O error",
+  [E2BIG] = "argument list too long",
+  [ENOEXEC] = "not an executable",
+  [EBADF] = "bad file descriptor",
+  [ECHILD] = "no child processes",
+  [EAGAIN] = "resource temporarily unavailable",
+  [ENOMEM] = "out of memory",
+  [EFAULT] = "bad address",
+  [EBUSY] = "resource busy",
+  [EEXIST] = "file exists",
+  [EXDEV] = "cross-device link",
+  [ENOTDIR] = "not a directory",
+  [EISDIR] = "is a directory",
+  [EINVAL] = "invalid argument",
+  [ENFILE] = "too many open files in the system",
+  [EMFILE] = "too many open files",
+  [EFBIG] = "file too large",
+  [ENOSPC] = "no space left on device",
+  [EPIPE] = "broken pipe",
+  [ERANGE] = "result out of range",
   [ENAMETOOLONG] = "file name too long",
-  [ENOSYS] =       "function not implemented",
-  [ENOTEMPTY] =    "directory not empty",
+  [ENOSYS] = "function not implemented",
+  [ENOTEMPTY] = "directory not empty",
 };
 
 // Words for an error code; accepts ENOENT or -ENOENT.
 const char *
 strerror(int err)
 {
-  if(err < 0)
+  if (err < 0)
     err = -err;
-  if(err >= (int)(sizeof(errnames) / sizeof(errnames[0])) || errnames[err] == 0)
+  if (err >= (int)(sizeof(errnames) / sizeof(errnames[0])) || errnames[err] == 0)
     return "unknown error";
   return errnames[err];
 }

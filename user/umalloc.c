@@ -16,22 +16,22 @@
 #include "user/user.h"
 
 struct header {
-  struct header *next;  // next free block, by address (free blocks only)
-  uint64 units;         // size of the block in units, header included
+  struct header *next; // next free block, by address (free blocks only)
+  uint64 units;        // size of the block in units, header included
 };
 
-#define UNIT      sizeof(struct header)   // 16 bytes: keeps doubles aligned
-#define MINGROW   (64 * 1024 / UNIT)      // grow the heap by at least 64 KiB
-#define BIGBLOCK  (1024 * 1024 / UNIT)    // blocks this big return to the kernel
+#define UNIT     sizeof(struct header) // 16 bytes: keeps doubles aligned
+#define MINGROW  (64 * 1024 / UNIT)    // grow the heap by at least 64 KiB
+#define BIGBLOCK (1024 * 1024 / UNIT)  // blocks this big return to the kernel
 
-static struct header base;                // zero-size anchor of the free list
-static struct header *freep;              // where the last search stopped
+static struct header base;   // zero-size anchor of the free list
+static struct header *freep; // where the last search stopped
 
 // Make the free list an empty circle around base, the first time.
 static void
 startlist(void)
 {
-  if(freep == 0){
+  if (freep == 0) {
     base.next = freep = &base;
     base.units = 0;
   }
@@ -47,15 +47,15 @@ insert(struct header *b)
 
   // Start where the last operation was when that lies below b.
   p = (freep != 0 && freep < b) ? freep : &base;
-  while(p->next != &base && p->next < b)
+  while (p->next != &base && p->next < b)
     p = p->next;
   next = p->next;
-  if(next != &base && b + b->units == next){
+  if (next != &base && b + b->units == next) {
     b->units += next->units;
     next = next->next;
   }
   b->next = next;
-  if(p != &base && p + p->units == b){
+  if (p != &base && p + p->units == b) {
     p->units += b->units;
     p->next = b->next;
   } else {
@@ -71,10 +71,10 @@ trim(void)
 {
   struct header *prev, *last;
 
-  for(prev = &base; prev->next->next != &base; prev = prev->next)
+  for (prev = &base; prev->next->next != &base; prev = prev->next)
     ;
   last = prev->next;
-  if(last == &base || last->units < BIGBLOCK || (char *)(last + last->units) != sbrk(0))
+  if (last == &base || last->units < BIGBLOCK || (char *)(last + last->units) != sbrk(0))
     return;
   prev->next = &base;
   freep = prev;
@@ -90,10 +90,10 @@ morecore(uint64 units)
 
   // The break starts wherever the program's data ends; headers need
   // 16-byte alignment, so skip to the next multiple once.
-  if(brk % UNIT != 0 && sbrk(UNIT - brk % UNIT) == (char *)-1)
+  if (brk % UNIT != 0 && sbrk(UNIT - brk % UNIT) == (char *)-1)
     return 0;
   b = (struct header *)sbrk(units * UNIT);
-  if(b == (struct header *)-1)
+  if (b == (struct header *)-1)
     return 0;
   b->units = units;
   return b;
@@ -107,7 +107,7 @@ grow(uint64 units)
   struct header *b;
 
   b = morecore(units < MINGROW ? MINGROW : units);
-  if(b == 0)
+  if (b == 0)
     return 0;
   insert(b);
   return freep;
@@ -117,7 +117,7 @@ grow(uint64 units)
 static void *
 take(struct header *prev, struct header *b, uint64 units)
 {
-  if(b->units == units){
+  if (b->units == units) {
     prev->next = b->next;
   } else {
     // Hand out the tail, so the free part keeps its place in the list.
@@ -136,26 +136,26 @@ alloc(uint64 n, int *fresh)
   struct header *prev, *b;
   uint64 units;
 
-  if(n == 0 || n > (1UL << 40))
+  if (n == 0 || n > (1UL << 40))
     return 0;
   units = (n + UNIT - 1) / UNIT + 1;
   startlist();
   *fresh = 0;
-  if(units >= BIGBLOCK){
+  if (units >= BIGBLOCK) {
     // Big: the first free block that fits, else exactly this much fresh
     // memory from sbrk, so a later free can give it all back.
-    for(prev = &base, b = base.next; b != &base; prev = b, b = b->next)
-      if(b->units >= units)
+    for (prev = &base, b = base.next; b != &base; prev = b, b = b->next)
+      if (b->units >= units)
         return take(prev, b, units);
-    if((b = morecore(units)) == 0)
+    if ((b = morecore(units)) == 0)
       return 0;
     *fresh = 1;
     return b + 1;
   }
-  for(prev = freep, b = prev->next; ; prev = b, b = b->next){
-    if(b->units >= units)
+  for (prev = freep, b = prev->next;; prev = b, b = b->next) {
+    if (b->units >= units)
       return take(prev, b, units);
-    if(b == freep && (b = grow(units)) == 0)
+    if (b == freep && (b = grow(units)) == 0)
       return 0;
   }
 }
@@ -174,7 +174,7 @@ zero(char *p, uint64 n)
 {
   uint64 chunk;
 
-  for(; n > 0; n -= chunk, p += chunk){
+  for (; n > 0; n -= chunk, p += chunk) {
     chunk = n < (1UL << 30) ? n : (1UL << 30);
     memset(p, 0, chunk);
   }
@@ -188,10 +188,10 @@ calloc(uint64 count, uint64 size)
   void *p;
   int fresh;
 
-  if(size != 0 && count > (1UL << 40) / size)
+  if (size != 0 && count > (1UL << 40) / size)
     return 0;
   p = alloc(count * size, &fresh);
-  if(p != 0 && !fresh)
+  if (p != 0 && !fresh)
     zero(p, count * size);
   return p;
 }
@@ -201,11 +201,11 @@ free(void *ap)
 {
   struct header *b;
 
-  if(ap == 0)
+  if (ap == 0)
     return;
   b = (struct header *)ap - 1;
   startlist();
   insert(b);
-  if(b->units >= BIGBLOCK || freep->units >= BIGBLOCK)
+  if (b->units >= BIGBLOCK || freep->units >= BIGBLOCK)
     trim();
 }

@@ -27,25 +27,25 @@ int mkdir(const char *path);
 int chdir(const char *path);
 int dup(int fd);
 int getpid(void);
-char *sbrk(long n);          // (char *)-1 on failure; a negative n releases memory
-int sleep(int ticks);        // 10 ticks per second
-int uptime(void);            // ticks since boot
-uint64 time_us(void);        // microseconds since boot, from the time CSR
+char *sbrk(long n);   // (char *)-1 on failure; a negative n releases memory
+int sleep(int ticks); // 10 ticks per second
+int uptime(void);     // ticks since boot
+uint64 time_us(void); // microseconds since boot, from the time CSR
 
 // The AI service (kernel/include/aisvc.h: limits, states, AIE_ codes and
 // the structs). Each returns a negative AIE_ code on failure.
 struct ai_status;
 struct ai_job;
 struct ai_info;
-int ai_submit(const uint32 *tokens, int token_count, int predict_count); // reqid > 0
-int ai_wait(int reqid, char *out, int out_cap);   // bytes written (no NUL counted)
-int ai_query(int reqid, struct ai_status *st);    // 0; never blocks
+int ai_submit(const uint32 *tokens, int token_count, int predict_count);   // reqid > 0
+int ai_wait(int reqid, char *out, int out_cap);                            // bytes written (no NUL counted)
+int ai_query(int reqid, struct ai_status *st);                             // 0; never blocks
 int ai_call(const uint32 *tokens, int n, int predict, char *out, int cap); // submit + wait
 int ai_cancel(int reqid);
-int ai_info(struct ai_info *in);                  // the table at a glance
+int ai_info(struct ai_info *in); // the table at a glance
 // Worker only (user/ai_daemon.c):
-int ai_register(int vocab, int seq_len);         // (0, 0) resigns the role
-int ai_next(struct ai_job *job);                  // reqid; blocks while none queued
+int ai_register(int vocab, int seq_len); // (0, 0) resigns the role
+int ai_next(struct ai_job *job);         // reqid; blocks while none queued
 int ai_progress(int reqid, int ntokens);
 int ai_complete(int reqid, const uint32 *ids, int n);
 int ai_fail(int reqid, int err);
@@ -65,7 +65,7 @@ void *memcpy(void *dst, const void *src, uint n);
 int memcmp(const void *a, const void *b, uint n);
 int atoi(const char *s);
 long strtol(const char *s, char **end, int base);
-const char *strerror(int err);   // accepts err or -err
+const char *strerror(int err); // accepts err or -err
 
 // ---- printf.c
 void printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -31,7 +31,7 @@
 
 #define MB (1024L * 1024)
 
-static int failfd = -1;            // the runner reads failure reasons here
+static int failfd = -1; // the runner reads failure reasons here
 
 // ---------------------------------------------------------------- checks
 
@@ -42,20 +42,25 @@ failed(int line, const char *why)
   int n;
 
   n = snprintf(msg, sizeof(msg), "line %d: %s\n", line, why);
-  if(n > (int)sizeof(msg) - 1)
+  if (n > (int)sizeof(msg) - 1)
     n = sizeof(msg) - 1;
   write(failfd, msg, n);
   exit(1);
 }
 
 // fail("fmt", ...): end the case with a reason.
-#define fail(...) do {                          \
-    char why_[250];                             \
-    snprintf(why_, sizeof(why_), __VA_ARGS__);  \
-    failed(__LINE__, why_);                     \
-  } while(0)
+#define fail(...) \
+  do { \
+    char why_[250]; \
+    snprintf(why_, sizeof(why_), __VA_ARGS__); \
+    failed(__LINE__, why_); \
+  } while (0)
 
-#define expect(cond, ...) do { if(!(cond)) fail(__VA_ARGS__); } while(0)
+#define expect(cond, ...) \
+  do { \
+    if (!(cond)) \
+      fail(__VA_ARGS__); \
+  } while (0)
 
 // EXPECT_ERR(call, ECODE): the call must return exactly -ECODE.
 #define EXPECT_ERR(expr, code) experr((long)(expr), (code), #expr, __LINE__)
@@ -67,10 +72,10 @@ experr(long got, int code, const char *what, int line)
 {
   char why[250];
 
-  if(got == -code)
+  if (got == -code)
     return;
   snprintf(why, sizeof(why), "%s returned %ld (%s), expected -%d (%s)", what, got,
-           got < 0 ? strerror(got) : "success", code, strerror(code));
+      got < 0 ? strerror(got) : "success", code, strerror(code));
   failed(line, why);
 }
 
@@ -79,7 +84,7 @@ expok(long got, const char *what, int line)
 {
   char why[250];
 
-  if(got >= 0)
+  if (got >= 0)
     return got;
   snprintf(why, sizeof(why), "%s failed: %ld (%s)", what, got, strerror(got));
   failed(line, why);
@@ -93,10 +98,10 @@ waitstatus(int pid, int want, int line)
   int r, st = -12345;
 
   r = wait(&st);
-  if(r != pid)
+  if (r != pid)
     snprintf(why, sizeof(why), "wait returned %d (%s), expected child %d", r,
-             r < 0 ? strerror(r) : "another pid", pid);
-  else if(st != want)
+        r < 0 ? strerror(r) : "another pid", pid);
+  else if (st != want)
     snprintf(why, sizeof(why), "child %d exited with status %d, expected %d", pid, st, want);
   else
     return;
@@ -105,11 +110,12 @@ waitstatus(int pid, int want, int line)
 #define WAITSTATUS(pid, want) waitstatus((pid), (want), __LINE__)
 
 // Wait for the child pid, which the kernel must have killed.
-#define WAITKILLED(pid) do {                                            \
-    int st_ = 0, r_ = wait(&st_);                                       \
-    expect(r_ == (pid), "wait returned %d, expected %d", r_, (pid));    \
-    expect(st_ != 0, "child %d exited with status 0", (pid));           \
-  } while(0)
+#define WAITKILLED(pid) \
+  do { \
+    int st_ = 0, r_ = wait(&st_); \
+    expect(r_ == (pid), "wait returned %d, expected %d", r_, (pid)); \
+    expect(st_ != 0, "child %d exited with status 0", (pid)); \
+  } while (0)
 
 // Wait for n children, each of which must exit with status 0 (a failed
 // one has already written its reason).
@@ -118,7 +124,7 @@ waitchildren(int n)
 {
   int r, st;
 
-  for(; n > 0; n--){
+  for (; n > 0; n--) {
     r = wait(&st);
     expect(r > 0, "wait returned %d (%s) with %d children left", r, strerror(r), n);
     expect(st == 0, "child %d exited with status %d", r, st);
@@ -131,7 +137,7 @@ waitchildren(int n)
 static char *
 badptr(int i)
 {
-  switch(i){
+  switch (i) {
   case 0: return (char *)0;
   case 1: return (char *)KERNBASE;
   case 2: return (char *)0xffffffffffffffffUL;
@@ -152,7 +158,7 @@ makefile(const char *path, int n, char c)
 
   memset(buf, c, sizeof(buf));
   fd = EXPECT_OK(open(path, O_CREATE | O_TRUNC | O_WRONLY));
-  for(; n > 0; n -= k){
+  for (; n > 0; n -= k) {
     k = n < 512 ? n : 512;
     expect(write(fd, buf, k) == k, "write to %s failed", path);
   }
@@ -166,7 +172,7 @@ readall(int fd, char *buf, int max)
 {
   int n, total = 0;
 
-  while(total < max && (n = read(fd, buf + total, max - total)) > 0)
+  while (total < max && (n = read(fd, buf + total, max - total)) > 0)
     total += n;
   return total;
 }
@@ -189,7 +195,7 @@ t_getpid(void)
   expect(me > 0, "getpid returned %d", me);
   EXPECT_OK(pipe(p));
   pid = EXPECT_OK(fork());
-  if(pid == 0){
+  if (pid == 0) {
     child = getpid();
     write(p[1], &child, sizeof(child));
     exit(child == me);
@@ -206,15 +212,15 @@ t_exitstatus(void)
   int codes[] = { 0, 1, 42, 255, -1 };
   int i, pid;
 
-  for(i = 0; i < sizeof(codes) / sizeof(codes[0]); i++){
+  for (i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
     pid = EXPECT_OK(fork());
-    if(pid == 0)
+    if (pid == 0)
       exit(codes[i]);
     WAITSTATUS(pid, codes[i]);
   }
   // A null status pointer is allowed.
   pid = EXPECT_OK(fork());
-  if(pid == 0)
+  if (pid == 0)
     exit(3);
   expect(wait(0) == pid, "wait(0) did not return the child");
   EXPECT_ERR(wait(0), ECHILD);
@@ -227,8 +233,8 @@ t_orphan(void)
   int pid;
 
   pid = EXPECT_OK(fork());
-  if(pid == 0){
-    if(fork() == 0){
+  if (pid == 0) {
+    if (fork() == 0) {
       sleep(2);
       exit(0);
     }
@@ -247,25 +253,25 @@ t_forkmany(void)
   char c;
 
   EXPECT_OK(pipe(p));
-  for(n = 0; n < 1000; n++){
+  for (n = 0; n < 1000; n++) {
     pid = fork();
-    if(pid == 0){
+    if (pid == 0) {
       // Block until the parent closes the pipe.
       close(p[1]);
       read(p[0], &c, 1);
       exit(0);
     }
-    if(pid < 0)
+    if (pid < 0)
       break;
   }
   expect(pid == -EAGAIN || pid == -ENOMEM, "fork %d returned %d (%s), expected -EAGAIN",
-         n, pid, pid < 0 ? strerror(pid) : "success");
+      n, pid, pid < 0 ? strerror(pid) : "success");
   expect(n >= 16, "only %d forks succeeded", n);
   close(p[1]);
-  for(; n > 0; n--)
+  for (; n > 0; n--)
     expect((r = wait(0)) > 0, "wait returned %d with %d children left", r, n);
   pid = EXPECT_OK(fork());
-  if(pid == 0)
+  if (pid == 0)
     exit(0);
   WAITSTATUS(pid, 0);
 }
@@ -276,14 +282,14 @@ t_forkstorm(void)
 {
   int i, j, pid;
 
-  for(i = 0; i < 4; i++){
+  for (i = 0; i < 4; i++) {
     pid = EXPECT_OK(fork());
-    if(pid == 0){
-      for(j = 0; j < 100; j++){
+    if (pid == 0) {
+      for (j = 0; j < 100; j++) {
         pid = fork();
-        if(pid == 0)
+        if (pid == 0)
           exit(j & 7);
-        if(pid < 0)
+        if (pid < 0)
           continue;
         WAITSTATUS(pid, j & 7);
       }
@@ -301,7 +307,7 @@ runcapture(char **argv, char *buf, int max)
 
   EXPECT_OK(pipe(p));
   pid = EXPECT_OK(fork());
-  if(pid == 0){
+  if (pid == 0) {
     close(1);
     dup(p[1]);
     close(p[0]);
@@ -329,14 +335,15 @@ t_exec(void)
 
 // exec in a grandchild that reports 77 when exec fails as expected, so a
 // wrongly successful exec (the program would exit 0) fails the case.
-#define EXECFAILS(path, argv, code) do {        \
-    int pid_ = EXPECT_OK(fork());               \
-    if(pid_ == 0){                              \
+#define EXECFAILS(path, argv, code) \
+  do { \
+    int pid_ = EXPECT_OK(fork()); \
+    if (pid_ == 0) { \
       EXPECT_ERR(exec((path), (argv)), (code)); \
-      exit(77);                                 \
-    }                                           \
-    WAITSTATUS(pid_, 77);                       \
-  } while(0)
+      exit(77); \
+    } \
+    WAITSTATUS(pid_, 77); \
+  } while (0)
 
 static void
 t_execargs(void)
@@ -346,12 +353,12 @@ t_execargs(void)
   int i, n;
 
   argv[0] = "/echo";
-  for(i = 1; i < MAXARG - 1; i++)
+  for (i = 1; i < MAXARG - 1; i++)
     argv[i] = "ab";
   argv[i] = 0;
   n = runcapture(argv, out, sizeof(out));
   expect(n == 3 * (MAXARG - 2), "echo of %d args printed %d bytes", MAXARG - 2, n);
-  for(i = 1; i < MAXARG + 1; i++)
+  for (i = 1; i < MAXARG + 1; i++)
     argv[i] = "ab";
   argv[i] = 0;
   EXECFAILS("/echo", argv, E2BIG);
@@ -378,9 +385,9 @@ t_execbad(void)
   // An ELF64 RISC-V header whose program headers lie far past the file.
   memset(hdr, 0, sizeof(hdr));
   memmove(hdr, "\177ELF\2\1\1", 7);
-  hdr[2] = 0x10000f3 | (1UL << 32);       // e_type EXEC, e_machine RISC-V, version 1
-  hdr[3] = 0x1000;                        // e_entry
-  hdr[4] = 0x7ffffffffff0UL;              // e_phoff
+  hdr[2] = 0x10000f3 | (1UL << 32);              // e_type EXEC, e_machine RISC-V, version 1
+  hdr[3] = 0x1000;                               // e_entry
+  hdr[4] = 0x7ffffffffff0UL;                     // e_phoff
   hdr[7] = (0xffffUL << 16) | (56UL << 32) | 64; // e_phnum 65535, e_phentsize 56, e_ehsize
   fd = EXPECT_OK(open("ut_badelf", O_CREATE | O_TRUNC | O_WRONLY));
   expect(write(fd, hdr, sizeof(hdr)) == sizeof(hdr), "write ut_badelf");
@@ -401,17 +408,17 @@ t_pipe(void)
 
   EXPECT_OK(pipe(p));
   pid = EXPECT_OK(fork());
-  if(pid == 0){
+  if (pid == 0) {
     close(p[0]);
-    for(i = 0; i < 5; i++){
+    for (i = 0; i < 5; i++) {
       memset(buf, 'a' + i, 1033);
       expect(write(p[1], buf, 1033) == 1033, "pipe write %d", i);
     }
     exit(0);
   }
   close(p[1]);
-  while((n = read(p[0], buf, sizeof(buf))) > 0){
-    for(i = 0; i < n; i++, total++)
+  while ((n = read(p[0], buf, sizeof(buf))) > 0) {
+    for (i = 0; i < n; i++, total++)
       expect(buf[i] == 'a' + total / 1033, "byte %d is %c", total, buf[i]);
   }
   expect(n == 0 && total == 5 * 1033, "read %d bytes, last read %d", total, n);
@@ -428,13 +435,13 @@ t_pipebig(void)
 
   EXPECT_OK(pipe(p));
   pid = EXPECT_OK(fork());
-  if(pid == 0){
+  if (pid == 0) {
     close(p[0]);
-    while(total < want){
+    while (total < want) {
       n = 1 + (total * 7 + 4093) % sizeof(buf);
-      if(n > want - total)
+      if (n > want - total)
         n = want - total;
-      for(i = 0; i < n; i++)
+      for (i = 0; i < n; i++)
         buf[i] = patbyte(total + i, 5);
       expect(write(p[1], buf, n) == n, "pipe write at %ld", (long)total);
       total += n;
@@ -442,8 +449,8 @@ t_pipebig(void)
     exit(0);
   }
   close(p[1]);
-  while((n = read(p[0], buf, 1 + total % 5000)) > 0){
-    for(i = 0; i < n; i++)
+  while ((n = read(p[0], buf, 1 + total % 5000)) > 0) {
+    for (i = 0; i < n; i++)
       expect(buf[i] == patbyte(total + i, 5), "wrong byte at %ld", (long)(total + i));
     total += n;
   }
@@ -459,9 +466,9 @@ t_pipeeof(void)
   int p[2], i, pid, n, total = 0;
 
   EXPECT_OK(pipe(p));
-  for(i = 0; i < 3; i++){
+  for (i = 0; i < 3; i++) {
     pid = EXPECT_OK(fork());
-    if(pid == 0){
+    if (pid == 0) {
       close(p[0]);
       memset(buf, 'x', 100);
       sleep(i);
@@ -470,7 +477,7 @@ t_pipeeof(void)
     }
   }
   close(p[1]);
-  while((n = read(p[0], buf, sizeof(buf))) > 0)
+  while ((n = read(p[0], buf, sizeof(buf))) > 0)
     total += n;
   expect(n == 0 && total == 300, "read %d bytes then %d", total, n);
   waitchildren(3);
@@ -499,13 +506,13 @@ t_kill(void)
   char c;
 
   EXPECT_OK(pipe(p));
-  for(i = 0; i < 3; i++){
+  for (i = 0; i < 3; i++) {
     pids[i] = EXPECT_OK(fork());
-    if(pids[i] == 0){
-      if(i == 0)
-        for(;;)
+    if (pids[i] == 0) {
+      if (i == 0)
+        for (;;)
           ;
-      if(i == 1)
+      if (i == 1)
         sleep(100000);
       read(p[0], &c, 1);
       exit(0);
@@ -513,9 +520,9 @@ t_kill(void)
   }
   sleep(2);
   t0 = uptime();
-  for(i = 0; i < 3; i++)
+  for (i = 0; i < 3; i++)
     EXPECT_OK(kill(pids[i]));
-  for(i = 0; i < 3; i++){
+  for (i = 0; i < 3; i++) {
     expect(wait(&st) > 0, "wait after kill");
     expect(st != 0, "a killed child exited with status 0");
   }
@@ -539,7 +546,7 @@ alignbrk(void)
 {
   uint64 brk = (uint64)sbrk(0);
 
-  if(brk % PGSIZE)
+  if (brk % PGSIZE)
     sbrk(PGSIZE - brk % PGSIZE);
   return sbrk(0);
 }
@@ -554,15 +561,15 @@ t_sbrkbasic(void)
   b = sbrk(10000);
   expect(b == a, "sbrk(10000) returned %p, the break was %p", b, a);
   expect(sbrk(0) == a + 10000, "break is %p after growing %p by 10000", sbrk(0), a);
-  for(i = 0; i < 10000; i++)
+  for (i = 0; i < 10000; i++)
     a[i] = i;
-  for(i = 0; i < 10000; i++)
+  for (i = 0; i < 10000; i++)
     expect(a[i] == (char)i, "heap byte %d changed", i);
   b = sbrk(-10000);
   expect(b == a + 10000, "sbrk(-10000) returned %p", b);
   expect(sbrk(0) == a, "break is %p after shrinking, expected %p", sbrk(0), a);
   // One byte at a time crosses page boundaries at odd places.
-  for(i = 0; i < 5000; i++){
+  for (i = 0; i < 5000; i++) {
     b = sbrk(1);
     expect(b == a + i, "sbrk(1) number %d returned %p", i, b);
     *b = 1;
@@ -580,13 +587,13 @@ t_sbrkzero(void)
   a = alignbrk();
   b = sbrk(n);
   expect(!sbrkfailed(b), "sbrk(%ld) failed", n);
-  for(i = 0; i < n; i++)
+  for (i = 0; i < n; i++)
     expect(a[i] == 0, "new heap byte %ld is %d", i, a[i]);
   memset(a, 0xaa, n);
   sbrk(-n);
   b = sbrk(n);
   expect(b == a, "regrow returned %p, expected %p", b, a);
-  for(i = 0; i < n; i++)
+  for (i = 0; i < n; i++)
     expect(a[i] == 0, "regrown heap byte %ld is %d", i, a[i]);
   sbrk(-n);
 }
@@ -600,19 +607,19 @@ t_sbrkbig(void)
   long n, i;
 
   a = alignbrk();
-  for(n = 1536 * MB; n >= 32 * MB; n /= 2){
+  for (n = 1536 * MB; n >= 32 * MB; n /= 2) {
     b = sbrk(n);
-    if(!sbrkfailed(b))
+    if (!sbrkfailed(b))
       break;
     expect(sbrk(0) == a, "failed sbrk(%ld) moved the break", n);
   }
   expect(n >= 32 * MB, "could not grow by even 32 MB");
   expect(b == a, "sbrk(%ld) returned %p, expected %p", n, b, a);
-  for(i = 0; i < n; i += PGSIZE){
+  for (i = 0; i < n; i += PGSIZE) {
     expect(a[i] == 0, "new page at +%ld not zero", i);
     a[i] = (char)(i / PGSIZE) | 1;
   }
-  for(i = 0; i < n; i += PGSIZE)
+  for (i = 0; i < n; i += PGSIZE)
     expect(a[i] == ((char)(i / PGSIZE) | 1), "page at +%ld lost its value", i);
   expect(sbrk(-n) == a + n, "sbrk(-%ld) failed", n);
   expect(sbrk(0) == a, "break not back after release");
@@ -645,17 +652,17 @@ t_sbrkfork(void)
 
   a = sbrk(n);
   expect(!sbrkfailed(a), "sbrk failed");
-  for(i = 0; i < n; i++)
+  for (i = 0; i < n; i++)
     a[i] = patbyte(i, 1);
   pid = EXPECT_OK(fork());
-  if(pid == 0){
-    for(i = 0; i < n; i++)
+  if (pid == 0) {
+    for (i = 0; i < n; i++)
       expect(a[i] == patbyte(i, 1), "child heap byte %d differs", i);
     memset(a, 0, n);
     exit(0);
   }
   WAITSTATUS(pid, 0);
-  for(i = 0; i < n; i++)
+  for (i = 0; i < n; i++)
     expect(a[i] == patbyte(i, 1), "the child's writes reached the parent at %d", i);
 }
 
@@ -666,28 +673,28 @@ t_malloc(void)
   char *p[200], *big;
   int i, j;
 
-  for(i = 0; i < 200; i++){
+  for (i = 0; i < 200; i++) {
     p[i] = malloc(1 + i * 37);
     expect(p[i] != 0, "malloc(%d) failed", 1 + i * 37);
     expect(((uint64)p[i] & 15) == 0, "malloc returned unaligned %p", p[i]);
     memset(p[i], i, 1 + i * 37);
   }
-  for(i = 0; i < 200; i++)
-    for(j = 0; j < 1 + i * 37; j++)
+  for (i = 0; i < 200; i++)
+    for (j = 0; j < 1 + i * 37; j++)
       expect(p[i][j] == (char)i, "block %d overwritten at %d", i, j);
-  for(i = 0; i < 200; i += 2)
+  for (i = 0; i < 200; i += 2)
     free(p[i]);
-  for(i = 1; i < 200; i += 2)
+  for (i = 1; i < 200; i += 2)
     free(p[i]);
   big = calloc(64, MB);
   expect(big != 0, "calloc(64, 1 MB) failed");
-  for(i = 0; i < 64 * MB; i += PGSIZE)
+  for (i = 0; i < 64 * MB; i += PGSIZE)
     expect(big[i] == 0, "calloc memory not zero at %d", i);
   memset(big, 1, 64 * MB);
   free(big);
   big = calloc(64, MB);
   expect(big != 0, "calloc after free failed");
-  for(i = 0; i < 64 * MB; i += 997)
+  for (i = 0; i < 64 * MB; i += 997)
     expect(big[i] == 0, "reused calloc memory not zero at %d", i);
   free(big);
   expect(calloc(1L << 40, 1L << 30) == 0, "calloc overflow returned memory");
@@ -701,15 +708,27 @@ t_faults(void)
   int i, pid;
   volatile char *p;
 
-  for(i = 0; i < 5; i++){
+  for (i = 0; i < 5; i++) {
     pid = EXPECT_OK(fork());
-    if(pid == 0){
-      switch(i){
-      case 0: p = 0; *p = 1; break;
-      case 1: p = (char *)KERNBASE; i = *p; break;
-      case 2: p = (char *)TRAPFRAME; *p = 1; break;
+    if (pid == 0) {
+      switch (i) {
+      case 0:
+        p = 0;
+        *p = 1;
+        break;
+      case 1:
+        p = (char *)KERNBASE;
+        i = *p;
+        break;
+      case 2:
+        p = (char *)TRAPFRAME;
+        *p = 1;
+        break;
       case 3: ((void (*)(void))KERNBASE)(); break;
-      case 4: p = badptr(5); *p = 1; break;
+      case 4:
+        p = badptr(5);
+        *p = 1;
+        break;
       }
       exit(0);
     }
@@ -733,7 +752,7 @@ t_stackoverflow(void)
   int pid;
 
   pid = EXPECT_OK(fork());
-  if(pid == 0){
+  if (pid == 0) {
     recurse(USTACKSIZE / 1024 * 2);
     exit(0);
   }
@@ -750,28 +769,28 @@ static void
 fpspin(double *v, uint64 fcsr, double *out, long iters)
 {
   asm volatile(
-    "fld f0, 0(%0)\n fld f1, 8(%0)\n fld f2, 16(%0)\n fld f3, 24(%0)\n"
-    "fld f4, 32(%0)\n fld f5, 40(%0)\n fld f6, 48(%0)\n fld f7, 56(%0)\n"
-    "fld f8, 64(%0)\n fld f9, 72(%0)\n fld f10, 80(%0)\n fld f11, 88(%0)\n"
-    "fld f12, 96(%0)\n fld f13, 104(%0)\n fld f14, 112(%0)\n fld f15, 120(%0)\n"
-    "fld f16, 128(%0)\n fld f17, 136(%0)\n fld f18, 144(%0)\n fld f19, 152(%0)\n"
-    "fld f20, 160(%0)\n fld f21, 168(%0)\n fld f22, 176(%0)\n fld f23, 184(%0)\n"
-    "fld f24, 192(%0)\n fld f25, 200(%0)\n fld f26, 208(%0)\n fld f27, 216(%0)\n"
-    "fld f28, 224(%0)\n fld f29, 232(%0)\n fld f30, 240(%0)\n fld f31, 248(%0)\n"
-    "fscsr %1\n"
-    "1: addi %2, %2, -1\n bnez %2, 1b\n"
-    "frcsr %1\n sd %1, 256(%3)\n"
-    "fsd f0, 0(%3)\n fsd f1, 8(%3)\n fsd f2, 16(%3)\n fsd f3, 24(%3)\n"
-    "fsd f4, 32(%3)\n fsd f5, 40(%3)\n fsd f6, 48(%3)\n fsd f7, 56(%3)\n"
-    "fsd f8, 64(%3)\n fsd f9, 72(%3)\n fsd f10, 80(%3)\n fsd f11, 88(%3)\n"
-    "fsd f12, 96(%3)\n fsd f13, 104(%3)\n fsd f14, 112(%3)\n fsd f15, 120(%3)\n"
-    "fsd f16, 128(%3)\n fsd f17, 136(%3)\n fsd f18, 144(%3)\n fsd f19, 152(%3)\n"
-    "fsd f20, 160(%3)\n fsd f21, 168(%3)\n fsd f22, 176(%3)\n fsd f23, 184(%3)\n"
-    "fsd f24, 192(%3)\n fsd f25, 200(%3)\n fsd f26, 208(%3)\n fsd f27, 216(%3)\n"
-    "fsd f28, 224(%3)\n fsd f29, 232(%3)\n fsd f30, 240(%3)\n fsd f31, 248(%3)\n"
-    : "+r"(v), "+r"(fcsr), "+r"(iters)
-    : "r"(out)
-    : "memory", "f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "f9", "f10",
+      "fld f0, 0(%0)\n fld f1, 8(%0)\n fld f2, 16(%0)\n fld f3, 24(%0)\n"
+      "fld f4, 32(%0)\n fld f5, 40(%0)\n fld f6, 48(%0)\n fld f7, 56(%0)\n"
+      "fld f8, 64(%0)\n fld f9, 72(%0)\n fld f10, 80(%0)\n fld f11, 88(%0)\n"
+      "fld f12, 96(%0)\n fld f13, 104(%0)\n fld f14, 112(%0)\n fld f15, 120(%0)\n"
+      "fld f16, 128(%0)\n fld f17, 136(%0)\n fld f18, 144(%0)\n fld f19, 152(%0)\n"
+      "fld f20, 160(%0)\n fld f21, 168(%0)\n fld f22, 176(%0)\n fld f23, 184(%0)\n"
+      "fld f24, 192(%0)\n fld f25, 200(%0)\n fld f26, 208(%0)\n fld f27, 216(%0)\n"
+      "fld f28, 224(%0)\n fld f29, 232(%0)\n fld f30, 240(%0)\n fld f31, 248(%0)\n"
+      "fscsr %1\n"
+      "1: addi %2, %2, -1\n bnez %2, 1b\n"
+      "frcsr %1\n sd %1, 256(%3)\n"
+      "fsd f0, 0(%3)\n fsd f1, 8(%3)\n fsd f2, 16(%3)\n fsd f3, 24(%3)\n"
+      "fsd f4, 32(%3)\n fsd f5, 40(%3)\n fsd f6, 48(%3)\n fsd f7, 56(%3)\n"
+      "fsd f8, 64(%3)\n fsd f9, 72(%3)\n fsd f10, 80(%3)\n fsd f11, 88(%3)\n"
+      "fsd f12, 96(%3)\n fsd f13, 104(%3)\n fsd f14, 112(%3)\n fsd f15, 120(%3)\n"
+      "fsd f16, 128(%3)\n fsd f17, 136(%3)\n fsd f18, 144(%3)\n fsd f19, 152(%3)\n"
+      "fsd f20, 160(%3)\n fsd f21, 168(%3)\n fsd f22, 176(%3)\n fsd f23, 184(%3)\n"
+      "fsd f24, 192(%3)\n fsd f25, 200(%3)\n fsd f26, 208(%3)\n fsd f27, 216(%3)\n"
+      "fsd f28, 224(%3)\n fsd f29, 232(%3)\n fsd f30, 240(%3)\n fsd f31, 248(%3)\n"
+      : "+r"(v), "+r"(fcsr), "+r"(iters)
+      : "r"(out)
+      : "memory", "f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "f9", "f10",
       "f11", "f12", "f13", "f14", "f15", "f16", "f17", "f18", "f19", "f20", "f21",
       "f22", "f23", "f24", "f25", "f26", "f27", "f28", "f29", "f30", "f31");
 }
@@ -788,13 +807,13 @@ fpworker(int id)
   uint64 fcsr, got, t0 = time_us();
   int i, round;
 
-  for(round = 0; time_us() - t0 < 2000000; round++){
-    for(i = 0; i < 32; i++)
+  for (round = 0; time_us() - t0 < 2000000; round++) {
+    for (i = 0; i < 32; i++)
       v[i] = id * 1000.0 + i + round * 0.25;
     // frm (bits 5-7) and fflags (bits 0-4) differ per process.
     fcsr = ((id % 5) << 5) | ((round + id) & 31);
     fpspin(v, fcsr, out, 5000000);
-    for(i = 0; i < 32; i++)
+    for (i = 0; i < 32; i++)
       expect(out[i] == v[i], "process %d round %d: f%d changed", id, round, i);
     memmove(&got, &out[32], sizeof(got));
     expect(got == fcsr, "process %d: fcsr %lx became %lx", id, fcsr, got);
@@ -806,9 +825,9 @@ t_fpregs(void)
 {
   int i, pid;
 
-  for(i = 0; i < NFPPROC; i++){
+  for (i = 0; i < NFPPROC; i++) {
     pid = EXPECT_OK(fork());
-    if(pid == 0){
+    if (pid == 0) {
       fpworker(i + 1);
       exit(0);
     }
@@ -830,7 +849,9 @@ fsqrt(double x)
 {
   double r;
 
-  asm("fsqrt.d %0, %1" : "=f"(r) : "f"(x));
+  asm("fsqrt.d %0, %1"
+      : "=f"(r)
+      : "f"(x));
   return r;
 }
 
@@ -842,7 +863,7 @@ series(int seed)
   double s = 0.0, x = seed;
   int k;
 
-  for(k = 1; k < 300000; k++){
+  for (k = 1; k < 300000; k++) {
     s = s + 1.0 / (x * k);
     x = x * 1.0000001;
   }
@@ -863,14 +884,14 @@ t_fpmath(void)
   expect(bits(fsqrt(two)) == 0x3ff6a09e667f3bcdUL, "sqrt(2) = %lx", bits(fsqrt(two)));
   expect(1.0f / f3 == 0.333333343267f, "1.0f / 3.0f wrong");
   expect((long)(-7.9 * third) == -7, "(long)-7.9 = %ld", (long)(-7.9 * third));
-  for(i = 0; i < NFPPROC; i++)
+  for (i = 0; i < NFPPROC; i++)
     want[i] = series(i + 1);
-  for(i = 0; i < NFPPROC; i++){
+  for (i = 0; i < NFPPROC; i++) {
     pid = EXPECT_OK(fork());
-    if(pid == 0){
+    if (pid == 0) {
       double got = series(i + 1);
       expect(bits(got) == bits(want[i]), "child %d: series %lx, expected %lx",
-             i, bits(got), bits(want[i]));
+          i, bits(got), bits(want[i]));
       exit(0);
     }
   }
@@ -895,7 +916,7 @@ t_sleep(void)
   expect(t1 - t0 >= 3 && t1 - t0 < 100, "sleep(3) took %d ticks", t1 - t0);
   expect(u1 - u0 >= 200000 && u1 - u0 < 10000000, "sleep(3) took %ld us", (long)(u1 - u0));
   EXPECT_OK(sleep(0));
-  for(t0 = 0; t0 < 1000; t0++){
+  for (t0 = 0; t0 < 1000; t0++) {
     u0 = time_us();
     expect(time_us() >= u0, "time_us went backwards");
   }
@@ -944,7 +965,7 @@ t_fstat(void)
   fd = makefile("ut_st", 5000, 'z');
   EXPECT_OK(fstat(fd, &st));
   expect(st.type == T_FILE && st.size == 5000 && st.nlink == 1,
-         "file: type %d size %ld nlink %d", st.type, (long)st.size, st.nlink);
+      "file: type %d size %ld nlink %d", st.type, (long)st.size, st.nlink);
   close(fd);
   EXPECT_OK(stat(".", &st));
   expect(st.type == T_DIR, "\".\" has type %d", st.type);
@@ -972,7 +993,7 @@ t_dup(void)
   close(fd2);
   fd = EXPECT_OK(open("ut_dup", O_RDONLY));
   expect(read(fd, buf, sizeof(buf)) == 4 && memcmp(buf, "abcd", 4) == 0,
-         "writes through dup'ed fds did not share the offset");
+      "writes through dup'ed fds did not share the offset");
   close(fd);
   unlink("ut_dup");
 }
@@ -983,9 +1004,9 @@ t_fdlimit(void)
 {
   int fds[NOFILE + 1], n, fd, i;
 
-  for(n = 0; n <= NOFILE; n++){
+  for (n = 0; n <= NOFILE; n++) {
     fd = open("/console", O_RDONLY);
-    if(fd < 0)
+    if (fd < 0)
       break;
     fds[n] = fd;
   }
@@ -993,7 +1014,7 @@ t_fdlimit(void)
   EXPECT_ERR(fd, EMFILE);
   EXPECT_ERR(pipe(fds + n), EMFILE);
   EXPECT_ERR(dup(0), EMFILE);
-  for(i = 0; i < n; i++)
+  for (i = 0; i < n; i++)
     close(fds[i]);
   EXPECT_OK(fd = open("/console", O_RDONLY));
   close(fd);
@@ -1022,16 +1043,16 @@ t_blocksizes(void)
   int i, j, fd, n, total = 0, off = 0;
 
   fd = EXPECT_OK(open("ut_bs", O_CREATE | O_TRUNC | O_WRONLY));
-  for(i = 0; i < 5; i++){
-    for(j = 0; j < sizes[i]; j++)
+  for (i = 0; i < 5; i++) {
+    for (j = 0; j < sizes[i]; j++)
       buf[j] = patbyte(total + j, 2);
     expect(write(fd, buf, sizes[i]) == sizes[i], "write of %d bytes", sizes[i]);
     total += sizes[i];
   }
   close(fd);
   fd = EXPECT_OK(open("ut_bs", O_RDONLY));
-  while((n = read(fd, buf, 1 + off % (2 * BSIZE + 3))) > 0){
-    for(j = 0; j < n; j++)
+  while ((n = read(fd, buf, 1 + off % (2 * BSIZE + 3))) > 0) {
+    for (j = 0; j < n; j++)
       expect(buf[j] == patbyte(off + j, 2), "byte %d differs", off + j);
     off += n;
   }
@@ -1049,7 +1070,7 @@ bigsum(uint64 sum, uint64 *w, int n, uint64 off)
 {
   int i;
 
-  for(i = 0; i < n; i++)
+  for (i = 0; i < n; i++)
     sum = (sum ^ w[i]) * 0x100000001b3UL + off + i;
   return sum;
 }
@@ -1063,23 +1084,22 @@ t_bigfile(void)
   int fd, i, n;
 
   fd = EXPECT_OK(open("ut_big", O_CREATE | O_TRUNC | O_WRONLY));
-  for(off = 0; off < BIGFILE / 8; off += 8192){
-    for(i = 0; i < 8192; i++)
+  for (off = 0; off < BIGFILE / 8; off += 8192) {
+    for (i = 0; i < 8192; i++)
       w[i] = (off + i) * 0x9e3779b97f4a7c15UL;
     sum = bigsum(sum, w, 8192, off);
     n = write(fd, w, sizeof(w));
-    if(n != sizeof(w)){
+    if (n != sizeof(w)) {
       unlink("ut_big");
       fail("write at %ld MB returned %d (%s)%s", (long)(off * 8 / MB), n,
-           n < 0 ? strerror(n) : "short", n != -ENOSPC ? "" :
-           "; the image needs 110 MB free: rm build/fs.img; make qemu FSIMG_SIZE=512M");
+          n < 0 ? strerror(n) : "short", n != -ENOSPC ? "" : "; the image needs 110 MB free: rm build/fs.img; make qemu FSIMG_SIZE=512M");
     }
   }
   EXPECT_OK(fstat(fd, &st));
   expect(st.size == BIGFILE, "size is %ld, expected %ld", (long)st.size, (long)BIGFILE);
   close(fd);
   fd = EXPECT_OK(open("ut_big", O_RDONLY));
-  for(off = 0; (n = readall(fd, (char *)w, sizeof(w))) > 0; off += n / 8)
+  for (off = 0; (n = readall(fd, (char *)w, sizeof(w))) > 0; off += n / 8)
     sum2 = bigsum(sum2, w, n / 8, off);
   close(fd);
   unlink("ut_big");
@@ -1095,19 +1115,19 @@ t_fsconcurrent(void)
   char name[16];
   int i, j, k, fd, pid;
 
-  for(i = 0; i < 4; i++){
+  for (i = 0; i < 4; i++) {
     pid = EXPECT_OK(fork());
-    if(pid == 0){
+    if (pid == 0) {
       snprintf(name, sizeof(name), "ut_cc%d", i);
       fd = EXPECT_OK(open(name, O_CREATE | O_TRUNC | O_WRONLY));
       memset(buf, 'A' + i, sizeof(buf));
-      for(j = 0; j < 50; j++)
+      for (j = 0; j < 50; j++)
         expect(write(fd, buf, sizeof(buf)) == sizeof(buf), "%s: write %d", name, j);
       close(fd);
       fd = EXPECT_OK(open(name, O_RDONLY));
-      for(j = 0; j < 50; j++){
+      for (j = 0; j < 50; j++) {
         expect(readall(fd, buf, sizeof(buf)) == sizeof(buf), "%s: short read", name);
-        for(k = 0; k < sizeof(buf); k++)
+        for (k = 0; k < sizeof(buf); k++)
           expect(buf[k] == 'A' + i, "%s: block %d holds another file's data", name, j);
       }
       close(fd);
@@ -1132,7 +1152,7 @@ t_dirs(void)
   EXPECT_ERR(mkdir("ut_nosuch/x"), ENOENT);
   // Eight levels deep, then a file at the bottom.
   strcpy(path, "ut_d");
-  for(i = 0; i < 8; i++){
+  for (i = 0; i < 8; i++) {
     strcpy(path + strlen(path), "/sub");
     EXPECT_OK(mkdir(path));
   }
@@ -1147,7 +1167,7 @@ t_dirs(void)
   EXPECT_ERR(unlink("ut_d/sub"), ENOTEMPTY);
   // Remove from the bottom up.
   EXPECT_OK(unlink(path));
-  for(i = 8; i >= 0; i--){
+  for (i = 8; i >= 0; i--) {
     path[4 + 4 * i] = 0;
     EXPECT_OK(unlink(path));
   }
@@ -1165,7 +1185,7 @@ removemany(int n)
   char name[32];
   int i;
 
-  for(i = 0; i < n; i++){
+  for (i = 0; i < n; i++) {
     snprintf(name, sizeof(name), "ut_many/f%d", i);
     EXPECT_OK(unlink(name));
   }
@@ -1182,9 +1202,9 @@ createmany(int max, int *err)
 
   EXPECT_OK(mkdir("ut_many"));
   *err = 0;
-  for(n = 0; n < max; n++){
+  for (n = 0; n < max; n++) {
     snprintf(name, sizeof(name), "ut_many/f%d", n);
-    if((fd = open(name, O_CREATE | O_RDWR)) < 0){
+    if ((fd = open(name, O_CREATE | O_RDWR)) < 0) {
       *err = fd;
       break;
     }
@@ -1230,7 +1250,7 @@ t_longnames(void)
   struct stat st;
   int i, len, fd;
 
-  for(i = 0; i < 3; i++){
+  for (i = 0; i < 3; i++) {
     len = lens[i];
     memset(name, 'a' + i, len);
     name[len] = 0;
@@ -1244,7 +1264,7 @@ t_longnames(void)
   EXPECT_ERR(open(name, O_CREATE | O_RDWR), ENAMETOOLONG);
   EXPECT_ERR(mkdir(name), ENAMETOOLONG);
   // A path longer than MAXPATH made of short components.
-  for(len = 0; len < MAXPATH + 10; len += 2)
+  for (len = 0; len < MAXPATH + 10; len += 2)
     memmove(path + len, "a/", 2);
   path[len] = 0;
   EXPECT_ERR(open(path, O_RDONLY), ENAMETOOLONG);
@@ -1326,7 +1346,7 @@ t_badread(void)
 
   fd = makefile("ut_br", 8192, 'r');
   EXPECT_OK(pipe(pp));
-  for(i = 0; i < NBADPTR; i++){
+  for (i = 0; i < NBADPTR; i++) {
     p = badptr(i);
     EXPECT_ERR(read(fd, p, 100), EFAULT);
     expect(write(pp[1], "abc", 3) == 3, "pipe write");
@@ -1350,7 +1370,7 @@ t_badwrite(void)
 
   fd = EXPECT_OK(open("ut_bw", O_CREATE | O_TRUNC | O_WRONLY));
   EXPECT_OK(pipe(pp));
-  for(i = 0; i < NBADPTR; i++){
+  for (i = 0; i < NBADPTR; i++) {
     p = badptr(i);
     EXPECT_ERR(write(fd, p, 100), EFAULT);
     EXPECT_ERR(write(pp[1], p, 100), EFAULT);
@@ -1378,7 +1398,7 @@ t_badptrs(void)
   close(lowest);
   fd = EXPECT_OK(open("/console", O_RDONLY));
   close(makefile("ut_bp", 1, 'p'));
-  for(i = 0; i < NBADPTR; i++){
+  for (i = 0; i < NBADPTR; i++) {
     p = badptr(i);
     EXPECT_ERR(open(p, O_RDONLY), EFAULT);
     EXPECT_ERR(open(p, O_CREATE | O_RDWR), EFAULT);
@@ -1394,13 +1414,13 @@ t_badptrs(void)
     EXECFAILS("/echo", (char **)p, EFAULT);
     // Null is a valid wait status pointer, and a null argv[1] just
     // ends the list: only the others are bad there.
-    if(p == 0)
+    if (p == 0)
       continue;
     argv[1] = p;
     EXECFAILS("/echo", argv, EFAULT);
     argv[1] = 0;
     pid = EXPECT_OK(fork());
-    if(pid == 0)
+    if (pid == 0)
       exit(0);
     EXPECT_ERR(wait((int *)p), EFAULT);
     // Whether the failed wait collected the child or not, the next
@@ -1439,7 +1459,7 @@ t_badfds(void)
 
   bad[3] = EXPECT_OK(dup(0));
   close(bad[3]);
-  for(i = 0; i < 4; i++){
+  for (i = 0; i < 4; i++) {
     EXPECT_ERR(read(bad[i], buf, 1), EBADF);
     EXPECT_ERR(write(bad[i], "x", 1), EBADF);
     EXPECT_ERR(close(bad[i]), EBADF);
@@ -1460,7 +1480,7 @@ t_badpaths(void)
 
   memset(toolong, 'b', sizeof(toolong) - 1);
   close(makefile("ut_pf", 1, 'p'));
-  for(i = 0; i < 3; i++){
+  for (i = 0; i < 3; i++) {
     EXPECT_ERR(open(paths[i], O_RDONLY), codes[i]);
     EXPECT_ERR(open(paths[i], O_CREATE | O_RDWR), codes[i]);
     EXPECT_ERR(mknod(paths[i], 1, 0), codes[i]);
@@ -1506,15 +1526,21 @@ t_badnums(void)
   r = sleep(-5);
   expect(r <= 0 && uptime() - t0 < 5, "sleep(-5) returned %ld after %d ticks", r, uptime() - t0);
   // A device number no driver has: refused now, or when opened.
-  if(mknod("ut_bn", -1, 0) == 0){
+  if (mknod("ut_bn", -1, 0) == 0) {
     r = open("ut_bn", O_RDWR);
     unlink("ut_bn");
     expect(r < 0, "opened a device with major -1");
   }
   // A system call number the kernel does not have.
-  asm volatile("li a7, 999\n ecall\n mv %0, a0" : "=r"(r) : : "a0", "a7", "memory");
+  asm volatile("li a7, 999\n ecall\n mv %0, a0"
+               : "=r"(r)
+               :
+               : "a0", "a7", "memory");
   EXPECT_ERR(r, ENOSYS);
-  asm volatile("li a7, -1\n ecall\n mv %0, a0" : "=r"(r) : : "a0", "a7", "memory");
+  asm volatile("li a7, -1\n ecall\n mv %0, a0"
+               : "=r"(r)
+               :
+               : "a0", "a7", "memory");
   EXPECT_ERR(r, ENOSYS);
 }
 
@@ -1523,64 +1549,64 @@ t_badnums(void)
 struct test {
   void (*fn)(void);
   char *name;
-  int slow;              // left out by -q
+  int slow; // left out by -q
 };
 
 static struct test tests[] = {
-  { t_getpid,        "getpid" },
-  { t_exitstatus,    "exitstatus" },
-  { t_orphan,        "orphan" },
-  { t_forkmany,      "forkmany" },
-  { t_forkstorm,     "forkstorm" },
-  { t_exec,          "exec" },
-  { t_execargs,      "execargs" },
-  { t_execbad,       "execbad" },
-  { t_pipe,          "pipe" },
-  { t_pipebig,       "pipebig" },
-  { t_pipeeof,       "pipeeof" },
-  { t_pipeclosed,    "pipeclosed" },
-  { t_kill,          "kill" },
-  { t_sbrkbasic,     "sbrkbasic" },
-  { t_sbrkzero,      "sbrkzero" },
-  { t_sbrkbig,       "sbrkbig", 1 },
-  { t_sbrkfail,      "sbrkfail" },
-  { t_sbrkfork,      "sbrkfork" },
-  { t_malloc,        "malloc" },
-  { t_faults,        "faults" },
+  { t_getpid, "getpid" },
+  { t_exitstatus, "exitstatus" },
+  { t_orphan, "orphan" },
+  { t_forkmany, "forkmany" },
+  { t_forkstorm, "forkstorm" },
+  { t_exec, "exec" },
+  { t_execargs, "execargs" },
+  { t_execbad, "execbad" },
+  { t_pipe, "pipe" },
+  { t_pipebig, "pipebig" },
+  { t_pipeeof, "pipeeof" },
+  { t_pipeclosed, "pipeclosed" },
+  { t_kill, "kill" },
+  { t_sbrkbasic, "sbrkbasic" },
+  { t_sbrkzero, "sbrkzero" },
+  { t_sbrkbig, "sbrkbig", 1 },
+  { t_sbrkfail, "sbrkfail" },
+  { t_sbrkfork, "sbrkfork" },
+  { t_malloc, "malloc" },
+  { t_faults, "faults" },
   { t_stackoverflow, "stackoverflow" },
-  { t_fpregs,        "fpregs" },
-  { t_fpmath,        "fpmath" },
-  { t_sleep,         "sleep" },
-  { t_files,         "files" },
-  { t_fstat,         "fstat" },
-  { t_dup,           "dup" },
-  { t_fdlimit,       "fdlimit" },
-  { t_unlinkopen,    "unlinkopen" },
-  { t_blocksizes,    "blocksizes" },
-  { t_bigfile,       "bigfile", 1 },
-  { t_fsconcurrent,  "fsconcurrent" },
-  { t_dirs,          "dirs" },
-  { t_manyfiles,     "manyfiles" },
-  { t_outofinodes,   "outofinodes", 1 },
-  { t_longnames,     "longnames" },
-  { t_link,          "link" },
-  { t_filedir,       "filedir" },
-  { t_mknod,         "mknod" },
-  { t_badread,       "badread" },
-  { t_badwrite,      "badwrite" },
-  { t_badptrs,       "badptrs" },
-  { t_badstring,     "badstring" },
-  { t_badfds,        "badfds" },
-  { t_badpaths,      "badpaths" },
-  { t_badsizes,      "badsizes" },
-  { t_badnums,       "badnums" },
+  { t_fpregs, "fpregs" },
+  { t_fpmath, "fpmath" },
+  { t_sleep, "sleep" },
+  { t_files, "files" },
+  { t_fstat, "fstat" },
+  { t_dup, "dup" },
+  { t_fdlimit, "fdlimit" },
+  { t_unlinkopen, "unlinkopen" },
+  { t_blocksizes, "blocksizes" },
+  { t_bigfile, "bigfile", 1 },
+  { t_fsconcurrent, "fsconcurrent" },
+  { t_dirs, "dirs" },
+  { t_manyfiles, "manyfiles" },
+  { t_outofinodes, "outofinodes", 1 },
+  { t_longnames, "longnames" },
+  { t_link, "link" },
+  { t_filedir, "filedir" },
+  { t_mknod, "mknod" },
+  { t_badread, "badread" },
+  { t_badwrite, "badwrite" },
+  { t_badptrs, "badptrs" },
+  { t_badstring, "badstring" },
+  { t_badfds, "badfds" },
+  { t_badpaths, "badpaths" },
+  { t_badsizes, "badsizes" },
+  { t_badnums, "badnums" },
   { 0, 0 },
 };
 
 static void
 report(const char *name, const char *why)
 {
-  if(why == 0)
+  if (why == 0)
     printf("test %s: OK\n", name);
   else
     printf("test %s: FAILED (%s)\n", name, why);
@@ -1593,21 +1619,21 @@ run(struct test *t)
   char why[300];
   int p[2], pid, r, st = 0, n;
 
-  if((r = pipe(p)) < 0 || (pid = fork()) < 0){
+  if ((r = pipe(p)) < 0 || (pid = fork()) < 0) {
     snprintf(why, sizeof(why), "cannot start: %s", strerror(r < 0 ? r : pid));
     report(t->name, why);
     return 0;
   }
-  if(pid == 0){
+  if (pid == 0) {
     close(p[0]);
     failfd = p[1];
     t->fn();
     exit(0);
   }
   close(p[1]);
-  while((r = wait(&st)) != pid && r > 0)
+  while ((r = wait(&st)) != pid && r > 0)
     ;
-  if(r == pid && st == 0){
+  if (r == pid && st == 0) {
     report(t->name, 0);
     close(p[0]);
     return 1;
@@ -1617,9 +1643,9 @@ run(struct test *t)
   n = read(p[0], why, sizeof(why) - 1);
   close(p[0]);
   why[n > 0 ? n : 0] = 0;
-  if(strchr(why, '\n'))
+  if (strchr(why, '\n'))
     *strchr(why, '\n') = 0;
-  if(n <= 0)
+  if (n <= 0)
     snprintf(why, sizeof(why), "exit status %d, no reason given (killed?)", st);
   report(t->name, why);
   return 0;
@@ -1633,17 +1659,17 @@ countfree(void)
   long chunk, total = 0;
   int p[2], pid;
 
-  if(pipe(p) < 0 || (pid = fork()) < 0)
+  if (pipe(p) < 0 || (pid = fork()) < 0)
     return -1;
-  if(pid == 0){
-    for(chunk = 64 * MB; chunk >= PGSIZE; chunk /= 2)
-      while(!sbrkfailed(sbrk(chunk)))
+  if (pid == 0) {
+    for (chunk = 64 * MB; chunk >= PGSIZE; chunk /= 2)
+      while (!sbrkfailed(sbrk(chunk)))
         total += chunk;
     write(p[1], &total, sizeof(total));
     exit(0);
   }
   close(p[1]);
-  if(read(p[0], &total, sizeof(total)) != sizeof(total))
+  if (read(p[0], &total, sizeof(total)) != sizeof(total))
     total = -1;
   close(p[0]);
   wait(0);
@@ -1659,17 +1685,17 @@ fillfiles(int out)
   int n = 0, fd, pid, i;
 
   // Files inherited from the parent are the parent's to count.
-  for(i = 3; i < NOFILE; i++)
-    if(i != out)
+  for (i = 3; i < NOFILE; i++)
+    if (i != out)
       close(i);
-  while((fd = open("/console", O_RDONLY)) >= 0)
+  while ((fd = open("/console", O_RDONLY)) >= 0)
     n++;
-  if(fd == -EMFILE && (pid = fork()) == 0)
+  if (fd == -EMFILE && (pid = fork()) == 0)
     fillfiles(out);
-  if(fd == -EMFILE && pid > 0)
+  if (fd == -EMFILE && pid > 0)
     wait(0);
-  else if(fd != -ENFILE)
-    n = -1000000;   // could not fill the table: spoil the sum
+  else if (fd != -ENFILE)
+    n = -1000000; // could not fill the table: spoil the sum
   write(out, &n, sizeof(n));
   exit(0);
 }
@@ -1681,14 +1707,14 @@ countfiles(void)
   int p[2], pid, n;
   long total = 0;
 
-  if(pipe(p) < 0 || (pid = fork()) < 0)
+  if (pipe(p) < 0 || (pid = fork()) < 0)
     return -1;
-  if(pid == 0){
+  if (pid == 0) {
     close(p[0]);
     fillfiles(p[1]);
   }
   close(p[1]);
-  while(read(p[0], &n, sizeof(n)) == sizeof(n))
+  while (read(p[0], &n, sizeof(n)) == sizeof(n))
     total += n;
   close(p[0]);
   wait(0);
@@ -1701,7 +1727,7 @@ leakcheck(const char *name, long before, long after, const char *what)
 {
   char why[100];
 
-  if(before < 0 || after < before){
+  if (before < 0 || after < before) {
     snprintf(why, sizeof(why), "%ld %s free before the tests, %ld after", before, what, after);
     report(name, why);
     return 0;
@@ -1715,8 +1741,8 @@ findtest(const char *name)
 {
   struct test *t;
 
-  for(t = tests; t->name; t++)
-    if(strcmp(t->name, name) == 0)
+  for (t = tests; t->name; t++)
+    if (strcmp(t->name, name) == 0)
       return t;
   return 0;
 }
@@ -1727,7 +1753,7 @@ usage(const char *bad)
   struct test *t;
 
   fprintf(2, "usertests: no test named %s\nusage: usertests [-q] [NAME...]\ntests:", bad);
-  for(t = tests; t->name; t++)
+  for (t = tests; t->name; t++)
     fprintf(2, " %s", t->name);
   fprintf(2, "\n");
   exit(1);
@@ -1740,10 +1766,10 @@ main(int argc, char *argv[])
   int i, quick = 0, named = 0, npass = 0, nfail = 0;
   long pages, files;
 
-  for(i = 1; i < argc; i++){
-    if(strcmp(argv[i], "-q") == 0)
+  for (i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "-q") == 0)
       quick = 1;
-    else if(findtest(argv[i]) == 0)
+    else if (findtest(argv[i]) == 0)
       usage(argv[i]);
     else
       named = 1;
@@ -1751,28 +1777,28 @@ main(int argc, char *argv[])
   printf("usertests starting\n");
   pages = countfree();
   files = countfiles();
-  for(t = tests; t->name; t++){
-    if(quick && t->slow && !named)
+  for (t = tests; t->name; t++) {
+    if (quick && t->slow && !named)
       continue;
-    for(i = 1; named && i < argc && strcmp(argv[i], t->name) != 0; i++)
+    for (i = 1; named && i < argc && strcmp(argv[i], t->name) != 0; i++)
       ;
-    if(named && i == argc)
+    if (named && i == argc)
       continue;
-    if(run(t))
+    if (run(t))
       npass++;
     else
       nfail++;
   }
-  if(leakcheck("memleak", pages, countfree(), "pages"))
+  if (leakcheck("memleak", pages, countfree(), "pages"))
     npass++;
   else
     nfail++;
-  if(leakcheck("fileleak", files, countfiles(), "open-file slots"))
+  if (leakcheck("fileleak", files, countfiles(), "open-file slots"))
     npass++;
   else
     nfail++;
   printf("%d passed, %d failed\n", npass, nfail);
-  if(nfail == 0)
+  if (nfail == 0)
     printf("ALL TESTS PASSED\n");
   exit(nfail != 0);
 }

@@ -16,20 +16,20 @@ count(int fd, const char *name, struct counts *c)
 {
   int n, i, inword = 0;
 
-  while((n = read(fd, buf, sizeof(buf))) > 0){
+  while ((n = read(fd, buf, sizeof(buf))) > 0) {
     c->bytes += n;
-    for(i = 0; i < n; i++){
-      if(buf[i] == '\n')
+    for (i = 0; i < n; i++) {
+      if (buf[i] == '\n')
         c->lines++;
-      if(strchr(" \t\r\n", buf[i]))
+      if (strchr(" \t\r\n", buf[i]))
         inword = 0;
-      else if(!inword){
+      else if (!inword) {
         inword = 1;
         c->words++;
       }
     }
   }
-  if(n < 0){
+  if (n < 0) {
     fprintf(2, "wc: cannot read %s: %s\n", name, strerror(n));
     return 1;
   }
@@ -40,7 +40,7 @@ count(int fd, const char *name, struct counts *c)
 static void
 report(struct counts *c, const char *name)
 {
-  if(name)
+  if (name)
     printf("%ld %ld %ld %s\n", c->lines, c->words, c->bytes, name);
   else
     printf("%ld %ld %ld\n", c->lines, c->words, c->bytes);
@@ -52,13 +52,13 @@ main(int argc, char *argv[])
   struct counts one, total = { 0, 0, 0 };
   int i, fd, status = 0;
 
-  if(argc < 2){
+  if (argc < 2) {
     status = count(0, "standard input", &total);
     report(&total, 0);
     exit(status);
   }
-  for(i = 1; i < argc; i++){
-    if((fd = open(argv[i], O_RDONLY)) < 0){
+  for (i = 1; i < argc; i++) {
+    if ((fd = open(argv[i], O_RDONLY)) < 0) {
       fprintf(2, "wc: cannot open %s: %s\n", argv[i], strerror(fd));
       status = 1;
       continue;
@@ -71,7 +71,7 @@ main(int argc, char *argv[])
     total.words += one.words;
     total.bytes += one.bytes;
   }
-  if(argc > 2)
+  if (argc > 2)
     report(&total, "total");
   exit(status);
 }

@@ -77,17 +77,17 @@
 
 struct ai_slot {
   // ai.lock must be held when using these:
-  int state;                 // AI_FREE .. AI_FAILED
+  int state; // AI_FREE .. AI_FAILED
   int reqid;
-  int owner;                 // submitter's pid; 0 once orphaned
-  int runner;                // the worker's pid while RUNNING
-  int err;                   // FAILED: the positive AIE_ code
-  int count, predict;        // prompt ids, ids to generate
-  int tokens;                // ids generated so far
-  int result_len;            // DONE: bytes of result
-  uint64 submit_time, start_time, first_time, finish_time;  // us, 0 = not yet
+  int owner;                                               // submitter's pid; 0 once orphaned
+  int runner;                                              // the worker's pid while RUNNING
+  int err;                                                 // FAILED: the positive AIE_ code
+  int count, predict;                                      // prompt ids, ids to generate
+  int tokens;                                              // ids generated so far
+  int result_len;                                          // DONE: bytes of result
+  uint64 submit_time, start_time, first_time, finish_time; // us, 0 = not yet
   uint32 prompt[AI_MAX_PROMPT];
-  char result[AI_RESULT_MAX + 1];  // "id id ...", NUL-terminated
+  char result[AI_RESULT_MAX + 1]; // "id id ...", NUL-terminated
 };
 
 static struct {
@@ -95,14 +95,14 @@ static struct {
 
   // ai.lock must be held when using these:
   struct ai_slot slot[AI_NSLOT];
-  int fifo[AI_NSLOT];        // indexes of QUEUED slots, oldest at head
+  int fifo[AI_NSLOT]; // indexes of QUEUED slots, oldest at head
   int head, nqueued;
-  int worker;                // pid of the registered worker, 0 if none
-  int worker_seen;           // a worker has registered since boot
-  int vocab, seq_len;        // its model's limits
-  uint64 nextid;             // the next reqid
-  int completed;             // requests completed since boot
-  char freed, queued;        // sleep channels (only their addresses matter)
+  int worker;         // pid of the registered worker, 0 if none
+  int worker_seen;    // a worker has registered since boot
+  int vocab, seq_len; // its model's limits
+  uint64 nextid;      // the next reqid
+  int completed;      // requests completed since boot
+  char freed, queued; // sleep channels (only their addresses matter)
 } ai = { .lock = { 0, "ai", 0 }, .nextid = 1 };
 
 static uint64
@@ -346,7 +346,7 @@ submit_locked(const uint32 *ids, int count, int predict)
       ;
     if (s < &ai.slot[AI_NSLOT])
       break;
-    if (owned_count(p->pid) > 0)   // see "No deadlock" above
+    if (owned_count(p->pid) > 0) // see "No deadlock" above
       return -AIE_WOULDBLOCK;
     if (killed(p))
       return -AIE_INTR;
@@ -374,7 +374,7 @@ submit_locked(const uint32 *ids, int count, int predict)
 int
 ai_submit(uint64 tokens, int count, int predict)
 {
-  uint32 ids[AI_MAX_PROMPT];   // 1 KiB of the 16 KiB kernel stack
+  uint32 ids[AI_MAX_PROMPT]; // 1 KiB of the 16 KiB kernel stack
 
   if (count < 1 || count > AI_MAX_PROMPT)
     return -AIE_COUNT;
@@ -432,7 +432,7 @@ ai_wait(int reqid, uint64 out, int cap)
 
   if (cap < 0)
     return -AIE_BADARG;
-  if ((buf = kalloc()) == 0)   // AI_RESULT_MAX + 1 <= PGSIZE
+  if ((buf = kalloc()) == 0) // AI_RESULT_MAX + 1 <= PGSIZE
     return -AIE_NOMEM;
   acquire(&ai.lock);
   int len = wait_locked(reqid, buf, cap);
@@ -634,7 +634,7 @@ ai_next(uint64 dst)
 {
   struct ai_job *job;
 
-  if ((job = kalloc()) == 0)   // sizeof(struct ai_job) <= PGSIZE
+  if ((job = kalloc()) == 0) // sizeof(struct ai_job) <= PGSIZE
     return -AIE_NOMEM;
   acquire(&ai.lock);
   int r = next_locked(job);

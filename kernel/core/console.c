@@ -21,8 +21,8 @@
 #include "kernel/include/proc.h"
 
 #define BACKSPACE 0x100
-#define C(x)      ((x) - '@')   // control key
-#define INPUT_BUF 4096          // the longest line a user can type
+#define C(x)      ((x) - '@') // control key
+#define INPUT_BUF 4096        // the longest line a user can type
 
 static struct {
   struct spinlock lock;

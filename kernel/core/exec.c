@@ -37,9 +37,9 @@ static int
 elf_ok(struct elfhdr *elf)
 {
   return elf->magic == ELF_MAGIC && elf->class == ELFCLASS64 &&
-         elf->data == ELFDATA2LSB && elf->type == ET_EXEC &&
-         elf->machine == EM_RISCV && elf->phentsize == sizeof(struct proghdr) &&
-         elf->phnum <= 64;
+      elf->data == ELFDATA2LSB && elf->type == ET_EXEC &&
+      elf->machine == EM_RISCV && elf->phentsize == sizeof(struct proghdr) &&
+      elf->phnum <= 64;
 }
 
 // Is the segment loadable above sz (the end of the previous one)?
@@ -47,11 +47,11 @@ static int
 segment_ok(struct proghdr *ph, uint64 sz)
 {
   return ph->memsz >= ph->filesz &&
-         ph->vaddr + ph->memsz >= ph->vaddr &&
-         ph->off + ph->filesz >= ph->off &&
-         ph->vaddr % PGSIZE == 0 &&
-         ph->vaddr >= sz &&
-         ph->vaddr + ph->memsz <= TRAPFRAME - PGSIZE - USTACKSIZE;
+      ph->vaddr + ph->memsz >= ph->vaddr &&
+      ph->off + ph->filesz >= ph->off &&
+      ph->vaddr % PGSIZE == 0 &&
+      ph->vaddr >= sz &&
+      ph->vaddr + ph->memsz <= TRAPFRAME - PGSIZE - USTACKSIZE;
 }
 
 // Reads a segment's file bytes into its pages, which are mapped already.
@@ -109,7 +109,7 @@ push_args(pagetable_t pt, char **argv, uint64 base, uint64 *spp)
     if (argc >= MAXARG)
       return -E2BIG;
     sp -= strlen(argv[argc]) + 1;
-    sp -= sp % 16;   // the RISC-V ABI keeps sp 16-byte aligned
+    sp -= sp % 16; // the RISC-V ABI keeps sp 16-byte aligned
     if (sp < base || copyout(pt, sp, argv[argc], strlen(argv[argc]) + 1) < 0)
       return -E2BIG;
     ustack[argc] = sp;

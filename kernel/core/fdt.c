@@ -31,11 +31,11 @@ struct fdt_header {
 };
 
 struct fdt_scan {
-  int depth;          // 1 inside the root node
-  int addr_cells;     // the root's #address-cells
-  int size_cells;     // the root's #size-cells
-  int in_memory;      // inside a /memory node
-  int in_cpus;        // inside /cpus
+  int depth;      // 1 inside the root node
+  int addr_cells; // the root's #address-cells
+  int size_cells; // the root's #size-cells
+  int in_memory;  // inside a /memory node
+  int in_cpus;    // inside /cpus
   uint64 ram_base;
   uint64 ram_size;
   int nharts;
@@ -92,8 +92,8 @@ property(struct fdt_scan *s, const char *name, const uchar *val, uint32 len)
   else if (s->depth == 1 && strncmp(name, "#size-cells", 12) == 0 && len == 4)
     s->size_cells = be32(val);
   else if (s->depth == 2 && s->in_memory && s->ram_size == 0 &&
-           strncmp(name, "reg", 4) == 0 &&
-           len >= 4 * (s->addr_cells + s->size_cells)) {
+      strncmp(name, "reg", 4) == 0 &&
+      len >= 4 * (s->addr_cells + s->size_cells)) {
     s->ram_base = cells(val, s->addr_cells);
     s->ram_size = cells(val + 4 * s->addr_cells, s->size_cells);
   }

@@ -32,11 +32,11 @@ static struct {
   struct spinlock lock;
   // lock must be held when using these:
   struct run *freelist;
-  uint64 fresh;      // lowest never-allocated page
-  uint64 end;        // end of RAM
-  uint64 nfree;      // pages on the free list plus never-allocated ones
-  uint64 dirty_lo;   // [dirty_lo, dirty_hi): never-allocated pages that
-  uint64 dirty_hi;   // are not zero (the device tree)
+  uint64 fresh;    // lowest never-allocated page
+  uint64 end;      // end of RAM
+  uint64 nfree;    // pages on the free list plus never-allocated ones
+  uint64 dirty_lo; // [dirty_lo, dirty_hi): never-allocated pages that
+  uint64 dirty_hi; // are not zero (the device tree)
 } kmem;
 
 // Boot: hands the allocator RAM from the kernel's end to ram_end. The

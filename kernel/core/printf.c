@@ -16,7 +16,7 @@ volatile int panicked = 0;
 
 static struct {
   struct spinlock lock;
-  int locking;        // 0 while panicking
+  int locking; // 0 while panicking
 } pr;
 
 static const char digits[] = "0123456789abcdef";

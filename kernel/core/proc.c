@@ -618,8 +618,12 @@ void
 procdump(void)
 {
   static char *states[] = {
-    [UNUSED] "unused", [USED] "used", [SLEEPING] "sleep",
-    [RUNNABLE] "runble", [RUNNING] "run", [ZOMBIE] "zombie",
+    [UNUSED] "unused",
+    [USED] "used",
+    [SLEEPING] "sleep",
+    [RUNNABLE] "runble",
+    [RUNNING] "run",
+    [ZOMBIE] "zombie",
   };
 
   printf("\n");

@@ -97,7 +97,7 @@ uint64 sys_link(void);
 uint64 sys_mkdir(void);
 uint64 sys_close(void);
 uint64 sys_time_us(void);
-uint64 sys_ai_submit(void);    // ai_service.c
+uint64 sys_ai_submit(void); // ai_service.c
 uint64 sys_ai_wait(void);
 uint64 sys_ai_query(void);
 uint64 sys_ai_call(void);
@@ -110,39 +110,39 @@ uint64 sys_ai_complete(void);
 uint64 sys_ai_fail(void);
 
 static uint64 (*syscalls[])(void) = {
-  [SYS_fork]    sys_fork,
-  [SYS_exit]    sys_exit,
-  [SYS_wait]    sys_wait,
-  [SYS_pipe]    sys_pipe,
-  [SYS_read]    sys_read,
-  [SYS_kill]    sys_kill,
-  [SYS_exec]    sys_exec,
-  [SYS_fstat]   sys_fstat,
-  [SYS_chdir]   sys_chdir,
-  [SYS_dup]     sys_dup,
-  [SYS_getpid]  sys_getpid,
-  [SYS_sbrk]    sys_sbrk,
-  [SYS_sleep]   sys_sleep,
-  [SYS_uptime]  sys_uptime,
-  [SYS_open]    sys_open,
-  [SYS_write]   sys_write,
-  [SYS_mknod]   sys_mknod,
-  [SYS_unlink]  sys_unlink,
-  [SYS_link]    sys_link,
-  [SYS_mkdir]   sys_mkdir,
-  [SYS_close]   sys_close,
+  [SYS_fork] sys_fork,
+  [SYS_exit] sys_exit,
+  [SYS_wait] sys_wait,
+  [SYS_pipe] sys_pipe,
+  [SYS_read] sys_read,
+  [SYS_kill] sys_kill,
+  [SYS_exec] sys_exec,
+  [SYS_fstat] sys_fstat,
+  [SYS_chdir] sys_chdir,
+  [SYS_dup] sys_dup,
+  [SYS_getpid] sys_getpid,
+  [SYS_sbrk] sys_sbrk,
+  [SYS_sleep] sys_sleep,
+  [SYS_uptime] sys_uptime,
+  [SYS_open] sys_open,
+  [SYS_write] sys_write,
+  [SYS_mknod] sys_mknod,
+  [SYS_unlink] sys_unlink,
+  [SYS_link] sys_link,
+  [SYS_mkdir] sys_mkdir,
+  [SYS_close] sys_close,
   [SYS_time_us] sys_time_us,
-  [SYS_ai_submit]   sys_ai_submit,
-  [SYS_ai_wait]     sys_ai_wait,
-  [SYS_ai_query]    sys_ai_query,
-  [SYS_ai_call]     sys_ai_call,
-  [SYS_ai_cancel]   sys_ai_cancel,
-  [SYS_ai_info]     sys_ai_info,
+  [SYS_ai_submit] sys_ai_submit,
+  [SYS_ai_wait] sys_ai_wait,
+  [SYS_ai_query] sys_ai_query,
+  [SYS_ai_call] sys_ai_call,
+  [SYS_ai_cancel] sys_ai_cancel,
+  [SYS_ai_info] sys_ai_info,
   [SYS_ai_register] sys_ai_register,
-  [SYS_ai_next]     sys_ai_next,
+  [SYS_ai_next] sys_ai_next,
   [SYS_ai_progress] sys_ai_progress,
   [SYS_ai_complete] sys_ai_complete,
-  [SYS_ai_fail]     sys_ai_fail,
+  [SYS_ai_fail] sys_ai_fail,
 };
 
 // Runs the system call named by a7; an unknown number returns -ENOSYS.

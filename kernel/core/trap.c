@@ -24,13 +24,15 @@
 #include "kernel/include/defs.h"
 
 struct spinlock tickslock;
-volatile uint64 ticks;   // the tick hart 0 saw last; sleepers' channel
+volatile uint64 ticks; // the tick hart 0 saw last; sleepers' channel
 
 extern char trampoline[], uservec[], userret[];
 
 void kernelvec(void);
 
-enum { INTR_NONE, INTR_DEVICE, INTR_TIMER };
+enum { INTR_NONE,
+  INTR_DEVICE,
+  INTR_TIMER };
 
 static void
 timer_arm(void)
@@ -129,7 +131,7 @@ user_fault(struct proc *p, uint64 scause, uint64 stval, uint64 sepc)
     printf("pid %d %s: killed: %s at 0x%lx (pc 0x%lx)\n", p->pid, p->name, name, addr, sepc);
   else
     printf("pid %d %s: killed: exception %lu (stval 0x%lx, pc 0x%lx)\n",
-           p->pid, p->name, scause, stval, sepc);
+        p->pid, p->name, scause, stval, sepc);
   setkilled(p);
 }
 
@@ -150,7 +152,7 @@ usertrap(void)
   if (scause == EXC_ECALL_U) {
     if (killed(p))
       exit(-1);
-    p->trapframe->epc += 4;   // return after the ecall
+    p->trapframe->epc += 4; // return after the ecall
     // The trap turned interrupts off; a long system call should not.
     intr_on();
     syscall();
@@ -184,8 +186,8 @@ usertrapret(void)
   p->trapframe->kernel_hartid = r_tp();
 
   uint64 s = csr_read(sstatus);
-  s &= ~SSTATUS_SPP;   // sret goes to user mode
-  s |= SSTATUS_SPIE;   // with interrupts on
+  s &= ~SSTATUS_SPP; // sret goes to user mode
+  s |= SSTATUS_SPIE; // with interrupts on
   csr_write(sstatus, s);
   csr_write(sepc, p->trapframe->epc);
 

@@ -12,20 +12,20 @@
 #include "kernel/include/defs.h"
 
 // Registers (byte offsets from UART0); see the 16550 data sheet.
-#define RHR 0                 // receive holding register (read)
-#define THR 0                 // transmit holding register (write)
-#define DLL 0                 // divisor latch, low byte (when LCR_DLAB)
-#define DLM 1                 // divisor latch, high byte (when LCR_DLAB)
-#define IER 1                 // interrupt enable
-#define IER_RX (1 << 0)
-#define FCR 2                 // FIFO control
+#define RHR              0 // receive holding register (read)
+#define THR              0 // transmit holding register (write)
+#define DLL              0 // divisor latch, low byte (when LCR_DLAB)
+#define DLM              1 // divisor latch, high byte (when LCR_DLAB)
+#define IER              1 // interrupt enable
+#define IER_RX           (1 << 0)
+#define FCR              2    // FIFO control
 #define FCR_ENABLE_CLEAR 0x07 // enable both FIFOs and clear them
-#define LCR 3                 // line control
-#define LCR_8N1  0x03
-#define LCR_DLAB 0x80         // divisor latch access
-#define LSR 5                 // line status
-#define LSR_RX_READY (1 << 0)
-#define LSR_TX_IDLE  (1 << 5)
+#define LCR              3    // line control
+#define LCR_8N1          0x03
+#define LCR_DLAB         0x80 // divisor latch access
+#define LSR              5    // line status
+#define LSR_RX_READY     (1 << 0)
+#define LSR_TX_IDLE      (1 << 5)
 
 #define Reg(r) ((volatile uchar *)(UART0 + (r)))
 
@@ -37,7 +37,7 @@ uartinit(void)
 {
   *Reg(IER) = 0;
   *Reg(LCR) = LCR_DLAB;
-  *Reg(DLL) = 3;            // 38400 baud; QEMU ignores it but real 16550s need one
+  *Reg(DLL) = 3; // 38400 baud; QEMU ignores it but real 16550s need one
   *Reg(DLM) = 0;
   *Reg(LCR) = LCR_8N1;
   *Reg(FCR) = FCR_ENABLE_CLEAR;

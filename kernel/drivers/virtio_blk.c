@@ -30,7 +30,7 @@
 #include "buf.h"
 #include "virtio.h"
 
-#define R(r) ((volatile uint32 *)(VIRTIO0 + (r)))
+#define R(r)              ((volatile uint32 *)(VIRTIO0 + (r)))
 #define SECTORS_PER_BLOCK (BSIZE / 512)
 
 static struct disk {
@@ -39,19 +39,19 @@ static struct disk {
   struct virtq_desc *desc;
   struct virtq_avail *avail;
   struct virtq_used *used;
-  int num;                       // queue size, a power of two
-  int maxsegs;                   // data descriptors per request
-  uint64 nblocks;                // disk capacity in blocks
+  int num;        // queue size, a power of two
+  int maxsegs;    // data descriptors per request
+  uint64 nblocks; // disk capacity in blocks
   // guarded by lock:
-  uint16 freelist[VIRTQ_MAX];    // free descriptor numbers (a stack)
+  uint16 freelist[VIRTQ_MAX]; // free descriptor numbers (a stack)
   int nfree;
-  int waiting;                   // processes sleeping for descriptors
-  uint16 used_idx;               // next used-ring entry to look at
+  int waiting;     // processes sleeping for descriptors
+  uint16 used_idx; // next used-ring entry to look at
   struct {
-    int done;                    // the device has finished the chain
-    uchar status;                // written by the device
-  } info[VIRTQ_MAX];             // indexed by head descriptor
-  struct virtio_blk_req req[VIRTQ_MAX];   // headers, by head descriptor
+    int done;                           // the device has finished the chain
+    uchar status;                       // written by the device
+  } info[VIRTQ_MAX];                    // indexed by head descriptor
+  struct virtio_blk_req req[VIRTQ_MAX]; // headers, by head descriptor
 } disk;
 
 static uint64
@@ -80,15 +80,14 @@ negotiate(void)
   lo = *R(VIRTIO_MMIO_DEVICE_FEATURES);
   *R(VIRTIO_MMIO_DEVICE_FEATURES_SEL) = 1;
   hi = *R(VIRTIO_MMIO_DEVICE_FEATURES);
-  if(!(hi & (1 << (VIRTIO_F_VERSION_1 - 32))))
+  if (!(hi & (1 << (VIRTIO_F_VERSION_1 - 32))))
     panic("virtio_disk_init: device is not virtio 1.x");
   *R(VIRTIO_MMIO_DRIVER_FEATURES_SEL) = 0;
-  *R(VIRTIO_MMIO_DRIVER_FEATURES) = lo & ((1 << VIRTIO_BLK_F_SEG_MAX) |
-                                           (1 << VIRTIO_BLK_F_FLUSH));
+  *R(VIRTIO_MMIO_DRIVER_FEATURES) = lo & ((1 << VIRTIO_BLK_F_SEG_MAX) | (1 << VIRTIO_BLK_F_FLUSH));
   *R(VIRTIO_MMIO_DRIVER_FEATURES_SEL) = 1;
   *R(VIRTIO_MMIO_DRIVER_FEATURES) = 1 << (VIRTIO_F_VERSION_1 - 32);
   *R(VIRTIO_MMIO_STATUS) |= VIRTIO_STATUS_FEATURES_OK;
-  if(!(*R(VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_FEATURES_OK))
+  if (!(*R(VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_FEATURES_OK))
     panic("virtio_disk_init: device refused our features");
   return lo;
 }
@@ -100,18 +99,18 @@ setup_queue(void)
   uint32 max;
 
   *R(VIRTIO_MMIO_QUEUE_SEL) = 0;
-  if(*R(VIRTIO_MMIO_QUEUE_READY))
+  if (*R(VIRTIO_MMIO_QUEUE_READY))
     panic("virtio_disk_init: queue already in use");
   max = *R(VIRTIO_MMIO_QUEUE_NUM_MAX);
-  if(max < 4)
+  if (max < 4)
     panic("virtio_disk_init: queue too small");
   // A power of two, so that the 16-bit ring indexes wrap evenly.
-  for(disk.num = VIRTQ_MAX; disk.num > max; disk.num /= 2)
+  for (disk.num = VIRTQ_MAX; disk.num > max; disk.num /= 2)
     ;
   disk.desc = kalloc();
   disk.avail = kalloc();
   disk.used = kalloc();
-  if(!disk.desc || !disk.avail || !disk.used)
+  if (!disk.desc || !disk.avail || !disk.used)
     panic("virtio_disk_init: out of memory");
   memset(disk.desc, 0, PGSIZE);
   memset(disk.avail, 0, PGSIZE);
@@ -124,7 +123,7 @@ setup_queue(void)
   *R(VIRTIO_MMIO_DEVICE_DESC_LOW) = (uint64)disk.used;
   *R(VIRTIO_MMIO_DEVICE_DESC_HIGH) = (uint64)disk.used >> 32;
   *R(VIRTIO_MMIO_QUEUE_READY) = 1;
-  for(disk.nfree = 0; disk.nfree < disk.num; disk.nfree++)
+  for (disk.nfree = 0; disk.nfree < disk.num; disk.nfree++)
     disk.freelist[disk.nfree] = disk.nfree;
 }
 
@@ -135,12 +134,12 @@ virtio_disk_init(void)
   uint32 features, segmax;
 
   initlock(&disk.lock, "virtio_disk");
-  if(*R(VIRTIO_MMIO_MAGIC_VALUE) != VIRTIO_MAGIC ||
-     *R(VIRTIO_MMIO_VERSION) != 2 ||
-     *R(VIRTIO_MMIO_DEVICE_ID) != VIRTIO_DEV_BLOCK)
+  if (*R(VIRTIO_MMIO_MAGIC_VALUE) != VIRTIO_MAGIC ||
+      *R(VIRTIO_MMIO_VERSION) != 2 ||
+      *R(VIRTIO_MMIO_DEVICE_ID) != VIRTIO_DEV_BLOCK)
     panic("virtio_disk_init: no modern virtio-blk disk at VIRTIO0 "
           "(QEMU needs -global virtio-mmio.force-legacy=false and a -drive)");
-  *R(VIRTIO_MMIO_STATUS) = 0;   // reset
+  *R(VIRTIO_MMIO_STATUS) = 0; // reset
   *R(VIRTIO_MMIO_STATUS) |= VIRTIO_STATUS_ACKNOWLEDGE;
   *R(VIRTIO_MMIO_STATUS) |= VIRTIO_STATUS_DRIVER;
   features = negotiate();
@@ -148,9 +147,9 @@ virtio_disk_init(void)
   disk.nblocks = rd64(VIRTIO_MMIO_CONFIG + VIRTIO_BLK_CFG_CAPACITY) / SECTORS_PER_BLOCK;
   // A request is header + data + status, and no chain may exceed the queue.
   disk.maxsegs = disk.num - 2;
-  if(features & (1 << VIRTIO_BLK_F_SEG_MAX)){
+  if (features & (1 << VIRTIO_BLK_F_SEG_MAX)) {
     segmax = *R(VIRTIO_MMIO_CONFIG + VIRTIO_BLK_CFG_SEG_MAX);
-    if(segmax > 0 && segmax < disk.maxsegs)
+    if (segmax > 0 && segmax < disk.maxsegs)
       disk.maxsegs = segmax;
   }
   *R(VIRTIO_MMIO_STATUS) |= VIRTIO_STATUS_DRIVER_OK;
@@ -175,8 +174,8 @@ fill_chain(uint16 *d, uint64 blockno, struct blkseg *segs, int nseg, int write)
   req->reserved = 0;
   req->sector = blockno * SECTORS_PER_BLOCK;
   disk.desc[d[0]] = (struct virtq_desc){ (uint64)req, sizeof(*req),
-                                         VRING_DESC_F_NEXT, d[1] };
-  for(i = 0; i < nseg; i++){
+    VRING_DESC_F_NEXT, d[1] };
+  for (i = 0; i < nseg; i++) {
     // The device writes into memory on a read, and reads it on a write.
     disk.desc[d[1 + i]] = (struct virtq_desc){ segs[i].pa, segs[i].len,
       VRING_DESC_F_NEXT | (write ? 0 : VRING_DESC_F_WRITE), d[2 + i] };
@@ -184,7 +183,8 @@ fill_chain(uint16 *d, uint64 blockno, struct blkseg *segs, int nseg, int write)
   disk.info[d[0]].status = 0xff;
   disk.info[d[0]].done = 0;
   disk.desc[d[nseg + 1]] = (struct virtq_desc){
-    (uint64)&disk.info[d[0]].status, 1, VRING_DESC_F_WRITE, 0 };
+    (uint64)&disk.info[d[0]].status, 1, VRING_DESC_F_WRITE, 0
+  };
 }
 
 // Transfers segs[0..nseg) to (write) or from the disk, starting at block
@@ -198,36 +198,36 @@ virtio_disk_io(uint64 blockno, struct blkseg *segs, int nseg, int write)
   uint64 bytes = 0;
   int i, head, status;
 
-  if(nseg < 1 || nseg > disk.maxsegs)
+  if (nseg < 1 || nseg > disk.maxsegs)
     panic("virtio_disk_io: bad segment count");
-  for(i = 0; i < nseg; i++)
+  for (i = 0; i < nseg; i++)
     bytes += segs[i].len;
-  if(blockno + (bytes + BSIZE - 1) / BSIZE > disk.nblocks)
+  if (blockno + (bytes + BSIZE - 1) / BSIZE > disk.nblocks)
     return -EIO;
 
   acquire(&disk.lock);
-  while(disk.nfree < nseg + 2){
+  while (disk.nfree < nseg + 2) {
     disk.waiting++;
     sleep(&disk.nfree, &disk.lock);
     disk.waiting--;
   }
-  for(i = 0; i < nseg + 2; i++)
+  for (i = 0; i < nseg + 2; i++)
     d[i] = disk.freelist[--disk.nfree];
   fill_chain(d, blockno, segs, nseg, write);
   head = d[0];
 
   disk.avail->ring[disk.avail->idx & (disk.num - 1)] = head;
-  __sync_synchronize();   // the device must see the chain before the index
+  __sync_synchronize(); // the device must see the chain before the index
   disk.avail->idx++;
   __sync_synchronize();
   *R(VIRTIO_MMIO_QUEUE_NOTIFY) = 0;
 
-  while(!disk.info[head].done)
+  while (!disk.info[head].done)
     sleep(&disk.info[head], &disk.lock);
   status = disk.info[head].status;
-  for(i = 0; i < nseg + 2; i++)
+  for (i = 0; i < nseg + 2; i++)
     disk.freelist[disk.nfree++] = d[i];
-  if(disk.waiting)
+  if (disk.waiting)
     wakeup(&disk.nfree);
   release(&disk.lock);
   return status == VIRTIO_BLK_S_OK ? 0 : -EIO;
@@ -240,7 +240,7 @@ virtio_disk_rw(struct buf *b, int write)
 {
   struct blkseg seg = { (uint64)b->data, BSIZE };
 
-  if(virtio_disk_io(b->blockno, &seg, 1, write) < 0)
+  if (virtio_disk_io(b->blockno, &seg, 1, write) < 0)
     panic("virtio_disk_rw: disk I/O error");
 }
 
@@ -255,7 +255,7 @@ virtio_disk_intr(void)
   // interrupt instead of being lost.
   *R(VIRTIO_MMIO_INTERRUPT_ACK) = *R(VIRTIO_MMIO_INTERRUPT_STATUS) & 0x3;
   __sync_synchronize();
-  while(disk.used_idx != disk.used->idx){
+  while (disk.used_idx != disk.used->idx) {
     __sync_synchronize();
     id = disk.used->ring[disk.used_idx & (disk.num - 1)].id;
     disk.info[id].done = 1;

@@ -33,15 +33,15 @@
 #include "fs.h"
 #include "buf.h"
 
-#define NHASH 128   // hash buckets; a power of two
+#define NHASH 128 // hash buckets; a power of two
 
 struct {
   struct spinlock lock;
   struct buf buf[NBUF];
-  struct buf head;           // LRU list: head.next is the most recent
-  struct buf *hash[NHASH];   // chains through buf.hnext
-  int ndirty;                // pinned (dirty) buffers, for bclean_run
-  int waiting;               // processes sleeping in bget for a buffer
+  struct buf head;         // LRU list: head.next is the most recent
+  struct buf *hash[NHASH]; // chains through buf.hnext
+  int ndirty;              // pinned (dirty) buffers, for bclean_run
+  int waiting;             // processes sleeping in bget for a buffer
 } bcache;
 
 // Block data lives in page-aligned static memory: the kernel maps it 1:1,
@@ -63,9 +63,9 @@ binit(void)
   initlock(&bcache.lock, "bcache");
   bcache.head.prev = &bcache.head;
   bcache.head.next = &bcache.head;
-  for(b = bcache.buf; b < bcache.buf + NBUF; b++){
+  for (b = bcache.buf; b < bcache.buf + NBUF; b++) {
     b->data = bufdata[b - bcache.buf];
-    b->blockno = ~0U;   // matches no block until bget assigns one
+    b->blockno = ~0U; // matches no block until bget assigns one
     initsleeplock(&b->lock, "buffer");
     b->next = bcache.head.next;
     b->prev = &bcache.head;
@@ -81,8 +81,8 @@ bfind(uint dev, uint blockno)
 {
   struct buf *b;
 
-  for(b = *bucket(dev, blockno); b; b = b->hnext)
-    if(b->dev == dev && b->blockno == blockno)
+  for (b = *bucket(dev, blockno); b; b = b->hnext)
+    if (b->dev == dev && b->blockno == blockno)
       return b;
   return 0;
 }
@@ -94,8 +94,8 @@ brehash(struct buf *b, uint dev, uint blockno)
 {
   struct buf **pp;
 
-  for(pp = bucket(b->dev, b->blockno); *pp; pp = &(*pp)->hnext){
-    if(*pp == b){
+  for (pp = bucket(b->dev, b->blockno); *pp; pp = &(*pp)->hnext) {
+    if (*pp == b) {
       *pp = b->hnext;
       break;
     }
@@ -115,13 +115,13 @@ bget(uint dev, uint blockno)
   struct buf *b;
 
   acquire(&bcache.lock);
-  for(;;){
-    if((b = bfind(dev, blockno)) != 0)
+  for (;;) {
+    if ((b = bfind(dev, blockno)) != 0)
       break;
-    for(b = bcache.head.prev; b != &bcache.head; b = b->prev)
-      if(b->refcnt == 0)
+    for (b = bcache.head.prev; b != &bcache.head; b = b->prev)
+      if (b->refcnt == 0)
         break;
-    if(b != &bcache.head){
+    if (b != &bcache.head) {
       brehash(b, dev, blockno);
       b->valid = 0;
       break;
@@ -144,7 +144,7 @@ bread(uint dev, uint blockno)
   struct buf *b;
 
   b = bget(dev, blockno);
-  if(!b->valid){
+  if (!b->valid) {
     virtio_disk_rw(b, 0);
     b->valid = 1;
   }
@@ -168,7 +168,7 @@ bread_zero(uint dev, uint blockno)
 void
 bwrite(struct buf *b)
 {
-  if(!holdingsleep(&b->lock))
+  if (!holdingsleep(&b->lock))
     panic("bwrite: buffer not locked");
   virtio_disk_rw(b, 1);
 }
@@ -178,20 +178,20 @@ bwrite(struct buf *b)
 void
 brelse(struct buf *b)
 {
-  if(!holdingsleep(&b->lock))
+  if (!holdingsleep(&b->lock))
     panic("brelse: buffer not locked");
   releasesleep(&b->lock);
 
   acquire(&bcache.lock);
   b->refcnt--;
-  if(b->refcnt == 0){
+  if (b->refcnt == 0) {
     b->next->prev = b->prev;
     b->prev->next = b->next;
     b->next = bcache.head.next;
     b->prev = &bcache.head;
     bcache.head.next->prev = b;
     bcache.head.next = b;
-    if(bcache.waiting)
+    if (bcache.waiting)
       wakeup(&bcache.waiting);
   }
   release(&bcache.lock);
@@ -217,7 +217,7 @@ bunpin(struct buf *b)
   b->refcnt--;
   b->dirty = 0;
   bcache.ndirty--;
-  if(b->refcnt == 0 && bcache.waiting)
+  if (b->refcnt == 0 && bcache.waiting)
     wakeup(&bcache.waiting);
   release(&bcache.lock);
 }
@@ -233,10 +233,10 @@ bclean_run(uint dev, uint blockno, uint n)
   struct buf *b;
 
   acquire(&bcache.lock);
-  if(bcache.ndirty > 0){
-    for(i = 0; i < n; i++){
+  if (bcache.ndirty > 0) {
+    for (i = 0; i < n; i++) {
       b = bfind(dev, blockno + i);
-      if(b && b->dirty){
+      if (b && b->dirty) {
         n = i;
         break;
       }

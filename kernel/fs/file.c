@@ -45,8 +45,8 @@ filealloc(void)
   struct file *f;
 
   acquire(&ftable.lock);
-  for(f = ftable.file; f < ftable.file + NFILE; f++){
-    if(f->ref == 0){
+  for (f = ftable.file; f < ftable.file + NFILE; f++) {
+    if (f->ref == 0) {
       f->ref = 1;
       release(&ftable.lock);
       return f;
@@ -61,7 +61,7 @@ struct file *
 filedup(struct file *f)
 {
   acquire(&ftable.lock);
-  if(f->ref < 1)
+  if (f->ref < 1)
     panic("filedup: unused file");
   f->ref++;
   release(&ftable.lock);
@@ -75,9 +75,9 @@ fileclose(struct file *f)
   struct file ff;
 
   acquire(&ftable.lock);
-  if(f->ref < 1)
+  if (f->ref < 1)
     panic("fileclose: unused file");
-  if(--f->ref > 0){
+  if (--f->ref > 0) {
     release(&ftable.lock);
     return;
   }
@@ -86,9 +86,9 @@ fileclose(struct file *f)
   f->type = FD_NONE;
   release(&ftable.lock);
 
-  if(ff.type == FD_PIPE){
+  if (ff.type == FD_PIPE) {
     pipeclose(ff.pipe, ff.writable);
-  } else if(ff.type == FD_INODE || ff.type == FD_DEVICE){
+  } else if (ff.type == FD_INODE || ff.type == FD_DEVICE) {
     begin_op();
     iput(ff.ip);
     end_op();
@@ -102,12 +102,12 @@ filestat(struct file *f, uint64 addr)
 {
   struct stat st;
 
-  if(f->type != FD_INODE && f->type != FD_DEVICE)
+  if (f->type != FD_INODE && f->type != FD_DEVICE)
     return -EINVAL;
   ilock(f->ip);
   stati(f->ip, &st);
   iunlock(f->ip);
-  if(copyout(myproc()->pagetable, addr, &st, sizeof(st)) < 0)
+  if (copyout(myproc()->pagetable, addr, &st, sizeof(st)) < 0)
     return -EFAULT;
   return 0;
 }
@@ -119,18 +119,18 @@ fileread(struct file *f, uint64 addr, int n)
 {
   int r;
 
-  if(!f->readable)
+  if (!f->readable)
     return -EBADF;
-  switch(f->type){
+  switch (f->type) {
   case FD_PIPE:
     return piperead(f->pipe, addr, n);
   case FD_DEVICE:
-    if(f->major < 0 || f->major >= NDEV || !devsw[f->major].read)
+    if (f->major < 0 || f->major >= NDEV || !devsw[f->major].read)
       return -EINVAL;
     return devsw[f->major].read(1, addr, n);
   case FD_INODE:
     ilock(f->ip);
-    if((r = readi(f->ip, 1, addr, f->off, n)) > 0)
+    if ((r = readi(f->ip, 1, addr, f->off, n)) > 0)
       f->off += r;
     iunlock(f->ip);
     return r;
@@ -146,20 +146,20 @@ inode_write(struct file *f, uint64 addr, int n)
 {
   int i, n1, r = 0;
 
-  for(i = 0; i < n; i += r){
+  for (i = 0; i < n; i += r) {
     n1 = n - i;
-    if(n1 > WRITEMAX)
+    if (n1 > WRITEMAX)
       n1 = WRITEMAX;
     begin_op();
     ilock(f->ip);
-    if((r = writei(f->ip, 1, addr + i, f->off, n1)) > 0)
+    if ((r = writei(f->ip, 1, addr + i, f->off, n1)) > 0)
       f->off += r;
     iunlock(f->ip);
     end_op();
-    if(r != n1)
-      break;   // an error, or the disk is full
+    if (r != n1)
+      break; // an error, or the disk is full
   }
-  if(i < n && r > 0)
+  if (i < n && r > 0)
     i += r;
   return i > 0 ? i : r;
 }
@@ -169,13 +169,13 @@ inode_write(struct file *f, uint64 addr, int n)
 int
 filewrite(struct file *f, uint64 addr, int n)
 {
-  if(!f->writable)
+  if (!f->writable)
     return -EBADF;
-  switch(f->type){
+  switch (f->type) {
   case FD_PIPE:
     return pipewrite(f->pipe, addr, n);
   case FD_DEVICE:
-    if(f->major < 0 || f->major >= NDEV || !devsw[f->major].write)
+    if (f->major < 0 || f->major >= NDEV || !devsw[f->major].write)
       return -EINVAL;
     return devsw[f->major].write(1, addr, n);
   case FD_INODE:

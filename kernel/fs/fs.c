@@ -61,7 +61,7 @@ fsinit(int dev)
   bp = bread(dev, 1);
   memmove(&sb, bp->data, sizeof(sb));
   brelse(bp);
-  if(sb.magic != FSMAGIC || sb.version != FSVERSION)
+  if (sb.magic != FSMAGIC || sb.version != FSVERSION)
     panic("fsinit: not an aisvc file system; rebuild it with make fsimg");
   initlock(&hint.lock, "balloc");
   initlog(dev, &sb);
@@ -78,15 +78,15 @@ balloc_in(uint dev, uint bblk, uint from)
   uint bi, b;
 
   bp = bread(dev, sb.bmapstart + bblk);
-  for(bi = from; bi < BPB; ){
-    if(bi % 8 == 0 && bp->data[bi / 8] == 0xff){
-      bi += 8;   // a whole byte in use: the common case, skip it at once
+  for (bi = from; bi < BPB;) {
+    if (bi % 8 == 0 && bp->data[bi / 8] == 0xff) {
+      bi += 8; // a whole byte in use: the common case, skip it at once
       continue;
     }
     b = bblk * BPB + bi;
-    if(b >= sb.size)
+    if (b >= sb.size)
       break;
-    if((bp->data[bi / 8] & (1 << (bi % 8))) == 0){
+    if ((bp->data[bi / 8] & (1 << (bi % 8))) == 0) {
       bp->data[bi / 8] |= 1 << (bi % 8);
       log_write(bp);
       brelse(bp);
@@ -106,7 +106,7 @@ balloc_at(uint dev, uint b)
   uint bi = b % BPB;
 
   bp = bread(dev, BBLOCK(b, sb));
-  if(bp->data[bi / 8] & (1 << (bi % 8))){
+  if (bp->data[bi / 8] & (1 << (bi % 8))) {
     brelse(bp);
     return 0;
   }
@@ -130,9 +130,9 @@ balloc_window(uint dev)
   start = hint.next < sb.size ? hint.next : 0;
   release(&hint.lock);
   // Visit the hint's bitmap block first and last, to wrap around.
-  for(i = 0; i <= nbmap && b == 0; i++)
+  for (i = 0; i <= nbmap && b == 0; i++)
     b = balloc_in(dev, (start / BPB + i) % nbmap, i == 0 ? start % BPB : 0);
-  if(b){
+  if (b) {
     acquire(&hint.lock);
     hint.next = b + ALLOCWINDOW;
     release(&hint.lock);
@@ -151,9 +151,9 @@ balloc(struct inode *ip)
   uint b = 0;
   struct buf *bp;
 
-  if(ip->lastalloc && ip->lastalloc + 1 < sb.size)
+  if (ip->lastalloc && ip->lastalloc + 1 < sb.size)
     b = balloc_at(ip->dev, ip->lastalloc + 1);
-  if(b == 0 && (b = balloc_window(ip->dev)) == 0)
+  if (b == 0 && (b = balloc_window(ip->dev)) == 0)
     return 0;
   ip->lastalloc = b;
   bp = bread_zero(ip->dev, b);
@@ -170,7 +170,7 @@ bfree(int dev, uint b)
   int bi = b % BPB;
 
   bp = bread(dev, BBLOCK(b, sb));
-  if((bp->data[bi / 8] & (1 << (bi % 8))) == 0)
+  if ((bp->data[bi / 8] & (1 << (bi % 8))) == 0)
     panic("bfree: freeing a free block");
   bp->data[bi / 8] &= ~(1 << (bi % 8));
   log_write(bp);
@@ -198,7 +198,7 @@ iinit(void)
   int i;
 
   initlock(&itable.lock, "itable");
-  for(i = 0; i < NINODE; i++)
+  for (i = 0; i < NINODE; i++)
     initsleeplock(&itable.inode[i].lock, "inode");
 }
 
@@ -210,16 +210,16 @@ iget(uint dev, uint inum)
   struct inode *ip, *empty = 0;
 
   acquire(&itable.lock);
-  for(ip = itable.inode; ip < &itable.inode[NINODE]; ip++){
-    if(ip->ref > 0 && ip->dev == dev && ip->inum == inum){
+  for (ip = itable.inode; ip < &itable.inode[NINODE]; ip++) {
+    if (ip->ref > 0 && ip->dev == dev && ip->inum == inum) {
       ip->ref++;
       release(&itable.lock);
       return ip;
     }
-    if(empty == 0 && ip->ref == 0)
+    if (empty == 0 && ip->ref == 0)
       empty = ip;
   }
-  if(empty){
+  if (empty) {
     empty->dev = dev;
     empty->inum = inum;
     empty->ref = 1;
@@ -240,13 +240,13 @@ ialloc(uint dev, short type, struct inode **ipp)
   struct buf *bp;
   struct dinode *dip;
 
-  for(inum = 1; inum < sb.ninodes; inum++){
+  for (inum = 1; inum < sb.ninodes; inum++) {
     bp = bread(dev, IBLOCK(inum, sb));
     dip = (struct dinode *)bp->data + inum % IPB;
-    if(dip->type == 0){
+    if (dip->type == 0) {
       // Claim a table entry first, so that a full table leaves the disk
       // unchanged. Holding bp keeps others from allocating inum meanwhile.
-      if((*ipp = iget(dev, inum)) == 0){
+      if ((*ipp = iget(dev, inum)) == 0) {
         brelse(bp);
         return -ENFILE;
       }
@@ -298,10 +298,10 @@ ilock(struct inode *ip)
   struct buf *bp;
   struct dinode *dip;
 
-  if(ip == 0 || ip->ref < 1)
+  if (ip == 0 || ip->ref < 1)
     panic("ilock: bad inode");
   acquiresleep(&ip->lock);
-  if(ip->valid == 0){
+  if (ip->valid == 0) {
     bp = bread(ip->dev, IBLOCK(ip->inum, sb));
     dip = (struct dinode *)bp->data + ip->inum % IPB;
     ip->type = dip->type;
@@ -312,7 +312,7 @@ ilock(struct inode *ip)
     memmove(ip->addrs, dip->addrs, sizeof(ip->addrs));
     brelse(bp);
     ip->valid = 1;
-    if(ip->type == 0)
+    if (ip->type == 0)
       panic("ilock: inode has no type");
   }
 }
@@ -320,7 +320,7 @@ ilock(struct inode *ip)
 void
 iunlock(struct inode *ip)
 {
-  if(ip == 0 || !holdingsleep(&ip->lock) || ip->ref < 1)
+  if (ip == 0 || !holdingsleep(&ip->lock) || ip->ref < 1)
     panic("iunlock: not locked");
   releasesleep(&ip->lock);
 }
@@ -332,7 +332,7 @@ void
 iput(struct inode *ip)
 {
   acquire(&itable.lock);
-  if(ip->ref == 1 && ip->valid && ip->nlink == 0){
+  if (ip->ref == 1 && ip->valid && ip->nlink == 0) {
     // No other process holds ip (ref is 1) and no directory names it, so
     // acquiresleep cannot block and nobody can find ip meanwhile.
     acquiresleep(&ip->lock);
@@ -362,7 +362,7 @@ iunlockput(struct inode *ip)
 static uint
 inode_slot(struct inode *ip, int i, int alloc)
 {
-  if(ip->addrs[i] == 0 && alloc)
+  if (ip->addrs[i] == 0 && alloc)
     ip->addrs[i] = balloc(ip);
   return ip->addrs[i];
 }
@@ -378,9 +378,9 @@ indirect_slot(struct inode *ip, uint blk, uint idx, int alloc)
   bp = bread(ip->dev, blk);
   a = (uint *)bp->data;
   addr = a[idx];
-  if(addr == 0 && alloc){
+  if (addr == 0 && alloc) {
     addr = balloc(ip);
-    if(addr){
+    if (addr) {
       a[idx] = addr;
       log_write(bp);
     }
@@ -398,19 +398,19 @@ bmap(struct inode *ip, uint64 bn, int alloc)
 {
   uint blk;
 
-  if(bn < NDIRECT)
+  if (bn < NDIRECT)
     return inode_slot(ip, bn, alloc);
   bn -= NDIRECT;
-  if(bn < NINDIRECT){
-    if((blk = inode_slot(ip, NDIRECT, alloc)) == 0)
+  if (bn < NINDIRECT) {
+    if ((blk = inode_slot(ip, NDIRECT, alloc)) == 0)
       return 0;
     return indirect_slot(ip, blk, bn, alloc);
   }
   bn -= NINDIRECT;
-  if(bn < NDINDIRECT){
-    if((blk = inode_slot(ip, NDIRECT + 1, alloc)) == 0)
+  if (bn < NDINDIRECT) {
+    if ((blk = inode_slot(ip, NDIRECT + 1, alloc)) == 0)
       return 0;
-    if((blk = indirect_slot(ip, blk, bn / NINDIRECT, alloc)) == 0)
+    if ((blk = indirect_slot(ip, blk, bn / NINDIRECT, alloc)) == 0)
       return 0;
     return indirect_slot(ip, blk, bn % NINDIRECT, alloc);
   }
@@ -428,21 +428,21 @@ bmap_run(struct inode *ip, uint64 bn, uint max, uint *run)
   struct buf *bp = 0;
   uint *a, idx, len, addr, n, blk;
 
-  if(bn < NDIRECT){
+  if (bn < NDIRECT) {
     a = ip->addrs;
     idx = bn;
     len = NDIRECT;
   } else {
     bn -= NDIRECT;
-    if(bn < NINDIRECT){
+    if (bn < NINDIRECT) {
       blk = ip->addrs[NDIRECT];
-    } else if(bn - NINDIRECT < NDINDIRECT && ip->addrs[NDIRECT + 1]){
+    } else if (bn - NINDIRECT < NDINDIRECT && ip->addrs[NDIRECT + 1]) {
       bn -= NINDIRECT;
       blk = indirect_slot(ip, ip->addrs[NDIRECT + 1], bn / NINDIRECT, 0);
     } else {
       return 0;
     }
-    if(blk == 0)
+    if (blk == 0)
       return 0;
     bp = bread(ip->dev, blk);
     a = (uint *)bp->data;
@@ -450,9 +450,9 @@ bmap_run(struct inode *ip, uint64 bn, uint max, uint *run)
     len = NINDIRECT;
   }
   addr = a[idx];
-  for(n = 1; n < max && idx + n < len && a[idx + n] == addr + n; n++)
+  for (n = 1; n < max && idx + n < len && a[idx + n] == addr + n; n++)
     ;
-  if(bp)
+  if (bp)
     brelse(bp);
   *run = n;
   return addr;
@@ -468,10 +468,10 @@ free_indirect(struct inode *ip, uint blk, int depth)
 
   bp = bread(ip->dev, blk);
   a = (uint *)bp->data;
-  for(j = 0; j < NINDIRECT; j++){
-    if(a[j] == 0)
+  for (j = 0; j < NINDIRECT; j++) {
+    if (a[j] == 0)
       continue;
-    if(depth > 1)
+    if (depth > 1)
       free_indirect(ip, a[j], depth - 1);
     else
       bfree(ip->dev, a[j]);
@@ -487,14 +487,14 @@ itrunc(struct inode *ip)
 {
   int i;
 
-  for(i = 0; i < NDIRECT; i++){
-    if(ip->addrs[i]){
+  for (i = 0; i < NDIRECT; i++) {
+    if (ip->addrs[i]) {
       bfree(ip->dev, ip->addrs[i]);
       ip->addrs[i] = 0;
     }
   }
-  for(i = 0; i < 2; i++){
-    if(ip->addrs[NDIRECT + i]){
+  for (i = 0; i < 2; i++) {
+    if (ip->addrs[NDIRECT + i]) {
       free_indirect(ip, ip->addrs[NDIRECT + i], i + 1);
       ip->addrs[NDIRECT + i] = 0;
     }
@@ -525,15 +525,15 @@ user_block_segs(pagetable_t pt, uint64 va, struct blkseg *segs, int *n)
   uint64 end, pa, len;
   pte_t *pte;
 
-  for(end = va + BSIZE; va < end; va += len){
-    if(va >= MAXVA || (pte = walk(pt, va, 0)) == 0 ||
-       (*pte & (PTE_V | PTE_U | PTE_W)) != (PTE_V | PTE_U | PTE_W))
+  for (end = va + BSIZE; va < end; va += len) {
+    if (va >= MAXVA || (pte = walk(pt, va, 0)) == 0 ||
+        (*pte & (PTE_V | PTE_U | PTE_W)) != (PTE_V | PTE_U | PTE_W))
       return -1;
     pa = PTE2PA(*pte) + va % PGSIZE;
     len = PGSIZE - va % PGSIZE;
-    if(len > end - va)
+    if (len > end - va)
       len = end - va;
-    if(*n > 0 && segs[*n - 1].pa + segs[*n - 1].len == pa){
+    if (*n > 0 && segs[*n - 1].pa + segs[*n - 1].len == pa) {
       segs[*n - 1].len += len;
     } else {
       segs[*n].pa = pa;
@@ -550,18 +550,18 @@ user_block_segs(pagetable_t pt, uint64 va, struct blkseg *segs, int *n)
 // not hold the next block. Returns the blocks covered; *nseg the segments.
 static uint
 user_segs(pagetable_t pt, uint64 va, uint nblocks, struct blkseg *segs, int max,
-          int *nseg)
+    int *nseg)
 {
   uint done;
   int n = 0, saved_n;
   uint32 saved_len;
 
-  for(done = 0; done < nblocks && n + 2 <= max; done++){
+  for (done = 0; done < nblocks && n + 2 <= max; done++) {
     saved_n = n;
     saved_len = n > 0 ? segs[n - 1].len : 0;
-    if(user_block_segs(pt, va + (uint64)done * BSIZE, segs, &n) < 0){
+    if (user_block_segs(pt, va + (uint64)done * BSIZE, segs, &n) < 0) {
       n = saved_n;
-      if(n > 0)
+      if (n > 0)
         segs[n - 1].len = saved_len;
       break;
     }
@@ -582,17 +582,17 @@ readi_direct(struct inode *ip, uint64 dst, uint64 off, uint nblocks)
   int nseg, max;
   uint disk, run;
 
-  if(nblocks > FASTREADMAX)
+  if (nblocks > FASTREADMAX)
     nblocks = FASTREADMAX;
   disk = bmap_run(ip, off / BSIZE, nblocks, &run);
-  if(disk == 0)
+  if (disk == 0)
     return 0;
   run = bclean_run(ip->dev, disk, run);
   max = virtio_disk_maxsegs() < BIOMAXSEGS ? virtio_disk_maxsegs() : BIOMAXSEGS;
   run = user_segs(myproc()->pagetable, dst, run, segs, max, &nseg);
-  if(run == 0)
+  if (run == 0)
     return 0;
-  if(virtio_disk_io(disk, segs, nseg, 0) < 0)
+  if (virtio_disk_io(disk, segs, nseg, 0) < 0)
     return -EIO;
   return run * BSIZE;
 }
@@ -608,27 +608,27 @@ readi(struct inode *ip, int user_dst, uint64 dst, uint64 off, uint n)
   struct buf *bp;
   int r;
 
-  if(off > ip->size || off + n < off)
+  if (off > ip->size || off + n < off)
     return 0;
-  if(off + n > ip->size)
+  if (off + n > ip->size)
     n = ip->size - off;
-  for(tot = 0; tot < n; tot += m, off += m, dst += m){
-    if(user_dst && off % BSIZE == 0 && n - tot >= FASTREADMIN * BSIZE){
+  for (tot = 0; tot < n; tot += m, off += m, dst += m) {
+    if (user_dst && off % BSIZE == 0 && n - tot >= FASTREADMIN * BSIZE) {
       r = readi_direct(ip, dst, off, (n - tot) / BSIZE);
-      if(r < 0)
+      if (r < 0)
         return r;
-      if((m = r) > 0)
+      if ((m = r) > 0)
         continue;
     }
-    if((addr = bmap(ip, off / BSIZE, 0)) == 0)
-      return -EIO;   // a hole: only a damaged image has one
+    if ((addr = bmap(ip, off / BSIZE, 0)) == 0)
+      return -EIO; // a hole: only a damaged image has one
     bp = bread(ip->dev, addr);
     m = BSIZE - off % BSIZE;
-    if(m > n - tot)
+    if (m > n - tot)
       m = n - tot;
     r = either_copyout(user_dst, dst, bp->data + off % BSIZE, m);
     brelse(bp);
-    if(r < 0)
+    if (r < 0)
       return -EFAULT;
   }
   return tot;
@@ -646,20 +646,20 @@ writei(struct inode *ip, int user_src, uint64 src, uint64 off, uint n)
   struct buf *bp;
   int err = 0;
 
-  if(off > ip->size || off + n < off)
+  if (off > ip->size || off + n < off)
     return -EINVAL;
-  if(off + n > (uint64)MAXFILE * BSIZE)
+  if (off + n > (uint64)MAXFILE * BSIZE)
     return -EFBIG;
-  for(tot = 0; tot < n; tot += m, off += m, src += m){
-    if((addr = bmap(ip, off / BSIZE, 1)) == 0){
+  for (tot = 0; tot < n; tot += m, off += m, src += m) {
+    if ((addr = bmap(ip, off / BSIZE, 1)) == 0) {
       err = -ENOSPC;
       break;
     }
     bp = bread(ip->dev, addr);
     m = BSIZE - off % BSIZE;
-    if(m > n - tot)
+    if (m > n - tot)
       m = n - tot;
-    if(either_copyin(bp->data + off % BSIZE, user_src, src, m) < 0){
+    if (either_copyin(bp->data + off % BSIZE, user_src, src, m) < 0) {
       brelse(bp);
       err = -EFAULT;
       break;
@@ -667,7 +667,7 @@ writei(struct inode *ip, int user_src, uint64 src, uint64 off, uint n)
     log_write(bp);
     brelse(bp);
   }
-  if(off > ip->size)
+  if (off > ip->size)
     ip->size = off;
   // Even without growth, bmap may have added blocks to ip->addrs.
   iupdate(ip);
@@ -693,18 +693,18 @@ dirlookup(struct inode *dp, char *name, uint *poff, struct inode **ipp)
   struct buf *bp;
   struct dirent *de;
 
-  if(dp->type != T_DIR)
+  if (dp->type != T_DIR)
     panic("dirlookup: not a directory");
-  for(off = 0; off < dp->size; off += BSIZE){
-    if((addr = bmap(dp, off / BSIZE, 0)) == 0)
+  for (off = 0; off < dp->size; off += BSIZE) {
+    if ((addr = bmap(dp, off / BSIZE, 0)) == 0)
       return -EIO;
     bp = bread(dp->dev, addr);
-    for(de = (struct dirent *)bp->data; de < (struct dirent *)(bp->data + BSIZE); de++){
-      if((uchar *)de - bp->data + off >= dp->size)
+    for (de = (struct dirent *)bp->data; de < (struct dirent *)(bp->data + BSIZE); de++) {
+      if ((uchar *)de - bp->data + off >= dp->size)
         break;
-      if(de->inum == 0 || namecmp(name, de->name) != 0)
+      if (de->inum == 0 || namecmp(name, de->name) != 0)
         continue;
-      if(poff)
+      if (poff)
         *poff = off + ((uchar *)de - bp->data);
       inum = de->inum;
       brelse(bp);
@@ -725,22 +725,22 @@ dirlink(struct inode *dp, char *name, uint inum)
   uint64 off;
   int r;
 
-  if((r = dirlookup(dp, name, 0, &ip)) == 0){
+  if ((r = dirlookup(dp, name, 0, &ip)) == 0) {
     iput(ip);
     return -EEXIST;
   }
-  if(r != -ENOENT)
+  if (r != -ENOENT)
     return r;
-  for(off = 0; off < dp->size; off += sizeof(de)){
-    if(readi(dp, 0, (uint64)&de, off, sizeof(de)) != sizeof(de))
+  for (off = 0; off < dp->size; off += sizeof(de)) {
+    if (readi(dp, 0, (uint64)&de, off, sizeof(de)) != sizeof(de))
       panic("dirlink: read");
-    if(de.inum == 0)
+    if (de.inum == 0)
       break;
   }
   strncpy(de.name, name, DIRSIZ);
   de.inum = inum;
   r = writei(dp, 0, (uint64)&de, off, sizeof(de));
-  if(r == sizeof(de))
+  if (r == sizeof(de))
     return 0;
   return r < 0 ? r : -ENOSPC;
 }
@@ -759,22 +759,22 @@ skipelem(char *path, char *name, int *toolong)
   char *s;
   int len;
 
-  while(*path == '/')
+  while (*path == '/')
     path++;
-  if(*path == 0)
+  if (*path == 0)
     return 0;
   s = path;
-  while(*path != '/' && *path != 0)
+  while (*path != '/' && *path != 0)
     path++;
   len = path - s;
   *toolong = len > DIRSIZ;
-  if(len >= DIRSIZ){
+  if (len >= DIRSIZ) {
     memmove(name, s, DIRSIZ);
   } else {
     memmove(name, s, len);
     name[len] = 0;
   }
-  while(*path == '/')
+  while (*path == '/')
     path++;
   return path;
 }
@@ -789,37 +789,37 @@ namex(char *path, int parent, char *name, struct inode **ipp)
   struct inode *ip, *next;
   int toolong, r;
 
-  if(*path == 0)
+  if (*path == 0)
     return -ENOENT;
-  if(*path == '/'){
-    if((ip = iget(ROOTDEV, ROOTINO)) == 0)
+  if (*path == '/') {
+    if ((ip = iget(ROOTDEV, ROOTINO)) == 0)
       return -ENFILE;
   } else {
     ip = idup(myproc()->cwd);
   }
-  while((path = skipelem(path, name, &toolong)) != 0){
-    if(toolong){
+  while ((path = skipelem(path, name, &toolong)) != 0) {
+    if (toolong) {
       iput(ip);
       return -ENAMETOOLONG;
     }
     ilock(ip);
-    if(ip->type != T_DIR){
+    if (ip->type != T_DIR) {
       iunlockput(ip);
       return -ENOTDIR;
     }
-    if(parent && *path == 0){
-      iunlock(ip);   // stop one level early
+    if (parent && *path == 0) {
+      iunlock(ip); // stop one level early
       *ipp = ip;
       return 0;
     }
     r = dirlookup(ip, name, 0, &next);
     iunlockput(ip);
-    if(r < 0)
+    if (r < 0)
       return r;
     ip = next;
   }
-  if(parent){
-    iput(ip);        // "/" has no parent to return
+  if (parent) {
+    iput(ip); // "/" has no parent to return
     return -ENOENT;
   }
   *ipp = ip;

@@ -42,11 +42,11 @@ struct logheader {
 
 struct log {
   struct spinlock lock;
-  uint start;         // the header's block number
+  uint start; // the header's block number
   int dev;
   // guarded by lock:
-  int outstanding;    // system calls inside begin_op/end_op
-  int committing;     // commit() is running; wait
+  int outstanding; // system calls inside begin_op/end_op
+  int committing;  // commit() is running; wait
   struct logheader lh;
 };
 struct log log;
@@ -61,7 +61,7 @@ static void commit(void);
 void
 initlog(int dev, struct superblock *sb)
 {
-  if(sb->nlog < LOGBLOCKS + 1)
+  if (sb->nlog < LOGBLOCKS + 1)
     panic("initlog: the image's log is too small; rebuild the image");
   initlock(&log.lock, "log");
   log.start = sb->logstart;
@@ -87,14 +87,14 @@ write_run(int i, int n, uint to)
   struct blkseg segs[BIOMAXSEGS];
   int j;
 
-  for(j = 0; j < n; j++){
+  for (j = 0; j < n; j++) {
     bufs[j] = bread(log.dev, log.lh.block[i + j]);
     segs[j].pa = (uint64)bufs[j]->data;
     segs[j].len = BSIZE;
   }
-  if(virtio_disk_io(to, segs, n, 1) < 0)
+  if (virtio_disk_io(to, segs, n, 1) < 0)
     panic("log: disk write failed");
-  for(j = 0; j < n; j++)
+  for (j = 0; j < n; j++)
     brelse(bufs[j]);
 }
 
@@ -104,9 +104,9 @@ write_log(void)
 {
   int i, n;
 
-  for(i = 0; i < log.lh.n; i += n){
+  for (i = 0; i < log.lh.n; i += n) {
     n = log.lh.n - i;
-    if(n > maxsegs())
+    if (n > maxsegs())
       n = maxsegs();
     write_run(i, n, log.start + 1 + i);
   }
@@ -119,13 +119,13 @@ install_trans(void)
 {
   int i, n;
 
-  for(i = 0; i < log.lh.n; i += n){
-    for(n = 1; i + n < log.lh.n && n < maxsegs(); n++)
-      if(log.lh.block[i + n] != log.lh.block[i] + n)
+  for (i = 0; i < log.lh.n; i += n) {
+    for (n = 1; i + n < log.lh.n && n < maxsegs(); n++)
+      if (log.lh.block[i + n] != log.lh.block[i] + n)
         break;
     write_run(i, n, log.lh.block[i]);
   }
-  for(i = 0; i < log.lh.n; i++){
+  for (i = 0; i < log.lh.n; i++) {
     struct buf *b = bread(log.dev, log.lh.block[i]);
     bunpin(b);
     brelse(b);
@@ -139,7 +139,7 @@ read_head(void)
   struct logheader *lh = (struct logheader *)b->data;
 
   log.lh.n = lh->n;
-  if(log.lh.n < 0 || log.lh.n > LOGBLOCKS)
+  if (log.lh.n < 0 || log.lh.n > LOGBLOCKS)
     panic("read_head: corrupt log header; rebuild the image");
   memmove(log.lh.block, lh->block, log.lh.n * sizeof(uint32));
   brelse(b);
@@ -168,11 +168,11 @@ recover_from_log(void)
   int i;
 
   read_head();
-  for(i = 0; i < log.lh.n; i++){
+  for (i = 0; i < log.lh.n; i++) {
     b = bread(log.dev, log.lh.block[i]);
     seg.pa = (uint64)b->data;
     seg.len = BSIZE;
-    if(virtio_disk_io(log.start + 1 + i, &seg, 1, 0) < 0)
+    if (virtio_disk_io(log.start + 1 + i, &seg, 1, 0) < 0)
       panic("recover_from_log: disk read failed");
     bwrite(b);
     brelse(b);
@@ -187,11 +187,11 @@ void
 begin_op(void)
 {
   acquire(&log.lock);
-  for(;;){
-    if(log.committing){
+  for (;;) {
+    if (log.committing) {
       sleep(&log, &log.lock);
-    } else if(log.lh.n + (log.outstanding + 1) * MAXOPBLOCKS > LOGBLOCKS){
-      sleep(&log, &log.lock);   // wait for the commit to free the log
+    } else if (log.lh.n + (log.outstanding + 1) * MAXOPBLOCKS > LOGBLOCKS) {
+      sleep(&log, &log.lock); // wait for the commit to free the log
     } else {
       log.outstanding++;
       release(&log.lock);
@@ -209,9 +209,9 @@ end_op(void)
 
   acquire(&log.lock);
   log.outstanding--;
-  if(log.committing)
+  if (log.committing)
     panic("end_op: commit in progress");
-  if(log.outstanding == 0){
+  if (log.outstanding == 0) {
     do_commit = 1;
     log.committing = 1;
   } else {
@@ -220,7 +220,7 @@ end_op(void)
   }
   release(&log.lock);
 
-  if(do_commit){
+  if (do_commit) {
     // commit() sleeps on disk I/O, so it runs without log.lock.
     commit();
     acquire(&log.lock);
@@ -233,12 +233,12 @@ end_op(void)
 static void
 commit(void)
 {
-  if(log.lh.n > 0){
+  if (log.lh.n > 0) {
     write_log();
-    write_head();      // the commit point
+    write_head(); // the commit point
     install_trans();
     log.lh.n = 0;
-    write_head();      // the transaction is done; forget it
+    write_head(); // the transaction is done; forget it
   }
 }
 
@@ -252,15 +252,15 @@ log_write(struct buf *b)
   int i;
 
   acquire(&log.lock);
-  if(log.lh.n >= LOGBLOCKS)
+  if (log.lh.n >= LOGBLOCKS)
     panic("log_write: transaction too big");
-  if(log.outstanding < 1)
+  if (log.outstanding < 1)
     panic("log_write: outside of a transaction");
-  for(i = 0; i < log.lh.n; i++)
-    if(log.lh.block[i] == b->blockno)
+  for (i = 0; i < log.lh.n; i++)
+    if (log.lh.block[i] == b->blockno)
       break;
   log.lh.block[i] = b->blockno;
-  if(i == log.lh.n){
+  if (i == log.lh.n) {
     bpin(b);
     log.lh.n++;
   }

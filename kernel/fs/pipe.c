@@ -23,10 +23,10 @@ struct pipe {
   struct spinlock lock;
   // guarded by lock:
   char data[PIPESIZE];
-  uint nread;       // bytes read
-  uint nwrite;      // bytes written
-  int readopen;     // the read end is still open
-  int writeopen;    // the write end is still open
+  uint nread;    // bytes read
+  uint nwrite;   // bytes written
+  int readopen;  // the read end is still open
+  int writeopen; // the write end is still open
 };
 
 _Static_assert(sizeof(struct pipe) <= PGSIZE, "pipe.c: a pipe must fit a page");
@@ -40,10 +40,10 @@ pipealloc(struct file **f0, struct file **f1)
   int err = -ENFILE;
 
   *f0 = *f1 = 0;
-  if((*f0 = filealloc()) == 0 || (*f1 = filealloc()) == 0)
+  if ((*f0 = filealloc()) == 0 || (*f1 = filealloc()) == 0)
     goto bad;
   err = -ENOMEM;
-  if((pi = (struct pipe *)kalloc()) == 0)
+  if ((pi = (struct pipe *)kalloc()) == 0)
     goto bad;
   initlock(&pi->lock, "pipe");
   pi->nread = pi->nwrite = 0;
@@ -57,9 +57,9 @@ pipealloc(struct file **f0, struct file **f1)
   return 0;
 
 bad:
-  if(*f0)
+  if (*f0)
     fileclose(*f0);
-  if(*f1)
+  if (*f1)
     fileclose(*f1);
   return err;
 }
@@ -69,14 +69,14 @@ void
 pipeclose(struct pipe *pi, int writable)
 {
   acquire(&pi->lock);
-  if(writable){
+  if (writable) {
     pi->writeopen = 0;
     wakeup(&pi->nread);
   } else {
     pi->readopen = 0;
     wakeup(&pi->nwrite);
   }
-  if(pi->readopen == 0 && pi->writeopen == 0){
+  if (pi->readopen == 0 && pi->writeopen == 0) {
     release(&pi->lock);
     kfree((char *)pi);
   } else {
@@ -94,23 +94,23 @@ pipewrite(struct pipe *pi, uint64 addr, int n)
   int i = 0, m, err = 0;
 
   acquire(&pi->lock);
-  while(i < n){
-    if(!pi->readopen || killed(pr)){
+  while (i < n) {
+    if (!pi->readopen || killed(pr)) {
       err = killed(pr) ? -EINTR : -EPIPE;
       break;
     }
-    if(pi->nwrite == pi->nread + PIPESIZE){
+    if (pi->nwrite == pi->nread + PIPESIZE) {
       wakeup(&pi->nread);
       sleep(&pi->nwrite, &pi->lock);
       continue;
     }
     // Copy as much as fits before the ring's end in one go.
     m = PIPESIZE - (pi->nwrite - pi->nread);
-    if(m > PIPESIZE - pi->nwrite % PIPESIZE)
+    if (m > PIPESIZE - pi->nwrite % PIPESIZE)
       m = PIPESIZE - pi->nwrite % PIPESIZE;
-    if(m > n - i)
+    if (m > n - i)
       m = n - i;
-    if(copyin(pr->pagetable, &pi->data[pi->nwrite % PIPESIZE], addr + i, m) < 0){
+    if (copyin(pr->pagetable, &pi->data[pi->nwrite % PIPESIZE], addr + i, m) < 0) {
       err = -EFAULT;
       break;
     }
@@ -132,21 +132,21 @@ piperead(struct pipe *pi, uint64 addr, int n)
   int i = 0, m;
 
   acquire(&pi->lock);
-  while(pi->nread == pi->nwrite && pi->writeopen){
-    if(killed(pr)){
+  while (pi->nread == pi->nwrite && pi->writeopen) {
+    if (killed(pr)) {
       release(&pi->lock);
       return -EINTR;
     }
     sleep(&pi->nread, &pi->lock);
   }
-  while(i < n && pi->nread != pi->nwrite){
+  while (i < n && pi->nread != pi->nwrite) {
     m = pi->nwrite - pi->nread;
-    if(m > PIPESIZE - pi->nread % PIPESIZE)
+    if (m > PIPESIZE - pi->nread % PIPESIZE)
       m = PIPESIZE - pi->nread % PIPESIZE;
-    if(m > n - i)
+    if (m > n - i)
       m = n - i;
-    if(copyout(pr->pagetable, addr + i, &pi->data[pi->nread % PIPESIZE], m) < 0){
-      if(i == 0)
+    if (copyout(pr->pagetable, addr + i, &pi->data[pi->nread % PIPESIZE], m) < 0) {
+      if (i == 0)
         i = -EFAULT;
       break;
     }

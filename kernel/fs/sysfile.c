@@ -28,11 +28,11 @@ argfd(int n, int *pfd, struct file **pf)
   struct file *f;
 
   argint(n, &fd);
-  if(fd < 0 || fd >= NOFILE || (f = myproc()->ofile[fd]) == 0)
+  if (fd < 0 || fd >= NOFILE || (f = myproc()->ofile[fd]) == 0)
     return -EBADF;
-  if(pfd)
+  if (pfd)
     *pfd = fd;
-  if(pf)
+  if (pf)
     *pf = f;
   return 0;
 }
@@ -44,8 +44,8 @@ fdalloc(struct file *f)
   int fd;
   struct proc *p = myproc();
 
-  for(fd = 0; fd < NOFILE; fd++){
-    if(p->ofile[fd] == 0){
+  for (fd = 0; fd < NOFILE; fd++) {
+    if (p->ofile[fd] == 0) {
       p->ofile[fd] = f;
       return fd;
     }
@@ -59,9 +59,9 @@ sys_dup(void)
   struct file *f;
   int fd, r;
 
-  if((r = argfd(0, 0, &f)) < 0)
+  if ((r = argfd(0, 0, &f)) < 0)
     return r;
-  if((fd = fdalloc(f)) < 0)
+  if ((fd = fdalloc(f)) < 0)
     return fd;
   filedup(f);
   return fd;
@@ -76,9 +76,9 @@ argrw(struct file **f, uint64 *p, int *n)
 
   argaddr(1, p);
   argint(2, n);
-  if((r = argfd(0, 0, f)) < 0)
+  if ((r = argfd(0, 0, f)) < 0)
     return r;
-  if(*n < 0)
+  if (*n < 0)
     return -EINVAL;
   return 0;
 }
@@ -90,7 +90,7 @@ sys_read(void)
   int n, r;
   uint64 p;
 
-  if((r = argrw(&f, &p, &n)) < 0)
+  if ((r = argrw(&f, &p, &n)) < 0)
     return r;
   return fileread(f, p, n);
 }
@@ -102,7 +102,7 @@ sys_write(void)
   int n, r;
   uint64 p;
 
-  if((r = argrw(&f, &p, &n)) < 0)
+  if ((r = argrw(&f, &p, &n)) < 0)
     return r;
   return filewrite(f, p, n);
 }
@@ -113,7 +113,7 @@ sys_close(void)
   int fd, r;
   struct file *f;
 
-  if((r = argfd(0, &fd, &f)) < 0)
+  if ((r = argfd(0, &fd, &f)) < 0)
     return r;
   myproc()->ofile[fd] = 0;
   fileclose(f);
@@ -128,7 +128,7 @@ sys_fstat(void)
   int r;
 
   argaddr(1, &st);
-  if((r = argfd(0, 0, &f)) < 0)
+  if ((r = argfd(0, 0, &f)) < 0)
     return r;
   return filestat(f, st);
 }
@@ -141,10 +141,10 @@ do_link(char *old, char *new)
   struct inode *dp, *ip;
   int r;
 
-  if((r = namei_err(old, &ip)) < 0)
+  if ((r = namei_err(old, &ip)) < 0)
     return r;
   ilock(ip);
-  if(ip->type == T_DIR){
+  if (ip->type == T_DIR) {
     iunlockput(ip);
     return -EPERM;
   }
@@ -152,15 +152,15 @@ do_link(char *old, char *new)
   iupdate(ip);
   iunlock(ip);
 
-  if((r = nameiparent_err(new, name, &dp)) < 0)
+  if ((r = nameiparent_err(new, name, &dp)) < 0)
     goto bad;
   ilock(dp);
-  if(dp->dev != ip->dev)
+  if (dp->dev != ip->dev)
     r = -EXDEV;
   else
     r = dirlink(dp, name, ip->inum);
   iunlockput(dp);
-  if(r < 0)
+  if (r < 0)
     goto bad;
   iput(ip);
   return 0;
@@ -179,7 +179,7 @@ sys_link(void)
   char new[MAXPATH], old[MAXPATH];
   int r;
 
-  if((r = argstr(0, old, MAXPATH)) < 0 || (r = argstr(1, new, MAXPATH)) < 0)
+  if ((r = argstr(0, old, MAXPATH)) < 0 || (r = argstr(1, new, MAXPATH)) < 0)
     return r;
   begin_op();
   r = do_link(old, new);
@@ -194,10 +194,10 @@ isdirempty(struct inode *dp)
   uint64 off;
   struct dirent de;
 
-  for(off = 2 * sizeof(de); off < dp->size; off += sizeof(de)){
-    if(readi(dp, 0, (uint64)&de, off, sizeof(de)) != sizeof(de))
+  for (off = 2 * sizeof(de); off < dp->size; off += sizeof(de)) {
+    if (readi(dp, 0, (uint64)&de, off, sizeof(de)) != sizeof(de))
       panic("isdirempty: readi");
-    if(de.inum != 0)
+    if (de.inum != 0)
       return 0;
   }
   return 1;
@@ -213,28 +213,28 @@ do_unlink(char *path)
   uint off;
   int r;
 
-  if((r = nameiparent_err(path, name, &dp)) < 0)
+  if ((r = nameiparent_err(path, name, &dp)) < 0)
     return r;
   ilock(dp);
-  if(namecmp(name, ".") == 0 || namecmp(name, "..") == 0){
+  if (namecmp(name, ".") == 0 || namecmp(name, "..") == 0) {
     r = -EINVAL;
     goto out;
   }
-  if((r = dirlookup(dp, name, &off, &ip)) < 0)
+  if ((r = dirlookup(dp, name, &off, &ip)) < 0)
     goto out;
   ilock(ip);
-  if(ip->nlink < 1)
+  if (ip->nlink < 1)
     panic("unlink: nlink < 1");
-  if(ip->type == T_DIR && !isdirempty(ip)){
+  if (ip->type == T_DIR && !isdirempty(ip)) {
     iunlockput(ip);
     r = -ENOTEMPTY;
     goto out;
   }
   memset(&de, 0, sizeof(de));
-  if(writei(dp, 0, (uint64)&de, off, sizeof(de)) != sizeof(de))
+  if (writei(dp, 0, (uint64)&de, off, sizeof(de)) != sizeof(de))
     panic("unlink: writei");
-  if(ip->type == T_DIR){
-    dp->nlink--;   // the child's ".." no longer names dp
+  if (ip->type == T_DIR) {
+    dp->nlink--; // the child's ".." no longer names dp
     iupdate(dp);
   }
   ip->nlink--;
@@ -251,7 +251,7 @@ sys_unlink(void)
   char path[MAXPATH];
   int r;
 
-  if((r = argstr(0, path, MAXPATH)) < 0)
+  if ((r = argstr(0, path, MAXPATH)) < 0)
     return r;
   begin_op();
   r = do_unlink(path);
@@ -266,9 +266,9 @@ dirinit(struct inode *dp, struct inode *ip)
 {
   int r;
 
-  if((r = dirlink(ip, ".", ip->inum)) < 0 || (r = dirlink(ip, "..", dp->inum)) < 0)
+  if ((r = dirlink(ip, ".", ip->inum)) < 0 || (r = dirlink(ip, "..", dp->inum)) < 0)
     return r;
-  dp->nlink++;     // for ".."
+  dp->nlink++; // for ".."
   iupdate(dp);
   return 0;
 }
@@ -283,13 +283,13 @@ create(char *path, short type, short major, short minor, struct inode **ipp)
   char name[DIRSIZ];
   int r;
 
-  if((r = nameiparent_err(path, name, &dp)) < 0)
+  if ((r = nameiparent_err(path, name, &dp)) < 0)
     return r;
   ilock(dp);
-  if((r = dirlookup(dp, name, 0, &ip)) == 0){
+  if ((r = dirlookup(dp, name, 0, &ip)) == 0) {
     iunlockput(dp);
     ilock(ip);
-    if(type == T_FILE && (ip->type == T_FILE || ip->type == T_DEVICE)){
+    if (type == T_FILE && (ip->type == T_FILE || ip->type == T_DEVICE)) {
       *ipp = ip;
       return 0;
     }
@@ -297,7 +297,7 @@ create(char *path, short type, short major, short minor, struct inode **ipp)
     iunlockput(ip);
     return r;
   }
-  if(r != -ENOENT || (r = ialloc(dp->dev, type, &ip)) < 0){
+  if (r != -ENOENT || (r = ialloc(dp->dev, type, &ip)) < 0) {
     iunlockput(dp);
     return r;
   }
@@ -306,9 +306,9 @@ create(char *path, short type, short major, short minor, struct inode **ipp)
   ip->minor = minor;
   ip->nlink = 1;
   iupdate(ip);
-  if((type == T_DIR && (r = dirinit(dp, ip)) < 0) ||
-     (r = dirlink(dp, name, ip->inum)) < 0){
-    ip->nlink = 0;   // iput frees it and its blocks
+  if ((type == T_DIR && (r = dirinit(dp, ip)) < 0) ||
+      (r = dirlink(dp, name, ip->inum)) < 0) {
+    ip->nlink = 0; // iput frees it and its blocks
     iupdate(ip);
     iunlockput(ip);
     iunlockput(dp);
@@ -328,25 +328,25 @@ do_open(char *path, int omode)
   struct file *f;
   int fd, r;
 
-  if(omode & O_CREATE){
-    if((r = create(path, T_FILE, 0, 0, &ip)) < 0)
+  if (omode & O_CREATE) {
+    if ((r = create(path, T_FILE, 0, 0, &ip)) < 0)
       return r;
   } else {
-    if((r = namei_err(path, &ip)) < 0)
+    if ((r = namei_err(path, &ip)) < 0)
       return r;
     ilock(ip);
-    if(ip->type == T_DIR && omode != O_RDONLY){
+    if (ip->type == T_DIR && omode != O_RDONLY) {
       iunlockput(ip);
       return -EISDIR;
     }
   }
-  if(ip->type == T_DEVICE && (ip->major < 0 || ip->major >= NDEV)){
+  if (ip->type == T_DEVICE && (ip->major < 0 || ip->major >= NDEV)) {
     iunlockput(ip);
     return -EINVAL;
   }
-  if((f = filealloc()) == 0 || (fd = fdalloc(f)) < 0){
+  if ((f = filealloc()) == 0 || (fd = fdalloc(f)) < 0) {
     r = f ? -EMFILE : -ENFILE;
-    if(f)
+    if (f)
       fileclose(f);
     iunlockput(ip);
     return r;
@@ -357,7 +357,7 @@ do_open(char *path, int omode)
   f->ip = ip;
   f->readable = !(omode & O_WRONLY);
   f->writable = (omode & O_WRONLY) || (omode & O_RDWR);
-  if((omode & O_TRUNC) && ip->type == T_FILE)
+  if ((omode & O_TRUNC) && ip->type == T_FILE)
     itrunc(ip);
   iunlock(ip);
   return fd;
@@ -370,7 +370,7 @@ sys_open(void)
   int omode, r;
 
   argint(1, &omode);
-  if((r = argstr(0, path, MAXPATH)) < 0)
+  if ((r = argstr(0, path, MAXPATH)) < 0)
     return r;
   begin_op();
   r = do_open(path, omode);
@@ -385,10 +385,10 @@ sys_mkdir(void)
   struct inode *ip;
   int r;
 
-  if((r = argstr(0, path, MAXPATH)) < 0)
+  if ((r = argstr(0, path, MAXPATH)) < 0)
     return r;
   begin_op();
-  if((r = create(path, T_DIR, 0, 0, &ip)) == 0)
+  if ((r = create(path, T_DIR, 0, 0, &ip)) == 0)
     iunlockput(ip);
   end_op();
   return r;
@@ -403,13 +403,13 @@ sys_mknod(void)
 
   argint(1, &major);
   argint(2, &minor);
-  if((r = argstr(0, path, MAXPATH)) < 0)
+  if ((r = argstr(0, path, MAXPATH)) < 0)
     return r;
-  if(major < 0 || major >= NDEV)
+  if (major < 0 || major >= NDEV)
     return -EINVAL;
   begin_op();
   r = create(path, T_DEVICE, major, minor, &ip);
-  if(r == 0)
+  if (r == 0)
     iunlockput(ip);
   end_op();
   return r;
@@ -423,15 +423,15 @@ sys_chdir(void)
   struct proc *p = myproc();
   int r;
 
-  if((r = argstr(0, path, MAXPATH)) < 0)
+  if ((r = argstr(0, path, MAXPATH)) < 0)
     return r;
   begin_op();
-  if((r = namei_err(path, &ip)) < 0){
+  if ((r = namei_err(path, &ip)) < 0) {
     end_op();
     return r;
   }
   ilock(ip);
-  if(ip->type != T_DIR){
+  if (ip->type != T_DIR) {
     iunlockput(ip);
     end_op();
     return -ENOTDIR;
@@ -452,18 +452,18 @@ sys_pipe(void)
   struct proc *p = myproc();
 
   argaddr(0, &fdarray);
-  if((r = pipealloc(&rf, &wf)) < 0)
+  if ((r = pipealloc(&rf, &wf)) < 0)
     return r;
-  if((fd[0] = fdalloc(rf)) < 0 || (fd[1] = fdalloc(wf)) < 0){
+  if ((fd[0] = fdalloc(rf)) < 0 || (fd[1] = fdalloc(wf)) < 0) {
     r = -EMFILE;
-  } else if(copyout(p->pagetable, fdarray, fd, sizeof(fd)) < 0){
+  } else if (copyout(p->pagetable, fdarray, fd, sizeof(fd)) < 0) {
     r = -EFAULT;
   } else {
     return 0;
   }
-  if(fd[0] >= 0)
+  if (fd[0] >= 0)
     p->ofile[fd[0]] = 0;
-  if(fd[1] >= 0)
+  if (fd[1] >= 0)
     p->ofile[fd[1]] = 0;
   fileclose(rf);
   fileclose(wf);

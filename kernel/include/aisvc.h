@@ -6,73 +6,74 @@
 
 #include "types.h"
 
-#define AI_NSLOT       16    // request slots in the kernel's table
-#define AI_PERPROC     8     // live requests one process may own (< AI_NSLOT)
-#define AI_MAX_PROMPT  255   // most prompt ids per request
-#define AI_MAX_PREDICT 255   // most generated ids per request
-#define AI_RESULT_MAX  (AI_MAX_PREDICT * 11)  // "id id ...": 10 digits + space each
+#define AI_NSLOT       16                    // request slots in the kernel's table
+#define AI_PERPROC     8                     // live requests one process may own (< AI_NSLOT)
+#define AI_MAX_PROMPT  255                   // most prompt ids per request
+#define AI_MAX_PREDICT 255                   // most generated ids per request
+#define AI_RESULT_MAX  (AI_MAX_PREDICT * 11) // "id id ...": 10 digits + space each
 
 // Request states, as ai_query reports them.
-#define AI_FREE    0         // (internal) slot unused
-#define AI_QUEUED  1         // in the FIFO, waiting for the worker
-#define AI_RUNNING 2         // taken by the worker
-#define AI_DONE    3         // result ready for one ai_wait
-#define AI_FAILED  4         // failed; the next ai_wait reports err once
+#define AI_FREE    0 // (internal) slot unused
+#define AI_QUEUED  1 // in the FIFO, waiting for the worker
+#define AI_RUNNING 2 // taken by the worker
+#define AI_DONE    3 // result ready for one ai_wait
+#define AI_FAILED  4 // failed; the next ai_wait reports err once
 
 // Error codes: the AI calls return the negated code (-AIE_NOREQ, ...).
 // They start at 100, apart from errno.h's, so every AI failure has its own.
-#define AIE_COUNT      100   // token count is 0 or above AI_MAX_PROMPT
-#define AIE_PREDICT    101   // predict count below 1 or above AI_MAX_PREDICT
-#define AIE_TOKEN      102   // a token id is not below the model's vocab size
-#define AIE_TOOLONG    103   // prompt + predict exceed the runtime_seq_len
-#define AIE_FAULT      104   // bad user address
-#define AIE_NOREQ      105   // no such request (never issued, or consumed)
-#define AIE_NOTOWNER   106   // the request belongs to another process
-#define AIE_TOOSMALL   107   // out_cap below result_len; the result is kept
-#define AIE_NOWORKER   108   // no AI worker (no model on this system)
-#define AIE_INTR       109   // interrupted: the caller was killed
-#define AIE_WOULDBLOCK 110   // the caller owns AI_PERPROC requests, or owns some
-                             // and the table is full: wait for one first
-#define AIE_WORKERDIED 111   // the worker died while running the request
-#define AIE_RUNTIME    112   // the model runtime refused or failed the request
-#define AIE_NOTWORKER  113   // worker-only call from another process
-#define AIE_BUSY       114   // another worker is already registered
-#define AIE_BADARG     115   // other invalid argument (negative out_cap, ...)
-#define AIE_NOMEM      116   // the kernel ran out of memory
-#define AIE_NOIDS      117   // all 2^31-1 request ids have been issued
+#define AIE_COUNT    100 // token count is 0 or above AI_MAX_PROMPT
+#define AIE_PREDICT  101 // predict count below 1 or above AI_MAX_PREDICT
+#define AIE_TOKEN    102 // a token id is not below the model's vocab size
+#define AIE_TOOLONG  103 // prompt + predict exceed the runtime_seq_len
+#define AIE_FAULT    104 // bad user address
+#define AIE_NOREQ    105 // no such request (never issued, or consumed)
+#define AIE_NOTOWNER 106 // the request belongs to another process
+#define AIE_TOOSMALL 107 // out_cap below result_len; the result is kept
+#define AIE_NOWORKER 108 // no AI worker (no model on this system)
+#define AIE_INTR     109 // interrupted: the caller was killed
+// AIE_WOULDBLOCK: the caller owns AI_PERPROC requests, or owns some and the
+// table is full: wait for one first.
+#define AIE_WOULDBLOCK 110
+#define AIE_WORKERDIED 111 // the worker died while running the request
+#define AIE_RUNTIME    112 // the model runtime refused or failed the request
+#define AIE_NOTWORKER  113 // worker-only call from another process
+#define AIE_BUSY       114 // another worker is already registered
+#define AIE_BADARG     115 // other invalid argument (negative out_cap, ...)
+#define AIE_NOMEM      116 // the kernel ran out of memory
+#define AIE_NOIDS      117 // all 2^31-1 request ids have been issued
 
 // Progress and timing of one request (ai_query). Times are microseconds
 // since boot, 0 while the event has not happened; the *_us spans are
 // derived from them (0 while unknown).
 struct ai_status {
-  int reqid, state, err, result_len;  // the course's four fields first
-  int queue_pos;          // QUEUED: requests ahead of it (0 = next); else -1
-  int tokens;             // ids generated so far
+  int reqid, state, err, result_len; // the course's four fields first
+  int queue_pos;                     // QUEUED: requests ahead of it (0 = next); else -1
+  int tokens;                        // ids generated so far
   int prompt_len, predict;
   uint64 submit_time, start_time, first_time, finish_time;
-  uint64 queued_us;       // start - submit: time in the queue
-  uint64 ttft_us;         // first - submit: time to first token, as seen by the caller
-  uint64 total_us;        // finish - submit
+  uint64 queued_us; // start - submit: time in the queue
+  uint64 ttft_us;   // first - submit: time to first token, as seen by the caller
+  uint64 total_us;  // finish - submit
 };
 
 // One request as the worker receives it (ai_next).
 struct ai_job {
   int reqid;
-  int count;              // prompt ids in tokens[]
-  int predict;            // ids to generate
+  int count;   // prompt ids in tokens[]
+  int predict; // ids to generate
   uint32 tokens[AI_MAX_PROMPT];
 };
 
 // The whole table at a glance (ai_info): for tools and leak checks.
 struct ai_info {
-  int nslot, perproc;     // AI_NSLOT, AI_PERPROC
-  int used;               // slots not FREE (orphans included)
+  int nslot, perproc; // AI_NSLOT, AI_PERPROC
+  int used;           // slots not FREE (orphans included)
   int queued, running, done, failed;
-  int orphans;            // running requests whose owner is gone
-  int worker_pid;         // 0 when no worker is registered
-  int worker_seen;        // a worker registered since boot
-  int vocab, seq_len;     // the model's limits, as the worker registered them
-  int completed;          // requests the worker finished since boot
+  int orphans;        // running requests whose owner is gone
+  int worker_pid;     // 0 when no worker is registered
+  int worker_seen;    // a worker registered since boot
+  int vocab, seq_len; // the model's limits, as the worker registered them
+  int completed;      // requests the worker finished since boot
 };
 
 // Words for an AI error code (either sign); 0 for codes it does not know.
@@ -80,24 +81,24 @@ static inline const char *
 ai_strerror(int err)
 {
   static const char *msg[] = {
-    [AIE_COUNT - 100]      "token count is 0 or above 255",
-    [AIE_PREDICT - 100]    "predict count out of range (1..255)",
-    [AIE_TOKEN - 100]      "token id not below the model's vocab size",
-    [AIE_TOOLONG - 100]    "prompt + predict exceed the model's runtime_seq_len",
-    [AIE_FAULT - 100]      "bad address",
-    [AIE_NOREQ - 100]      "no such request",
-    [AIE_NOTOWNER - 100]   "not the owner of the request",
-    [AIE_TOOSMALL - 100]   "output buffer too small (result kept)",
-    [AIE_NOWORKER - 100]   "no AI worker (no model installed)",
-    [AIE_INTR - 100]       "interrupted (killed)",
+    [AIE_COUNT - 100] "token count is 0 or above 255",
+    [AIE_PREDICT - 100] "predict count out of range (1..255)",
+    [AIE_TOKEN - 100] "token id not below the model's vocab size",
+    [AIE_TOOLONG - 100] "prompt + predict exceed the model's runtime_seq_len",
+    [AIE_FAULT - 100] "bad address",
+    [AIE_NOREQ - 100] "no such request",
+    [AIE_NOTOWNER - 100] "not the owner of the request",
+    [AIE_TOOSMALL - 100] "output buffer too small (result kept)",
+    [AIE_NOWORKER - 100] "no AI worker (no model installed)",
+    [AIE_INTR - 100] "interrupted (killed)",
     [AIE_WOULDBLOCK - 100] "would block: wait for one of this process's requests first",
     [AIE_WORKERDIED - 100] "the AI worker died while running the request",
-    [AIE_RUNTIME - 100]    "the model runtime failed the request",
-    [AIE_NOTWORKER - 100]  "not the registered AI worker",
-    [AIE_BUSY - 100]       "an AI worker is already registered",
-    [AIE_BADARG - 100]     "invalid argument",
-    [AIE_NOMEM - 100]      "out of kernel memory",
-    [AIE_NOIDS - 100]      "request ids exhausted",
+    [AIE_RUNTIME - 100] "the model runtime failed the request",
+    [AIE_NOTWORKER - 100] "not the registered AI worker",
+    [AIE_BUSY - 100] "an AI worker is already registered",
+    [AIE_BADARG - 100] "invalid argument",
+    [AIE_NOMEM - 100] "out of kernel memory",
+    [AIE_NOIDS - 100] "request ids exhausted",
   };
   if (err < 0)
     err = -err;

@@ -21,137 +21,137 @@ extern volatile uint64 fdt_pa;
 extern volatile int sstc_ok;
 
 // fdt.c
-int             fdt_parse(uint64 pa, uint64 *ram_base, uint64 *ram_size, int *nharts);
-uint64          fdt_size(uint64 pa);
+int fdt_parse(uint64 pa, uint64 *ram_base, uint64 *ram_size, int *nharts);
+uint64 fdt_size(uint64 pa);
 
 // console.c
-void            consoleinit(void);
-void            consoleintr(int c);
-void            consputc(int c);
-int             consoleread(int user_dst, uint64 dst, int n);
-int             consolewrite(int user_src, uint64 src, int n);
+void consoleinit(void);
+void consoleintr(int c);
+void consputc(int c);
+int consoleread(int user_dst, uint64 dst, int n);
+int consolewrite(int user_src, uint64 src, int n);
 
 // uart.c
-void            uartinit(void);
-void            uartintr(void);
-void            uartputc_sync(int c);
-void            uartwrite(const char *buf, int n);
+void uartinit(void);
+void uartintr(void);
+void uartputc_sync(int c);
+void uartwrite(const char *buf, int n);
 
 // plic.c
-void            plicinit(void);
-void            plicinithart(void);
-int             plic_claim(void);
-void            plic_complete(int irq);
+void plicinit(void);
+void plicinithart(void);
+int plic_claim(void);
+void plic_complete(int irq);
 
 // printf.c
-void            printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void            panic(const char *s) __attribute__((noreturn));
-void            printfinit(void);
+void printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void panic(const char *s) __attribute__((noreturn));
+void printfinit(void);
 extern volatile int panicked;
 
 // kalloc.c
-void            kinit(uint64 ram_end, uint64 dirty_lo, uint64 dirty_hi);
-void           *kalloc(void);
-void           *kzalloc(void);
-void            kfree(void *pa);
-uint64          kfreepages(void);
+void kinit(uint64 ram_end, uint64 dirty_lo, uint64 dirty_hi);
+void *kalloc(void);
+void *kzalloc(void);
+void kfree(void *pa);
+uint64 kfreepages(void);
 
 // vm.c
-void            kvminit(uint64 ram_end);
-void            kvminithart(void);
-void            kvmmap(pagetable_t kpt, uint64 va, uint64 pa, uint64 sz, int perm);
-int             mappages(pagetable_t pt, uint64 va, uint64 sz, uint64 pa, int perm);
-pte_t          *walk(pagetable_t pt, uint64 va, int alloc);
-uint64          walkaddr(pagetable_t pt, uint64 va);
-pagetable_t     uvmcreate(void);
-int             uvmalloc(pagetable_t pt, uint64 oldsz, uint64 newsz, int xperm);
-uint64          uvmdealloc(pagetable_t pt, uint64 oldsz, uint64 newsz);
-int             uvmcopy(pagetable_t old, pagetable_t new, uint64 sz);
-void            uvmfree(pagetable_t pt, uint64 sz);
-void            uvmunmap(pagetable_t pt, uint64 va, uint64 npages, int do_free);
-void            uvmclear(pagetable_t pt, uint64 va);
-int             copyout(pagetable_t pt, uint64 dstva, void *src, uint64 len);
-int             copyin(pagetable_t pt, void *dst, uint64 srcva, uint64 len);
-int             copyinstr(pagetable_t pt, char *dst, uint64 srcva, uint64 max);
+void kvminit(uint64 ram_end);
+void kvminithart(void);
+void kvmmap(pagetable_t kpt, uint64 va, uint64 pa, uint64 sz, int perm);
+int mappages(pagetable_t pt, uint64 va, uint64 sz, uint64 pa, int perm);
+pte_t *walk(pagetable_t pt, uint64 va, int alloc);
+uint64 walkaddr(pagetable_t pt, uint64 va);
+pagetable_t uvmcreate(void);
+int uvmalloc(pagetable_t pt, uint64 oldsz, uint64 newsz, int xperm);
+uint64 uvmdealloc(pagetable_t pt, uint64 oldsz, uint64 newsz);
+int uvmcopy(pagetable_t old, pagetable_t new, uint64 sz);
+void uvmfree(pagetable_t pt, uint64 sz);
+void uvmunmap(pagetable_t pt, uint64 va, uint64 npages, int do_free);
+void uvmclear(pagetable_t pt, uint64 va);
+int copyout(pagetable_t pt, uint64 dstva, void *src, uint64 len);
+int copyin(pagetable_t pt, void *dst, uint64 srcva, uint64 len);
+int copyinstr(pagetable_t pt, char *dst, uint64 srcva, uint64 max);
 
 // proc.c
-int             cpuid(void);
-struct cpu     *mycpu(void);
-struct proc    *myproc(void);
-void            procinit(void);
-void            proc_mapstacks(pagetable_t kpt);
-pagetable_t     proc_pagetable(struct proc *p);
-void            proc_freepagetable(pagetable_t pt, uint64 sz);
-void            userinit(void);
-int             fork(void);
-void            exit(int status) __attribute__((noreturn));
-int             wait(uint64 addr);
-int             kill(int pid);
-void            setkilled(struct proc *p);
-int             killed(struct proc *p);
-int             growproc(long n);
-void            scheduler(void) __attribute__((noreturn));
-void            sched(void);
-void            yield(void);
-void            sleep(void *chan, struct spinlock *lk);
-void            wakeup(void *chan);
-int             either_copyout(int user_dst, uint64 dst, void *src, uint64 len);
-int             either_copyin(void *dst, int user_src, uint64 src, uint64 len);
-void            procdump(void);
-void            fpu_enter(struct proc *p);
+int cpuid(void);
+struct cpu *mycpu(void);
+struct proc *myproc(void);
+void procinit(void);
+void proc_mapstacks(pagetable_t kpt);
+pagetable_t proc_pagetable(struct proc *p);
+void proc_freepagetable(pagetable_t pt, uint64 sz);
+void userinit(void);
+int fork(void);
+void exit(int status) __attribute__((noreturn));
+int wait(uint64 addr);
+int kill(int pid);
+void setkilled(struct proc *p);
+int killed(struct proc *p);
+int growproc(long n);
+void scheduler(void) __attribute__((noreturn));
+void sched(void);
+void yield(void);
+void sleep(void *chan, struct spinlock *lk);
+void wakeup(void *chan);
+int either_copyout(int user_dst, uint64 dst, void *src, uint64 len);
+int either_copyin(void *dst, int user_src, uint64 src, uint64 len);
+void procdump(void);
+void fpu_enter(struct proc *p);
 
 // swtch.S
-void            swtch(struct context *old, struct context *new);
+void swtch(struct context *old, struct context *new);
 
 // fpu.S
-void            fpu_save(struct fpstate *f);
-void            fpu_restore(struct fpstate *f);
+void fpu_save(struct fpstate *f);
+void fpu_restore(struct fpstate *f);
 
 // exec.c
-int             exec(char *path, char **argv);
+int exec(char *path, char **argv);
 
 // trap.c
 extern volatile uint64 ticks;
 extern struct spinlock tickslock;
-uint64          uptime_ticks(void);
-void            trapinithart(void);
-void            usertrapret(void);
+uint64 uptime_ticks(void);
+void trapinithart(void);
+void usertrapret(void);
 
 // ai_service.c
-void            ai_exit(struct proc *p);
+void ai_exit(struct proc *p);
 
 // syscall.c
-void            syscall(void);
-int             argint(int n, int *ip);
-int             argaddr(int n, uint64 *ip);
-int             arglong(int n, long *ip);
-int             argstr(int n, char *buf, int max);
-int             fetchaddr(uint64 addr, uint64 *ip);
-int             fetchstr(uint64 addr, char *buf, int max);
+void syscall(void);
+int argint(int n, int *ip);
+int argaddr(int n, uint64 *ip);
+int arglong(int n, long *ip);
+int argstr(int n, char *buf, int max);
+int fetchaddr(uint64 addr, uint64 *ip);
+int fetchstr(uint64 addr, char *buf, int max);
 
 // spinlock.c
-void            initlock(struct spinlock *lk, char *name);
-void            acquire(struct spinlock *lk);
-void            release(struct spinlock *lk);
-int             holding(struct spinlock *lk);
-void            push_off(void);
-void            pop_off(void);
+void initlock(struct spinlock *lk, char *name);
+void acquire(struct spinlock *lk);
+void release(struct spinlock *lk);
+int holding(struct spinlock *lk);
+void push_off(void);
+void pop_off(void);
 
 // sleeplock.c
-void            initsleeplock(struct sleeplock *lk, char *name);
-void            acquiresleep(struct sleeplock *lk);
-void            releasesleep(struct sleeplock *lk);
-int             holdingsleep(struct sleeplock *lk);
+void initsleeplock(struct sleeplock *lk, char *name);
+void acquiresleep(struct sleeplock *lk);
+void releasesleep(struct sleeplock *lk);
+int holdingsleep(struct sleeplock *lk);
 
 // string.c
-void           *memset(void *dst, int c, uint64 n);
-void           *memmove(void *dst, const void *src, uint64 n);
-void           *memcpy(void *dst, const void *src, uint64 n);
-int             memcmp(const void *a, const void *b, uint64 n);
-int             strncmp(const char *p, const char *q, uint n);
-char           *strncpy(char *s, const char *t, int n);
-char           *safestrcpy(char *s, const char *t, int n);
-int             strlen(const char *s);
+void *memset(void *dst, int c, uint64 n);
+void *memmove(void *dst, const void *src, uint64 n);
+void *memcpy(void *dst, const void *src, uint64 n);
+int memcmp(const void *a, const void *b, uint64 n);
+int strncmp(const char *p, const char *q, uint n);
+char *strncpy(char *s, const char *t, int n);
+char *safestrcpy(char *s, const char *t, int n);
+int strlen(const char *s);
 
 #define NELEM(x) (sizeof(x) / sizeof((x)[0]))
 

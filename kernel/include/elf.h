@@ -4,20 +4,20 @@
 
 #include "types.h"
 
-#define ELF_MAGIC   0x464C457FU  // "\x7FELF" in little endian
+#define ELF_MAGIC   0x464C457FU // "\x7FELF" in little endian
 #define ELFCLASS64  2
 #define ELFDATA2LSB 1
 #define ET_EXEC     2
 #define EM_RISCV    243
 
 struct elfhdr {
-  uint32 magic;       // ELF_MAGIC
-  uint8  class;       // ELFCLASS64
-  uint8  data;        // ELFDATA2LSB
-  uint8  ident_version;
-  uint8  ident_pad[9];
-  uint16 type;        // ET_EXEC
-  uint16 machine;     // EM_RISCV
+  uint32 magic; // ELF_MAGIC
+  uint8 class;  // ELFCLASS64
+  uint8 data;   // ELFDATA2LSB
+  uint8 ident_version;
+  uint8 ident_pad[9];
+  uint16 type;    // ET_EXEC
+  uint16 machine; // EM_RISCV
   uint32 version;
   uint64 entry;
   uint64 phoff;

@@ -3,32 +3,35 @@
 #define AISVC_FILE_H
 
 struct file {
-  enum { FD_NONE, FD_PIPE, FD_INODE, FD_DEVICE } type;
-  int ref;               // reference count; guarded by ftable.lock
+  enum { FD_NONE,
+    FD_PIPE,
+    FD_INODE,
+    FD_DEVICE } type;
+  int ref; // reference count; guarded by ftable.lock
   char readable;
   char writable;
-  struct pipe *pipe;     // FD_PIPE
-  struct inode *ip;      // FD_INODE and FD_DEVICE
-  uint64 off;            // FD_INODE; guarded by ip->lock
-  short major;           // FD_DEVICE
+  struct pipe *pipe; // FD_PIPE
+  struct inode *ip;  // FD_INODE and FD_DEVICE
+  uint64 off;        // FD_INODE; guarded by ip->lock
+  short major;       // FD_DEVICE
 };
 
 // In-memory copy of an inode.
 struct inode {
   // guarded by itable.lock:
-  uint dev;              // device number
-  uint inum;             // inode number
-  int ref;               // reference count
+  uint dev;  // device number
+  uint inum; // inode number
+  int ref;   // reference count
   // guarded by lock:
   struct sleeplock lock;
-  int valid;             // the fields below were read from disk
-  short type;            // copy of struct dinode
+  int valid;  // the fields below were read from disk
+  short type; // copy of struct dinode
   short major;
   short minor;
   short nlink;
   uint64 size;
-  uint addrs[NDIRECT+2];
-  uint lastalloc;        // block balloc gave this inode last, 0 if none yet
+  uint addrs[NDIRECT + 2];
+  uint lastalloc; // block balloc gave this inode last, 0 if none yet
 };
 
 // Device switch: read/write functions per major device number.
@@ -38,8 +41,8 @@ struct devsw {
   int (*write)(int user_src, uint64 src, int n);
 };
 
-#define NDEV    10       // major device numbers
-#define CONSOLE 1        // the console's major number
+#define NDEV    10 // major device numbers
+#define CONSOLE 1  // the console's major number
 
 extern struct devsw devsw[];
 

@@ -17,10 +17,10 @@
 #ifndef AISVC_FS_H
 #define AISVC_FS_H
 
-#define ROOTINO  1        // root directory inode number
-#define BSIZE    4096     // block size in bytes
-#define FSMAGIC  0x41495346   // "AISF" in the superblock
-#define FSVERSION 1       // bumped whenever this layout changes
+#define ROOTINO   1          // root directory inode number
+#define BSIZE     4096       // block size in bytes
+#define FSMAGIC   0x41495346 // "AISF" in the superblock
+#define FSVERSION 1          // bumped whenever this layout changes
 
 // Superblock, in block 1. All fields are block counts or block numbers.
 struct superblock {
@@ -35,26 +35,26 @@ struct superblock {
   uint32 bmapstart;  // block number of the first free-map block
 };
 
-#define NDIRECT   26
-#define NINDIRECT (BSIZE / sizeof(uint32))
+#define NDIRECT    26
+#define NINDIRECT  (BSIZE / sizeof(uint32))
 #define NDINDIRECT (NINDIRECT * NINDIRECT)
-#define MAXFILE   (NDIRECT + NINDIRECT + NDINDIRECT)   // in blocks
+#define MAXFILE    (NDIRECT + NINDIRECT + NDINDIRECT) // in blocks
 
 // On-disk inode: 128 bytes, 32 per block.
 // addrs[NDIRECT] is the single-indirect block, addrs[NDIRECT+1] the
 // double-indirect one; 0 means "no block" (block 0 is never data).
 struct dinode {
-  short type;              // T_DIR, T_FILE, T_DEVICE (stat.h), 0 if free
-  short major;             // device number (T_DEVICE only)
+  short type;  // T_DIR, T_FILE, T_DEVICE (stat.h), 0 if free
+  short major; // device number (T_DEVICE only)
   short minor;
-  short nlink;             // directory entries that refer to this inode
-  uint64 size;             // file size in bytes (offset 8: aligned)
-  uint32 addrs[NDIRECT+2]; // data block numbers
+  short nlink;               // directory entries that refer to this inode
+  uint64 size;               // file size in bytes (offset 8: aligned)
+  uint32 addrs[NDIRECT + 2]; // data block numbers
 };
 
-#define IPB         (BSIZE / sizeof(struct dinode))   // inodes per block
+#define IPB           (BSIZE / sizeof(struct dinode)) // inodes per block
 #define IBLOCK(i, sb) ((i) / IPB + (sb).inodestart)   // block holding inode i
-#define BPB         (BSIZE * 8)                       // bitmap bits per block
+#define BPB           (BSIZE * 8)                     // bitmap bits per block
 #define BBLOCK(b, sb) ((b) / BPB + (sb).bmapstart)    // bitmap block of block b
 
 // Directory entry: 32 bytes, 128 per block. DIRSIZ is 30 so that an entry
@@ -65,8 +65,8 @@ struct dinode {
 #define MAXINODES 65535
 
 struct dirent {
-  ushort inum;             // 0: free entry
-  char name[DIRSIZ];       // not NUL-terminated when DIRSIZ long
+  ushort inum;       // 0: free entry
+  char name[DIRSIZ]; // not NUL-terminated when DIRSIZ long
 };
 
 #endif

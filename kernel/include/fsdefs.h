@@ -17,65 +17,65 @@ struct blkseg {
 };
 
 // bio.c
-void            binit(void);
-struct buf*     bread(uint dev, uint blockno);
-struct buf*     bread_zero(uint dev, uint blockno);
-void            bwrite(struct buf *b);
-void            brelse(struct buf *b);
-void            bpin(struct buf *b);
-void            bunpin(struct buf *b);
-uint            bclean_run(uint dev, uint blockno, uint n);
+void binit(void);
+struct buf *bread(uint dev, uint blockno);
+struct buf *bread_zero(uint dev, uint blockno);
+void bwrite(struct buf *b);
+void brelse(struct buf *b);
+void bpin(struct buf *b);
+void bunpin(struct buf *b);
+uint bclean_run(uint dev, uint blockno, uint n);
 
 // log.c
-void            initlog(int dev, struct superblock *sb);
-void            log_write(struct buf *b);
-void            begin_op(void);
-void            end_op(void);
+void initlog(int dev, struct superblock *sb);
+void log_write(struct buf *b);
+void begin_op(void);
+void end_op(void);
 
 // fs.c
 extern struct superblock sb;
-void            fsinit(int dev);
-int             ialloc(uint dev, short type, struct inode **ipp);
-struct inode*   idup(struct inode *ip);
-void            iinit(void);
-void            ilock(struct inode *ip);
-void            iput(struct inode *ip);
-void            iunlock(struct inode *ip);
-void            iunlockput(struct inode *ip);
-void            iupdate(struct inode *ip);
-void            itrunc(struct inode *ip);
-int             namecmp(const char *s, const char *t);
-int             dirlookup(struct inode *dp, char *name, uint *poff,
-                          struct inode **ipp);
-int             dirlink(struct inode *dp, char *name, uint inum);
-int             namei_err(char *path, struct inode **ipp);
-int             nameiparent_err(char *path, char *name, struct inode **ipp);
-struct inode*   namei(char *path);
-int             readi(struct inode *ip, int user_dst, uint64 dst, uint64 off, uint n);
-int             writei(struct inode *ip, int user_src, uint64 src, uint64 off, uint n);
-void            stati(struct inode *ip, struct stat *st);
+void fsinit(int dev);
+int ialloc(uint dev, short type, struct inode **ipp);
+struct inode *idup(struct inode *ip);
+void iinit(void);
+void ilock(struct inode *ip);
+void iput(struct inode *ip);
+void iunlock(struct inode *ip);
+void iunlockput(struct inode *ip);
+void iupdate(struct inode *ip);
+void itrunc(struct inode *ip);
+int namecmp(const char *s, const char *t);
+int dirlookup(struct inode *dp, char *name, uint *poff,
+    struct inode **ipp);
+int dirlink(struct inode *dp, char *name, uint inum);
+int namei_err(char *path, struct inode **ipp);
+int nameiparent_err(char *path, char *name, struct inode **ipp);
+struct inode *namei(char *path);
+int readi(struct inode *ip, int user_dst, uint64 dst, uint64 off, uint n);
+int writei(struct inode *ip, int user_src, uint64 src, uint64 off, uint n);
+void stati(struct inode *ip, struct stat *st);
 
 // file.c
-struct file*    filealloc(void);
-void            fileclose(struct file *f);
-struct file*    filedup(struct file *f);
-void            fileinit(void);
-int             fileread(struct file *f, uint64 addr, int n);
-int             filestat(struct file *f, uint64 addr);
-int             filewrite(struct file *f, uint64 addr, int n);
+struct file *filealloc(void);
+void fileclose(struct file *f);
+struct file *filedup(struct file *f);
+void fileinit(void);
+int fileread(struct file *f, uint64 addr, int n);
+int filestat(struct file *f, uint64 addr);
+int filewrite(struct file *f, uint64 addr, int n);
 
 // pipe.c
-int             pipealloc(struct file **f0, struct file **f1);
-void            pipeclose(struct pipe *pi, int writable);
-int             piperead(struct pipe *pi, uint64 addr, int n);
-int             pipewrite(struct pipe *pi, uint64 addr, int n);
+int pipealloc(struct file **f0, struct file **f1);
+void pipeclose(struct pipe *pi, int writable);
+int piperead(struct pipe *pi, uint64 addr, int n);
+int pipewrite(struct pipe *pi, uint64 addr, int n);
 
 // virtio_blk.c
-void            virtio_disk_init(void);
-int             virtio_disk_io(uint64 blockno, struct blkseg *segs, int nseg,
-                               int write);
-void            virtio_disk_rw(struct buf *b, int write);
-void            virtio_disk_intr(void);
-int             virtio_disk_maxsegs(void);
+void virtio_disk_init(void);
+int virtio_disk_io(uint64 blockno, struct blkseg *segs, int nseg,
+    int write);
+void virtio_disk_rw(struct buf *b, int write);
+void virtio_disk_intr(void);
+int virtio_disk_maxsegs(void);
 
 #endif

@@ -19,8 +19,8 @@
 
 #include "riscv.h"
 
-#define UART0       0x10000000L
-#define UART0_IRQ   10
+#define UART0     0x10000000L
+#define UART0_IRQ 10
 
 #define VIRTIO0     0x10001000L
 #define VIRTIO0_IRQ 1
@@ -28,9 +28,9 @@
 #define PLIC              0x0c000000L
 #define PLIC_SIZE         0x400000L
 #define PLIC_PRIORITY     (PLIC + 0x0)
-#define PLIC_SENABLE(h)   (PLIC + 0x2080 + (h) * 0x100)
-#define PLIC_SPRIORITY(h) (PLIC + 0x201000 + (h) * 0x2000)
-#define PLIC_SCLAIM(h)    (PLIC + 0x201004 + (h) * 0x2000)
+#define PLIC_SENABLE(h)   (PLIC + 0x2080 + (h)*0x100)
+#define PLIC_SPRIORITY(h) (PLIC + 0x201000 + (h)*0x2000)
+#define PLIC_SCLAIM(h)    (PLIC + 0x201004 + (h)*0x2000)
 
 #define KERNBASE 0x80000000L
 
@@ -39,6 +39,6 @@
 #define TRAPFRAME  (TRAMPOLINE - PGSIZE)
 
 // Lowest user address a program may load at: page 0 stays unmapped.
-#define USERBASE   PGSIZE
+#define USERBASE PGSIZE
 
 #endif

@@ -10,7 +10,7 @@
 struct context {
   uint64 ra;
   uint64 sp;
-  uint64 s[12];   // s0..s11
+  uint64 s[12]; // s0..s11
 };
 
 // Per-hart state.
@@ -72,16 +72,21 @@ struct fpstate {
   uint64 fcsr;
 };
 
-enum procstate { UNUSED, USED, SLEEPING, RUNNABLE, RUNNING, ZOMBIE };
+enum procstate { UNUSED,
+  USED,
+  SLEEPING,
+  RUNNABLE,
+  RUNNING,
+  ZOMBIE };
 
 struct proc {
   struct spinlock lock;
 
   // p->lock must be held when using these:
   enum procstate state;
-  void *chan;                  // sleeping on chan, if non-zero
-  int killed;                  // if non-zero, the process has been killed
-  int xstate;                  // exit status returned to the parent's wait
+  void *chan; // sleeping on chan, if non-zero
+  int killed; // if non-zero, the process has been killed
+  int xstate; // exit status returned to the parent's wait
   int pid;
 
   // wait_lock must be held when using this:

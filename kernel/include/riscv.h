@@ -9,10 +9,10 @@
 // mstatus / sstatus
 #define MSTATUS_MPP_MASK (3L << 11)
 #define MSTATUS_MPP_S    (1L << 11)
-#define SSTATUS_SIE      (1L << 1)   // S-mode interrupt enable
-#define SSTATUS_SPIE     (1L << 5)   // interrupts enabled before the trap
-#define SSTATUS_SPP      (1L << 8)   // previous mode: 1 = S, 0 = U
-#define SSTATUS_FS_MASK  (3L << 13)  // floating-point unit state
+#define SSTATUS_SIE      (1L << 1)  // S-mode interrupt enable
+#define SSTATUS_SPIE     (1L << 5)  // interrupts enabled before the trap
+#define SSTATUS_SPP      (1L << 8)  // previous mode: 1 = S, 0 = U
+#define SSTATUS_FS_MASK  (3L << 13) // floating-point unit state
 #define SSTATUS_FS_OFF   (0L << 13)
 #define SSTATUS_FS_INIT  (1L << 13)
 #define SSTATUS_FS_CLEAN (2L << 13)
@@ -25,42 +25,51 @@
 #define IE_SEIE (1L << 9)
 
 // scause
-#define SCAUSE_INTR        (1UL << 63)
-#define IRQ_S_TIMER        5
-#define IRQ_S_EXTERNAL     9
-#define EXC_ECALL_U        8
+#define SCAUSE_INTR    (1UL << 63)
+#define IRQ_S_TIMER    5
+#define IRQ_S_EXTERNAL 9
+#define EXC_ECALL_U    8
 
-#define MCOUNTEREN_TM      (1L << 1)  // lets S (and via scounteren, U) read `time`
-#define MENVCFG_STCE       (1UL << 63) // Sstc: S-mode owns stimecmp
+#define MCOUNTEREN_TM (1L << 1)   // lets S (and via scounteren, U) read `time`
+#define MENVCFG_STCE  (1UL << 63) // Sstc: S-mode owns stimecmp
 
 #define CSR_MENVCFG  0x30a
 #define CSR_STIMECMP 0x14d
 
 #ifndef __ASSEMBLER__
 
-#define CSR_STR_(x) #x
-#define CSR_STR(x)  CSR_STR_(x)
+#define CSR_STR_(x)   #x
+#define CSR_STR(x)    CSR_STR_(x)
 #define csr_read(csr) ({ uint64 __v; \
   asm volatile("csrr %0, " CSR_STR(csr) : "=r"(__v)); __v; })
 #define csr_write(csr, v) \
-  asm volatile("csrw " CSR_STR(csr) ", %0" : : "r"((uint64)(v)))
+  asm volatile("csrw " CSR_STR(csr) ", %0" \
+               : \
+               : "r"((uint64)(v)))
 #define csr_set(csr, v) \
-  asm volatile("csrs " CSR_STR(csr) ", %0" : : "r"((uint64)(v)))
+  asm volatile("csrs " CSR_STR(csr) ", %0" \
+               : \
+               : "r"((uint64)(v)))
 #define csr_clear(csr, v) \
-  asm volatile("csrc " CSR_STR(csr) ", %0" : : "r"((uint64)(v)))
+  asm volatile("csrc " CSR_STR(csr) ", %0" \
+               : \
+               : "r"((uint64)(v)))
 
 static inline uint64
 r_tp(void)
 {
   uint64 x;
-  asm volatile("mv %0, tp" : "=r"(x));
+  asm volatile("mv %0, tp"
+               : "=r"(x));
   return x;
 }
 
 static inline void
 w_tp(uint64 x)
 {
-  asm volatile("mv tp, %0" : : "r"(x));
+  asm volatile("mv tp, %0"
+               :
+               : "r"(x));
 }
 
 static inline uint64
@@ -99,13 +108,13 @@ typedef uint64 *pagetable_t; // 512 PTEs
 
 #endif // __ASSEMBLER__
 
-#define PGSIZE  4096
-#define PGSHIFT 12
+#define PGSIZE         4096
+#define PGSHIFT        12
 #define PGROUNDUP(a)   (((a) + PGSIZE - 1) & ~(uint64)(PGSIZE - 1))
 #define PGROUNDDOWN(a) ((a) & ~(uint64)(PGSIZE - 1))
-#define MEGAPAGE (2L * 1024 * 1024)   // a level-1 leaf maps 2 MiB
+#define MEGAPAGE       (2L * 1024 * 1024) // a level-1 leaf maps 2 MiB
 
-#define SATP_SV39 (8L << 60)
+#define SATP_SV39     (8L << 60)
 #define MAKE_SATP(pt) (SATP_SV39 | (((uint64)(pt)) >> 12))
 
 #define PTE_V (1L << 0)
@@ -114,14 +123,14 @@ typedef uint64 *pagetable_t; // 512 PTEs
 #define PTE_X (1L << 3)
 #define PTE_U (1L << 4)
 
-#define PA2PTE(pa) ((((uint64)(pa)) >> 12) << 10)
-#define PTE2PA(pte) (((pte) >> 10) << 12)
-#define PTE_FLAGS(pte) ((pte) & 0x3FF)
-#define PTE_LEAF(pte) ((pte) & (PTE_R | PTE_W | PTE_X))
+#define PA2PTE(pa)     ((((uint64)(pa)) >> 12) << 10)
+#define PTE2PA(pte)    (((pte) >> 10) << 12)
+#define PTE_FLAGS(pte) ((pte)&0x3FF)
+#define PTE_LEAF(pte)  ((pte) & (PTE_R | PTE_W | PTE_X))
 
 // Index of va in the page table of the given level (2 = root).
 #define PXSHIFT(level) (PGSHIFT + (9 * (level)))
-#define PX(level, va) ((((uint64)(va)) >> PXSHIFT(level)) & 0x1FF)
+#define PX(level, va)  ((((uint64)(va)) >> PXSHIFT(level)) & 0x1FF)
 
 // One past the highest Sv39 address. It leaves the top bit of the
 // 39 unused so addresses need no sign extension.

@@ -3,9 +3,9 @@
 #define AISVC_SPINLOCK_H
 
 struct spinlock {
-  uint locked;        // is the lock held?
-  char *name;         // for panics
-  struct cpu *cpu;    // the cpu holding the lock
+  uint locked;     // is the lock held?
+  char *name;      // for panics
+  struct cpu *cpu; // the cpu holding the lock
 };
 
 #endif

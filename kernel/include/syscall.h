@@ -5,15 +5,15 @@
 #ifndef AISVC_SYSCALL_H
 #define AISVC_SYSCALL_H
 
-#define SYS_fork     1
-#define SYS_exit     2
-#define SYS_wait     3
-#define SYS_pipe     4
-#define SYS_read     5
-#define SYS_kill     6
-#define SYS_exec     7
-#define SYS_fstat    8
-#define SYS_chdir    9
+#define SYS_fork    1
+#define SYS_exit    2
+#define SYS_wait    3
+#define SYS_pipe    4
+#define SYS_read    5
+#define SYS_kill    6
+#define SYS_exec    7
+#define SYS_fstat   8
+#define SYS_chdir   9
 #define SYS_dup     10
 #define SYS_getpid  11
 #define SYS_sbrk    12
@@ -35,7 +35,7 @@
 #define SYS_ai_call     35
 #define SYS_ai_cancel   36
 #define SYS_ai_info     37
-#define SYS_ai_register 38   // worker only, from here on
+#define SYS_ai_register 38 // worker only, from here on
 #define SYS_ai_next     39
 #define SYS_ai_progress 40
 #define SYS_ai_complete 41

@@ -62,7 +62,7 @@ static inline int
 hc_fstat(int fd, struct stat *st)
 {
   struct host_stat h;
-  if(fstat(fd, &h) < 0)
+  if (fstat(fd, &h) < 0)
     return -errno;
   st->dev = h.st_dev;
   st->ino = h.st_ino;
@@ -93,12 +93,12 @@ hostcompat_rint(double x)
   return (int64)__builtin_rint(x);
 }
 
-#define open hc_open
-#define read hc_read
-#define write hc_write
-#define chdir hc_chdir
-#define fstat hc_fstat
+#define open     hc_open
+#define read     hc_read
+#define write    hc_write
+#define chdir    hc_chdir
+#define fstat    hc_fstat
 #define strerror hc_strerror
-#define fprintf dprintf
+#define fprintf  dprintf
 
 #endif

@@ -8,7 +8,10 @@
 static uint64
 bits(double x)
 {
-  union { double d; uint64 u; } v = { .d = x };
+  union {
+    double d;
+    uint64 u;
+  } v = { .d = x };
   return v.u;
 }
 
@@ -16,11 +19,14 @@ int
 main(void)
 {
   char line[64];
-  while(fgets(line, sizeof(line), stdin)){
-    union { uint64 u; double d; } v = { .u = strtoull(line, 0, 16) };
+  while (fgets(line, sizeof(line), stdin)) {
+    union {
+      uint64 u;
+      double d;
+    } v = { .u = strtoull(line, 0, 16) };
     double x = v.d;
     printf("%016lx %016lx %016lx %016lx\n", bits(llm_exp(x)),
-           bits(x > 0 ? llm_log(x) : 0.0), bits(llm_sigmoid(x)), bits(llm_softplus(x)));
+        bits(x > 0 ? llm_log(x) : 0.0), bits(llm_sigmoid(x)), bits(llm_softplus(x)));
   }
   return 0;
 }

@@ -16,7 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define ARENA (4UL << 30)   // address space for u_sbrk (reserved, not touched)
+#define ARENA (4UL << 30) // address space for u_sbrk (reserved, not touched)
 
 int u_snprintf(char *buf, int size, const char *fmt, ...);
 void u_fprintf(int fd, const char *fmt, ...);
@@ -32,17 +32,17 @@ u_sbrk(long n)
 {
   char *old = brk_now;
 
-  if(arena == 0){
+  if (arena == 0) {
     arena = mmap(0, ARENA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-    if(arena == MAP_FAILED)
+        -1, 0);
+    if (arena == MAP_FAILED)
       abort();
     // Start at an odd address, as a program's break may: umalloc aligns.
     old = brk_now = arena + 8;
   }
-  if(n > 0 && (uint64_t)n > ARENA - (uint64_t)(brk_now - arena))
+  if (n > 0 && (uint64_t)n > ARENA - (uint64_t)(brk_now - arena))
     return (char *)-1;
-  if(n < 0 && (uint64_t)-n > (uint64_t)(brk_now - arena))
+  if (n < 0 && (uint64_t)-n > (uint64_t)(brk_now - arena))
     return (char *)-1;
   brk_now += n;
   return old;
@@ -55,14 +55,45 @@ u_write(int fd, const void *buf, int n)
 }
 
 // ulib.c's stat and gets call these; the tests do not use them.
-int u_open(const char *path, int mode) { (void)path; (void)mode; return -38; }
-int u_read(int fd, void *buf, int n) { (void)fd; (void)buf; (void)n; return -38; }
-int u_close(int fd) { (void)fd; return -38; }
-int u_fstat(int fd, void *st) { (void)fd; (void)st; return -38; }
+int
+u_open(const char *path, int mode)
+{
+  (void)path;
+  (void)mode;
+  return -38;
+}
+int
+u_read(int fd, void *buf, int n)
+{
+  (void)fd;
+  (void)buf;
+  (void)n;
+  return -38;
+}
+int
+u_close(int fd)
+{
+  (void)fd;
+  return -38;
+}
+int
+u_fstat(int fd, void *st)
+{
+  (void)fd;
+  (void)st;
+  return -38;
+}
 
-void run_printf_cases(void);   // ulib_cases.c
+void run_printf_cases(void); // ulib_cases.c
 
-#define CHECK(cond, ...) do { if(!(cond)){ printf(__VA_ARGS__); printf("\n"); return 1; } } while(0)
+#define CHECK(cond, ...) \
+  do { \
+    if (!(cond)) { \
+      printf(__VA_ARGS__); \
+      printf("\n"); \
+      return 1; \
+    } \
+  } while (0)
 
 // Random blocks of many sizes, freed in random order, must never overlap
 // or lose their contents; big blocks go back to the kernel when freed.
@@ -77,11 +108,11 @@ test_malloc(void)
   char *start, *big, *big2;
   unsigned char *z;
 
-  for(k = 0; k < 20000; k++){
+  for (k = 0; k < 20000; k++) {
     seed = seed * 6364136223846793005UL + 1442695040888963407UL;
     i = (seed >> 33) % N;
-    if(p[i]){
-      for(j = 0; j < len[i]; j++)
+    if (p[i]) {
+      for (j = 0; j < len[i]; j++)
         CHECK(p[i][j] == (unsigned char)i, "block %zu byte %zu overwritten", i, j);
       u_free(p[i]);
       p[i] = 0;
@@ -93,7 +124,7 @@ test_malloc(void)
       memset(p[i], (int)i, len[i]);
     }
   }
-  for(i = 0; i < N; i++)
+  for (i = 0; i < N; i++)
     u_free(p[i]);
 
   // A big block comes from sbrk and goes back to it when freed.
@@ -104,7 +135,7 @@ test_malloc(void)
   u_free(big);
   // (Free space below it merges in and may go back too.)
   CHECK(u_sbrk(0) <= start, "freeing the big block left the break %ld bytes up",
-        (long)(u_sbrk(0) - start));
+      (long)(u_sbrk(0) - start));
   big2 = u_calloc(3000, 100000);
   CHECK(big2 != 0 && big2[0] == 0 && big2[300000000 - 1] == 0, "big calloc");
   u_free(big2);
@@ -114,7 +145,7 @@ test_malloc(void)
   memset(z, 0xff, 50000);
   u_free(z);
   z = u_calloc(50000, 1);
-  for(j = 0; j < 50000; j++)
+  for (j = 0; j < 50000; j++)
     CHECK(z[j] == 0, "calloc returned dirty byte %zu", j);
   u_free(z);
   CHECK(u_calloc(1UL << 40, 1UL << 30) == 0, "calloc overflow was not refused");
@@ -129,7 +160,7 @@ main(int argc, char *argv[])
   char line[1200];
   int n;
 
-  if(argc == 2 && strcmp(argv[1], "printf") == 0){
+  if (argc == 2 && strcmp(argv[1], "printf") == 0) {
     run_printf_cases();
     fflush(stdout);
     // Longer than fprintf's 256-byte buffer: several writes, in order.
@@ -145,7 +176,7 @@ main(int argc, char *argv[])
     printf("%d %c\n", n, line[0]);
     return 0;
   }
-  if(argc == 2 && strcmp(argv[1], "malloc") == 0)
+  if (argc == 2 && strcmp(argv[1], "malloc") == 0)
     return test_malloc();
   fprintf(stderr, "usage: ulib_test printf|malloc\n");
   return 2;
