@@ -106,12 +106,16 @@ KERNEL_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(patsubst %.S,$(BUILD)/%.o,$(KERNEL_
 KERNEL_ELF  := $(BUILD)/kernel/kernel
 
 # ================================================================ user
+# user/ by role: lib (the C library every program links), bin (shell and
+# utilities), tests (the kernel's self-test), llm (the LLM runtime and its two
+# programs), ai (the AI service's worker and tools). A program NAME is built
+# from user/ROLE/NAME.c and lands in the image as /NAME.
 # [user-lib] objects linked into every guest program.
-ULIB_SRCS := $(U)/ulib.c $(U)/printf.c $(U)/umalloc.c
-ULIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(patsubst %.S,$(BUILD)/%.o,$(ULIB_SRCS)))
+ULIB_SRCS := $(U)/lib/ulib.c $(U)/lib/printf.c $(U)/lib/umalloc.c
+ULIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(ULIB_SRCS))
 
-# [uprogs] one line per guest program (user/NAME.c -> /NAME in the image).
-UPROGS := \
+# [uprogs] one line per guest program, under its role.
+BIN_PROGS := \
 	init \
 	sh \
 	cat \
@@ -124,17 +128,23 @@ UPROGS := \
 	rm \
 	sleep \
 	uptime \
-	usertests \
 	wc \
 	cksum \
+
+TEST_PROGS := \
+	usertests \
+
+LLM_PROGS := \
 	llmrun_smol \
 	llmrun_qwen \
+
+AI_PROGS := \
 	ai_daemon \
 	ai \
 	aitest \
 	aistress \
 
-
+UPROGS := $(BIN_PROGS) $(TEST_PROGS) $(LLM_PROGS) $(AI_PROGS)
 UPROG_ELFS := $(addprefix $(BUILD)/user/_,$(UPROGS))
 
 # ================================================================ rules
@@ -194,13 +204,19 @@ $(BUILD)/user/usys.S: $(K)/include/syscall.h tools/gen_usys.py
 $(BUILD)/user/usys.o: $(BUILD)/user/usys.S | toolchain-check
 	$(CC) $(UCFLAGS) -c -o $@ $<
 
-# Every guest program: crt0 first, then the program, the library, the stubs.
-# .PRECIOUS keeps make from deleting the objects as intermediate files, so
-# a second `make` has nothing to do.
-UPROG_LIBS := $(BUILD)/user/start.o $(ULIB_OBJS) $(BUILD)/user/usys.o
+# Every guest program: crt0 first, then the program's objects, the library,
+# the stubs. .PRECIOUS keeps make from deleting the objects as intermediate
+# files, so a second `make` has nothing to do.
+UPROG_LIBS := $(BUILD)/user/lib/start.o $(ULIB_OBJS) $(BUILD)/user/usys.o
+LINK_UPROG = $(LD) $(LDFLAGS) -T $(U)/lib/user.ld -o $@ $(BUILD)/user/lib/start.o \
+	$(filter-out $(UPROG_LIBS),$(filter %.o,$^)) $(ULIB_OBJS) $(BUILD)/user/usys.o
 .PRECIOUS: $(BUILD)/user/%.o $(BUILD)/tests/%.o
-$(BUILD)/user/_%: $(BUILD)/user/%.o $(UPROG_LIBS) $(U)/user.ld
-	$(LD) $(LDFLAGS) -T $(U)/user.ld -o $@ $(BUILD)/user/start.o $< $(ULIB_OBJS) $(BUILD)/user/usys.o
+$(addprefix $(BUILD)/user/_,$(BIN_PROGS)): $(BUILD)/user/_%: $(BUILD)/user/bin/%.o $(UPROG_LIBS) $(U)/lib/user.ld
+	$(LINK_UPROG)
+$(addprefix $(BUILD)/user/_,$(TEST_PROGS)): $(BUILD)/user/_%: $(BUILD)/user/tests/%.o $(UPROG_LIBS) $(U)/lib/user.ld
+	$(LINK_UPROG)
+$(addprefix $(BUILD)/user/_,aitest aistress ai): $(BUILD)/user/_%: $(BUILD)/user/ai/%.o $(UPROG_LIBS) $(U)/lib/user.ld
+	$(LINK_UPROG)
 
 # Guest programs used only by the kernel's pytest tests (tests/progs/NAME.c
 # -> build/tests/_NAME); the tests pack them into images of their own.
@@ -211,8 +227,8 @@ testprogs: $(TESTPROG_ELFS)
 $(BUILD)/tests/%.o: tests/progs/%.c | toolchain-check
 	@mkdir -p $(dir $@)
 	$(CC) $(UCFLAGS) -c -o $@ $<
-$(BUILD)/tests/_%: $(BUILD)/tests/%.o $(UPROG_LIBS) $(U)/user.ld
-	$(LD) $(LDFLAGS) -T $(U)/user.ld -o $@ $(BUILD)/user/start.o $< $(ULIB_OBJS) $(BUILD)/user/usys.o
+$(BUILD)/tests/_%: $(BUILD)/tests/%.o $(UPROG_LIBS) $(U)/lib/user.ld
+	$(LINK_UPROG)
 
 # `make print-UPROGS` prints a variable's value (the tests read lists this way).
 print-%:
@@ -284,30 +300,28 @@ qwen-assets:
 	  exit 1; \
 	fi
 
-# [llm] the LLM runtime (user/llmrun_*.c, user/llm_*.c): guest programs,
-# images and QEMU targets with the models at /AI/SMOL and /AI/QWEN, the host
-# build of the same C for tests/test_llmrun_host.py, and the hot-page check.
-LLM_OBJS := $(addprefix $(BUILD)/user/,llmrun_support.o llm_layers.o llm_kernels.o llm_cli.o)
-LLM_SRCS := $(U)/llmrun_support.c $(U)/llm_layers.c $(U)/llm_kernels.c $(U)/llm_cli.c
-LLM_HDRS := $(U)/llmrun_support.h $(U)/llm_kernels.h
+# [llm] the LLM runtime (user/llm/): guest programs, images and QEMU targets
+# with the models at /AI/SMOL and /AI/QWEN, the host build of the same C for
+# tests/test_llmrun_host.py, and the hot-page check.
+LLM_SRCS := $(addprefix $(U)/llm/,runtime.c layers.c kernels.c cli.c)
+LLM_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LLM_SRCS))
+LLM_HDRS := $(U)/llm/runtime.h $(U)/llm/kernels.h
 HOSTCC   ?= gcc
 SMOL_RAM ?= 512M
 QWEN_RAM ?= 2G
 
-# The two programs link the shared runtime too (the generic rule links one object).
-$(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen: $(BUILD)/user/_%: \
-		$(BUILD)/user/%.o $(LLM_OBJS) $(UPROG_LIBS) $(U)/user.ld
-	$(LD) $(LDFLAGS) -T $(U)/user.ld -o $@ $(BUILD)/user/start.o $< $(LLM_OBJS) \
-		$(ULIB_OBJS) $(BUILD)/user/usys.o
+# The two programs link the shared runtime too.
+$(addprefix $(BUILD)/user/_,$(LLM_PROGS)): $(BUILD)/user/_%: \
+		$(BUILD)/user/llm/%.o $(LLM_OBJS) $(UPROG_LIBS) $(U)/lib/user.ld
+	$(LINK_UPROG)
 
-# ai_daemon (issue 5) links the runtime and both models' forward passes,
+# ai_daemon links the runtime and both models' forward passes,
 # compiled again without their main (-DLLM_MODEL_ONLY).
-AI_DAEMON_OBJS := $(BUILD)/user/llmrun_smol.model.o $(BUILD)/user/llmrun_qwen.model.o $(LLM_OBJS)
-$(BUILD)/user/%.model.o: $(U)/%.c | toolchain-check
+AI_DAEMON_OBJS := $(BUILD)/user/llm/llmrun_smol.model.o $(BUILD)/user/llm/llmrun_qwen.model.o $(LLM_OBJS)
+$(BUILD)/user/llm/%.model.o: $(U)/llm/%.c | toolchain-check
 	$(CC) $(UCFLAGS) -DLLM_MODEL_ONLY -c -o $@ $<
-$(BUILD)/user/_ai_daemon: $(BUILD)/user/ai_daemon.o $(AI_DAEMON_OBJS) $(UPROG_LIBS) $(U)/user.ld
-	$(LD) $(LDFLAGS) -T $(U)/user.ld -o $@ $(BUILD)/user/start.o $< $(AI_DAEMON_OBJS) \
-		$(ULIB_OBJS) $(BUILD)/user/usys.o
+$(BUILD)/user/_ai_daemon: $(BUILD)/user/ai/ai_daemon.o $(AI_DAEMON_OBJS) $(UPROG_LIBS) $(U)/lib/user.ld
+	$(LINK_UPROG)
 
 # Images: every UPROG plus the model directories (exported when missing).
 $(MODELS)/SMOL/INFO.TXT:
@@ -348,16 +362,16 @@ qemu-llm: $(KERNEL_ELF) $(BUILD)/fs-llm.img | qemu-check
 LLM_HOST_CFLAGS := -O2 -Wall -Werror -ffp-contract=off -fno-math-errno -I. \
 	-include tests/host/hostcompat.h
 llm-host: $(BUILD)/host/llmrun_smol $(BUILD)/host/llmrun_qwen $(BUILD)/host/llm_mathcheck
-$(BUILD)/host/llm_mathcheck: tests/host/mathcheck.c $(U)/llm_kernels.c $(LLM_HDRS) tests/host/hostcompat.h
+$(BUILD)/host/llm_mathcheck: tests/host/mathcheck.c $(U)/llm/kernels.c $(LLM_HDRS) tests/host/hostcompat.h
 	@mkdir -p $(dir $@)
-	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm_kernels.c -lm
-$(BUILD)/host/llmrun_%: $(U)/llmrun_%.c $(LLM_SRCS) $(LLM_HDRS) tests/host/hostcompat.h
+	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/kernels.c -lm
+$(BUILD)/host/llmrun_%: $(U)/llm/llmrun_%.c $(LLM_SRCS) $(LLM_HDRS) tests/host/hostcompat.h
 	@mkdir -p $(dir $@)
 	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(LLM_SRCS) -lm
 
 # The hot kernels (.text.hot) must share one 4 KiB page (PERF_NOTES.md 4).
 llm-check-hot: $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen
-	@for f in $^; do python3 tests/host/check_hot.py $(TOOLPREFIX) $(BUILD)/user/llm_kernels.o $$f || exit 1; done
+	@for f in $^; do python3 tests/host/check_hot.py $(TOOLPREFIX) $(BUILD)/user/llm/kernels.o $$f || exit 1; done
 
 # [bench] measure load time, TTFT and TPOT with tables and plots, or chat with
 # the model in the guest (pyaisvc bench / chat; docs/MEASURE.md), e.g.

@@ -1,6 +1,6 @@
 """The kernel AI service (issue 5) in the guest under QEMU.
 
-- aitest, the conformance suite (user/aitest.c: one PASS/FAIL line per rule
+- aitest, the conformance suite (user/ai/aitest.c: one PASS/FAIL line per rule
   of AI_SERVICE.md), with the tiny synthetic Qwen3.5 at /AI/QWEN (init
   starts ai_daemon) on 1 and 2 harts, and on an image without models (no
   worker at all);

@@ -1,6 +1,6 @@
 """Unit tests of the guest C library on the host: printf formats and malloc.
 
-user/printf.c, user/umalloc.c and user/ulib.c are compiled with the host C
+user/lib/printf.c, user/lib/umalloc.c and user/lib/ulib.c are compiled with the host C
 compiler and their symbols renamed with a u_ prefix by objcopy, so they do not
 clash with the host libc (tests/host/ulib_harness.c supplies write and sbrk).
 printf's output is compared with Python's % formatting, an independent
@@ -17,7 +17,7 @@ import pytest
 
 CC = shutil.which("cc") or shutil.which("gcc")
 OBJCOPY = shutil.which("objcopy")
-LIB_SOURCES = ["user/printf.c", "user/umalloc.c", "user/ulib.c"]
+LIB_SOURCES = ["user/lib/printf.c", "user/lib/umalloc.c", "user/lib/ulib.c"]
 # Every function user.h declares that the library defines or calls.
 RENAMED = ["printf", "fprintf", "snprintf", "malloc", "calloc", "free", "write", "read",
            "open", "close", "fstat", "sbrk", "stat", "strcpy", "strncpy", "strcmp", "strncmp",

@@ -1,4 +1,4 @@
-"""Run the guest's self-test, user/usertests.c, under QEMU on one and two harts.
+"""Run the guest's self-test, user/tests/usertests.c, under QEMU on one and two harts.
 
 usertests prints one line per case, "test NAME: OK" or "test NAME: FAILED (why)",
 then "N passed, N failed" and, when nothing failed, "ALL TESTS PASSED". Its
@@ -35,7 +35,7 @@ def big_image(build, tmp_path_factory) -> Path:
 
 def table_names(repo_root: Path) -> list[str]:
     """The case names in usertests.c's table, in order, then the leak checks."""
-    source = (repo_root / "user/usertests.c").read_text()
+    source = (repo_root / "user/tests/usertests.c").read_text()
     return TABLE_ENTRY.findall(source) + ["memleak", "fileleak"]
 
 
@@ -72,7 +72,7 @@ def test_usertests_options(boot_guest, repo_root) -> None:
     assert "usage: usertests [-q] [NAME...]" in out
     assert "passed" not in out
     # -q leaves out exactly the cases marked slow in the table.
-    source = (repo_root / "user/usertests.c").read_text()
+    source = (repo_root / "user/tests/usertests.c").read_text()
     slow = re.findall(r'^\s*\{ t_\w+,\s*"(\w+)", 1 \}', source, re.M)
     assert slow, "no slow cases found in the table"
     out = g.run("usertests -q", timeout=600)

@@ -1,5 +1,5 @@
 // The AI service: a bounded table of requests, a FIFO of slot indexes and
-// one resident worker process (user/ai_daemon.c) that keeps the model
+// one resident worker process (user/ai/ai_daemon.c) that keeps the model
 // loaded and serves the requests one after another.
 //
 //   caller --ai_submit--> slot[] + fifo[] --ai_next--> worker
@@ -756,7 +756,7 @@ ai_exit(struct proc *p)
 }
 
 // ---------------------------------------------------------------- system calls
-// Arguments as in user/user.h.
+// Arguments as in user/lib/user.h.
 
 uint64
 sys_ai_submit(void)

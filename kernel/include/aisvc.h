@@ -1,6 +1,6 @@
 // The kernel AI service (kernel/core/ai_service.c): limits, request states,
 // error codes and the structures its system calls exchange. Shared by the
-// kernel and user programs (user/user.h has the calls' prototypes).
+// kernel and user programs (user/lib/user.h has the calls' prototypes).
 #ifndef AISVC_AISVC_H
 #define AISVC_AISVC_H
 

@@ -5,7 +5,7 @@ that model is one shell command in it:
 
 - cold: ``llmrun_smol --predict G "ID ID ..."`` - a fresh process that loads
   the model, serves one request and exits, as students run it. The timing
-  line it prints on stderr (user/llmrun_support.c llm_session_run) gives
+  line it prints on stderr (user/llm/runtime.c llm_session_run) gives
   load_us, init_us, ttft_us and tpot_us.
 - service: the request goes through the kernel AI service (pyaisvc.bench.service).
 

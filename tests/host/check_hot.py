@@ -2,7 +2,7 @@
 
 Code crossing a page boundary runs 3-5x slower under QEMU's TCG
 (shared/design/PERF_NOTES.md, fact 4). The kernels are the functions that
-user/llm_kernels.o puts in section .text.hot; this finds them in the linked
+user/llm/kernels.o puts in section .text.hot; this finds them in the linked
 program with `nm -S` and fails unless their bytes lie in a single page.
 
     python3 tests/host/check_hot.py TOOLPREFIX OBJECT ELF

@@ -1,7 +1,7 @@
 // Host compatibility layer: lets the guest's LLM runtime (user/llm*.c)
 // build natively on Linux for fast checks against the numpy reference
 // (tests/test_llmrun_host.py). Forced in with `gcc -include`; it stands in
-// for user/user.h: the same functions, on glibc, with the guest's
+// for user/lib/user.h: the same functions, on glibc, with the guest's
 // conventions (system calls return negative error codes, fprintf takes a
 // file descriptor, time_us counts microseconds).
 #ifndef AISVC_HOSTCOMPAT_H

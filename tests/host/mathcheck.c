@@ -3,7 +3,7 @@
 // llm_exp, llm_log (for x > 0, else 0), llm_sigmoid and llm_softplus of each,
 // so the test can compare them bit for bit with pyaisvc.refmath.
 
-#include "user/llm_kernels.h"
+#include "user/llm/kernels.h"
 
 static uint64
 bits(double x)

@@ -1,5 +1,5 @@
-// Host harness for the guest C library (user/printf.c, user/umalloc.c,
-// user/ulib.c), built by tests/test_ulib_host.py.
+// Host harness for the guest C library (user/lib/printf.c, user/lib/umalloc.c,
+// user/lib/ulib.c), built by tests/test_ulib_host.py.
 //
 // The library is compiled with its names prefixed u_ (u_printf, u_malloc,
 // ...) so it does not clash with the host libc this file uses. Here are

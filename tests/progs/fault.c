@@ -1,6 +1,6 @@
 // fault MODE: make one kind of fault, so tests can check that the kernel
 // kills just this process, with a message naming the cause and address.
-#include "user/user.h"
+#include "user/lib/user.h"
 
 // Recurses until the stack runs into its guard page; the test on n only
 // hides the endless recursion from gcc's warning.

@@ -2,7 +2,7 @@
 // same time, each with its own rounding mode; if the kernel let one see
 // the other's f registers or fcsr, a sum or a rounding mode would be off.
 // Prints "fpmix: ok" or what went wrong.
-#include "user/user.h"
+#include "user/lib/user.h"
 
 // frm values (fcsr bits 7:5).
 #define RNE 0 // round to nearest, ties to even

@@ -1,7 +1,7 @@
 // sbrkbig MIB: grow the heap by MIB MiB in one sbrk, check the new memory
 // is zero and writable on every page, release it, and grow again.
 // Prints "sbrkbig: MIB MiB ok (N ms)" or a message naming what failed.
-#include "user/user.h"
+#include "user/lib/user.h"
 
 static int
 grow_and_check(long bytes)

@@ -1,0 +1,192 @@
+// ai: try the kernel AI service by hand.
+//
+//   ai CMD ARGS          run one command
+//   ai                   read commands from stdin, one per line, until
+//                        `quit` or the end of input (prompt "ai> ")
+//
+// A request belongs to the process that submitted it, and it is reclaimed
+// when that process exits, so submit / query / wait belong in one `ai`
+// session (the second form); `child CMD` runs a command in a child process
+// to show what another process gets.
+//
+//   submit PREDICT ID...   queue a request; prints its reqid
+//   query REQID            state, queue position, tokens so far, timings
+//   wait REQID             block until it is done; prints the generated ids
+//   cancel REQID           give the request up
+//   call PREDICT ID...     submit + wait
+//   info                   the kernel's table at a glance
+//   err CODE               what an error code means (either sign)
+//   child CMD ARGS         run CMD in a child process
+//   sleep TICKS            (10 per second)
+
+#include "user/lib/user.h"
+#include "kernel/include/aisvc.h"
+
+#define MAXWORDS (AI_MAX_PROMPT + 8)
+
+static char outbuf[AI_RESULT_MAX + 1];
+
+static const char *states[] = { "free", "queued", "running", "done", "failed" };
+
+static int
+report(const char *what, int r)
+{
+  if (r < 0)
+    printf("%s: error %d: %s\n", what, r, ai_strerror(r) ? ai_strerror(r) : strerror(r));
+  return r;
+}
+
+// PREDICT ID... from words w[0..n) -> 0, or -1 after a message.
+static int
+parse_request(char **w, int n, uint32 *ids, int *count, int *predict)
+{
+  if (n < 2) {
+    printf("need PREDICT ID...\n");
+    return -1;
+  }
+  *predict = atoi(w[0]);
+  *count = n - 1;
+  for (int i = 1; i < n; i++)
+    ids[i - 1] = (uint32)strtol(w[i], 0, 10);
+  return 0;
+}
+
+static void
+print_status(struct ai_status *st)
+{
+  printf("reqid %d: %s", st->reqid, st->state <= AI_FAILED ? states[st->state] : "?");
+  if (st->state == AI_QUEUED)
+    printf(", %d ahead in the queue", st->queue_pos);
+  if (st->state == AI_RUNNING)
+    printf(", %d of %d tokens", st->tokens, st->predict);
+  if (st->state == AI_DONE)
+    printf(", result_len %d", st->result_len);
+  if (st->state == AI_FAILED)
+    printf(", err %d (%s)", st->err, ai_strerror(st->err));
+  printf("\n  prompt %d, predict %d; queued_us %lu ttft_us %lu total_us %lu\n",
+      st->prompt_len, st->predict, st->queued_us, st->ttft_us, st->total_us);
+}
+
+static void
+print_info(void)
+{
+  struct ai_info in;
+  if (report("info", ai_info(&in)) < 0)
+    return;
+  printf("worker pid %d%s, vocab %d, runtime_seq_len %d, %d completed\n",
+      in.worker_pid, in.worker_seen ? "" : " (none since boot)", in.vocab,
+      in.seq_len, in.completed);
+  printf("slots %d/%d used: %d queued, %d running (%d orphaned), %d done, %d failed; "
+         "at most %d per process\n",
+      in.used, in.nslot, in.queued, in.running,
+      in.orphans, in.done, in.failed, in.perproc);
+}
+
+static void run(char **w, int n);
+
+static void
+child(char **w, int n)
+{
+  int pid = fork();
+  if (pid == 0) {
+    printf("(child pid %d) ", getpid());
+    run(w, n);
+    exit(0);
+  }
+  if (pid > 0)
+    wait(0);
+}
+
+static void
+submit_or_call(char **w, int n, int call)
+{
+  static uint32 ids[MAXWORDS];
+  int count, predict;
+  if (parse_request(w, n, ids, &count, &predict) < 0)
+    return;
+  if (!call) {
+    int r = ai_submit(ids, count, predict);
+    if (report("submit", r) > 0)
+      printf("reqid %d\n", r);
+    return;
+  }
+  uint64 t0 = time_us();
+  int r = ai_call(ids, count, predict, outbuf, sizeof(outbuf));
+  if (report("call", r) >= 0)
+    printf("%s\n(%lu ms)\n", outbuf, (time_us() - t0) / 1000);
+}
+
+// One command; w[0] is its name.
+static void
+run(char **w, int n)
+{
+  struct ai_status st;
+  char *c = w[0];
+  int id = n > 1 ? atoi(w[1]) : 0;
+  if (strcmp(c, "submit") == 0 || strcmp(c, "call") == 0)
+    submit_or_call(w + 1, n - 1, c[0] == 'c');
+  else if (strcmp(c, "query") == 0 && n == 2) {
+    if (report("query", ai_query(id, &st)) == 0)
+      print_status(&st);
+  } else if (strcmp(c, "wait") == 0 && n == 2) {
+    int r = ai_wait(id, outbuf, sizeof(outbuf));
+    if (report("wait", r) >= 0)
+      printf("%s\n", outbuf);
+  } else if (strcmp(c, "cancel") == 0 && n == 2) {
+    if (report("cancel", ai_cancel(id)) == 0)
+      printf("cancelled %d\n", id);
+  } else if (strcmp(c, "info") == 0)
+    print_info();
+  else if (strcmp(c, "err") == 0 && n == 2) {
+    const char *m = ai_strerror(id);
+    printf("%d: %s\n", id, m ? m : strerror(id));
+  } else if (strcmp(c, "child") == 0 && n > 1)
+    child(w + 1, n - 1);
+  else if (strcmp(c, "sleep") == 0 && n == 2)
+    sleep(id);
+  else
+    printf("ai: unknown command or wrong arguments: %s "
+           "(submit call query wait cancel info err child sleep quit)\n",
+        c);
+}
+
+// Splits line into words (in place); returns their number.
+static int
+split(char *line, char **w, int max)
+{
+  int n = 0;
+  char *p = line;
+  while (*p && n < max) {
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+      *p++ = 0;
+    if (*p == 0)
+      break;
+    w[n++] = p;
+    while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
+      p++;
+  }
+  return n;
+}
+
+int
+main(int argc, char **argv)
+{
+  static char line[4096];
+  static char *w[MAXWORDS];
+  if (argc > 1) {
+    run(argv + 1, argc - 1);
+    return 0;
+  }
+  for (;;) {
+    printf("ai> ");
+    if (gets(line, sizeof(line))[0] == 0)
+      break;
+    int n = split(line, w, MAXWORDS);
+    if (n == 0)
+      continue;
+    if (strcmp(w[0], "quit") == 0 || strcmp(w[0], "exit") == 0)
+      break;
+    run(w, n);
+  }
+  return 0;
+}

@@ -1,0 +1,820 @@
+// aitest: conformance suite of the kernel AI service (AI_SERVICE.md).
+//
+// One "PASS name" or "FAIL name (got ...)" line per rule, then
+// "N passed, M failed". Phases:
+//   1. no worker since boot (an image without models): submit fails at once;
+//   2. with the real ai_daemon: ai_call end to end, timing, every bad
+//      argument (the worker must keep running);
+//   3. aitest takes the worker role itself (it kills the daemon, whose
+//      restart then waits for the role) so that every state can be reached
+//      on purpose: query in each state, one-shot, buffers, failures,
+//      ownership, the cap, backpressure woken by each kind of slot release,
+//      owner exit, kill in submit and wait, the worker's sleep and death;
+//   4. it gives the role back; the restarted ai_daemon serves again, and is
+//      killed in the middle of a request: its caller gets AIE_WORKERDIED
+//      and the queued requests are served by the next daemon;
+//   5. no slot leaked: the table is empty and fills to AI_NSLOT again.
+// Children report through their exit status; waits on children are bounded.
+
+#include "user/lib/user.h"
+#include "kernel/include/aisvc.h"
+
+#define BADADDR  ((void *)0x80000000UL) // kernel memory, never user memory
+#define BADADDR2 ((void *)-1L)
+
+static int npass, nfail;
+static uint32 P[3] = { 1, 2, 3 };
+static uint32 Q[2] = { 9, 8 };
+static char buf[AI_RESULT_MAX + 1];
+static struct ai_job job;
+static int vocab = 1000, seqlen = 64; // the fake worker's model
+static int mine[64], nmine;           // requests aitest submitted
+static int taken[64], ntaken;         // requests aitest took as the worker
+
+static int
+result(const char *name, int ok, int got)
+{
+  if (ok) {
+    npass++;
+    printf("PASS %s\n", name);
+  } else {
+    nfail++;
+    printf("FAIL %s (got %d)\n", name, got);
+  }
+  return ok;
+}
+
+static int
+expect(const char *name, int got, int want)
+{
+  return result(name, got == want, got);
+}
+
+static struct ai_info
+info(void)
+{
+  struct ai_info in;
+  memset(&in, 0, sizeof(in));
+  ai_info(&in);
+  return in;
+}
+
+static int
+used(void)
+{
+  return info().used;
+}
+
+static int
+sub(const uint32 *ids, int n, int predict)
+{
+  int r = ai_submit(ids, n, predict);
+  if (r > 0 && nmine < 64)
+    mine[nmine++] = r;
+  return r;
+}
+
+// As the worker: take the oldest queued request (call only when one is).
+static int
+take(void)
+{
+  int r = ai_next(&job);
+  if (r > 0 && ntaken < 64)
+    taken[ntaken++] = r;
+  return r;
+}
+
+// As the worker: complete reqid with n ids 10, 11, 12, ...
+static int
+finish(int reqid, int n)
+{
+  static uint32 ids[AI_MAX_PREDICT];
+  for (int i = 0; i < n && i < AI_MAX_PREDICT; i++)
+    ids[i] = 10 + i;
+  return ai_complete(reqid, ids, n);
+}
+
+static int
+state_of(int reqid)
+{
+  struct ai_status st;
+  int r = ai_query(reqid, &st);
+  return r < 0 ? r : st.state;
+}
+
+// ---------------------------------------------------------------- children
+
+static int zpid[64], zst[64], nz; // children reaped while waiting for another
+
+// wait(), keeping any child other than pid for a later wait_for.
+static int
+reap_until(int pid, int *status)
+{
+  int st, w;
+  while ((w = wait(&st)) > 0 && w != pid)
+    if (nz < 64) {
+      zpid[nz] = w;
+      zst[nz++] = st;
+    }
+  if (w == pid && status)
+    *status = st;
+  return w;
+}
+
+// Waits up to ticks for child pid: 1 (and *status) if it exited, else 0.
+static int
+wait_for(int pid, int ticks, int *status)
+{
+  int st, w, timer, done = 0, tdone = 0;
+  for (int i = 0; i < nz; i++)
+    if (zpid[i] == pid) {
+      if (status)
+        *status = zst[i];
+      zpid[i] = 0;
+      return 1;
+    }
+  if ((timer = fork()) == 0) {
+    sleep(ticks);
+    exit(0);
+  }
+  while (!done && !tdone && (w = wait(&st)) > 0) {
+    if (w == pid) {
+      done = 1;
+      if (status)
+        *status = st;
+    } else if (w == timer)
+      tdone = 1;
+    else if (nz < 64) {
+      zpid[nz] = w;
+      zst[nz++] = st;
+    }
+  }
+  if (!tdone) {
+    kill(timer);
+    reap_until(timer, 0);
+  }
+  return done;
+}
+
+// Kills child pid (if running) and reaps it.
+static void
+stop(int pid)
+{
+  if (pid > 0) {
+    kill(pid);
+    wait_for(pid, 100, 0);
+  }
+}
+
+// A child that submits n requests, reports how many it got and its last
+// reqid, then stays until filler_stop writes to ctl.
+struct filler {
+  int pid, ctl, count, last;
+};
+
+static int
+filler_start(struct filler *f, int n)
+{
+  int rp[2], cp[2], msg[2] = { -1, 0 };
+  pipe(rp);
+  pipe(cp);
+  if ((f->pid = fork()) == 0) {
+    close(rp[0]);
+    close(cp[1]);
+    msg[0] = 0;
+    for (int i = 0; i < n; i++)
+      if ((msg[1] = ai_submit(P, 3, 1)) > 0)
+        msg[0]++;
+    write(rp[1], msg, sizeof(msg));
+    read(cp[0], msg, 1);
+    exit(0);
+  }
+  close(rp[1]);
+  close(cp[0]);
+  read(rp[0], msg, sizeof(msg));
+  close(rp[0]);
+  f->ctl = cp[1];
+  f->count = msg[0];
+  f->last = msg[1];
+  return f->count;
+}
+
+static void
+filler_stop(struct filler *f)
+{
+  if (f->pid > 0) {
+    // A byte, not just the close: other children hold copies of ctl.
+    write(f->ctl, "x", 1);
+    close(f->ctl);
+    wait_for(f->pid, 100, 0);
+  }
+  f->pid = 0;
+}
+
+// A child that submits once; exit status 0 if it got a reqid.
+static int
+submitter(void)
+{
+  int pid = fork();
+  if (pid == 0) {
+    int r = ai_submit(P, 3, 1);
+    exit(r > 0 ? 0 : -r);
+  }
+  return pid;
+}
+
+// Leaves the table empty: as the worker, fail every queued request and
+// every one it took; cancel its own.
+static void
+drain(void)
+{
+  struct ai_info in;
+  for (int guard = 0; guard < 64; guard++) {
+    in = info();
+    if (in.queued == 0 || in.worker_pid != getpid())
+      break;
+    int r = take();
+    if (r < 0)
+      break;
+  }
+  for (int i = 0; i < ntaken; i++)
+    ai_fail(taken[i], AIE_RUNTIME);
+  for (int i = 0; i < nmine; i++)
+    ai_cancel(mine[i]);
+  ntaken = nmine = 0;
+}
+
+// ---------------------------------------------------------------- phase 1
+
+static void
+no_worker(void)
+{
+  uint64 t0 = time_us();
+  expect("no worker: submit fails at once with AIE_NOWORKER", ai_submit(P, 3, 1),
+      -AIE_NOWORKER);
+  expect("no worker: ai_call fails with AIE_NOWORKER", ai_call(P, 3, 1, buf, sizeof(buf)),
+      -AIE_NOWORKER);
+  result("no worker: without blocking", time_us() - t0 < 1000000, (int)(time_us() - t0));
+  expect("no worker: worker-only call ai_next refused", ai_next(&job), -AIE_NOTWORKER);
+  expect("no worker: no slot taken", used(), 0);
+}
+
+// ---------------------------------------------------------------- phase 2
+
+static int
+is_id_text(const char *s, int len, int n)
+{
+  int words = 0;
+  for (int i = 0; i < len; i++) {
+    if (s[i] == ' ' && (i == 0 || s[i - 1] == ' ' || i == len - 1))
+      return 0;
+    if (s[i] != ' ' && (s[i] < '0' || s[i] > '9'))
+      return 0;
+    if (s[i] != ' ' && (i == 0 || s[i - 1] == ' '))
+      words++;
+  }
+  return words == n && s[len] == 0;
+}
+
+static char first_result[AI_RESULT_MAX + 1];
+
+static void
+real_worker(void)
+{
+  struct ai_status st;
+  int n = ai_call(P, 3, 4, first_result, sizeof(first_result));
+  result("call: result is 4 decimal ids separated by single spaces", n > 0 && is_id_text(first_result, n, 4), n);
+  int r = ai_submit(P, 3, 4);
+  uint64 t0 = time_us();
+  int q = ai_query(r, &st);
+  result("query never blocks (real worker)", q == 0 && time_us() - t0 < 50000, q);
+  for (int i = 0; i < 600 && state_of(r) != AI_DONE; i++)
+    sleep(1);
+  ai_query(r, &st);
+  result("timing: submit <= start <= first token <= finish, ttft and total set",
+      st.state == AI_DONE && st.submit_time && st.submit_time <= st.start_time &&
+          st.start_time <= st.first_time && st.first_time <= st.finish_time &&
+          st.ttft_us > 0 && st.total_us >= st.ttft_us && st.tokens == 4,
+      st.state);
+  n = ai_wait(r, buf, sizeof(buf));
+  result("call and submit + wait give the same result", n > 0 && strcmp(buf, first_result) == 0, n);
+}
+
+static void
+bad_arguments(void)
+{
+  static uint32 big[AI_MAX_PROMPT + 1];
+  uint32 t[2] = { 1, vocab };
+  uint32 t2[2] = { 1, 0xffffffff };
+  struct ai_status st;
+  int pid = info().worker_pid;
+  int count = seqlen - 1 < AI_MAX_PROMPT ? seqlen - 1 : AI_MAX_PROMPT;
+
+  for (int i = 0; i <= AI_MAX_PROMPT; i++)
+    big[i] = 1;
+  expect("bad: token count 0", ai_submit(P, 0, 1), -AIE_COUNT);
+  expect("bad: token count -1", ai_submit(P, -1, 1), -AIE_COUNT);
+  expect("bad: token count 256", ai_submit(big, 256, 1), -AIE_COUNT);
+  expect("bad: predict 0", ai_submit(P, 3, 0), -AIE_PREDICT);
+  expect("bad: predict -5", ai_submit(P, 3, -5), -AIE_PREDICT);
+  expect("bad: predict 256", ai_submit(P, 3, 256), -AIE_PREDICT);
+  expect("bad: token id == vocab", ai_submit(t, 2, 1), -AIE_TOKEN);
+  expect("bad: token id 2^32-1", ai_submit(t2, 2, 1), -AIE_TOKEN);
+  expect("bad: prompt + predict > runtime_seq_len", ai_submit(big, count, seqlen - count + 1),
+      -AIE_TOOLONG);
+  expect("bad: tokens pointer in kernel memory", ai_submit(BADADDR, 3, 1), -AIE_FAULT);
+  expect("bad: tokens pointer -1", ai_submit(BADADDR2, 3, 1), -AIE_FAULT);
+  expect("bad: tokens past the end of memory", ai_submit((uint32 *)sbrk(0) - 1, 3, 1),
+      -AIE_FAULT);
+  expect("bad: wait on reqid 0", ai_wait(0, buf, sizeof(buf)), -AIE_NOREQ);
+  expect("bad: wait on reqid -1", ai_wait(-1, buf, sizeof(buf)), -AIE_NOREQ);
+  expect("bad: wait on a reqid never issued", ai_wait(0x7fffffff, buf, sizeof(buf)), -AIE_NOREQ);
+  expect("bad: query on a reqid never issued", ai_query(0x7ffffff0, &st), -AIE_NOREQ);
+  expect("bad: cancel of a reqid never issued", ai_cancel(0x7ffffff0), -AIE_NOREQ);
+  expect("bad: wait with out_cap -1", ai_wait(1, buf, -1), -AIE_BADARG);
+  int r = ai_submit(P, 3, 1);
+  expect("bad: query with a bad status pointer", ai_query(r, BADADDR), -AIE_FAULT);
+  ai_cancel(r);
+  expect("bad: ai_info with a bad pointer", ai_info(BADADDR), -AIE_FAULT);
+  expect("bad: ai_call with out_cap -1", ai_call(P, 3, 1, buf, -1), -AIE_BADARG);
+  if (pid != getpid()) { // (ai_call needs a worker other than aitest)
+    expect("bad: ai_call with out_cap 1 (too small; cancelled)", ai_call(P, 3, 4, buf, 1),
+        -AIE_TOOSMALL);
+    expect("bad: ai_call with a bad out pointer (cancelled)", ai_call(P, 3, 1, BADADDR, 100),
+        -AIE_FAULT);
+    expect("bad: ai_next by a non-worker", ai_next(&job), -AIE_NOTWORKER);
+    expect("bad: ai_progress by a non-worker", ai_progress(1, 1), -AIE_NOTWORKER);
+    expect("bad: ai_complete by a non-worker", ai_complete(1, P, 1), -AIE_NOTWORKER);
+    expect("bad: ai_fail by a non-worker", ai_fail(1, AIE_RUNTIME), -AIE_NOTWORKER);
+    expect("bad: register while a worker is registered", ai_register(vocab, seqlen), -AIE_BUSY);
+    expect("bad: resign without the role", ai_register(0, 0), -AIE_NOTWORKER);
+  }
+  expect("bad: register with vocab -5", ai_register(-5, 10), -AIE_BADARG);
+  struct ai_info in = info();
+  result("bad input: the worker keeps running, no slot leaked",
+      in.worker_pid == pid && in.used == 0, in.used);
+  if (pid != getpid()) {
+    r = ai_call(P, 3, 4, buf, sizeof(buf));
+    result("bad input: the worker still serves", r > 0 && strcmp(buf, first_result) == 0, r);
+  }
+}
+
+// Kills the daemon and takes the worker role before its restart does.
+static int
+take_over(int daemon)
+{
+  kill(daemon);
+  uint64 t0 = time_us();
+  int r = -AIE_BUSY;
+  while (r == -AIE_BUSY && time_us() - t0 < 5000000)
+    r = ai_register(vocab, seqlen);
+  return expect("take over the worker role from the killed daemon", r, 0);
+}
+
+// ---------------------------------------------------------------- phase 3
+
+static void
+states(void)
+{
+  struct ai_status st, sb;
+  int a = sub(P, 3, 3), b = sub(Q, 2, 2);
+  ai_query(a, &st);
+  ai_query(b, &sb);
+  result("query: queued, first in the queue", st.state == AI_QUEUED && st.queue_pos == 0 && st.reqid == a && st.tokens == 0 && st.result_len == 0, st.state);
+  result("query: queued, second in the queue", sb.state == AI_QUEUED && sb.queue_pos == 1,
+      sb.queue_pos);
+  int t = take();
+  ai_progress(a, 2);
+  ai_query(a, &st);
+  ai_query(b, &sb);
+  result("worker: ai_next returns the oldest request with its prompt", t == a && job.count == 3 && job.predict == 3 && job.tokens[2] == 3, t);
+  result("query: running, with tokens so far", st.state == AI_RUNNING && st.tokens == 2 && st.queue_pos == -1 && st.start_time >= st.submit_time && st.first_time != 0,
+      st.tokens);
+  result("query: the next request moves up the queue", sb.queue_pos == 0, sb.queue_pos);
+  expect("worker: complete with more ids than predicted refused", finish(a, 4), -AIE_BADARG);
+  expect("worker: complete with a bad ids pointer refused", ai_complete(a, BADADDR, 3),
+      -AIE_FAULT);
+  expect("worker: the request stays running after refused reports", state_of(a), AI_RUNNING);
+  uint32 ids[3] = { 11, 2222, 3 };
+  ai_complete(a, ids, 3);
+  ai_query(a, &st);
+  result("query: done, with result_len", st.state == AI_DONE && st.result_len == 9 && st.tokens == 3 && st.finish_time >= st.first_time && st.total_us >= st.ttft_us, st.state);
+  ai_query(a, &st);
+  result("query twice changes nothing", st.state == AI_DONE && st.result_len == 9, st.state);
+  int n = ai_wait(a, buf, sizeof(buf));
+  result("wait: result is the ids as text", n == 9 && strcmp(buf, "11 2222 3") == 0, n);
+  expect("one-shot: a second wait gets AIE_NOREQ", ai_wait(a, buf, sizeof(buf)), -AIE_NOREQ);
+  expect("one-shot: a query after the wait gets AIE_NOREQ", state_of(a), -AIE_NOREQ);
+  take();
+  ai_fail(b, -AIE_TOKEN);
+  ai_query(b, &sb);
+  result("query: failed, with err", sb.state == AI_FAILED && sb.err == -AIE_TOKEN, sb.err);
+  expect("failed: wait reports err", ai_wait(b, buf, sizeof(buf)), -AIE_TOKEN);
+  expect("failed: reported once, then no such request", ai_wait(b, buf, sizeof(buf)),
+      -AIE_NOREQ);
+  int c = sub(P, 3, 1);
+  take();
+  ai_fail(c, 7);
+  expect("failed: a code the worker should not use becomes AIE_RUNTIME",
+      ai_wait(c, buf, sizeof(buf)), -AIE_RUNTIME);
+  expect("states: nothing left in the table", used(), 0);
+  drain();
+}
+
+static void
+buffers(void)
+{
+  int a = sub(P, 3, 3);
+  take();
+  finish(a, 3); // "10 11 12": 8 bytes
+  expect("small buffer: out_cap 7 < result_len fails", ai_wait(a, buf, 7), -AIE_TOOSMALL);
+  expect("small buffer: the result is kept", state_of(a), AI_DONE);
+  expect("bad out pointer: fails with AIE_FAULT", ai_wait(a, BADADDR, 100), -AIE_FAULT);
+  expect("bad out pointer: the result is kept", state_of(a), AI_DONE);
+  memset(buf, 'x', sizeof(buf));
+  int n = ai_wait(a, buf, 8);
+  result("retry with out_cap == result_len: 8 bytes, no NUL written", n == 8 && memcmp(buf, "10 11 12x", 9) == 0, n);
+  a = sub(P, 3, 2);
+  take();
+  finish(a, 2);
+  memset(buf, 'x', sizeof(buf));
+  n = ai_wait(a, buf, sizeof(buf));
+  result("larger out_cap is fine: text and a NUL", n == 5 && strcmp(buf, "10 11") == 0, n);
+  drain();
+}
+
+static void
+reqids(void)
+{
+  int a = sub(P, 3, 1), ok = 1, prev = a;
+  ai_cancel(a);
+  int b = sub(P, 3, 1);
+  result("reqid: a new request in the freed slot gets a new id", b > a, b);
+  expect("reqid: the old id gets AIE_NOREQ from wait", ai_wait(a, buf, sizeof(buf)), -AIE_NOREQ);
+  expect("reqid: the old id gets AIE_NOREQ from query", state_of(a), -AIE_NOREQ);
+  expect("reqid: the old id gets AIE_NOREQ from cancel", ai_cancel(a), -AIE_NOREQ);
+  expect("reqid: the new request is untouched", state_of(b), AI_QUEUED);
+  ai_cancel(b);
+  prev = b;
+  for (int i = 0; i < 40; i++) {
+    int r = sub(P, 3, 1);
+    ok = ok && r > prev;
+    prev = r;
+    ai_cancel(r);
+  }
+  result("reqid: 40 submits through reused slots, ids always new", ok, prev);
+  nmine = 0;
+}
+
+// Runs query, wait and cancel on reqid in a child; its exit status is 0
+// when all three got AIE_NOTOWNER.
+static int
+foreign_child(int reqid)
+{
+  int pid = fork();
+  if (pid == 0) {
+    struct ai_status st;
+    int ok = ai_query(reqid, &st) == -AIE_NOTOWNER &&
+        ai_wait(reqid, buf, sizeof(buf)) == -AIE_NOTOWNER &&
+        ai_cancel(reqid) == -AIE_NOTOWNER;
+    exit(ok ? 0 : 1);
+  }
+  int st = -1;
+  wait_for(pid, 100, &st);
+  return st;
+}
+
+static void
+ownership(void)
+{
+  struct filler f = { 0 };
+  struct ai_status st;
+  int a = sub(P, 3, 1);
+  expect("ownership: a child gets AIE_NOTOWNER (query, wait, cancel)", foreign_child(a), 0);
+  filler_start(&f, 1);
+  int b = f.last;
+  int ok = ai_query(b, &st) == -AIE_NOTOWNER && ai_wait(b, buf, sizeof(buf)) == -AIE_NOTOWNER &&
+      ai_cancel(b) == -AIE_NOTOWNER;
+  result("ownership: the parent gets AIE_NOTOWNER (query, wait, cancel)", ok, b);
+  expect("ownership: a sibling gets AIE_NOTOWNER (query, wait, cancel)", foreign_child(b), 0);
+  expect("ownership: knowing a reqid granted nothing", state_of(a), AI_QUEUED);
+  // a done request is protected the same way
+  take();
+  finish(a, 1);
+  expect("ownership: a child cannot take a done result", foreign_child(a), 0);
+  expect("ownership: the owner still gets it", ai_wait(a, buf, sizeof(buf)), 2);
+  filler_stop(&f);
+  drain();
+}
+
+static void
+cap(void)
+{
+  int ok = 1;
+  for (int i = 0; i < AI_PERPROC; i++)
+    ok = ok && sub(P, 3, 1) > 0;
+  result("cap: AI_PERPROC submits succeed", ok, nmine);
+  uint64 t0 = time_us();
+  expect("cap: one more gets AIE_WOULDBLOCK at once", ai_submit(P, 3, 1), -AIE_WOULDBLOCK);
+  result("cap: without blocking", time_us() - t0 < 1000000, 0);
+  struct filler f = { 0 }, g = { 0 };
+  expect("cap: another process may still submit", filler_start(&f, 1), 1);
+  filler_stop(&f);
+  drain();
+  // Owning requests, a process does not sleep on a full table: it could be
+  // waiting for itself, or with others for each other.
+  for (int i = 0; i < AI_PERPROC - 1; i++)
+    sub(P, 3, 1);
+  filler_start(&f, AI_PERPROC);
+  filler_start(&g, AI_NSLOT - 2 * AI_PERPROC + 1);
+  t0 = time_us();
+  int r = used() == AI_NSLOT ? ai_submit(P, 3, 1) : -1;
+  result("full table: an owner of requests gets AIE_WOULDBLOCK, not sleep",
+      r == -AIE_WOULDBLOCK && time_us() - t0 < 1000000, r);
+  filler_stop(&f);
+  filler_stop(&g);
+  drain();
+}
+
+// A running request whose owner exited: a child submits it, aitest takes
+// it, the child exits.
+static int
+make_orphan(void)
+{
+  struct filler f = { 0 };
+  filler_start(&f, 1);
+  int r = take();
+  filler_stop(&f);
+  ntaken--; // freed by finish/resign, not by drain
+  return info().orphans == 1 ? r : -1;
+}
+
+enum { BY_WAIT,
+  BY_CANCEL,
+  BY_EXIT,
+  BY_FAILED,
+  BY_ORPHAN,
+  BY_DEATH };
+
+static void
+release_one(int how, int *own, int orphan, struct filler *f)
+{
+  if (how == BY_WAIT || how == BY_FAILED) {
+    int r = take(); // own[0]: the oldest
+    if (how == BY_WAIT)
+      finish(r, 1);
+    else
+      ai_fail(r, AIE_RUNTIME);
+    ai_wait(own[0], buf, sizeof(buf));
+  } else if (how == BY_CANCEL)
+    ai_cancel(own[0]);
+  else if (how == BY_EXIT)
+    filler_stop(f);
+  else if (how == BY_ORPHAN)
+    finish(orphan, 1);
+  else {
+    ai_register(0, 0); // the worker goes: its orphan is freed
+    ai_register(vocab, seqlen);
+  }
+}
+
+static void
+backpressure(const char *name, int how)
+{
+  struct filler f = { 0 };
+  int own[AI_PERPROC], st = -1, ok = 0, b = 0, orphan = 0;
+  if (how >= BY_ORPHAN && (orphan = make_orphan()) < 0)
+    goto out;
+  for (int i = 0; i < AI_PERPROC; i++)
+    own[i] = sub(P, 3, 1);
+  filler_start(&f, AI_NSLOT - AI_PERPROC - (orphan > 0));
+  if (used() != AI_NSLOT)
+    goto out;
+  b = submitter();
+  if (wait_for(b, 5, &st)) // it must block while the table is full
+    goto out;
+  release_one(how, own, orphan, &f);
+  // Woken, it submits: that works, or (how == BY_DEATH, if it runs in the
+  // instant without a worker) fails at once with AIE_NOWORKER.
+  ok = wait_for(b, 100, &st) && (st == 0 || (how == BY_DEATH && st == AIE_NOWORKER));
+  b = 0;
+out:
+  result(name, ok, st);
+  stop(b);
+  filler_stop(&f);
+  drain();
+}
+
+static void
+owner_exit(void)
+{
+  struct filler f = { 0 };
+  struct ai_info in;
+  filler_start(&f, 4); // a: running, b: done, c: failed, d: queued
+  int a = take(), b = take(), c = take();
+  finish(b, 1);
+  ai_fail(c, AIE_RUNTIME);
+  filler_stop(&f);
+  in = info();
+  result("owner exit: queued, done and failed requests freed", in.used == 1 && in.queued == 0 && in.done == 0 && in.failed == 0, in.used);
+  result("owner exit: the running request is orphaned", in.running == 1 && in.orphans == 1,
+      in.orphans);
+  expect("owner exit: the worker may still report progress", ai_progress(a, 1), 0);
+  expect("owner exit: the orphan's completion is accepted", finish(a, 1), 0);
+  expect("owner exit: its result is dropped, slot freed", used(), 0);
+  // a process killed with requests in every state
+  ntaken = 0;
+  filler_start(&f, 3);
+  take();
+  finish(take(), 1);
+  kill(f.pid);
+  filler_stop(&f);
+  in = info();
+  result("owner killed: all but the running request freed", in.used == 1 && in.orphans == 1,
+      in.used);
+  for (int i = 0; i < ntaken; i++)
+    finish(taken[i], 1);
+  ntaken = 0;
+  expect("owner killed: nothing left after the worker reports", used(), 0);
+  drain();
+}
+
+static void
+kills(void)
+{
+  struct filler f = { 0 };
+  int st = -1;
+  for (int i = 0; i < AI_PERPROC; i++)
+    sub(P, 3, 1);
+  filler_start(&f, AI_NSLOT - AI_PERPROC);
+  int b = submitter();
+  int blocked = !wait_for(b, 5, &st);
+  kill(b);
+  int gone = wait_for(b, 100, &st);
+  result("kill while blocked in submit: it returns and exits", blocked && gone, st);
+  expect("kill while blocked in submit: nothing left behind", used(), AI_NSLOT);
+  filler_stop(&f);
+  drain();
+
+  int pid = fork();
+  if (pid == 0) {
+    int r = ai_submit(P, 3, 1);
+    ai_wait(r, buf, sizeof(buf));
+    exit(0);
+  }
+  blocked = !wait_for(pid, 5, &st) && info().queued == 1;
+  kill(pid);
+  gone = wait_for(pid, 100, &st);
+  result("kill while blocked in wait: it returns and exits", blocked && gone, st);
+  expect("kill while blocked in wait: its request is reclaimed", used(), 0);
+}
+
+// Worker-side rules, with a second worker process W.
+static void
+worker_rules(void)
+{
+  int st = -1;
+  ai_register(0, 0);
+  int w = fork();
+  if (w == 0) { // W: register, serve one request, exit
+    ai_register(vocab, seqlen);
+    int r = ai_next(&job);
+    exit(r > 0 && finish(r, 2) == 0 ? 0 : 1);
+  }
+  for (int i = 0; i < 50 && info().worker_pid != w; i++)
+    sleep(1);
+  int asleep = info().worker_pid == w && !wait_for(w, 5, &st);
+  result("worker: sleeps while the queue is empty", asleep, st);
+  int a = sub(P, 3, 2);
+  int woke = wait_for(w, 100, &st) && st == 0;
+  result("worker: a submit wakes it", woke, st);
+  expect("worker: its result reaches the caller", ai_wait(a, buf, sizeof(buf)), 5);
+  // W2 takes a request and is killed before it reports.
+  w = fork();
+  if (w == 0) {
+    ai_register(vocab, seqlen);
+    ai_next(&job);
+    ai_progress(job.reqid, 1);
+    for (;;)
+      sleep(100);
+  }
+  for (int i = 0; i < 50 && info().worker_pid != w; i++)
+    sleep(1);
+  a = sub(P, 3, 2);
+  int b = sub(Q, 2, 2);
+  for (int i = 0; i < 50 && state_of(a) != AI_RUNNING; i++)
+    sleep(1);
+  stop(w);
+  expect("worker death: the running request fails with AIE_WORKERDIED",
+      ai_wait(a, buf, sizeof(buf)), -AIE_WORKERDIED);
+  expect("worker death: a queued request stays queued", state_of(b), AI_QUEUED);
+  expect("worker death: info shows no worker", info().worker_pid, 0);
+  expect("worker: a new worker may register", ai_register(vocab, seqlen), 0);
+  int r = take();
+  finish(r, 2);
+  result("worker death: the queued request is served by the new worker", r == b && ai_wait(b, buf, sizeof(buf)) == 5, r);
+  expect("worker: next with a bad job pointer refused", (sub(P, 3, 1), ai_next(BADADDR)),
+      -AIE_FAULT);
+  struct ai_status s;
+  ai_query(mine[nmine - 1], &s);
+  result("worker: ...and the request is back at the queue's head",
+      s.state == AI_QUEUED && s.queue_pos == 0, s.state);
+  drain();
+}
+
+// ---------------------------------------------------------------- phase 4
+
+static void
+real_worker_death(int old)
+{
+  struct ai_status st;
+  int r = -1;
+  for (int i = 0; i < 600 && ((r = info().worker_pid) == 0 || r == old); i++)
+    sleep(1);
+  result("the restarted ai_daemon registers again", r != 0 && r != old, r);
+  int predict = seqlen - 3 < 200 ? seqlen - 3 : 200;
+  int a = ai_submit(P, 3, predict), b = ai_submit(P, 3, 4), c = ai_submit(Q, 2, 4);
+  for (int i = 0; i < 6000; i++) {
+    if (ai_query(a, &st) < 0 || (st.state == AI_RUNNING && st.tokens >= 1))
+      break;
+    sleep(1);
+  }
+  kill(r);
+  expect("real worker killed mid-request: the caller gets AIE_WORKERDIED",
+      ai_wait(a, buf, sizeof(buf)), -AIE_WORKERDIED);
+  int sb = state_of(b);
+  result("real worker killed: queued requests kept", sb == AI_QUEUED || sb == AI_RUNNING || sb == AI_DONE, sb);
+  int n = ai_wait(b, buf, sizeof(buf));
+  result("real worker killed: the restarted daemon serves the queue, same result",
+      n > 0 && strcmp(buf, first_result) == 0, n);
+  n = ai_wait(c, buf, sizeof(buf));
+  result("real worker killed: ...every queued request", n > 0 && is_id_text(buf, n, 4), n);
+}
+
+// ---------------------------------------------------------------- phase 5
+
+static void
+no_leak(void)
+{
+  struct filler f = { 0 };
+  expect("no leak: the table is empty", used(), 0);
+  int ok = 1;
+  for (int i = 0; i < AI_PERPROC; i++)
+    ok = ok && sub(P, 3, 1) > 0;
+  ok = ok && filler_start(&f, AI_NSLOT - AI_PERPROC) == AI_NSLOT - AI_PERPROC;
+  result("no leak: the table fills to AI_NSLOT again", ok && used() == AI_NSLOT, used());
+  filler_stop(&f);
+  for (int i = 0; i < nmine; i++)
+    ai_cancel(mine[i]);
+  nmine = 0;
+  for (int i = 0; i < 100 && used() != 0; i++) // an orphan may still be running
+    sleep(1);
+  expect("no leak: empty again", used(), 0);
+}
+
+int
+main(void)
+{
+  struct ai_info in = info();
+  int daemon = in.worker_pid;
+  printf("aitest: worker pid %d, vocab %d, runtime_seq_len %d\n", daemon, in.vocab, in.seq_len);
+  if (!in.worker_seen)
+    no_worker();
+  if (daemon) {
+    vocab = in.vocab;
+    seqlen = in.seq_len;
+    real_worker();
+    bad_arguments();
+    if (!take_over(daemon))
+      goto done;
+  } else {
+    expect("become the worker (no daemon)", ai_register(vocab, seqlen), 0);
+    bad_arguments();
+  }
+  states();
+  buffers();
+  reqids();
+  ownership();
+  cap();
+  backpressure("backpressure: a blocked submitter is woken by a wait", BY_WAIT);
+  backpressure("backpressure: ... by a cancel", BY_CANCEL);
+  backpressure("backpressure: ... by an owner exit", BY_EXIT);
+  backpressure("backpressure: ... by waiting for a failed request", BY_FAILED);
+  backpressure("backpressure: ... by an orphan's completion", BY_ORPHAN);
+  backpressure("backpressure: ... by the worker's death (orphan freed)", BY_DEATH);
+  owner_exit();
+  kills();
+  worker_rules();
+  if (daemon) {
+    ai_register(0, 0);
+    real_worker_death(daemon);
+  }
+done:
+  no_leak();
+  if (!daemon) {
+    ai_register(0, 0);
+    expect("no worker again: submit fails at once", ai_submit(P, 3, 1), -AIE_NOWORKER);
+  }
+  printf("%d passed, %d failed\n", npass, nfail);
+  return nfail != 0;
+}

@@ -1,0 +1,127 @@
+// init: the first user process.
+//
+// It opens the console as fds 0, 1 and 2 (creating /console on a fresh
+// image), then starts every program in the services table and keeps it
+// running: when one exits, init starts it again. init is also the parent
+// of every orphan, so its wait loop reaps them.
+
+#include "user/lib/user.h"
+#include "kernel/include/fcntl.h"
+#include "kernel/include/stat.h"
+
+#define CONSOLE_MAJOR 1  // CONSOLE in kernel/include/file.h
+#define RESPAWN_TICKS 10 // a service that dies sooner waits this long first
+
+struct service {
+  char *path;
+  char *argv[4];
+  int (*wanted)(void); // if set, started only while it returns 1
+  int notify;          // init waits for a byte on its fd 3 (or its exit)
+  int pid;             // 0 while not running
+  int started;         // uptime() when last started
+};
+
+// The AI worker runs when a model is installed.
+static int
+have_model(void)
+{
+  struct stat st;
+
+  return stat("/AI/SMOL", &st) == 0 || stat("/AI/QWEN", &st) == 0;
+}
+
+// The programs init keeps alive, started in this order. ai_daemon says
+// when it is ready (model loaded, registered), so the shell starts only
+// after that.
+static struct service services[] = {
+  { "/ai_daemon", { "ai_daemon", "--ready-fd", "3", 0 }, have_model, 1 },
+  { "/sh", { "sh", 0 } },
+};
+#define NSERVICE (sizeof(services) / sizeof(services[0]))
+
+// Make fds 0, 1 and 2 the console. Without a console nothing can be
+// reported, so failure exits (which stops the system).
+static void
+openconsole(void)
+{
+  int fd;
+
+  fd = open("/console", O_RDWR);
+  if (fd == -ENOENT && mknod("/console", CONSOLE_MAJOR, 0) == 0)
+    fd = open("/console", O_RDWR);
+  if (fd != 0)
+    exit(1);
+  dup(0);
+  dup(0);
+}
+
+// A notify service gets the write end of a pipe as fd 3; init reads
+// until the service writes its byte or exits (closing the pipe).
+static void
+await_ready(int pid, int fds[2])
+{
+  char c;
+
+  if (pid == 0) {
+    close(fds[0]);
+    if (fds[1] != 3) {
+      close(3);
+      dup(fds[1]);
+      close(fds[1]);
+    }
+    return;
+  }
+  close(fds[1]);
+  if (pid > 0)
+    read(fds[0], &c, 1);
+  close(fds[0]);
+}
+
+static void
+start(struct service *s)
+{
+  int pid, err, fds[2];
+
+  if (s->wanted && !s->wanted())
+    return;
+  if (s->notify && pipe(fds) < 0)
+    s->notify = 0;
+  // Back off when the service died at once, so a broken program (or a
+  // missing one) does not spin the machine.
+  if (s->started != 0 && uptime() - s->started < RESPAWN_TICKS)
+    sleep(RESPAWN_TICKS);
+  s->started = uptime();
+  pid = fork();
+  if (s->notify)
+    await_ready(pid, fds);
+  if (pid == 0) {
+    err = exec(s->path, s->argv);
+    fprintf(2, "init: cannot run %s: %s\n", s->path, strerror(err));
+    exit(1);
+  }
+  if (pid < 0)
+    fprintf(2, "init: fork for %s failed: %s\n", s->path, strerror(pid));
+  s->pid = pid > 0 ? pid : 0;
+}
+
+int
+main(void)
+{
+  struct service *s;
+  int pid, status;
+
+  openconsole();
+  for (;;) {
+    for (s = services; s < services + NSERVICE; s++)
+      if (s->pid == 0)
+        start(s);
+    pid = wait(&status);
+    for (s = services; s < services + NSERVICE; s++) {
+      if (pid > 0 && s->pid == pid) {
+        if (status != 0)
+          fprintf(2, "init: %s exited with status %d; restarting it\n", s->path, status);
+        s->pid = 0;
+      }
+    }
+  }
+}

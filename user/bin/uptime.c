@@ -1,0 +1,13 @@
+// uptime: how long the system has been running.
+
+#include "user/lib/user.h"
+
+int
+main(void)
+{
+  int t = uptime();
+
+  // uptime() counts ticks of a tenth of a second.
+  printf("up %d.%d seconds (%d ticks)\n", t / 10, t % 10, t);
+  exit(0);
+}

@@ -1,0 +1,80 @@
+// The interface of user programs: system calls and the small C library.
+#ifndef AISVC_USER_H
+#define AISVC_USER_H
+
+#include "kernel/include/types.h"
+#include "kernel/include/errno.h"
+
+struct stat;
+
+// ---- system calls (user/usys.S, generated from kernel/include/syscall.h).
+// Each returns a negative error code (-ENOENT, ...) on failure.
+int fork(void);
+int exit(int status) __attribute__((noreturn));
+int wait(int *status);
+int pipe(int fds[2]);
+int write(int fd, const void *buf, int n);
+int read(int fd, void *buf, int n);
+int close(int fd);
+int kill(int pid);
+int exec(const char *path, char **argv);
+int open(const char *path, int omode);
+int mknod(const char *path, short major, short minor);
+int unlink(const char *path);
+int fstat(int fd, struct stat *st);
+int link(const char *oldpath, const char *newpath);
+int mkdir(const char *path);
+int chdir(const char *path);
+int dup(int fd);
+int getpid(void);
+char *sbrk(long n);   // (char *)-1 on failure; a negative n releases memory
+int sleep(int ticks); // 10 ticks per second
+int uptime(void);     // ticks since boot
+uint64 time_us(void); // microseconds since boot, from the time CSR
+
+// The AI service (kernel/include/aisvc.h: limits, states, AIE_ codes and
+// the structs). Each returns a negative AIE_ code on failure.
+struct ai_status;
+struct ai_job;
+struct ai_info;
+int ai_submit(const uint32 *tokens, int token_count, int predict_count);   // reqid > 0
+int ai_wait(int reqid, char *out, int out_cap);                            // bytes written (no NUL counted)
+int ai_query(int reqid, struct ai_status *st);                             // 0; never blocks
+int ai_call(const uint32 *tokens, int n, int predict, char *out, int cap); // submit + wait
+int ai_cancel(int reqid);
+int ai_info(struct ai_info *in); // the table at a glance
+// Worker only (user/ai/ai_daemon.c):
+int ai_register(int vocab, int seq_len); // (0, 0) resigns the role
+int ai_next(struct ai_job *job);         // reqid; blocks while none queued
+int ai_progress(int reqid, int ntokens);
+int ai_complete(int reqid, const uint32 *ids, int n);
+int ai_fail(int reqid, int err);
+
+// ---- ulib.c
+int stat(const char *path, struct stat *st);
+char *strcpy(char *dst, const char *src);
+char *strncpy(char *dst, const char *src, int n);
+int strcmp(const char *p, const char *q);
+int strncmp(const char *p, const char *q, uint n);
+uint strlen(const char *s);
+char *strchr(const char *s, char c);
+char *gets(char *buf, int max);
+void *memset(void *dst, int c, uint n);
+void *memmove(void *dst, const void *src, int n);
+void *memcpy(void *dst, const void *src, uint n);
+int memcmp(const void *a, const void *b, uint n);
+int atoi(const char *s);
+long strtol(const char *s, char **end, int base);
+const char *strerror(int err); // accepts err or -err
+
+// ---- printf.c
+void printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void fprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int snprintf(char *buf, int size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// ---- umalloc.c
+void *malloc(uint64 n);
+void *calloc(uint64 count, uint64 size);
+void free(void *p);
+
+#endif

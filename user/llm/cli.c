@@ -1,0 +1,295 @@
+// The command line shared by llmrun_smol and llmrun_qwen (llm_main):
+//
+//   PROG [--asset-dir DIR] [--predict N] [--quiet] [--profile] [--stream] <id> ...
+//   PROG [options] --prompt-file F      ids separated by white space
+//   PROG [options] [--stdin]            (also: no ids at all)
+//
+// --stdin serves one request per line, `<predict> <id0> <id1> ...`, with the
+// model loaded once, until `exit`, `quit` or the end of the input; a bad line
+// gets a message and the loop goes on. Generated ids go to stdout, one line
+// per request; messages and timing to stderr, prefixed with PROG.
+// --stream writes each id as soon as it is chosen instead of the whole line
+// at the end (the finished line is the same), so a reader such as
+// `pyaisvc chat` can show a reply as it grows.
+
+#include "user/lib/user.h"
+#include "kernel/include/fcntl.h"
+#include "kernel/include/stat.h"
+#include "user/llm/runtime.h"
+
+#define MAXIDS  1024 // ids parsed per request (more are counted, not kept)
+#define MAXLINE 8192 // longest --stdin line
+
+struct options {
+  const char *dir;
+  int predict;
+  int quiet, profile, use_stdin, stream;
+  const char *prompt_file;
+  int first_id; // argv index of the first id, or argc
+};
+
+static int
+usage(void)
+{
+  fprintf(2, "usage: %s [--asset-dir DIR] [--predict N] [--quiet] [--profile] "
+             "[--stream] [--prompt-file F | --stdin | <id> ...]\n",
+      llm_prog);
+  return -1;
+}
+
+// A decimal number below 2^31 -> 0 and *v; else -1.
+static int
+parse_num(const char *s, int len, int *v)
+{
+  long n = 0;
+  if (len == 0 || len > 10)
+    return -1;
+  for (int i = 0; i < len; i++) {
+    if (s[i] < '0' || s[i] > '9')
+      return -1;
+    n = n * 10 + (s[i] - '0');
+  }
+  if (n > 0x7fffffff)
+    return -1;
+  *v = (int)n;
+  return 0;
+}
+
+static int
+is_space(char c)
+{
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+// Parse white-space separated numbers from s: the first `cap` land in v,
+// all are counted in *count. -1 after a message on a bad word.
+static int
+parse_ids(const char *s, int *v, int cap, int *count, const char *where)
+{
+  *count = 0;
+  while (*s) {
+    while (is_space(*s))
+      s++;
+    int len = 0, x;
+    while (s[len] && !is_space(s[len]))
+      len++;
+    if (len == 0)
+      break;
+    if (parse_num(s, len, &x) < 0) {
+      char word[24]; // the guest's printf has no %.*s
+      int n = len < (int)sizeof(word) - 1 ? len : (int)sizeof(word) - 1;
+      memmove(word, s, n);
+      word[n] = 0;
+      fprintf(2, "%s: %s: '%s' is not a token id (a decimal number below 2^31)\n",
+          llm_prog, where, word);
+      return -1;
+    }
+    if (*count < cap)
+      v[*count] = x;
+    (*count)++;
+    s += len;
+  }
+  return 0;
+}
+
+static int
+parse_options(int argc, char **argv, struct options *o)
+{
+  o->predict = 1;
+  int i;
+  for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
+    const char *a = argv[i];
+    int more = i + 1 < argc;
+    if (strcmp(a, "--quiet") == 0)
+      o->quiet = 1;
+    else if (strcmp(a, "--profile") == 0)
+      o->profile = 1;
+    else if (strcmp(a, "--stdin") == 0)
+      o->use_stdin = 1;
+    else if (strcmp(a, "--stream") == 0)
+      o->stream = 1;
+    else if (strcmp(a, "--asset-dir") == 0 && more)
+      o->dir = argv[++i];
+    else if (strcmp(a, "--prompt-file") == 0 && more)
+      o->prompt_file = argv[++i];
+    else if (strcmp(a, "--predict") == 0 && more) {
+      const char *n = argv[++i];
+      if (parse_num(n, strlen(n), &o->predict) < 0) {
+        fprintf(2, "%s: --predict: '%s' is not a number\n", llm_prog, n);
+        return -1;
+      }
+    } else
+      return usage();
+  }
+  o->first_id = i;
+  if ((o->prompt_file != 0) + o->use_stdin + (i < argc) > 1) {
+    fprintf(2, "%s: give ids, --prompt-file or --stdin, not several\n", llm_prog);
+    return -1;
+  }
+  if (i == argc && o->prompt_file == 0)
+    o->use_stdin = 1;
+  return 0;
+}
+
+static int stream_last; // --stream: index of the request's last id
+
+// --stream's llm_token_hook: id i of the request goes out at once, in
+// print_ids' format (space before all but the first, newline after the
+// last). One write per id, straight to fd 1: nothing buffers it.
+static void
+stream_id(int i, int id)
+{
+  char buf[16];
+  int n = snprintf(buf, sizeof(buf), i ? " %d" : "%d", id);
+  if (i == stream_last)
+    buf[n++] = '\n';
+  write(1, buf, n);
+}
+
+// One request from a list of ids (count may exceed what ids holds).
+static int
+run(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s,
+    const int *ids, int count, int predict, int quiet)
+{
+  if (count > MAXIDS) { // (ids holds MAXIDS; the check names the real limit)
+    fprintf(2, "%s: request: prompt of %d ids exceeds the limit of %d prompt ids\n",
+        llm_prog, count, LLM_MAX_PROMPT);
+    return -1;
+  }
+  stream_last = predict - 1;
+  return llm_session_run(md, rt, s, ids, count, predict, quiet);
+}
+
+// Buffered line reader over fd 0. Returns the length (line without its
+// newline), -1 at the end of the input, -2 for a line longer than max-1
+// (the rest of it is skipped).
+static int
+read_line(char *line, int max)
+{
+  static char buf[4096];
+  static int pos, len;
+  int n = 0, toolong = 0;
+  for (;;) {
+    if (pos == len) {
+      len = read(0, buf, sizeof(buf));
+      pos = 0;
+      if (len <= 0) {
+        len = 0;
+        if (n == 0 && !toolong)
+          return -1;
+        break;
+      }
+    }
+    char c = buf[pos++];
+    if (c == '\n')
+      break;
+    if (n < max - 1)
+      line[n++] = c;
+    else
+      toolong = 1;
+  }
+  line[n] = 0;
+  return toolong ? -2 : n;
+}
+
+// Serve `<predict> <id> ...` lines until exit/quit/end of input.
+static int
+serve_stdin(const struct llm_model *md, struct llm_runtime *rt,
+    struct llm_session *s, int quiet)
+{
+  static char line[MAXLINE];
+  static int ids[MAXIDS + 1];
+  int n, count;
+  for (int lineno = 1; (n = read_line(line, sizeof(line))) != -1; lineno++) {
+    char where[24];
+    snprintf(where, sizeof(where), "stdin line %d", lineno);
+    if (n == -2) {
+      fprintf(2, "%s: %s: longer than %d bytes\n", llm_prog, where, MAXLINE - 1);
+      continue;
+    }
+    char *p = line;
+    while (is_space(*p))
+      p++;
+    if (*p == 0)
+      continue;
+    if ((strncmp(p, "exit", 4) == 0 || strncmp(p, "quit", 4) == 0) && (p[4] == 0 || is_space(p[4])))
+      break;
+    if (parse_ids(p, ids, MAXIDS + 1, &count, where) < 0)
+      continue;
+    if (count < 2) {
+      fprintf(2, "%s: %s: expected '<predict> <id0> <id1> ...'\n", llm_prog, where);
+      continue;
+    }
+    run(md, rt, s, ids + 1, count - 1, ids[0], quiet);
+  }
+  return 0;
+}
+
+// The ids of --prompt-file: read whole, then parsed.
+static int
+prompt_from_file(const char *path, int *ids, int *count)
+{
+  struct stat st = { 0 };
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) {
+    fprintf(2, "%s: %s: cannot open: %s\n", llm_prog, path, strerror(fd));
+    return -1;
+  }
+  int r = fstat(fd, &st);
+  char *text = r == 0 && st.size < (1 << 20) ? malloc(st.size + 1) : 0;
+  if (text == 0) {
+    fprintf(2, "%s: %s: cannot read (too large?)\n", llm_prog, path);
+    close(fd);
+    return -1;
+  }
+  int n = read(fd, text, st.size);
+  close(fd);
+  text[n > 0 ? n : 0] = 0;
+  r = parse_ids(text, ids, MAXIDS + 1, count, path);
+  free(text);
+  return r;
+}
+
+// Ids from the command line.
+static int
+prompt_from_args(int argc, char **argv, int first, int *ids, int *count)
+{
+  *count = 0;
+  for (int i = first; i < argc; i++) {
+    int c;
+    if (parse_ids(argv[i], ids + *count, MAXIDS + 1 - *count, &c, "argument") < 0)
+      return -1;
+    *count += c;
+  }
+  return 0;
+}
+
+int
+llm_main(const struct llm_model *md, int argc, char **argv)
+{
+  static struct llm_runtime rt;
+  static struct llm_session s;
+  static int ids[MAXIDS + 1];
+  struct options o = { md->default_dir };
+  int count = 0, r;
+  llm_prog = md->name;
+  if (parse_options(argc, argv, &o) < 0)
+    return 2;
+  if (o.prompt_file)
+    r = prompt_from_file(o.prompt_file, ids, &count);
+  else
+    r = prompt_from_args(argc, argv, o.first_id, ids, &count);
+  if (r < 0)
+    return 1;
+  if (session_init(&s, &rt, o.dir, md->model_kind) < 0)
+    return 1;
+  s.tm.profile = o.profile;
+  if (o.stream)
+    llm_token_hook = stream_id; // llm_session_run then prints no id line
+  if (o.use_stdin)
+    r = serve_stdin(md, &rt, &s, o.quiet);
+  else
+    r = run(md, &rt, &s, ids, count, o.predict, o.quiet);
+  session_free(&s, &rt);
+  return r < 0 ? 1 : 0;
+}

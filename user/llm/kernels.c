@@ -1,0 +1,414 @@
+// Numeric kernels of the LLM runtime, written to docs/ARITHMETIC.md.
+//
+// Under QEMU's TCG a float operation costs 10-30 ns and an integer one
+// 0.2-0.4 ns (shared/design/PERF_NOTES.md), so every O(dim^2) loop here is
+// int8 x int8 with integer accumulation: 8 bytes per 64-bit load, each byte
+// sign-extended by a shift pair, int32 sums per group of 32, int64 sums of
+// the group sums times fixed-point multipliers. Floats appear once per row
+// or per group. The matmuls take nearly all of a token's time.
+//
+// The hot kernels live in the section .text.hot, which user/lib/user.ld starts
+// on a page of its own: code that crosses a 4 KiB page boundary runs 3-5x
+// slower under TCG, and the section is kept smaller than a page (checked by
+// `make llm-check-hot`). The two matmuls are compiled without the first
+// instruction-scheduling pass: it hoists the loads of the unrolled loops
+// and spills registers, which made them 1.2x (decode) and 1.8x (prefill)
+// slower under QEMU.
+
+#include "user/lib/user.h"
+#include "user/llm/kernels.h"
+
+#define HOT __attribute__((section(".text.hot")))
+
+// Byte j of the 64-bit word a, sign-extended: move it to the top, then
+// shift it back down arithmetically.
+#define SX(a, j) ((int64)((a) << (56 - 8 * (j))) >> 56)
+
+static const double LN2_HI = 6.93147180369123816490e-01;
+static const double LN2_LO = 1.90821492927058770002e-10;
+static const double LOG2E = 1.44269504088896338700e+00;
+
+// exp(x) = p(r) * 2^n with x = n*ln2 + r, |r| <= ln2/2, and p the Taylor
+// polynomial of degree 11 (error below 1 ulp on that interval).
+HOT double
+llm_exp(double x)
+{
+  // c_k = 1/k!, the double nearest to each.
+  static const double c[12] = {
+    1.0,
+    1.0,
+    0.5,
+    1.0 / 6.0,
+    1.0 / 24.0,
+    1.0 / 120.0,
+    1.0 / 720.0,
+    1.0 / 5040.0,
+    1.0 / 40320.0,
+    1.0 / 362880.0,
+    1.0 / 3628800.0,
+    1.0 / 39916800.0,
+  };
+  if (x < -708.0)
+    return 0.0;
+  if (x > 709.0)
+    x = 709.0;
+  int64 n = llm_rint(x * LOG2E);
+  double dn = (double)n;
+  double r = (x - dn * LN2_HI) - dn * LN2_LO;
+  double p = c[11];
+  for (int k = 10; k >= 0; k--)
+    p = c[k] + r * p;
+  // 2^n built from its bits; n is in [-1021, 1023] here, a normal number.
+  union {
+    uint64 u;
+    double d;
+  } two_n = { .u = (uint64)(n + 1023) << 52 };
+  return p * two_n.d;
+}
+
+// log(y) for y > 0: y = m * 2^e with m in [sqrt(1/2), sqrt(2)), then
+// log(m) = 2 atanh(s) = 2s (1 + s^2/3 + s^4/5 + ...), s = (m-1)/(m+1).
+double
+llm_log(double y)
+{
+  static const double d[11] = {
+    1.0,
+    1.0 / 3.0,
+    1.0 / 5.0,
+    1.0 / 7.0,
+    1.0 / 9.0,
+    1.0 / 11.0,
+    1.0 / 13.0,
+    1.0 / 15.0,
+    1.0 / 17.0,
+    1.0 / 19.0,
+    1.0 / 21.0,
+  };
+  union {
+    uint64 u;
+    double d;
+  } b = { .d = y };
+  int e = 0;
+  if (((b.u >> 52) & 0x7ff) == 0) { // subnormal: scale into the normal range
+    b.d = y * 18014398509481984.0;  // 2^54
+    e = -54;
+  }
+  // frexp: m in [0.5, 1) and y = m * 2^e
+  e += (int)((b.u >> 52) & 0x7ff) - 1022;
+  b.u = (b.u & ~(0x7ffUL << 52)) | (1022UL << 52);
+  double m = b.d;
+  if (m < 0.70710678118654752440) {
+    m = m * 2.0;
+    e = e - 1;
+  }
+  double f = m - 1.0;
+  double s = f / (2.0 + f);
+  double z = s * s;
+  double t = d[10];
+  for (int k = 9; k >= 0; k--)
+    t = d[k] + z * t;
+  double de = (double)e;
+  return de * LN2_HI + ((2.0 * s) * t + de * LN2_LO);
+}
+
+HOT double
+llm_sigmoid(double x)
+{
+  return 1.0 / (1.0 + llm_exp(-x));
+}
+
+HOT double
+llm_silu(double x)
+{
+  return x / (1.0 + llm_exp(-x));
+}
+
+double
+llm_softplus(double x)
+{
+  if (x > 20.0)
+    return x;
+  return llm_log(1.0 + llm_exp(x));
+}
+
+// y = (x * r) * w with r = 1 / sqrt(ss / n + eps), ss = sum of x_i^2 taken
+// in order from 0.0. y may be x.
+HOT void
+llm_rmsnorm(const double *x, const float *w, int n, double eps, double *y)
+{
+  double ss = 0.0;
+  for (int i = 0; i < n; i++)
+    ss = ss + x[i] * x[i];
+  double r = 1.0 / llm_sqrt(ss / (double)n + eps);
+  for (int i = 0; i < n; i++)
+    y[i] = (x[i] * r) * (double)w[i];
+}
+
+// max |x_i| over x[0..n)
+static inline double
+absmax(const double *x, int n)
+{
+  double a = 0.0;
+  for (int i = 0; i < n; i++) {
+    double v = __builtin_fabs(x[i]);
+    if (v > a)
+      a = v;
+  }
+  return a;
+}
+
+// Quantise x[n] in groups of 32: xs = amax/127, group multipliers
+// m_g = ceil(32768 * amax_g / amax) in [1, 32768], group scale
+// s_g = xs * m_g / 32768 and q_i = clamp(rint(x_i / s_g), -127, 127).
+// An all-zero vector gives q = 0, m = 0, xs = 0. (Each group's maximum is
+// found twice, once for amax and once for m_g: n float compares are cheaper
+// than a scratch array sized for the longest vector.)
+HOT void
+llm_quantize(const double *x, int n, int8 *q, int32 *m, double *xs)
+{
+  int ng = n / LLM_GS;
+  double amax = absmax(x, n);
+  if (amax == 0.0) {
+    memset(q, 0, n);
+    memset(m, 0, ng * sizeof(int32));
+    *xs = 0.0;
+    return;
+  }
+  *xs = amax / 127.0;
+  for (int g = 0; g < ng; g++) {
+    const double *xg = x + g * LLM_GS;
+    double v = (absmax(xg, LLM_GS) * 32768.0) / amax;
+    int64 mg = (int64)v; // ceil: truncate, then up if below
+    if ((double)mg < v)
+      mg++;
+    if (mg < 1)
+      mg = 1;
+    if (mg > 32768)
+      mg = 32768;
+    m[g] = (int32)mg;
+    double inv = 1.0 / ((*xs * (double)mg) / 32768.0);
+    for (int i = 0; i < LLM_GS; i++) {
+      int64 r = llm_rint(xg[i] * inv);
+      q[g * LLM_GS + i] = r > 127 ? 127 : (r < -127 ? -127 : r);
+    }
+  }
+}
+
+// Quantise count vectors (row stride `stride` doubles) into a, and pack
+// them pairwise for the batched matmul: pairs[k][j] = q[2j][k] +
+// q[2j+1][k] * 2^32, so one multiply by a weight forms both products.
+// Positions beyond count are zeros.
+HOT void
+llm_qact_fill(struct llm_qact *a, const double *x, int stride, int count)
+{
+  int n = a->n;
+  a->count = count;
+  for (int p = 0; p < count; p++)
+    llm_quantize(x + p * stride, n, a->q + p * n, a->m + p * (n / LLM_GS),
+        &a->xs[p]);
+  if (count == 1)
+    return;
+  for (int p = count; p < LLM_BATCH; p++) {
+    memset(a->q + p * n, 0, n);
+    memset(a->m + p * (n / LLM_GS), 0, (n / LLM_GS) * sizeof(int32));
+  }
+  for (int k = 0; k < n; k++)
+    for (int j = 0; j < LLM_PAIRS; j++)
+      a->pairs[k * LLM_PAIRS + j] = (int64)a->q[(2 * j) * n + k] + (int64)a->q[(2 * j + 1) * n + k] * 4294967296L;
+}
+
+// The int32 dot product of 32 int8s: 4 loads of 8 bytes from each side.
+static inline int64
+dot32(const uint64 *w, const uint64 *x)
+{
+  int64 s = 0;
+  for (int k = 0; k < 4; k++) {
+    uint64 a = w[k], b = x[k];
+    s += SX(a, 0) * SX(b, 0) + SX(a, 1) * SX(b, 1) + SX(a, 2) * SX(b, 2) + SX(a, 3) * SX(b, 3) + SX(a, 4) * SX(b, 4) + SX(a, 5) * SX(b, 5) + SX(a, 6) * SX(b, 6) + SX(a, 7) * SX(b, 7);
+  }
+  return s;
+}
+
+// One position: T_r = sum_g mult_g * acc[r][g] with mult_g = m_g (v1/v2)
+// or wm[r][g] * m_g (v3, at most 2^30); y_r = ((double)T_r * f) * ws_r with
+// f = xs/32768 or xs/2^30.
+HOT __attribute__((optimize("no-schedule-insns"))) static void
+matmul1(const struct llm_qmat *w, const struct llm_qact *a, double *y)
+{
+  int ng = w->cols / LLM_GS;
+  const uint64 *x = (const uint64 *)a->q;
+  double f = w->wm ? a->xs[0] / 1073741824.0 : a->xs[0] / 32768.0;
+  for (int r = 0; r < w->rows; r++) {
+    const uint64 *wr = (const uint64 *)(w->q + (uint64)r * w->cols);
+    int64 t = 0;
+    if (w->wm) {
+      const uint16 *wm = w->wm + (uint64)r * ng;
+      for (int g = 0; g < ng; g++)
+        t += (int64)(wm[g] * a->m[g]) * dot32(wr + 4 * g, x + 4 * g);
+    } else {
+      for (int g = 0; g < ng; g++)
+        t += (int64)a->m[g] * dot32(wr + 4 * g, x + 4 * g);
+    }
+    y[r] = ((double)t * f) * (double)w->ws[r];
+  }
+}
+
+// S += w * X for the 4 packed pairs of one column (k) of the batch.
+#define MAC4(wv, X) \
+  do { \
+    int64 w_ = (wv); \
+    s0 += w_ * (X)[0]; \
+    s1 += w_ * (X)[1]; \
+    s2 += w_ * (X)[2]; \
+    s3 += w_ * (X)[3]; \
+  } while (0)
+
+// The two sums in a packed pair sum s = A + B * 2^32 (no overflow: each
+// product is below 2^46): A is exact as an int32 (|A| < 2^20), B is what
+// remains, shifted down.
+#define LO(s) ((int64)(int32)(s))
+#define HI(s) (((s)-LO(s)) >> 32)
+
+// Group sums acc[p] (p < 8) of one row and one group of 32 columns against
+// the packed batch: each weight byte is sign-extended once and multiplied
+// into 4 position pairs at a time (one multiply per 2 MACs).
+static inline void
+group8(const uint64 *wg, const int64 *X, int64 *acc)
+{
+  int64 s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  for (int k = 0; k < 4; k++, X += 8 * LLM_PAIRS) {
+    uint64 a = wg[k];
+    MAC4(SX(a, 0), X + 0 * LLM_PAIRS);
+    MAC4(SX(a, 1), X + 1 * LLM_PAIRS);
+    MAC4(SX(a, 2), X + 2 * LLM_PAIRS);
+    MAC4(SX(a, 3), X + 3 * LLM_PAIRS);
+    MAC4(SX(a, 4), X + 4 * LLM_PAIRS);
+    MAC4(SX(a, 5), X + 5 * LLM_PAIRS);
+    MAC4(SX(a, 6), X + 6 * LLM_PAIRS);
+    MAC4(SX(a, 7), X + 7 * LLM_PAIRS);
+  }
+  acc[0] = LO(s0);
+  acc[1] = HI(s0);
+  acc[2] = LO(s1);
+  acc[3] = HI(s1);
+  acc[4] = LO(s2);
+  acc[5] = HI(s2);
+  acc[6] = LO(s3);
+  acc[7] = HI(s3);
+}
+
+// Up to 8 positions at once, each with exactly matmul1's arithmetic.
+HOT __attribute__((optimize("no-schedule-insns"))) static void
+matmul8(const struct llm_qmat *w, const struct llm_qact *a, double *y,
+    int ystride)
+{
+  int ng = w->cols / LLM_GS;
+  const int64 *X = (const int64 *)a->pairs;
+  double f[LLM_BATCH];
+  for (int p = 0; p < a->count; p++)
+    f[p] = w->wm ? a->xs[p] / 1073741824.0 : a->xs[p] / 32768.0;
+  for (int r = 0; r < w->rows; r++) {
+    const uint64 *wr = (const uint64 *)(w->q + (uint64)r * w->cols);
+    const uint16 *wm = w->wm ? w->wm + (uint64)r * ng : 0;
+    int64 t[LLM_BATCH] = { 0 }, acc[LLM_BATCH];
+    for (int g = 0; g < ng; g++) {
+      group8(wr + 4 * g, X + g * LLM_GS * LLM_PAIRS, acc);
+      int32 wg = wm ? wm[g] : 1;
+      for (int p = 0; p < LLM_BATCH; p++)
+        t[p] += (int64)(wg * a->m[p * ng + g]) * acc[p];
+    }
+    for (int p = 0; p < a->count; p++)
+      y[p * ystride + r] = ((double)t[p] * f[p]) * (double)w->ws[r];
+  }
+}
+
+HOT void
+llm_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
+    int ystride)
+{
+  if (a->count == 1)
+    matmul1(w, a, y);
+  else
+    matmul8(w, a, y, ystride);
+}
+
+// D_t = sum_g (mq_g * mk_{t,g}) * acc_{t,g}, acc the int32 dot of group g
+// of the query and of key t (ARITHMETIC.md "Full attention" step 5).
+HOT void
+llm_attn_scores(const int8 *qq, const int32 *mq, int ngroups,
+    const int8 *kq, const int32 *km, int kstride, int mstride,
+    int npos, int64 *d)
+{
+  const uint64 *x = (const uint64 *)qq;
+  for (int t = 0; t < npos; t++) {
+    const uint64 *k = (const uint64 *)(kq + (uint64)t * kstride);
+    const int32 *mk = km + (uint64)t * mstride;
+    int64 s = 0;
+    for (int g = 0; g < ngroups; g++)
+      s += (int64)(mq[g] * mk[g]) * dot32(x + 4 * g, k + 4 * g);
+    d[t] = s;
+  }
+}
+
+// acc_k = sum_t wt[t] * v[t][k] for the 32 dims of one group (step 7):
+// 8 dims at a time, so the 8 sums stay in registers across the t loop.
+HOT void
+llm_attn_values(const int32 *wt, const int8 *vq, int vstride, int npos,
+    int64 *acc)
+{
+  for (int k = 0; k < 4; k++) {
+    int64 a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+    for (int t = 0; t < npos; t++) {
+      int64 c = wt[t];
+      uint64 v = ((const uint64 *)(vq + (uint64)t * vstride))[k];
+      a0 += c * SX(v, 0);
+      a1 += c * SX(v, 1);
+      a2 += c * SX(v, 2);
+      a3 += c * SX(v, 3);
+      a4 += c * SX(v, 4);
+      a5 += c * SX(v, 5);
+      a6 += c * SX(v, 6);
+      a7 += c * SX(v, 7);
+    }
+    int64 *o = acc + 8 * k;
+    o[0] = a0;
+    o[1] = a1;
+    o[2] = a2;
+    o[3] = a3;
+    o[4] = a4;
+    o[5] = a5;
+    o[6] = a6;
+    o[7] = a7;
+  }
+}
+
+// One step of the gated delta rule for one value head (ARITHMETIC.md
+// "Gated DeltaNet", reference.py _deltanet), state S (kd, vd):
+//   S = S * decay;  kv_j = sum_i S_ij k_i;  delta_j = (v_j - kv_j) * beta;
+//   S = S + k_i delta_j;  o_j = sum_i S_ij q_i   (sums over i in order).
+// kv is scratch (vd); o gets the output (vd).
+HOT void
+llm_delta_step(double *S, const double *k, const double *q, const double *v,
+    double beta, double decay, int kd, int vd, double *kv, double *o)
+{
+  for (int j = 0; j < vd; j++)
+    kv[j] = o[j] = 0.0;
+  for (int i = 0; i < kd; i++) {
+    double *row = S + (uint64)i * vd, ki = k[i];
+    for (int j = 0; j < vd; j++) {
+      double sij = row[j] * decay;
+      row[j] = sij;
+      kv[j] = kv[j] + sij * ki;
+    }
+  }
+  for (int j = 0; j < vd; j++)
+    kv[j] = (v[j] - kv[j]) * beta; // delta
+  for (int i = 0; i < kd; i++) {
+    double *row = S + (uint64)i * vd, ki = k[i], qi = q[i];
+    for (int j = 0; j < vd; j++) {
+      double sij = row[j] + ki * kv[j];
+      row[j] = sij;
+      o[j] = o[j] + sij * qi;
+    }
+  }
+}

@@ -1,0 +1,93 @@
+// The LLM runtime's numeric kernels (user/llm/kernels.c): our own exp/log/
+// sqrt/rint, activation quantisation in groups of 32, the int8 x int8
+// matrix-vector products and the attention inner loops. Every operation
+// follows docs/ARITHMETIC.md step by step, so that the guest's results equal
+// the numpy reference's bit for bit.
+#ifndef AISVC_LLM_KERNELS_H
+#define AISVC_LLM_KERNELS_H
+
+#define LLM_GS    32              // group size of activation and weight scales
+#define LLM_PAIRS 4               // position pairs the batched matmul handles at once
+#define LLM_BATCH (2 * LLM_PAIRS) // prefill positions per pass through a matrix
+
+// A quantised weight matrix W[rows][cols] (ASSET_FORMAT.md "qmat", v3 "gmat").
+struct llm_qmat {
+  int rows, cols;
+  const float *ws;  // (rows) row scales
+  const uint16 *wm; // (rows, cols/32) group multipliers, v3 only; 0 for v1/v2
+  const int8 *q;    // (rows, cols) 8-byte aligned
+};
+
+// Up to LLM_BATCH activation vectors of length n, quantised (ARITHMETIC.md
+// "Activation quantisation"): position p stands for s_{p,g} * q[p][i].
+struct llm_qact {
+  int n;        // vector length, a multiple of 32
+  int count;    // positions held
+  int8 *q;      // (LLM_BATCH, n) 8-byte aligned
+  int32 *m;     // (LLM_BATCH, n/32) group multipliers in [0, 32768]
+  double *xs;   // (LLM_BATCH) amax / 127
+  int64 *pairs; // (n, LLM_PAIRS) q[2j][k] + q[2j+1][k] * 2^32: two
+                // positions per word, for the batched matmul
+};
+
+// rint: round half to even, as numpy's np.rint.
+static inline int64
+llm_rint(double x)
+{
+#ifdef __riscv
+  int64 r;
+  asm("fcvt.l.d %0, %1, rne"
+      : "=r"(r)
+      : "f"(x));
+  return r;
+#else
+  return hostcompat_rint(x);
+#endif
+}
+
+// IEEE (correctly rounded) square root.
+static inline double
+llm_sqrt(double x)
+{
+#ifdef __riscv
+  double r;
+  asm("fsqrt.d %0, %1"
+      : "=f"(r)
+      : "f"(x));
+  return r;
+#else
+  return __builtin_sqrt(x);
+#endif
+}
+
+// Math (ARITHMETIC.md "Our own math functions").
+double llm_exp(double x);
+double llm_log(double y);
+double llm_sigmoid(double x);
+double llm_silu(double x);
+double llm_softplus(double x);
+
+// y = rmsnorm(x) * w (ARITHMETIC.md "RMSNorm"); y may be x.
+void llm_rmsnorm(const double *x, const float *w, int n, double eps, double *y);
+
+// Quantisation.
+void llm_quantize(const double *x, int n, int8 *q, int32 *m, double *xs);
+void llm_qact_fill(struct llm_qact *a, const double *x, int stride, int count);
+
+// y[p][r] = (W x_p)_r for the a->count positions; y has row stride ystride.
+void llm_matmul(const struct llm_qmat *w, const struct llm_qact *a,
+    double *y, int ystride);
+
+// Attention: D_t for t in [0, npos) (the integer part of q.k_t) and the
+// value sums A_k = sum_t W_t * v[t][k] over one group of 32 dims.
+void llm_attn_scores(const int8 *qq, const int32 *mq, int ngroups,
+    const int8 *kq, const int32 *km, int kstride, int mstride,
+    int npos, int64 *d);
+void llm_attn_values(const int32 *wt, const int8 *vq, int vstride, int npos,
+    int64 *acc);
+
+// One gated delta rule step of one Gated DeltaNet value head.
+void llm_delta_step(double *S, const double *k, const double *q, const double *v,
+    double beta, double decay, int kd, int vd, double *kv, double *o);
+
+#endif
