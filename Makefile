@@ -369,7 +369,7 @@ $(BUILD)/host/llmrun_%: $(U)/llm/llmrun_%.c $(LLM_SRCS) $(LLM_HDRS) tests/host/h
 	@mkdir -p $(dir $@)
 	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(LLM_SRCS) -lm
 
-# The hot kernels (.text.hot) must share one 4 KiB page (PERF_NOTES.md 4).
+# The hot kernels (.text.hot) must share one 4 KiB page (docs/PERF_NOTES.md, fact 4).
 llm-check-hot: $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen
 	@for f in $^; do python3 tests/host/check_hot.py $(TOOLPREFIX) $(BUILD)/user/llm/kernels.o $$f || exit 1; done
 

@@ -1,7 +1,7 @@
-"""The kernel AI service (issue 5) in the guest under QEMU.
+"""The kernel AI service (docs/AI_SERVICE.md) in the guest under QEMU.
 
 - aitest, the conformance suite (user/ai/aitest.c: one PASS/FAIL line per rule
-  of AI_SERVICE.md), with the tiny synthetic Qwen3.5 at /AI/QWEN (init
+  of docs/AI_SERVICE.md section 6), with the tiny synthetic Qwen3.5 at /AI/QWEN (init
   starts ai_daemon) on 1 and 2 harts, and on an image without models (no
   worker at all);
 - aistress: 8 processes x 8 random requests, more than the table holds;

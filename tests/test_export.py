@@ -76,7 +76,7 @@ def test_smol_config_and_sizes(smol_exports, fmt):
     res = smol_exports[fmt]
     a = load_assets(res.out_dir)
     c = a.config
-    # SmolLM2-135M shapes (ASSET_FORMAT.md reference table)
+    # SmolLM2-135M shapes (docs/ASSET_FORMAT.md, section 8)
     assert (c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim) == \
         (576, 1536, 30, 9, 3, 64)
     assert (c.vocab_size, c.runtime_seq_len, c.rotary_dim) == (49152, 256, 64)

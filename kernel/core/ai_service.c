@@ -19,7 +19,7 @@
 // -AIE_INTR once the caller is killed; the killed process then exits, and
 // ai_exit() reclaims whatever it owned.
 //
-// Choices that AI_SERVICE.md leaves open:
+// Design choices (docs/AI_SERVICE.md states the contract and the reasons):
 // - Reqids come from a counter starting at 1. The user API's reqid is an
 //   int, so rather than wrap, submit fails with AIE_NOIDS after 2^31-1
 //   requests (at 100 requests a second, eight months of uptime): an id is
