@@ -1,6 +1,6 @@
-// llmrun_qwen: greedy generation with the Qwen3.5 (full attention and Gated DeltaNet layers) model
-// from the assets in /AI/QWEN. The command line is user/llm/cli.c's; the model is
-// user/llm/qwen.c.
+// llmrun_qwen: greedy generation with Qwen3.5 (full attention and Gated
+// DeltaNet layers) from the assets in /AI/QWEN. The command line is
+// user/llm/cli.c's, the model user/llm/qwen.c's.
 
 #include "user/lib/user.h"
 #include "user/llm/cli.h"

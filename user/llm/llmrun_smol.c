@@ -1,6 +1,6 @@
-// llmrun_smol: greedy generation with the SmolLM2 (Llama layout) model
-// from the assets in /AI/SMOL. The command line is user/llm/cli.c's; the model is
-// user/llm/smol.c.
+// llmrun_smol: greedy generation with SmolLM2 (Llama layout) from the
+// assets in /AI/SMOL. The command line is user/llm/cli.c's, the model
+// user/llm/smol.c's.
 
 #include "user/lib/user.h"
 #include "user/llm/cli.h"

@@ -1,5 +1,5 @@
-// The Qwen3.5 (full attention and Gated DeltaNet layers) model (user/llm/qwen.c): its descriptor, for
-// llmrun_qwen and ai_daemon.
+// The Qwen3.5 model, full attention and Gated DeltaNet layers
+// (user/llm/qwen.c): its descriptor, for llmrun_qwen and ai_daemon.
 #ifndef AISVC_LLM_QWEN_H
 #define AISVC_LLM_QWEN_H
 

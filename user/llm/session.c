@@ -39,6 +39,7 @@ s_alloc(struct llm_session *s, uint64 n)
   return p;
 }
 
+// The larger of a and b.
 static int
 max2(int a, int b)
 {
@@ -68,9 +69,9 @@ session_alloc(struct llm_session *s, const struct llm_runtime *rt)
   s->seq = s_alloc(s, T * sizeof(int));
   s->x = s_alloc(s, B * g->dim * sizeof(double));
   s->xn = s_alloc(s, B * maxin * sizeof(double));
-  s->q = s_alloc(s, B * maxout * sizeof(double));
-  s->k = s_alloc(s, B * maxout * sizeof(double));
-  s->v = s_alloc(s, B * maxout * sizeof(double));
+  s->q = s_alloc(s, B * maxout * sizeof(double)); // also gate, qkv, proj
+  s->k = s_alloc(s, B * maxout * sizeof(double)); // also up, z
+  s->v = s_alloc(s, B * maxout * sizeof(double)); // also ab
   s->mixed = s_alloc(s, B * maxin * sizeof(double));
   s->act.q = s_alloc(s, B * maxin);
   s->act.m = s_alloc(s, B * (maxin / LLM_GS) * sizeof(int32));

@@ -13,8 +13,8 @@
 #include "user/llm/loader.h"
 
 struct llm_timing {
-  uint64 load_us, init_us;             // llm_runtime_init, llm_session_init
-  uint64 matmul_us, attn_us, other_us; // --profile: time inside each part
+  uint64 load_us, init_us;   // llm_runtime_init, llm_session_init
+  uint64 matmul_us, attn_us; // --profile: time inside each part
   int profile;
 };
 
@@ -27,8 +27,8 @@ struct llm_session {
   double *conv;  // (n_linear, conv_kernel-1, conv_dim) last inputs, oldest first
   double *state; // (n_linear, lin_v_heads, lin_k_dim, lin_v_dim)
   // workspace for LLM_BATCH positions
-  int *seq;  // (runtime_seq_len) prompt then generated ids
-  double *x; // (LLM_BATCH, dim) hidden state
+  int *seq;   // (runtime_seq_len) prompt then generated ids
+  double *x;  // (LLM_BATCH, dim) hidden state
   double *xn; // (LLM_BATCH, maxin) input of the next matmuls: normed x, or
               // the MLP's silu(gate) * up
   // matmul outputs (LLM_BATCH, maxout), named by what each block keeps in

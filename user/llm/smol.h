@@ -1,4 +1,4 @@
-// The SmolLM2 (Llama layout) model (user/llm/smol.c): its descriptor, for
+// The SmolLM2 model, Llama layout (user/llm/smol.c): its descriptor, for
 // llmrun_smol and ai_daemon.
 #ifndef AISVC_LLM_SMOL_H
 #define AISVC_LLM_SMOL_H
