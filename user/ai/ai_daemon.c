@@ -4,14 +4,14 @@
 //
 // Loads the model once, with the runtime and models of llmrun_smol /
 // llmrun_qwen (CFG.BIN's model_kind, read by the runtime's loader, picks
-// which), registers with the kernel as the
-// worker, then serves forever: ai_next, generate (reporting each token
-// with ai_progress), ai_complete; a request the runtime refuses gets
-// ai_fail and the daemon goes on. With --ready-fd, one byte is written to
-// fd N once registered, and N closed: init waits for it before starting
-// the shell. If the model cannot be loaded, it says so once and idles
-// (init would restart it every second). If another worker is registered (aitest takes the role for
-// its deterministic cases), the daemon keeps the model and retries every
+// which), registers with the kernel as the worker, then serves forever:
+// ai_next, generate (reporting each token with ai_progress), ai_complete;
+// a request the runtime refuses gets ai_fail and the daemon goes on. With
+// --ready-fd, one byte is written to fd N once registered, and N closed:
+// init waits for it before starting the shell. If the model cannot be
+// loaded, it says so once and idles (init would restart it every second).
+// If another worker is registered (aitest takes the role for its
+// deterministic cases), the daemon keeps the model and retries every
 // second.
 
 #include "user/lib/user.h"

@@ -4,8 +4,8 @@
 //
 // CFG.BIN is checked field by field. Every other file is read with one
 // large read() straight into the buffer it stays in (the disk costs about
-// 25 us per request whatever its size: docs/PERF_NOTES.md, 'disk'), and the
-// layer structs point into those buffers. Each file's size must equal the
+// 25 us per request whatever its size: docs/PERF_NOTES.md), and the layer
+// structs point into those buffers. Each file's size must equal the
 // size its layout implies, so the layout code runs twice: once counting
 // bytes, once handing out pointers. Every refusal names the file and the
 // field.
@@ -53,6 +53,7 @@ read_full(int fd, uint8 *dst, uint64 n)
   return 0;
 }
 
+// (contract in user/llm/loader.h)
 int
 llm_asset_dir_check(const char *dir)
 {
@@ -147,6 +148,7 @@ load_file(struct llm_runtime *rt, const char *dir, const char *name,
 
 // ---------------------------------------------------------------- CFG.BIN
 
+// (contracts in user/llm/loader.h)
 int
 llm_conv_dim(const struct llm_config *g)
 {
@@ -154,7 +156,6 @@ llm_conv_dim(const struct llm_config *g)
 }
 
 // Little-endian u32 word i of p.
-
 static uint32
 u32at(const uint8 *p, int i)
 {
@@ -329,6 +330,8 @@ cfg_check(const struct llm_config *c, int model_kind)
   return cfg_check_groups(c);
 }
 
+// Only the first CFG_MAXBYTES are read: a longer file is refused by its
+// size alone.
 int
 llm_config_load(const char *dir, int model_kind, struct llm_config *c)
 {
