@@ -303,23 +303,23 @@ qwen-assets:
 # [llm] the LLM runtime (user/llm/): guest programs, images and QEMU targets
 # with the models at /AI/SMOL and /AI/QWEN, the host build of the same C for
 # tests/test_llmrun_host.py, and the hot-page check.
-LLM_SRCS := $(addprefix $(U)/llm/,runtime.c layers.c kernels.c cli.c)
+# The runtime by role: numeric kernels, layers, asset loading, session, CLI,
+# and one file per model (its descriptor, no main). llmrun_NAME links the
+# runtime and model NAME; ai_daemon links the runtime and both models.
+LLM_RUNTIME := kernels layers loader session cli
+LLM_MODELS  := smol qwen
+LLM_SRCS := $(addprefix $(U)/llm/,$(addsuffix .c,$(LLM_RUNTIME)))
 LLM_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LLM_SRCS))
-LLM_HDRS := $(U)/llm/runtime.h $(U)/llm/kernels.h
+LLM_HDRS := $(addprefix $(U)/llm/,$(addsuffix .h,$(LLM_RUNTIME) $(LLM_MODELS)))
 HOSTCC   ?= gcc
 SMOL_RAM ?= 512M
 QWEN_RAM ?= 2G
 
-# The two programs link the shared runtime too.
-$(addprefix $(BUILD)/user/_,$(LLM_PROGS)): $(BUILD)/user/_%: \
-		$(BUILD)/user/llm/%.o $(LLM_OBJS) $(UPROG_LIBS) $(U)/lib/user.ld
+$(BUILD)/user/_llmrun_%: $(BUILD)/user/llm/llmrun_%.o $(BUILD)/user/llm/%.o \
+		$(LLM_OBJS) $(UPROG_LIBS) $(U)/lib/user.ld
 	$(LINK_UPROG)
 
-# ai_daemon links the runtime and both models' forward passes,
-# compiled again without their main (-DLLM_MODEL_ONLY).
-AI_DAEMON_OBJS := $(BUILD)/user/llm/llmrun_smol.model.o $(BUILD)/user/llm/llmrun_qwen.model.o $(LLM_OBJS)
-$(BUILD)/user/llm/%.model.o: $(U)/llm/%.c | toolchain-check
-	$(CC) $(UCFLAGS) -DLLM_MODEL_ONLY -c -o $@ $<
+AI_DAEMON_OBJS := $(addprefix $(BUILD)/user/llm/,$(addsuffix .o,$(LLM_MODELS))) $(LLM_OBJS)
 $(BUILD)/user/_ai_daemon: $(BUILD)/user/ai/ai_daemon.o $(AI_DAEMON_OBJS) $(UPROG_LIBS) $(U)/lib/user.ld
 	$(LINK_UPROG)
 
@@ -365,9 +365,9 @@ llm-host: $(BUILD)/host/llmrun_smol $(BUILD)/host/llmrun_qwen $(BUILD)/host/llm_
 $(BUILD)/host/llm_mathcheck: tests/host/mathcheck.c $(U)/llm/kernels.c $(LLM_HDRS) tests/host/hostcompat.h
 	@mkdir -p $(dir $@)
 	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/kernels.c -lm
-$(BUILD)/host/llmrun_%: $(U)/llm/llmrun_%.c $(LLM_SRCS) $(LLM_HDRS) tests/host/hostcompat.h
+$(BUILD)/host/llmrun_%: $(U)/llm/llmrun_%.c $(U)/llm/%.c $(LLM_SRCS) $(LLM_HDRS) tests/host/hostcompat.h
 	@mkdir -p $(dir $@)
-	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(LLM_SRCS) -lm
+	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/$*.c $(LLM_SRCS) -lm
 
 # The hot kernels (.text.hot) must share one 4 KiB page (docs/PERF_NOTES.md, fact 4).
 llm-check-hot: $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen

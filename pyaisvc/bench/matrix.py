@@ -39,7 +39,7 @@ TEXT = (
     "messages, as the spirits of this very year last past (supernaturally deficient in "
     "originality) rapped out theirs."
 )
-MAX_PROMPT = 255  # LLM_MAX_PROMPT in user/llm/runtime.h
+MAX_PROMPT = 255  # AI_MAX_PROMPT in kernel/include/aisvc.h
 
 
 class BenchError(AisvcError):

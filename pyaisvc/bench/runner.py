@@ -5,7 +5,7 @@ that model is one shell command in it:
 
 - cold: ``llmrun_smol --predict G "ID ID ..."`` - a fresh process that loads
   the model, serves one request and exits, as students run it. The timing
-  line it prints on stderr (user/llm/runtime.c llm_session_run) gives
+  line it prints on stderr (user/llm/session.c llm_session_run) gives
   load_us, init_us, ttft_us and tpot_us.
 - service: the request goes through the kernel AI service (pyaisvc.bench.service).
 
@@ -56,7 +56,7 @@ class Sample:
     gen_len: int
     repeat: int
     load_us: int  # loading the model (llm_runtime_init); service: the daemon's one load
-    init_us: int  # session_init: load + KV cache and workspace
+    init_us: int  # llm_session_init: load + KV cache and workspace
     ttft_us: int  # request start to the first generated token
     tpot_us: int  # mean time per following token
     wall_s: float  # host seconds for the whole shell command

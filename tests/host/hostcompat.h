@@ -1,4 +1,4 @@
-// Host compatibility layer: lets the guest's LLM runtime (user/llm*.c)
+// Host compatibility layer: lets the guest's LLM runtime (user/llm/*.c)
 // build natively on Linux for fast checks against the numpy reference
 // (tests/test_llmrun_host.py). Forced in with `gcc -include`; it stands in
 // for user/lib/user.h: the same functions, on glibc, with the guest's
@@ -53,12 +53,6 @@ hc_write(int fd, const void *buf, int n)
 }
 
 static inline int
-hc_chdir(const char *path)
-{
-  return hc_ret(chdir(path));
-}
-
-static inline int
 hc_fstat(int fd, struct stat *st)
 {
   struct host_stat h;
@@ -96,7 +90,6 @@ hostcompat_rint(double x)
 #define open     hc_open
 #define read     hc_read
 #define write    hc_write
-#define chdir    hc_chdir
 #define fstat    hc_fstat
 #define strerror hc_strerror
 #define fprintf  dprintf

@@ -2,48 +2,48 @@
 //
 //   ai_daemon [--ready-fd N] [asset-dir]    (default /AI/SMOL, else /AI/QWEN)
 //
-// Loads the model once, with the runtime of llmrun_smol / llmrun_qwen
-// (CFG.BIN's model_kind picks which), registers with the kernel as the
-// worker, then serves forever: ai_next, generate (reporting each token
-// with ai_progress), ai_complete; a request the runtime refuses gets
-// ai_fail and the daemon goes on. With --ready-fd, one byte is written to
-// fd N once registered, and N closed: init waits for it before starting
-// the shell. If the model cannot be loaded, it says so once and idles
-// (init would restart it every second). If another worker is registered (aitest takes the role for
-// its deterministic cases), the daemon keeps the model and retries every
+// Loads the model once, with the runtime and models of llmrun_smol /
+// llmrun_qwen (CFG.BIN's model_kind, read by the runtime's loader, picks
+// which), registers with the kernel as the worker, then serves forever:
+// ai_next, generate (reporting each token with ai_progress), ai_complete;
+// a request the runtime refuses gets ai_fail and the daemon goes on. With
+// --ready-fd, one byte is written to fd N once registered, and N closed:
+// init waits for it before starting the shell. If the model cannot be
+// loaded, it says so once and idles (init would restart it every second).
+// If another worker is registered (aitest takes the role for its
+// deterministic cases), the daemon keeps the model and retries every
 // second.
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
 #include "kernel/include/aisvc.h"
-#include "user/llm/runtime.h"
+#include "user/llm/session.h"
+#include "user/llm/smol.h"
+#include "user/llm/qwen.h"
 
 static int cur_reqid; // the request being generated
 
-// Called by the runtime after each generated id.
+// Called by the runtime after each generated id: the kernel counts it.
 static void
 on_token(int i, int id)
 {
   ai_progress(cur_reqid, i + 1);
 }
 
-// CFG.BIN's model kind: 0 smol/llama, 1 qwen; -1 if unreadable.
-static int
-model_kind(const char *dir)
+// The model for dir's CFG.BIN (version 1 files are all Llama); 0 after a
+// message if it cannot be read or checked.
+static const struct llm_model *
+model_for(const char *dir)
 {
-  char path[128];
-  uint32 w[3] = { 0 };
-  snprintf(path, sizeof(path), "%s/CFG.BIN", dir);
-  int fd = open(path, O_RDONLY);
-  if (fd < 0)
-    return -1;
-  int n = read(fd, w, sizeof(w));
-  close(fd);
-  if (n != sizeof(w))
-    return -1;
-  return w[1] == 1 ? 0 : (int)w[2]; // version 1 files are all Llama
+  struct llm_config cfg;
+  if (llm_config_load(dir, LLM_MODEL_ANY, &cfg) < 0) {
+    fprintf(2, "ai_daemon: %s: no readable CFG.BIN with a known model_kind\n", dir);
+    return 0;
+  }
+  return cfg.model_kind == LLM_MODEL_QWEN ? &llm_model_qwen : &llm_model_smol;
 }
 
+// /AI/SMOL if it holds a model, else /AI/QWEN.
 static const char *
 default_dir(void)
 {
@@ -106,6 +106,7 @@ idle(int ready_fd)
     sleep(1000);
 }
 
+// Take and serve requests until this process is no longer the worker.
 static void
 serve(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s)
 {
@@ -136,14 +137,9 @@ main(int argc, char **argv)
     i = 3;
   }
   const char *dir = i < argc ? argv[i] : default_dir();
-  int kind = model_kind(dir);
-  if (kind != 0 && kind != 1) {
-    fprintf(2, "ai_daemon: %s: no readable CFG.BIN with a known model_kind\n", dir);
-    idle(ready_fd);
-  }
-  const struct llm_model *md = kind == 0 ? llm_smol_model : llm_qwen_model;
   llm_prog = "ai_daemon";
-  if (session_init(&s, &rt, dir, md->model_kind) < 0)
+  const struct llm_model *md = model_for(dir);
+  if (md == 0 || llm_session_init(&s, &rt, dir, md->model_kind) < 0)
     idle(ready_fd);
   llm_token_hook = on_token;
   if (register_worker(&rt.cfg) < 0)

@@ -1,4 +1,4 @@
-// aitest: conformance suite of the kernel AI service (AI_SERVICE.md).
+// aitest: conformance suite of the kernel AI service (docs/AI_SERVICE.md).
 //
 // One "PASS name" or "FAIL name (got ...)" line per rule, then
 // "N passed, M failed". Phases:

@@ -1,4 +1,4 @@
-// The command line shared by llmrun_smol and llmrun_qwen (llm_main):
+// The command line shared by llmrun_smol and llmrun_qwen (llm_cli_main):
 //
 //   PROG [--asset-dir DIR] [--predict N] [--quiet] [--profile] [--stream] <id> ...
 //   PROG [options] --prompt-file F      ids separated by white space
@@ -15,7 +15,7 @@
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
 #include "kernel/include/stat.h"
-#include "user/llm/runtime.h"
+#include "user/llm/cli.h"
 
 #define MAXIDS  1024 // ids parsed per request (more are counted, not kept)
 #define MAXLINE 8192 // longest --stdin line
@@ -28,6 +28,7 @@ struct options {
   int first_id; // argv index of the first id, or argc
 };
 
+// Print the usage line; returns -1.
 static int
 usage(void)
 {
@@ -55,6 +56,7 @@ parse_num(const char *s, int len, int *v)
   return 0;
 }
 
+// The white space between ids.
 static int
 is_space(char c)
 {
@@ -92,6 +94,8 @@ parse_ids(const char *s, int *v, int cap, int *count, const char *where)
   return 0;
 }
 
+// Fill o from the --options of argv (defaults: md's directory, predict 1,
+// stdin when no ids and no file). Returns 0, or -1 after a message.
 static int
 parse_options(int argc, char **argv, struct options *o)
 {
@@ -153,7 +157,7 @@ run(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s,
 {
   if (count > MAXIDS) { // (ids holds MAXIDS; the check names the real limit)
     fprintf(2, "%s: request: prompt of %d ids exceeds the limit of %d prompt ids\n",
-        llm_prog, count, LLM_MAX_PROMPT);
+        llm_prog, count, AI_MAX_PROMPT);
     return -1;
   }
   stream_last = predict - 1;
@@ -264,8 +268,9 @@ prompt_from_args(int argc, char **argv, int first, int *ids, int *count)
   return 0;
 }
 
+// (contract in user/llm/cli.h)
 int
-llm_main(const struct llm_model *md, int argc, char **argv)
+llm_cli_main(const struct llm_model *md, int argc, char **argv)
 {
   static struct llm_runtime rt;
   static struct llm_session s;
@@ -281,7 +286,7 @@ llm_main(const struct llm_model *md, int argc, char **argv)
     r = prompt_from_args(argc, argv, o.first_id, ids, &count);
   if (r < 0)
     return 1;
-  if (session_init(&s, &rt, o.dir, md->model_kind) < 0)
+  if (llm_session_init(&s, &rt, o.dir, md->model_kind) < 0)
     return 1;
   s.tm.profile = o.profile;
   if (o.stream)
@@ -290,6 +295,6 @@ llm_main(const struct llm_model *md, int argc, char **argv)
     r = serve_stdin(md, &rt, &s, o.quiet);
   else
     r = run(md, &rt, &s, ids, count, o.predict, o.quiet);
-  session_free(&s, &rt);
+  llm_session_free(&s, &rt);
   return r < 0 ? 1 : 0;
 }

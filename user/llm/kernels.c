@@ -1,7 +1,7 @@
 // Numeric kernels of the LLM runtime, written to docs/ARITHMETIC.md.
 //
 // Under QEMU's TCG a float operation costs 10-30 ns and an integer one
-// 0.2-0.4 ns (shared/design/PERF_NOTES.md), so every O(dim^2) loop here is
+// 0.2-0.4 ns (docs/PERF_NOTES.md, fact 1), so every O(dim^2) loop here is
 // int8 x int8 with integer accumulation: 8 bytes per 64-bit load, each byte
 // sign-extended by a shift pair, int32 sums per group of 32, int64 sums of
 // the group sums times fixed-point multipliers. Floats appear once per row
@@ -333,7 +333,7 @@ llm_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
 }
 
 // D_t = sum_g (mq_g * mk_{t,g}) * acc_{t,g}, acc the int32 dot of group g
-// of the query and of key t (ARITHMETIC.md "Full attention" step 5).
+// of the query and of key t (docs/ARITHMETIC.md "Full attention" step 5).
 HOT void
 llm_attn_scores(const int8 *qq, const int32 *mq, int ngroups,
     const int8 *kq, const int32 *km, int kstride, int mstride,
@@ -382,7 +382,7 @@ llm_attn_values(const int32 *wt, const int8 *vq, int vstride, int npos,
   }
 }
 
-// One step of the gated delta rule for one value head (ARITHMETIC.md
+// One step of the gated delta rule for one value head (docs/ARITHMETIC.md
 // "Gated DeltaNet", reference.py _deltanet), state S (kd, vd):
 //   S = S * decay;  kv_j = sum_i S_ij k_i;  delta_j = (v_j - kv_j) * beta;
 //   S = S + k_i delta_j;  o_j = sum_i S_ij q_i   (sums over i in order).

@@ -10,7 +10,8 @@
 #define LLM_PAIRS 4               // position pairs the batched matmul handles at once
 #define LLM_BATCH (2 * LLM_PAIRS) // prefill positions per pass through a matrix
 
-// A quantised weight matrix W[rows][cols] (ASSET_FORMAT.md "qmat", v3 "gmat").
+// A quantised weight matrix W[rows][cols] (docs/ASSET_FORMAT.md,
+// "qmat", v3 "gmat").
 struct llm_qmat {
   int rows, cols;
   const float *ws;  // (rows) row scales
@@ -18,7 +19,7 @@ struct llm_qmat {
   const int8 *q;    // (rows, cols) 8-byte aligned
 };
 
-// Up to LLM_BATCH activation vectors of length n, quantised (ARITHMETIC.md
+// Up to LLM_BATCH activation vectors of length n, quantised (docs/ARITHMETIC.md
 // "Activation quantisation"): position p stands for s_{p,g} * q[p][i].
 struct llm_qact {
   int n;        // vector length, a multiple of 32
@@ -60,14 +61,14 @@ llm_sqrt(double x)
 #endif
 }
 
-// Math (ARITHMETIC.md "Our own math functions").
+// Math (docs/ARITHMETIC.md "Our own math functions").
 double llm_exp(double x);
 double llm_log(double y);
 double llm_sigmoid(double x);
 double llm_silu(double x);
 double llm_softplus(double x);
 
-// y = rmsnorm(x) * w (ARITHMETIC.md "RMSNorm"); y may be x.
+// y = rmsnorm(x) * w (docs/ARITHMETIC.md "RMSNorm"); y may be x.
 void llm_rmsnorm(const double *x, const float *w, int n, double eps, double *y);
 
 // Quantisation.

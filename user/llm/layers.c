@@ -1,4 +1,4 @@
-// Building blocks of the forward pass, shared by llmrun_smol and llmrun_qwen:
+// Building blocks of the forward pass, shared by the Smol and Qwen models:
 // embedding, full attention with its int8 KV cache, the MLP and the output
 // head, each step as docs/ARITHMETIC.md writes it (and pyaisvc/reference.py
 // computes it). A block works on n <= LLM_BATCH consecutive positions at
@@ -7,10 +7,9 @@
 // position's arithmetic is the same as alone.
 
 #include "user/lib/user.h"
-#include "user/llm/runtime.h"
+#include "user/llm/layers.h"
 
-// Quantise n vectors of length len (row stride xstride) as the input of the
-// next llm_mm calls.
+// (contracts in user/llm/layers.h)
 void
 llm_mm_in(struct llm_session *s, const double *x, int xstride, int len, int n)
 {
@@ -20,7 +19,8 @@ llm_mm_in(struct llm_session *s, const double *x, int xstride, int len, int n)
   llm_charge(s, &s->tm.matmul_us, t);
 }
 
-// y[p] = W x_p for the vectors given to llm_mm_in.
+// y[p] = W x_p for the vectors given to llm_mm_in; a matrix whose width is
+// not the input's is a bug: message and exit.
 void
 llm_mm(struct llm_session *s, const struct llm_qmat *w, double *y, int ystride)
 {
@@ -111,16 +111,16 @@ head_softmax(struct llm_runtime *rt, struct llm_session *s, int slot, int kvh,
   const struct llm_config *g = &rt->cfg;
   int hd = g->head_dim, kvd = g->n_kv_heads * hd, npos = pos + 1;
   double xsq;
-  llm_quantize(qh, hd, s->hq, s->hm, &xsq);
+  llm_quantize(qh, hd, s->qhead_q, s->qhead_m, &xsq);
   double a = (xsq * (1.0 / llm_sqrt((double)hd))) / 1073741824.0;
   uint64 row = kv_row(rt, slot, 0);
-  llm_attn_scores(s->hq, s->hm, hd / LLM_GS, s->kq + row * kvd + kvh * hd,
+  llm_attn_scores(s->qhead_q, s->qhead_m, hd / LLM_GS, s->kq + row * kvd + kvh * hd,
       s->km + row * (kvd / LLM_GS) + kvh * (hd / LLM_GS),
-      kvd, kvd / LLM_GS, npos, s->d);
+      kvd, kvd / LLM_GS, npos, s->dot);
   const double *kxs = s->kxs + row * g->n_kv_heads + kvh;
   double mx = 0.0;
   for (int t = 0; t < npos; t++) {
-    s->score[t] = ((double)s->d[t] * kxs[t * g->n_kv_heads]) * a;
+    s->score[t] = ((double)s->dot[t] * kxs[t * g->n_kv_heads]) * a;
     if (t == 0 || s->score[t] > mx)
       mx = s->score[t];
   }
@@ -146,9 +146,9 @@ head_values(struct llm_runtime *rt, struct llm_session *s, int slot, int kvh,
   double wmax = 0.0;
   for (int t = 0; t < npos; t++) {
     double sv = (s->vxs[(row + t) * g->n_kv_heads + kvh] * (double)s->vm[(row + t) * (kvd / LLM_GS) + gi]) / 32768.0;
-    s->wt[t] = s->score[t] * sv;
-    if (s->wt[t] > wmax)
-      wmax = s->wt[t];
+    s->val_w[t] = s->score[t] * sv;
+    if (s->val_w[t] > wmax)
+      wmax = s->val_w[t];
   }
   if (wmax == 0.0) {
     memset(out, 0, LLM_GS * sizeof(double));
@@ -156,9 +156,9 @@ head_values(struct llm_runtime *rt, struct llm_session *s, int slot, int kvh,
   }
   double c = 32767.0 / wmax, f = wmax / 32767.0;
   for (int t = 0; t < npos; t++)
-    s->wq[t] = (int32)llm_rint(s->wt[t] * c);
+    s->val_wq[t] = (int32)llm_rint(s->val_w[t] * c);
   int64 acc[LLM_GS];
-  llm_attn_values(s->wq, s->vq + row * kvd + gi * LLM_GS, kvd, npos, acc);
+  llm_attn_values(s->val_wq, s->vq + row * kvd + gi * LLM_GS, kvd, npos, acc);
   for (int k = 0; k < LLM_GS; k++)
     out[k] = ((double)acc[k] * f) * inv;
 }
@@ -185,15 +185,15 @@ attend(struct llm_runtime *rt, struct llm_session *s, int slot, int pos,
 }
 
 // x = x + y, both (n, dim).
-static void
-residual(struct llm_runtime *rt, struct llm_session *s, const double *y, int n)
+void
+llm_residual(struct llm_runtime *rt, struct llm_session *s, const double *y, int n)
 {
   int len = n * rt->cfg.dim;
   for (int i = 0; i < len; i++)
     s->x[i] = s->x[i] + y[i];
 }
 
-// Full attention (ARITHMETIC.md "Full attention") for positions
+// Full attention (docs/ARITHMETIC.md, "Full attention") for positions
 // [pos, pos+n) of layer l.
 void
 llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s, int l,
@@ -207,22 +207,22 @@ llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s, int l,
   for (int p = 0; p < n; p++)
     llm_rmsnorm(s->x + p * dim, L->input_norm, dim, (double)g->rms_eps, s->xn + p * dim);
   llm_mm_in(s, s->xn, dim, dim, n);
-  llm_mm(s, &L->wq, s->y1, qrows);
-  llm_mm(s, &L->wk, s->y2, kvd);
-  llm_mm(s, &L->wv, s->y3, kvd);
+  llm_mm(s, &L->wq, s->q, qrows);
+  llm_mm(s, &L->wk, s->k, kvd);
+  llm_mm(s, &L->wv, s->v, kvd);
   // 2-8. norms, RoPE, cache, attention (keys of the whole batch first:
   // position p attends to the batch's earlier positions too)
   uint64 t = llm_clock(s);
   for (int p = 0; p < n; p++)
-    prepare_heads(rt, s, L, slot, pos + p, s->y1 + p * qrows, s->y2 + p * kvd,
-        s->y3 + p * kvd);
+    prepare_heads(rt, s, L, slot, pos + p, s->q + p * qrows, s->k + p * kvd,
+        s->v + p * kvd);
   for (int p = 0; p < n; p++)
-    attend(rt, s, slot, pos + p, s->y1 + p * qrows, s->att + p * qd);
+    attend(rt, s, slot, pos + p, s->q + p * qrows, s->mixed + p * qd);
   llm_charge(s, &s->tm.attn_us, t);
   // 9. x = x + Wo out
-  llm_mm_in(s, s->att, qd, qd, n);
-  llm_mm(s, &L->wo, s->y1, dim);
-  residual(rt, s, s->y1, n);
+  llm_mm_in(s, s->mixed, qd, qd, n);
+  llm_mm(s, &L->wo, s->proj, dim);
+  llm_residual(rt, s, s->proj, n);
 }
 
 // MLP: x = x + Wdown (silu(Wgate xn) * (Wup xn)), xn = rmsnorm(x, post_norm).
@@ -235,13 +235,13 @@ llm_apply_ffn(struct llm_runtime *rt, struct llm_session *s, int l, int n)
   for (int p = 0; p < n; p++)
     llm_rmsnorm(s->x + p * dim, L->post_norm, dim, (double)g->rms_eps, s->xn + p * dim);
   llm_mm_in(s, s->xn, dim, dim, n);
-  llm_mm(s, &L->gate, s->y1, hid);
-  llm_mm(s, &L->up, s->y2, hid);
+  llm_mm(s, &L->gate, s->gate, hid);
+  llm_mm(s, &L->up, s->up, hid);
   for (int i = 0; i < n * hid; i++)
-    s->xn[i] = llm_silu(s->y1[i]) * s->y2[i];
+    s->xn[i] = llm_silu(s->gate[i]) * s->up[i];
   llm_mm_in(s, s->xn, hid, hid, n);
-  llm_mm(s, &L->down, s->y1, dim);
-  residual(rt, s, s->y1, n);
+  llm_mm(s, &L->down, s->proj, dim);
+  llm_residual(rt, s, s->proj, n);
 }
 
 // Output head at batch slot p: logits = EMB rmsnorm(x, NRM); the next

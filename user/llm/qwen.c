@@ -1,0 +1,133 @@
+// The Qwen3.5 model: hybrid, LTY.BIN marks each layer as gated full
+// attention or Gated DeltaNet. The full attention, MLP and head are the
+// shared blocks of user/llm/layers.c; this file adds the Gated DeltaNet
+// layer, as pyaisvc/reference.py computes it, and the forward pass that
+// llmrun_qwen and ai_daemon run (llm_model_qwen).
+
+#include "user/lib/user.h"
+#include "user/llm/layers.h"
+#include "user/llm/qwen.h"
+
+#define L2NORM_EPS 1e-6 // q/k l2norm epsilon (transformers' default)
+
+// Causal depthwise conv of one position, in place on y (conv_dim): the
+// window is the K-1 previous inputs in st (oldest first) and y itself;
+// y_c = silu(sum_j w[c][j] u_j[c]) summed from 0.0, oldest tap first.
+// st then drops its oldest row and takes the input.
+static void
+conv_step(const struct llm_config *g, const float *w, double *st, double *y)
+{
+  int cd = llm_conv_dim(g), K = g->conv_kernel;
+  for (int c = 0; c < cd; c++) {
+    const float *wc = w + (uint64)c * K;
+    double u = y[c], acc = 0.0;
+    for (int j = 0; j < K - 1; j++)
+      acc = acc + (double)wc[j] * st[j * cd + c];
+    acc = acc + (double)wc[K - 1] * u;
+    for (int j = 0; j + 1 < K - 1; j++)
+      st[j * cd + c] = st[(j + 1) * cd + c];
+    if (K > 1)
+      st[(K - 2) * cd + c] = u;
+    y[c] = llm_silu(acc);
+  }
+}
+
+// x = (x * (1 / sqrt(ss + 1e-6))) * c, ss the in-order sum of squares.
+static void
+l2norm(double *x, int n, double c)
+{
+  double ss = 0.0;
+  for (int i = 0; i < n; i++)
+    ss = ss + x[i] * x[i];
+  double r = 1.0 / llm_sqrt(ss + L2NORM_EPS);
+  for (int i = 0; i < n; i++)
+    x[i] = (x[i] * r) * c;
+}
+
+// The Gated DeltaNet of one position after the projections: y holds the
+// in_proj_qkv row (conv_dim), z its value-head gates (v_heads*v_dim),
+// a and b one value each per value head; out gets v_heads*v_dim.
+static void
+delta_position(struct llm_runtime *rt, struct llm_session *s,
+    const struct llm_layer *L, int slot, double *y, const double *z,
+    const double *a, const double *b, double *out)
+{
+  const struct llm_config *g = &rt->cfg;
+  int kh = g->lin_k_heads, kd = g->lin_k_dim, vh = g->lin_v_heads, vd = g->lin_v_dim;
+  uint64 ssize = (uint64)vh * kd * vd;
+  conv_step(g, L->conv_w, s->conv + (uint64)slot * (g->conv_kernel - 1) * llm_conv_dim(g), y);
+  double *q = y, *k = y + kh * kd, *v = y + 2 * kh * kd;
+  for (int h = 0; h < kh; h++) {
+    l2norm(q + h * kd, kd, 1.0 / llm_sqrt((double)kd));
+    l2norm(k + h * kd, kd, 1.0);
+  }
+  for (int h = 0; h < vh; h++) {
+    int hk = h / (vh / kh); // the key head this value head reads
+    double beta = llm_sigmoid(b[h]);
+    double decay = llm_exp(-(llm_exp((double)L->a_log[h]) * llm_softplus(a[h] + (double)L->dt_bias[h])));
+    double *o = out + h * vd;
+    llm_delta_step(s->state + slot * ssize + (uint64)h * kd * vd, k + hk * kd,
+        q + hk * kd, v + h * vd, beta, decay, kd, vd, s->delta_kv, o);
+    // o = rmsnorm(o, norm) * silu(z)
+    llm_rmsnorm(o, L->norm, vd, (double)g->rms_eps, o);
+    for (int j = 0; j < vd; j++)
+      o[j] = o[j] * llm_silu(z[h * vd + j]);
+  }
+}
+
+// Gated DeltaNet layer l (LLM_LAYER_DELTANET) for positions [pos, pos+n). The
+// projections run batched; the conv and the recurrence go position by
+// position. Position 0 starts from a zero state.
+static void
+apply_linear_layer(struct llm_runtime *rt, struct llm_session *s, int l,
+    int pos, int n)
+{
+  const struct llm_config *g = &rt->cfg;
+  const struct llm_layer *L = &rt->layers[l];
+  int dim = g->dim, cd = llm_conv_dim(g), slot = rt->slot[l];
+  int vh = g->lin_v_heads, vdim = vh * g->lin_v_dim;
+  if (pos == 0) {
+    memset(s->conv + (uint64)slot * (g->conv_kernel - 1) * cd, 0,
+        (g->conv_kernel - 1) * cd * sizeof(double));
+    memset(s->state + (uint64)slot * vh * g->lin_k_dim * g->lin_v_dim, 0,
+        (uint64)vh * g->lin_k_dim * g->lin_v_dim * sizeof(double));
+  }
+  for (int p = 0; p < n; p++)
+    llm_rmsnorm(s->x + p * dim, L->input_norm, dim, (double)g->rms_eps, s->xn + p * dim);
+  llm_mm_in(s, s->xn, dim, dim, n);
+  llm_mm(s, &L->qkv, s->qkv, cd);
+  llm_mm(s, &L->z, s->z, vdim);
+  double *a = s->ab, *b = s->ab + LLM_BATCH * vh;
+  llm_mm(s, &L->a, a, vh);
+  llm_mm(s, &L->b, b, vh);
+  uint64 t = llm_clock(s);
+  for (int p = 0; p < n; p++)
+    delta_position(rt, s, L, slot, s->qkv + p * cd, s->z + p * vdim,
+        a + p * vh, b + p * vh, s->mixed + p * vdim);
+  llm_charge(s, &s->tm.attn_us, t);
+  llm_mm_in(s, s->mixed, vdim, vdim, n);
+  llm_mm(s, &L->out, s->proj, dim);
+  llm_residual(rt, s, s->proj, n);
+}
+
+// Positions [pos, pos+n): embedding, then per layer its token mixer (by
+// LTY.BIN) and the MLP.
+static void
+qwen_forward(struct llm_runtime *rt, struct llm_session *s, int pos, int n)
+{
+  llm_embed(rt, s, pos, n);
+  for (int l = 0; l < rt->cfg.n_layers; l++) {
+    if (rt->layers[l].kind == LLM_LAYER_DELTANET)
+      apply_linear_layer(rt, s, l, pos, n);
+    else
+      llm_apply_full_layer(rt, s, l, pos, n);
+    llm_apply_ffn(rt, s, l, n);
+  }
+}
+
+const struct llm_model llm_model_qwen = {
+  .name = "llmrun_qwen",
+  .default_dir = "/AI/QWEN",
+  .model_kind = LLM_MODEL_QWEN,
+  .forward = qwen_forward,
+};

@@ -1,0 +1,263 @@
+// A session of the LLM runtime: allocate the KV cache, the Gated DeltaNet
+// state and the workspace once, then validate and serve requests, and time
+// them.
+//
+// Serving (llm_session_run -> llm_drive_decode): prefill runs the prompt
+// through the layers LLM_BATCH positions at a time, the head gives the
+// first token; decode then feeds back one token per step (greedy).
+// Timing, on one stderr line per request:
+//   PROG: timing load_us=L init_us=I ttft_us=F tpot_us=P prompt=N gen=G
+// load_us: llm_runtime_init; init_us: llm_session_init (which includes the
+// load); ttft_us: request start to the first generated token; tpot_us: mean
+// time of each following token (0 when G is 1). With --profile, two more
+// lines split the prefill and the decode time into matmuls (quantising
+// their inputs included), attention (for Qwen also the Gated DeltaNet
+// recurrence) and the rest:
+//   PROG: profile phase=prefill matmul_us=M attn_us=A other_us=O tokens=N
+//   PROG: profile phase=decode matmul_us=M attn_us=A other_us=O tokens=G-1
+
+#include "user/lib/user.h"
+#include "user/llm/session.h"
+#include "user/llm/layers.h"
+
+void (*llm_token_hook)(int i, int id);
+
+// ---------------------------------------------------------------- set-up
+
+// Remember a new buffer of n bytes in s, for llm_session_free; sets
+// s->oom and returns 0 if out of memory or of slots.
+static void *
+s_alloc(struct llm_session *s, uint64 n)
+{
+  void *p = 0;
+  if (s->nbuf < sizeof(s->buf) / sizeof(s->buf[0]))
+    p = malloc(n ? n : 1);
+  if (p)
+    s->buf[s->nbuf++] = p;
+  else
+    s->oom = 1;
+  return p;
+}
+
+// The larger of a and b.
+static int
+max2(int a, int b)
+{
+  return a > b ? a : b;
+}
+
+// The KV cache, the Gated DeltaNet state and the workspace, sized for the
+// longest vector each buffer holds. Returns 0, or -1 if out of memory.
+static int
+session_alloc(struct llm_session *s, const struct llm_runtime *rt)
+{
+  const struct llm_config *g = &rt->cfg;
+  uint64 T = g->runtime_seq_len, B = LLM_BATCH;
+  uint64 kv = (uint64)g->n_kv_heads * g->head_dim, nf = rt->n_full;
+  uint64 vdim = (uint64)g->lin_v_heads * g->lin_v_dim;
+  int maxin = max2(max2(g->dim, g->hidden_dim), max2(g->n_heads * g->head_dim, vdim));
+  int conv_dim = llm_conv_dim(g);
+  int maxout = max2(max2(maxin, 2 * g->n_heads * g->head_dim), conv_dim);
+  s->kq = s_alloc(s, nf * T * kv);
+  s->vq = s_alloc(s, nf * T * kv);
+  s->km = s_alloc(s, nf * T * (kv / LLM_GS) * sizeof(int32));
+  s->vm = s_alloc(s, nf * T * (kv / LLM_GS) * sizeof(int32));
+  s->kxs = s_alloc(s, nf * T * g->n_kv_heads * sizeof(double));
+  s->vxs = s_alloc(s, nf * T * g->n_kv_heads * sizeof(double));
+  s->conv = s_alloc(s, rt->n_linear * (uint64)max2(g->conv_kernel - 1, 0) * conv_dim * sizeof(double));
+  s->state = s_alloc(s, rt->n_linear * (uint64)g->lin_v_heads * g->lin_k_dim * g->lin_v_dim * sizeof(double));
+  s->seq = s_alloc(s, T * sizeof(int));
+  s->x = s_alloc(s, B * g->dim * sizeof(double));
+  s->xn = s_alloc(s, B * maxin * sizeof(double));
+  s->q = s_alloc(s, B * maxout * sizeof(double)); // also gate, qkv, proj
+  s->k = s_alloc(s, B * maxout * sizeof(double)); // also up, z
+  s->v = s_alloc(s, B * maxout * sizeof(double)); // also ab
+  s->mixed = s_alloc(s, B * maxin * sizeof(double));
+  s->act.q = s_alloc(s, B * maxin);
+  s->act.m = s_alloc(s, B * (maxin / LLM_GS) * sizeof(int32));
+  s->act.xs = s_alloc(s, B * sizeof(double));
+  s->act.pairs = s_alloc(s, (uint64)maxin * LLM_PAIRS * sizeof(int64));
+  s->qhead_q = s_alloc(s, g->head_dim);
+  s->qhead_m = s_alloc(s, (g->head_dim / LLM_GS) * sizeof(int32));
+  s->dot = s_alloc(s, T * sizeof(int64));
+  s->score = s_alloc(s, T * sizeof(double));
+  s->val_w = s_alloc(s, T * sizeof(double));
+  s->val_wq = s_alloc(s, T * sizeof(int32));
+  s->delta_kv = s_alloc(s, (uint64)maxout * sizeof(double));
+  s->logits = s_alloc(s, (uint64)g->vocab_size * sizeof(double));
+  return s->oom ? -1 : 0;
+}
+
+int
+llm_session_init(struct llm_session *s, struct llm_runtime *rt,
+    const char *dir, int model_kind)
+{
+  uint64 t0 = time_us();
+  memset(s, 0, sizeof(*s));
+  if (llm_asset_dir_check(dir) < 0)
+    return -1;
+  uint64 t1 = time_us();
+  if (llm_runtime_init(rt, dir, model_kind) < 0) {
+    llm_runtime_free(rt);
+    return -1;
+  }
+  s->tm.load_us = time_us() - t1;
+  if (session_alloc(s, rt) < 0) {
+    fprintf(2, "%s: out of memory for the KV cache and workspace\n", llm_prog);
+    llm_session_free(s, rt);
+    return -1;
+  }
+  s->tm.init_us = time_us() - t0;
+  return 0;
+}
+
+void
+llm_session_free(struct llm_session *s, struct llm_runtime *rt)
+{
+  while (s->nbuf > 0)
+    free(s->buf[--s->nbuf]);
+  llm_runtime_free(rt);
+}
+
+// ---------------------------------------------------------------- requests
+
+// (contracts in user/llm/session.h)
+uint64
+llm_clock(struct llm_session *s)
+{
+  return s->tm.profile ? time_us() : 0;
+}
+
+void
+llm_charge(struct llm_session *s, uint64 *part, uint64 since)
+{
+  if (s->tm.profile)
+    *part += time_us() - since;
+}
+
+// One --profile line for a phase of total us and `tokens` tokens; resets
+// the parts for the next phase.
+static void
+profile_line(const char *phase, struct llm_session *s, uint64 total, int tokens)
+{
+  struct llm_timing *t = &s->tm;
+  uint64 known = t->matmul_us + t->attn_us;
+  fprintf(2, "%s: profile phase=%s matmul_us=%lu attn_us=%lu other_us=%lu tokens=%d\n",
+      llm_prog, phase, t->matmul_us, t->attn_us,
+      total > known ? total - known : 0, tokens);
+  t->matmul_us = t->attn_us = 0;
+}
+
+// Prefill, then greedy decode. The course's loop runs `pos` over every
+// position and starts writing results once pos >= n - 1; here the prompt
+// positions go through the layers in batches (the head only at the last
+// one), and each generated token is fed back at the next position.
+// s->seq[0..n) holds the prompt; the predict tokens land in s->seq[n..).
+static int
+llm_drive_decode(const struct llm_model *md, struct llm_runtime *rt,
+    struct llm_session *s, int n, int predict, uint64 t0,
+    uint64 *ttft, uint64 *tpot)
+{
+  int c = 0;
+  for (int pos = 0; pos < n; pos += c) { // prefill
+    c = n - pos < LLM_BATCH ? n - pos : LLM_BATCH;
+    md->forward(rt, s, pos, c);
+  }
+  s->seq[n] = llm_head(rt, s, c - 1); // the first generated token
+  uint64 t1 = time_us();
+  if (llm_token_hook)
+    llm_token_hook(0, s->seq[n]);
+  *ttft = t1 - t0;
+  if (s->tm.profile)
+    profile_line("prefill", s, *ttft, n);
+  for (int i = 1; i < predict; i++) { // decode
+    int pos = n + i - 1;
+    md->forward(rt, s, pos, 1);
+    s->seq[pos + 1] = llm_head(rt, s, 0);
+    if (llm_token_hook)
+      llm_token_hook(i, s->seq[pos + 1]);
+  }
+  uint64 t2 = time_us();
+  *tpot = predict > 1 ? (t2 - t1) / (predict - 1) : 0;
+  if (s->tm.profile)
+    profile_line("decode", s, t2 - t1, predict - 1);
+  return 0;
+}
+
+// Check a request against the limits; -1 after a message naming the limit.
+static int
+request_check(const struct llm_config *g, const int *ids, int n, int predict)
+{
+  if (n < 1) {
+    fprintf(2, "%s: request: empty prompt (at least 1 id)\n", llm_prog);
+    return -1;
+  }
+  if (n > AI_MAX_PROMPT) {
+    fprintf(2, "%s: request: prompt of %d ids exceeds the limit of %d prompt ids\n",
+        llm_prog, n, AI_MAX_PROMPT);
+    return -1;
+  }
+  if (predict < 1) {
+    fprintf(2, "%s: request: predict %d: must be at least 1\n", llm_prog, predict);
+    return -1;
+  }
+  if (n + predict > g->runtime_seq_len) {
+    fprintf(2, "%s: request: prompt %d + predict %d = %d exceeds runtime_seq_len %d\n",
+        llm_prog, n, predict, n + predict, g->runtime_seq_len);
+    return -1;
+  }
+  for (int i = 0; i < n; i++)
+    if (ids[i] < 0 || ids[i] >= g->vocab_size) {
+      fprintf(2, "%s: request: id %d at prompt position %d is not below vocab_size %d\n",
+          llm_prog, ids[i], i, g->vocab_size);
+      return -1;
+    }
+  return 0;
+}
+
+// Print the generated ids on one stdout line.
+static void
+print_ids(const int *ids, int n)
+{
+  char line[512];
+  int len = 0;
+  for (int i = 0; i < n; i++) {
+    if (len > (int)sizeof(line) - 16) {
+      write(1, line, len);
+      len = 0;
+    }
+    len += snprintf(line + len, sizeof(line) - len, i ? " %d" : "%d", ids[i]);
+  }
+  line[len++] = '\n';
+  write(1, line, len);
+}
+
+int
+llm_session_generate(const struct llm_model *md, struct llm_runtime *rt,
+    struct llm_session *s, const int *ids, int n, int predict,
+    uint64 *ttft, uint64 *tpot)
+{
+  uint64 t0 = time_us();
+  if (request_check(&rt->cfg, ids, n, predict) < 0)
+    return -1;
+  memmove(s->seq, ids, n * sizeof(int));
+  return llm_drive_decode(md, rt, s, n, predict, t0, ttft, tpot);
+}
+
+int
+llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
+    struct llm_session *s, const int *ids, int n, int predict,
+    int quiet)
+{
+  uint64 ttft, tpot;
+  if (llm_session_generate(md, rt, s, ids, n, predict, &ttft, &tpot) < 0)
+    return -1;
+  if (llm_token_hook == 0) // else the hook has written them (the CLI's --stream)
+    print_ids(s->seq + n, predict);
+  if (!quiet)
+    fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
+               "prompt=%d gen=%d\n",
+        llm_prog, s->tm.load_us, s->tm.init_us,
+        ttft, tpot, n, predict);
+  return 0;
+}

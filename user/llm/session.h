@@ -1,0 +1,106 @@
+// A session of the LLM runtime (user/llm/session.c): the state one model
+// needs to serve requests, sized from the config and allocated before the
+// first token (the forward pass never allocates), and the requests
+// themselves: check, prefill, decode, timing line.
+//
+//   struct llm_runtime  the weights (user/llm/loader.h)
+//   struct llm_session  the KV cache, Gated DeltaNet state and workspace
+//   struct llm_model    what differs between the models: the forward pass
+#ifndef AISVC_LLM_SESSION_H
+#define AISVC_LLM_SESSION_H
+
+#include "kernel/include/aisvc.h" // AI_MAX_PROMPT: most prompt ids per request
+#include "user/llm/loader.h"
+
+struct llm_timing {
+  uint64 load_us, init_us;   // llm_runtime_init, llm_session_init
+  uint64 matmul_us, attn_us; // --profile: time inside each part
+  int profile;
+};
+
+struct llm_session {
+  // KV cache of the full-attention layers, int8 with group multipliers
+  int8 *kq, *vq;     // (n_full, runtime_seq_len, kv_dim)
+  int32 *km, *vm;    // (n_full, runtime_seq_len, kv_dim/32)
+  double *kxs, *vxs; // (n_full, runtime_seq_len, n_kv_heads)
+  // Gated DeltaNet state
+  double *conv;  // (n_linear, conv_kernel-1, conv_dim) last inputs, oldest first
+  double *state; // (n_linear, lin_v_heads, lin_k_dim, lin_v_dim)
+  // workspace for LLM_BATCH positions
+  int *seq;   // (runtime_seq_len) prompt then generated ids
+  double *x;  // (LLM_BATCH, dim) hidden state
+  double *xn; // (LLM_BATCH, maxin) input of the next matmuls: normed x, or
+              // the MLP's silu(gate) * up
+  // matmul outputs (LLM_BATCH, maxout), named by what each block keeps in
+  // them; the block's output projection reuses the first
+  union {
+    double *q;    // full attention: queries (each head followed by its gate)
+    double *gate; // MLP: gate projection
+    double *qkv;  // Gated DeltaNet: in_proj_qkv, the conv input
+    double *proj; // any block: its output projection, added to x
+  };
+  union {
+    double *k;  // full attention: keys
+    double *up; // MLP: up projection
+    double *z;  // Gated DeltaNet: output gates
+  };
+  union {
+    double *v;  // full attention: values
+    double *ab; // Gated DeltaNet: a (LLM_BATCH, v_heads), then b
+  };
+  double *mixed;       // (LLM_BATCH, maxin) attention or DeltaNet heads,
+                       // input of the output projection
+  struct llm_qact act; // (LLM_BATCH, maxin) quantised activations
+  int8 *qhead_q;       // (head_dim) a quantised query head
+  int32 *qhead_m;      // (head_dim/32) its group multipliers
+  int64 *dot;          // (runtime_seq_len) attention integer scores D_t
+  double *score;       // (runtime_seq_len) scores, then exp
+  double *val_w;       // (runtime_seq_len) value weights of one group
+  int32 *val_wq;       // (runtime_seq_len) the same, rounded
+  double *delta_kv;    // (maxout) llm_delta_step's kv
+  double *logits;      // (vocab_size)
+  void *buf[32];       // every allocation, freed by llm_session_free
+  int nbuf;
+  int oom; // an allocation failed
+  struct llm_timing tm;
+};
+
+// What differs between the models (user/llm/smol.c, user/llm/qwen.c).
+struct llm_model {
+  const char *name;        // program name for messages
+  const char *default_dir; // /AI/SMOL or /AI/QWEN
+  int model_kind;          // the CFG.BIN model_kind it runs
+  // run positions [pos, pos+n) (n <= LLM_BATCH) through all layers
+  void (*forward)(struct llm_runtime *, struct llm_session *, int pos, int n);
+};
+
+// If set, called with each generated id as soon as it exists (i counts
+// from 0); ai_daemon reports progress with it, the CLI's --stream prints
+// the ids with it (llm_session_run then prints no id line of its own).
+extern void (*llm_token_hook)(int i, int id);
+
+// Check dir, load the model from it with llm_runtime_init (timed as
+// load_us) and allocate the session (the whole call timed as init_us).
+// Returns 0, or -1 after a message with everything freed.
+int llm_session_init(struct llm_session *s, struct llm_runtime *rt,
+    const char *dir, int model_kind);
+// Free the session and the weights.
+void llm_session_free(struct llm_session *s, struct llm_runtime *rt);
+
+// Check one request and generate: the ids land in s->seq[n..n+predict).
+// Returns 0, or -1 after a message.
+int llm_session_generate(const struct llm_model *md, struct llm_runtime *rt,
+    struct llm_session *s, const int *ids, int n,
+    int predict, uint64 *ttft, uint64 *tpot);
+// The same, then print the ids (unless llm_token_hook is set) and, unless
+// quiet, the timing line.
+int llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
+    struct llm_session *s, const int *ids, int n, int predict,
+    int quiet);
+
+// --profile: llm_clock() starts a span (0 when not profiling), llm_charge
+// adds the time since it to *part.
+uint64 llm_clock(struct llm_session *s);
+void llm_charge(struct llm_session *s, uint64 *part, uint64 since);
+
+#endif

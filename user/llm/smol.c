@@ -1,0 +1,26 @@
+// The SmolLM2 model (Llama layout: every layer is full attention, no
+// LTY.BIN needed): the forward pass that llmrun_smol and ai_daemon run
+// (llm_model_smol), made of the shared blocks of user/llm/layers.c.
+
+#include "user/lib/user.h"
+#include "user/llm/layers.h"
+#include "user/llm/smol.h"
+
+// Positions [pos, pos+n): embedding, then attention and MLP per layer. The
+// head (llm_head) runs afterwards, on the last position only.
+static void
+smol_forward(struct llm_runtime *rt, struct llm_session *s, int pos, int n)
+{
+  llm_embed(rt, s, pos, n);
+  for (int l = 0; l < rt->cfg.n_layers; l++) {
+    llm_apply_full_layer(rt, s, l, pos, n);
+    llm_apply_ffn(rt, s, l, n);
+  }
+}
+
+const struct llm_model llm_model_smol = {
+  .name = "llmrun_smol",
+  .default_dir = "/AI/SMOL",
+  .model_kind = LLM_MODEL_SMOL,
+  .forward = smol_forward,
+};
