@@ -24,6 +24,8 @@ import numpy as np
 from pyaisvc import assets as A
 from pyaisvc.errors import AisvcError
 from pyaisvc.quant import GROUP_SIZE, QMat, dequantize, max_error, quantize
+from pyaisvc.reference import Reference
+from pyaisvc.tokenizer import load_tokenizer
 
 SAMPLE_PROMPT = "The capital of France is"
 SAMPLE_NEW_TOKENS = 8
@@ -201,7 +203,6 @@ def sample_continuation(out_dir: Path, tokenizer: str, c: A.Config) -> dict:
     """
     out: dict = {"prompt": SAMPLE_PROMPT, "new_tokens": SAMPLE_NEW_TOKENS}
     try:
-        from pyaisvc.tokenizer import load_tokenizer
         tok = load_tokenizer(tokenizer)
         ids = tok.encode(SAMPLE_PROMPT)
     except Exception as e:  # noqa: BLE001 - INFO.TXT records why the step was skipped
@@ -212,7 +213,6 @@ def sample_continuation(out_dir: Path, tokenizer: str, c: A.Config) -> dict:
         out["skipped"] = f"prompt ids exceed this model's vocab_size {c.vocab_size}"
         return out
     try:
-        from pyaisvc.reference import Reference
         cont = [int(t) for t in Reference(A.load_assets(out_dir)).generate(ids,
                                                                           SAMPLE_NEW_TOKENS)]
     except Exception as e:  # noqa: BLE001 - the reference is optional here
@@ -245,10 +245,3 @@ def assets_source(path: Path) -> ModelSource:
                        embedding=lambda: dequantize(a.emb),
                        final_norm=lambda: np.array(a.final_norm, np.float32),
                        layer=layer, info=info, tokenizer="qwen" if c.model_kind else "smol")
-
-
-
-def env_offline() -> None:
-    """Make transformers and the HF hub never touch the network."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"

@@ -32,9 +32,10 @@ from pyaisvc.export.common import (
     ModelSource,
     Progress,
     assets_source,
-    env_offline,
     export_model,
 )
+from pyaisvc.export.synthetic import build_synthetic_qwen, synthetic_info
+from pyaisvc.hfsources import env_offline
 
 # Guest memory decides this default: per position the runtime keeps, for each of
 # the 6 full-attention layers, K and V for 2 kv heads x 256 dims as int8 plus
@@ -195,8 +196,6 @@ def export_qwen(out_dir: Path, zip_path: Path | None, checkpoint: Path | None = 
         if src.config.model_kind != 1:
             raise ExportError(f"{course_zip}: holds a Smol model; use `pyaisvc export smol`")
     else:
-        from pyaisvc.export.synthetic import build_synthetic_qwen, synthetic_info
-
         model = build_synthetic_qwen(synthetic, seed)
         src = torch_model_source(model, synthetic_info(synthetic, seed))
     return export_model(src, out_dir, zip_path, fmt, runtime_seq_len, progress,
