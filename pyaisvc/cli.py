@@ -19,6 +19,7 @@ from pyaisvc.errors import AisvcError
 _COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "boot the guest, run one shell command, print its output"),
     "fsimg": ("fsimg", "build, list or extract a guest file-system image"),
+    "image": ("image", "build a bootable image with a model (only when its content changed)"),
     "translate": ("translate", "convert text <-> token ids (smol or qwen tokenizer)"),
     "export": ("export", "export model weights to the course's asset files"),
     "generate": ("generate", "generate a continuation (guest or numpy reference)"),

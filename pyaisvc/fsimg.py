@@ -454,6 +454,12 @@ class ImageInfo:
     ninodes: int
     files: int
 
+    def summary(self) -> str:
+        """One line: entries, space used and inodes."""
+        bs = load_layout().BSIZE
+        return (f"{self.path}: {self.files} entries, {self.used_blocks * bs >> 20} MiB used "
+                f"of {self.size_blocks * bs >> 20} MiB, {self.ninodes} inodes")
+
 
 def build_image(image: str | Path, tree: Tree, size_blocks: int | None = None,
                 progress: Progress | None = None) -> ImageInfo:

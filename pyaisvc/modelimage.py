@@ -21,6 +21,7 @@ running on the old image (snapshot=on reads the file) keeps the old contents.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -96,21 +97,21 @@ def _read_stamp(image: Path) -> dict:
 
 
 def build_model_image(image: Path, programs: dict[str, Path], dirs: dict[str, Path],
-                      progress: fsimg.Progress | None = None) -> bool:
-    """Builds image (sized to fit) unless its stored content hash is current; True if built."""
+                      progress: fsimg.Progress | None = None) -> fsimg.ImageInfo | None:
+    """Builds image (sized to fit) unless its stored content hash is current (then None)."""
     image = Path(image)
     tree = model_tree(programs, dirs)
     stamp = _read_stamp(image)
     files: dict[str, list] = {}
     digest = content_hash(tree, stamp.get("files", {}), files)
     if image.is_file() and stamp.get("digest") == digest:
-        return False
+        return None
     image.parent.mkdir(parents=True, exist_ok=True)
     tmp = image.with_name(f"{image.name}.{os.getpid()}.tmp")
     try:
-        fsimg.build_image(tmp, tree, progress=progress)
+        info = fsimg.build_image(tmp, tree, progress=progress)
         os.replace(tmp, image)
     finally:
         tmp.unlink(missing_ok=True)
-    stamp_path(image).write_text(json.dumps({"digest": digest, "files": files}, indent=0))
-    return True
+    stamp_path(image).write_text(json.dumps({"digest": digest, "files": files}))
+    return dataclasses.replace(info, path=image)

@@ -59,7 +59,7 @@ def _size_blocks(args: argparse.Namespace) -> int | None:
     return None
 
 
-def _bar(desc: str, quiet: bool) -> tuple[contextlib.AbstractContextManager[Any],
+def progress_bar(desc: str, quiet: bool) -> tuple[contextlib.AbstractContextManager[Any],
                                           Callable[[int, int], None] | None]:
     """A tqdm bar and the progress callback that drives it (none if quiet)."""
     if quiet or tqdm is None:
@@ -77,12 +77,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.action == "build":
             tree = tree_from_args(args.add, args.add_dir)
-            bar, progress = _bar(f"building {args.image}", args.quiet)
+            bar, progress = progress_bar(f"building {args.image}", args.quiet)
             with bar:
                 info = fsimg.build_image(args.image, tree, _size_blocks(args), progress)
-            bs = fsimg.load_layout().BSIZE
-            print(f"{info.path}: {info.files} entries, {info.used_blocks * bs >> 20} MiB used "
-                  f"of {info.size_blocks * bs >> 20} MiB, {info.ninodes} inodes")
+            print(info.summary())
         elif args.action == "list":
             layout = fsimg.load_layout()
             for e in fsimg.list_image(args.image):
@@ -96,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
                 raise CommandError(f"fsimg check: {args.image} is inconsistent (see above)")
             print(f"{args.image}: clean")
         else:
-            bar, progress = _bar(f"extracting {args.image}", False)
+            bar, progress = progress_bar(f"extracting {args.image}", False)
             with bar:
                 files = fsimg.extract(args.image, args.to, args.paths, progress)
             print(f"extracted {len(files)} files into {args.to}")
