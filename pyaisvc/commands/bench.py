@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
 from pyaisvc.bench import plots, report
 from pyaisvc.bench.matrix import BenchError, parse_lengths
 from pyaisvc.bench.runner import BenchConfig, Progress, run_bench
@@ -70,8 +72,6 @@ def _config(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     cfg = _config(args)
     out = args.out or Path("build/bench") / time.strftime("results-%Y%m%d-%H%M%S", time.gmtime())
     bar = None

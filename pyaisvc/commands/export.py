@@ -13,7 +13,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from pyaisvc.errors import CommandError
+from tqdm import tqdm
+
+from pyaisvc.errors import AisvcError, CommandError
+from pyaisvc.export.qwen import export_qwen
+from pyaisvc.export.smol import export_smol
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,8 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _progress_bar(quiet: bool):
     if quiet:
         return None, None
-    from tqdm import tqdm
-
     bar = tqdm(total=1, unit="step", file=sys.stderr, desc="export")
 
     def progress(done: int, total: int, label: str) -> None:
@@ -70,15 +72,11 @@ def _run_export(args: argparse.Namespace, progress):
     if args.model == "smol":
         if args.synthetic:
             raise CommandError("export smol: --synthetic is for qwen")
-        from pyaisvc.export.smol import export_smol
-
         return export_smol(out_dir, zip_path, gguf=args.gguf, checkpoint=args.checkpoint,
                            course_zip=args.course_zip, **common)
     if args.gguf:
         raise CommandError("export qwen: --gguf is for smol; use --checkpoint DIR, "
                            "--course-zip FILE or --synthetic tiny|0.8b")
-    from pyaisvc.export.qwen import export_qwen
-
     return export_qwen(out_dir, zip_path, checkpoint=args.checkpoint,
                        course_zip=args.course_zip, synthetic=args.synthetic,
                        seed=args.seed, **common)
@@ -104,8 +102,6 @@ def _report(res, verbose: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pyaisvc.errors import AisvcError
-
     progress, bar = _progress_bar(args.quiet)
     try:
         res = _run_export(args, progress)

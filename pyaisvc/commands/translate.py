@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from pyaisvc.errors import CommandError
+from pyaisvc.translate import decode_ids, encode_text, format_ids, parse_ids
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,8 +51,6 @@ def _read(path: str, option: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pyaisvc.translate import decode_ids, encode_text, format_ids, parse_ids
-
     if args.direction == "encode":
         if args.text is not None:
             text = args.text
