@@ -256,14 +256,14 @@ qemu-gdb: $(KERNEL_ELF) $(FSIMG) | qemu-check
 # [models]
 # smol-assets / qwen-assets: models/SMOL and models/QWEN for the image. If the
 # directory is there (INFO.TXT marks a complete one) nothing happens; else a
-# models/smol.zip / qwen.zip (ours or the course's, unchanged) is unpacked; else
+# models/smol.zip / qwen.zip (v3 or the course's, unchanged) is unpacked; else
 # the exporter writes both the directory and the zip.
 # Qwen has no default source (no checkpoint ships with the course): give one of
 #   QWEN_CHECKPOINT=DIR      a Qwen3.5 HF checkpoint (model_type qwen3_5)
 #   QWEN_SYNTHETIC=tiny|0.8b a random Qwen3.5 built from transformers' classes
 # or drop the course's qwen.zip into models/.
 MODELS          := models
-MODEL_FORMAT    ?= ours
+MODEL_FORMAT    ?= v3
 QWEN_CHECKPOINT ?=
 QWEN_SYNTHETIC  ?=
 QWEN_SEED       ?= 0
@@ -375,7 +375,7 @@ $(BUILD)/host/llmrun_%: $(U)/llm/llmrun_%.c $(LLM_SRCS) $(LLM_HDRS) tests/host/h
 	@mkdir -p $(dir $@)
 	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(LLM_SRCS) -lm
 
-# The hot kernels (.text.hot) must share one 4 KiB page (PERF_NOTES.md 4).
+# The hot kernels (.text.hot) must share one 4 KiB page (docs/PERF_NOTES.md).
 llm-check-hot: $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen
 	@for f in $^; do python3 tests/host/check_hot.py $(TOOLPREFIX) $(BUILD)/user/llm/kernels.o $$f || exit 1; done
 

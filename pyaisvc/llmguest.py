@@ -150,14 +150,24 @@ def id_args(ids: tuple[int, ...] | list[int]) -> str:
     return " ".join(f'"{w}"' for w in words)
 
 
+_TIMING_VALUES = " ".join(rf"{f}=(\d+)" for f in TIMING_FIELDS)
+
+
 def timing_pattern(prog: str) -> str:
     """Regex text of prog's timing line; its groups are the TIMING_FIELDS values."""
-    return re.escape(prog) + ": timing " + " ".join(rf"{f}=(\d+)" for f in TIMING_FIELDS)
+    return f"{re.escape(prog)}: timing {_TIMING_VALUES}"
 
 
 def timing_fields(m: re.Match[str]) -> dict[str, int]:
     """TIMING_FIELDS -> value, from a match of timing_pattern()."""
     return dict(zip(TIMING_FIELDS, (int(v) for v in m.groups()), strict=True))
+
+
+def timings(output: str, prog: str | None = None) -> list[dict[str, int]]:
+    """Every timing line in output, in order: prog's, or any llmrun program's."""
+    who = re.escape(prog) if prog else r"llmrun_\w+"
+    line = re.compile(rf"^{who}: timing {_TIMING_VALUES}\s*$", re.M)
+    return [timing_fields(m) for m in line.finditer(output)]
 
 
 def timing_line(prog: str, fields: dict[str, int]) -> str:
@@ -167,12 +177,12 @@ def timing_line(prog: str, fields: dict[str, int]) -> str:
 
 def parse_output(output: str, prog: str, gen: int) -> tuple[dict[str, int], tuple[int, ...]]:
     """(timing fields, generated ids) from a run's console output; LlmGuestError if absent."""
-    timings = list(re.finditer(rf"^{timing_pattern(prog)}\s*$", output, re.M))
+    found = timings(output, prog)
     ids = [line for line in output.splitlines() if IDS_LINE.match(line.strip())]
-    if not timings or not ids:
+    if not found or not ids:
         raise LlmGuestError(f"{prog} printed no ids and timing line; its output was:\n"
                             f"{output[-2000:]}")
-    fields = timing_fields(timings[-1])
+    fields = found[-1]
     got = tuple(int(v) for v in ids[-1].split())
     if fields["gen"] != gen or len(got) != gen:
         raise LlmGuestError(f"{prog}: asked for {gen} ids, got {len(got)} (timing says "

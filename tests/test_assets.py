@@ -2,7 +2,7 @@
 
 Hand-built tiny models (numpy arrays made here) go through write_assets and
 load_assets. The expected bytes are packed independently in this file from
-ASSET_FORMAT.md / ARITHMETIC.md, not with the code under test.
+docs/ASSET_FORMAT.md / docs/ARITHMETIC.md, not with the code under test.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pyaisvc.assets import AssetError, Assets, Config, Layer, load_assets, write
 from pyaisvc.quant import QMat, dequantize, quantize_groups, quantize_rows
 
 MAGIC = 0x31474643
-# version-2/3 header fields in file order after magic and version (ASSET_FORMAT.md)
+# version-2/3 header fields in file order after magic and version (docs/ASSET_FORMAT.md)
 V2_FIELDS = ["model_kind", "flags", "dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads",
              "head_dim", "vocab_size", "seq_len", "runtime_seq_len", "rms_eps", "rope_theta",
              "rotary_dim", "linear_num_k_heads", "linear_num_v_heads", "linear_key_head_dim",
@@ -45,7 +45,7 @@ def qwen_cfg(version: int) -> Config:
 
 
 def _shapes(c: Config, kind: int) -> list[tuple[str, bool, tuple[int, ...]]]:
-    """(name, is_matrix, shape) in file order, written out here from ASSET_FORMAT.md."""
+    """(name, is_matrix, shape) in file order, written out here from docs/ASSET_FORMAT.md."""
     d, h = c.dim, c.hidden_dim
     mlp = [("gate_proj", True, (h, d)), ("up_proj", True, (h, d)), ("down_proj", True, (d, h))]
     if kind == 0:

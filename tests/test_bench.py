@@ -122,9 +122,9 @@ def test_summary_median_and_spread():
 
 @pytest.fixture(scope="module")
 def bench_out(build, tmp_path_factory) -> Path:
-    if lc.smol_dir("ours") is None:
+    if lc.smol_dir("v3") is None:
         pytest.skip("models/SMOL is missing: run `make smol-assets`")
-    qwen = lc.qwen_tiny_dir("ours")
+    qwen = lc.qwen_tiny_dir("v3")
     out = tmp_path_factory.mktemp("bench")
     cmd = [sys.executable, "-m", "pyaisvc", "bench", "--model", "both", "--mode", "both",
            "--no-progress", "--profile",
@@ -170,7 +170,7 @@ def test_bench_writes_every_file_with_numbers(bench_out: Path):
 @pytest.mark.guest
 def test_bench_ids_match_the_reference(bench_out: Path):
     data = json.loads((bench_out / "results.json").read_text())
-    dirs = {"smol": lc.smol_dir("ours"), "qwen": lc.qwen_tiny_dir("ours")}
+    dirs = {"smol": lc.smol_dir("v3"), "qwen": lc.qwen_tiny_dir("v3")}
     for model, assets in dirs.items():
         prompts = [data["prompts"][model][str(p)] for p in PROMPTS]
         text_ids = load_tokenizer(model).encode(TEXT)

@@ -12,7 +12,7 @@ from pyaisvc.tokenizer import TokenizerError, load_tokenizer
 from pyaisvc.translate import TokenIdError, decode_ids, encode_text, parse_ids
 
 PROMPT = "The capital of France is"
-EXPECTED = {  # ASSET_FORMAT.md and issue 3
+EXPECTED = {  # the course's prompt ids for its sample prompt (docs/ASSET_FORMAT.md)
     "smol": [504, 3575, 282, 4649, 314],
     "qwen": [760, 6511, 314, 9338, 369],
 }

@@ -2,7 +2,7 @@
 
     pyaisvc export smol [--gguf FILE | --checkpoint DIR | --course-zip smol.zip]
     pyaisvc export qwen --checkpoint DIR | --course-zip qwen.zip | --synthetic tiny|0.8b
-    common: [--format ours|course] [--runtime-seq-len N] [--out DIR] [--seed N] [-v]
+    common: [--format v3|course] [--runtime-seq-len N] [--out DIR] [--seed N] [-v]
 
 Writes OUT/SMOL/ + OUT/smol.zip or OUT/QWEN/ + OUT/qwen.zip (OUT defaults to models).
 """
@@ -16,6 +16,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from pyaisvc.errors import AisvcError, CommandError
+from pyaisvc.export.common import FORMAT_ALIASES, FORMATS
 from pyaisvc.export.qwen import export_qwen
 from pyaisvc.export.smol import export_smol
 
@@ -28,14 +29,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--checkpoint", type=Path,
                      help="an HF model directory (smol: Llama architecture; qwen: qwen3_5)")
     src.add_argument("--course-zip", type=Path,
-                     help="re-export a course smol.zip / qwen.zip (or ours), e.g. into the "
+                     help="re-export a course smol.zip / qwen.zip (or a v3 one), e.g. into the "
                      "other format")
     src.add_argument("--synthetic", choices=["tiny", "0.8b"],
                      help="qwen: a randomly initialised Qwen3.5 of this size")
     parser.add_argument("--seed", type=int, default=0, help="seed for --synthetic (default 0)")
-    parser.add_argument("--format", choices=["ours", "course"], default="ours",
-                        help="ours: CFG version 3, group-scaled weights (default); "
-                        "course: version 1 (smol) / 2 (qwen)")
+    parser.add_argument("--format", choices=[*FORMATS, *FORMAT_ALIASES], default="v3",
+                        help="v3: CFG version 3, group-scaled weights (default; 'ours' is its "
+                        "old name); course: version 1 (smol) / 2 (qwen)")
     parser.add_argument("--runtime-seq-len", type=int, default=None,
                         help="positions the guest runtime supports (default 256)")
     parser.add_argument("--out", type=Path, default=Path("models"),

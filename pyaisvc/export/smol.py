@@ -95,7 +95,7 @@ def smol_source(model, info: dict) -> ModelSource:
                        layer=layer, info=info, tokenizer="smol")
 
 
-def export_smol(out_dir: Path, zip_path: Path | None, fmt: str = "ours",
+def export_smol(out_dir: Path, zip_path: Path | None, fmt: str = "v3",
                 runtime_seq_len: int = DEFAULT_RUNTIME_SEQ_LEN, gguf: Path | None = None,
                 checkpoint: Path | None = None, course_zip: Path | None = None,
                 progress: Progress | None = None, report_errors: bool = False,

@@ -1,7 +1,7 @@
 """Check that the LLM runtime's hot kernels share one 4 KiB page of a guest ELF.
 
 Code crossing a page boundary runs 3-5x slower under QEMU's TCG
-(shared/design/PERF_NOTES.md, fact 4). The kernels are the functions that
+(docs/PERF_NOTES.md). The kernels are the functions that
 user/llm/kernels.o puts in section .text.hot; this finds them in the linked
 program with `nm -S` and fails unless their bytes lie in a single page.
 
