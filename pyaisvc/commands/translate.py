@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from pyaisvc.errors import CommandError
+from pyaisvc.tokenizer import MODELS
 from pyaisvc.translate import decode_ids, encode_text, format_ids, parse_ids
 
 
@@ -34,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", choices=["smol", "qwen"], default="smol",
+    p.add_argument("--model", choices=MODELS, default="smol",
                    help="whose tokenizer (default smol)")
     p.add_argument("--tokenizer-file", help="use this local tokenizer.json instead")
 
