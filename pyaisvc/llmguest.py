@@ -9,9 +9,10 @@
   AI_MAX_PROMPT in kernel/include/aisvc.h;
 - ``prepare()``: kernel, guest programs and an image holding them and a model
   (pyaisvc.modelimage, the recipe ``make qemu-smol`` uses too);
-- ``id_args()``: prompt ids as shell arguments; ``parse_output()`` /
-  ``timing_pattern()``: the ids and the timing line llmrun prints after each
-  request (user/llm/runtime.c)::
+- ``id_args()``: prompt ids as shell arguments; ``parse_output()``,
+  ``timings()`` and ``timing_pattern()``: the ids and the timing line llmrun
+  prints after each request (user/llm/runtime.c), whose format is written
+  down only here (``TIMING_FIELDS``)::
 
       llmrun_smol: timing load_us=... init_us=... ttft_us=... tpot_us=... prompt=N gen=N
 """

@@ -70,11 +70,9 @@ def _file_hash(path: Path, cache: dict[str, list], fresh: dict[str, list]) -> st
     return digest
 
 
-def content_hash(tree: fsimg.Tree, cache: dict[str, list] | None = None,
-                 fresh: dict[str, list] | None = None) -> str:
-    """The hash of everything that decides the image's bytes (see the module doc)."""
-    cache = cache if cache is not None else {}
-    fresh = fresh if fresh is not None else {}
+def content_hash(tree: fsimg.Tree, cache: dict[str, list], fresh: dict[str, list]) -> str:
+    """The hash of everything that decides the image's bytes (see the module doc); each
+    file's hash comes from cache while its stat key matches, and goes into fresh."""
     h = hashlib.sha256()
     for recipe in RECIPE:
         h.update(f"recipe {recipe.name} {_file_hash(recipe, cache, fresh)}\n".encode())
@@ -84,13 +82,13 @@ def content_hash(tree: fsimg.Tree, cache: dict[str, list] | None = None,
     return h.hexdigest()
 
 
-def stamp_path(image: Path) -> Path:
+def _stamp_path(image: Path) -> Path:
     return image.with_name(image.name + ".hash")
 
 
 def _read_stamp(image: Path) -> dict:
     try:
-        stamp = json.loads(stamp_path(image).read_text())
+        stamp = json.loads(_stamp_path(image).read_text())
     except (OSError, ValueError):
         return {}
     return stamp if isinstance(stamp, dict) else {}
@@ -113,5 +111,5 @@ def build_model_image(image: Path, programs: dict[str, Path], dirs: dict[str, Pa
         os.replace(tmp, image)
     finally:
         tmp.unlink(missing_ok=True)
-    stamp_path(image).write_text(json.dumps({"digest": digest, "files": files}))
+    _stamp_path(image).write_text(json.dumps({"digest": digest, "files": files}))
     return dataclasses.replace(info, path=image)
