@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,17 +60,28 @@ def _size_blocks(args: argparse.Namespace) -> int | None:
 
 
 def progress_bar(desc: str, quiet: bool) -> tuple[contextlib.AbstractContextManager[Any],
-                                          Callable[[int, int], None] | None]:
-    """A tqdm bar and the progress callback that drives it (none if quiet)."""
+                                                  Callable[[int, int], None] | None]:
+    """A context that closes the tqdm bar, and the progress callback that drives it (none if
+    quiet). The bar appears with the first progress call, so work that is skipped draws none."""
     if quiet or tqdm is None:
         return contextlib.nullcontext(), None
-    bar = tqdm(desc=desc, unit="B", unit_scale=True, leave=False)
+    bars: list[Any] = []
 
     def progress(done: int, total: int) -> None:
-        bar.total = total
-        bar.update(done - bar.n)
+        if not bars:
+            bars.append(tqdm(desc=desc, unit="B", unit_scale=True, leave=False))
+        bars[0].total = total
+        bars[0].update(done - bars[0].n)
 
-    return bar, progress
+    @contextlib.contextmanager
+    def closing() -> Iterator[None]:
+        try:
+            yield
+        finally:
+            if bars:
+                bars[0].close()
+
+    return closing(), progress
 
 
 def run(args: argparse.Namespace) -> int:

@@ -50,7 +50,10 @@ def model_dirs(values: list[str]) -> dict[str, Path]:
 def programs(adds: list[str]) -> dict[str, Path]:
     """--add NAME=ELF values -> {NAME: ELF}; the Makefile's UPROGS when there are none."""
     if not adds:
-        return uprogs(Path("."))
+        try:
+            return uprogs(Path("."))
+        except AisvcError as e:
+            raise CommandError(f"image: {e}") from e
     out = {}
     for value in adds:
         name, sep, elf = value.partition("=")
@@ -62,10 +65,11 @@ def programs(adds: list[str]) -> dict[str, Path]:
 
 def run(args: argparse.Namespace) -> int:
     dirs = model_dirs(args.model)
+    progs = programs(args.add)
     try:
         bar, progress = progress_bar(f"building {args.out}", args.quiet)
         with bar:
-            info = build_model_image(args.out, programs(args.add), dirs, progress)
+            info = build_model_image(args.out, progs, dirs, progress)
     except AisvcError as e:
         raise CommandError(f"image: {e}") from e
     print(f"{args.out}: up to date" if info is None else info.summary())
