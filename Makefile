@@ -179,8 +179,7 @@ FSIMG_EXTRA ?=
 FSIMG_SIZE  ?= 256M
 FSIMG_SRCS  := Makefile pyaisvc/fsimg.py pyaisvc/commands/fsimg.py \
 	$(K)/include/fs.h $(K)/include/fsparam.h $(K)/include/stat.h
-# FSIMG_BUILD writes $@ with every UPROG, sized to fit unless --size follows;
-# e.g. `$(FSIMG_BUILD) --add-dir AI/SMOL=models/SMOL` for build/fs-smol.img.
+# FSIMG_BUILD writes $@ with every UPROG, sized to fit unless --size follows.
 FSIMG_BUILD = $(PYTHON) -m pyaisvc fsimg build --quiet --image $@ \
 	$(foreach p,$(UPROGS),--add $(p)=$(BUILD)/user/_$(p))
 
@@ -257,14 +256,14 @@ qemu-gdb: $(KERNEL_ELF) $(FSIMG) | qemu-check
 # [models]
 # smol-assets / qwen-assets: models/SMOL and models/QWEN for the image. If the
 # directory is there (INFO.TXT marks a complete one) nothing happens; else a
-# models/smol.zip / qwen.zip (ours or the course's, unchanged) is unpacked; else
+# models/smol.zip / qwen.zip (v3 or the course's, unchanged) is unpacked; else
 # the exporter writes both the directory and the zip.
 # Qwen has no default source (no checkpoint ships with the course): give one of
 #   QWEN_CHECKPOINT=DIR      a Qwen3.5 HF checkpoint (model_type qwen3_5)
 #   QWEN_SYNTHETIC=tiny|0.8b a random Qwen3.5 built from transformers' classes
 # or drop the course's qwen.zip into models/.
 MODELS          := models
-MODEL_FORMAT    ?= ours
+MODEL_FORMAT    ?= v3
 QWEN_CHECKPOINT ?=
 QWEN_SYNTHETIC  ?=
 QWEN_SEED       ?= 0
@@ -323,18 +322,25 @@ AI_DAEMON_OBJS := $(addprefix $(BUILD)/user/llm/,$(addsuffix .o,$(LLM_MODELS))) 
 $(BUILD)/user/_ai_daemon: $(BUILD)/user/ai/ai_daemon.o $(AI_DAEMON_OBJS) $(UPROG_LIBS) $(U)/lib/user.ld
 	$(LINK_UPROG)
 
-# Images: every UPROG plus the model directories (exported when missing).
+# Images: every UPROG plus the model directories (exported when missing),
+# by the recipe pyaisvc bench/generate/chat use too (pyaisvc.modelimage).
+# The rules always run: `pyaisvc image` writes nothing when the content hash
+# of the programs and model files matches the one stored in $@.hash, so
+# replacing models/SMOL with other files (older ones too) rebuilds the image.
 $(MODELS)/SMOL/INFO.TXT:
 	$(MAKE) smol-assets
 $(MODELS)/QWEN/INFO.TXT:
 	$(MAKE) qwen-assets
 
-$(BUILD)/fs-smol.img: $(UPROG_ELFS) $(FSIMG_SRCS) $(MODELS)/SMOL/INFO.TXT
-	$(FSIMG_BUILD) --add-dir AI/SMOL=$(MODELS)/SMOL
-$(BUILD)/fs-qwen.img: $(UPROG_ELFS) $(FSIMG_SRCS) $(MODELS)/QWEN/INFO.TXT
-	$(FSIMG_BUILD) --add-dir AI/QWEN=$(MODELS)/QWEN
-$(BUILD)/fs-llm.img: $(UPROG_ELFS) $(FSIMG_SRCS) $(MODELS)/SMOL/INFO.TXT $(MODELS)/QWEN/INFO.TXT
-	$(FSIMG_BUILD) --add-dir AI/SMOL=$(MODELS)/SMOL --add-dir AI/QWEN=$(MODELS)/QWEN
+MODEL_IMAGE = $(PYTHON) -m pyaisvc image --quiet --out $@ \
+	$(foreach p,$(UPROGS),--add $(p)=$(BUILD)/user/_$(p))
+.PHONY: model-image-always
+$(BUILD)/fs-smol.img: $(UPROG_ELFS) $(MODELS)/SMOL/INFO.TXT model-image-always
+	$(MODEL_IMAGE) --model smol=$(MODELS)/SMOL
+$(BUILD)/fs-qwen.img: $(UPROG_ELFS) $(MODELS)/QWEN/INFO.TXT model-image-always
+	$(MODEL_IMAGE) --model qwen=$(MODELS)/QWEN
+$(BUILD)/fs-llm.img: $(UPROG_ELFS) $(MODELS)/SMOL/INFO.TXT $(MODELS)/QWEN/INFO.TXT model-image-always
+	$(MODEL_IMAGE) --model smol=$(MODELS)/SMOL --model qwen=$(MODELS)/QWEN
 
 .PHONY: fsimg-smol fsimg-qwen fsimg-llm qemu-smol qemu-qwen qemu-llm llm-host llm-check-hot
 fsimg-smol: $(BUILD)/fs-smol.img

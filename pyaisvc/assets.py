@@ -1,6 +1,6 @@
 """Read, validate and write model asset directories (the "CFG1" format).
 
-The byte format is ../shared/design/ASSET_FORMAT.md (versions 1 and 2, the
+The byte format is docs/ASSET_FORMAT.md (versions 1 and 2, the
 course's) plus our version 3 (docs/ARITHMETIC.md "Format version 3"). Loading
 checks every header field and every file's exact size before it touches the
 data, and refuses a bad file with an AssetError naming the file and the field.
@@ -47,7 +47,7 @@ class AssetError(AisvcError):
 
 @dataclass(frozen=True)
 class Config:
-    version: int  # 1, 2 (course formats) or 3 (ours, group-scaled)
+    version: int  # 1, 2 (course formats) or 3 (v3, group-scaled)
     model_kind: int  # 0 smol/llama, 1 qwen
     flags: int  # bit0 attention output gate, bit1 q/k RMSNorm
     dim: int

@@ -6,7 +6,7 @@ once. Each message is wrapped in the model's chat template, encoded on the
 host, sent as one ``<predict> <id0> <id1> ...`` line, and the generated ids
 that come back are cut at the end-of-turn token and decoded::
 
-    with ChatSession(ChatConfig(model="smol", kernel=..., image=...)) as chat:
+    with ChatSession(ChatConfig(model="smol", kernel=..., image=..., ram="512M"), tok) as chat:
         reply = chat.ask("What is the capital of France?",
                          on_text=lambda piece: print(piece, end="", flush=True))
         print(reply.text, reply.timing["ttft_us"])
@@ -34,14 +34,13 @@ from pathlib import Path
 
 import pexpect
 
-from pyaisvc.bench.console import expect, match, send_line
 from pyaisvc.errors import AisvcError
+from pyaisvc.llmguest import MODELS, max_prompt, timing_fields, timing_pattern
 from pyaisvc.qemu import PROMPT, Guest, QemuConfig
 from pyaisvc.tokenizer import Tokenizer
 
 SMOL_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 END_OF_TURN = "<|im_end|>"
-PROGRAMS = {"smol": "llmrun_smol", "qwen": "llmrun_qwen"}
 # One id at the very start of the unread console output (pexpect searches its
 # whole buffer, so \A is where the last match ended), then what follows it: a
 # space before the next id, or the end of the line. Anchored, so that digits
@@ -59,7 +58,7 @@ class ChatConfig:
     model: str
     kernel: Path
     image: Path
-    ram: str = "512M"
+    ram: str  # guest RAM, e.g. MODELS[model].ram
     cpus: int = 1
     max_new_tokens: int = 64
     seq_len: int = 256  # the model's runtime_seq_len
@@ -107,7 +106,7 @@ class ChatSession:
 
     def __init__(self, cfg: ChatConfig, tok: Tokenizer) -> None:
         self.cfg, self.tok = cfg, tok
-        self.prog = PROGRAMS[cfg.model]
+        self.prog = MODELS[cfg.model].program
         self.guest = Guest(QemuConfig(kernel=cfg.kernel, image=cfg.image, ram=cfg.ram,
                                       cpus=cfg.cpus, snapshot=True, qemu=cfg.qemu))
         self.last: Reply | None = None
@@ -131,7 +130,7 @@ class ChatSession:
     def start(self) -> None:
         """Boots, starts the program with --stdin and waits until a warm-up request is served."""
         self.guest.boot()
-        send_line(self.guest, f"{self.prog} --stdin --stream")
+        self.guest.send_line(f"{self.prog} --stdin --stream")
         warm = self._request([WARMUP_ID], 1, deadline=time.monotonic() + self.cfg.timeout)
         self.load_us = warm.timing["load_us"]
 
@@ -140,9 +139,10 @@ class ChatSession:
         piece by piece as the ids arrive (the pieces add up to reply.text)."""
         prompt = encode_message(self.tok, self.cfg.model, message)
         room = self.cfg.seq_len - self.cfg.max_new_tokens
-        if len(prompt) > min(room, 255):
+        limit = min(room, max_prompt())
+        if len(prompt) > limit:
             raise ChatError(f"the message is {len(prompt)} tokens with the template; at most "
-                            f"{min(room, 255)} fit beside {self.cfg.max_new_tokens} new tokens. "
+                            f"{limit} fit beside {self.cfg.max_new_tokens} new tokens. "
                             "Say it shorter, or lower --max-new-tokens")
         shown = ""
 
@@ -167,7 +167,7 @@ class ChatSession:
         child = self.guest.child
         if child is not None and child.isalive():
             try:
-                send_line(self.guest, "quit")
+                self.guest.send_line("quit")
                 child.expect([re.escape(PROMPT), pexpect.EOF, pexpect.TIMEOUT], timeout=5)
             except (pexpect.ExceptionPexpect, OSError):
                 pass
@@ -180,21 +180,19 @@ class ChatSession:
         """Sends one request line; on_ids gets the ids so far after each one arrives."""
         line = f"{predict} " + " ".join(str(i) for i in prompt)
         t0 = time.monotonic()
-        send_line(self.guest, line)
-        expect(self.guest, [re.escape(line) + r"\r*\n"], deadline, "the echo of the request")
+        self.guest.send_line(line)
+        self.guest.expect([re.escape(line) + r"\r*\n"], deadline, "the echo of the request")
         error = re.escape(self.prog) + r": (?!timing)([^\r\n]*)\r*\n"
         ids: list[int] = []
         while True:
             what = f"generated id {len(ids) + 1} of {predict}"
-            if expect(self.guest, [ID, error], deadline, what) == 1:
-                raise ChatError(f"{self.prog} refused the request: {match(self.guest).group(1)}")
-            ids.append(int(match(self.guest).group(1)))
+            if self.guest.expect([ID, error], deadline, what) == 1:
+                raise ChatError(f"{self.prog} refused the request: {self.guest.match.group(1)}")
+            ids.append(int(self.guest.match.group(1)))
             if on_ids is not None:
                 on_ids(ids)
-            if match(self.guest).group(2) != " ":
+            if self.guest.match.group(2) != " ":
                 break
         wall = time.monotonic() - t0
-        expect(self.guest, [re.escape(self.prog) + r": timing ([^\r\n]*)\r*\n"], deadline,
-                   "the timing line")
-        timing = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", match(self.guest).group(1))}
-        return Reply(prompt, ids, "", timing, wall)
+        self.guest.expect([timing_pattern(self.prog) + r"\r*\n"], deadline, "the timing line")
+        return Reply(prompt, ids, "", timing_fields(self.guest.match), wall)

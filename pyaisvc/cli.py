@@ -15,10 +15,13 @@ from collections.abc import Sequence
 from pyaisvc import __version__
 from pyaisvc.errors import AisvcError
 
+DESCRIPTION = ("Run and measure small LLMs on the aisvc RISC-V teaching kernel: build its disk "
+               "images, export models, boot it in QEMU, generate, chat and benchmark.")
 # verb -> (module under pyaisvc.commands, one-line help)
 _COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "boot the guest, run one shell command, print its output"),
     "fsimg": ("fsimg", "build, list or extract a guest file-system image"),
+    "image": ("image", "build a bootable guest image with a model (skipped when unchanged)"),
     "translate": ("translate", "convert text <-> token ids (smol or qwen tokenizer)"),
     "export": ("export", "export model weights to the course's asset files"),
     "generate": ("generate", "generate a continuation (guest or numpy reference)"),
@@ -33,7 +36,7 @@ def _command_module(verb: str):
 
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pyaisvc", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="pyaisvc", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"pyaisvc {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     wanted = next((a for a in argv if not a.startswith("-")), None)

@@ -150,23 +150,42 @@ def _eval(expr: str, defines: dict[str, int]) -> int:
     return ev(ast.parse(expr, mode="eval").body)
 
 
+def _read_header(path: Path) -> str:
+    try:
+        return _strip_comments(path.read_text())
+    except OSError as e:
+        raise FsImageError(f"cannot read {path}: {e.strerror}; run from a source tree") from e
+
+
+def _add_defines(body: str, defines: dict[str, int]) -> None:
+    for m in re.finditer(r"^#define[ \t]+(\w+)[ \t]+([^\n]+)$", body, re.M):
+        try:
+            defines[m.group(1)] = _eval(m.group(2).strip(), defines)
+        except (KeyError, ValueError, SyntaxError):
+            pass  # macros with arguments (IBLOCK) and non-numbers are not needed
+
+
+@functools.cache
+def header_define(header: str, name: str, include_dir: Path = INCLUDE_DIR) -> int:
+    """The integer value of ``#define name`` in kernel/include/<header>, e.g.
+    header_define("aisvc.h", "AI_MAX_PROMPT"); FsImageError if it is not there."""
+    defines: dict[str, int] = {}
+    _add_defines(_read_header(include_dir / header), defines)
+    if name not in defines:
+        raise FsImageError(f"{include_dir / header}: no integer #define {name}; "
+                           "run from an unmodified source tree")
+    return defines[name]
+
+
 @functools.cache
 def load_layout(include_dir: Path = INCLUDE_DIR) -> Layout:
     """Reads the layout from the kernel headers; FsImageError if they are missing."""
     defines: dict[str, int] = {}
     text = ""
     for name in ("stat.h", "fsparam.h", "fs.h"):
-        path = include_dir / name
-        try:
-            body = _strip_comments(path.read_text())
-        except OSError as e:
-            raise FsImageError(f"cannot read {path}: {e.strerror}; run from a source tree") from e
+        body = _read_header(include_dir / name)
         text += body
-        for m in re.finditer(r"^#define[ \t]+(\w+)[ \t]+([^\n]+)$", body, re.M):
-            try:
-                defines[m.group(1)] = _eval(m.group(2).strip(), defines)
-            except (KeyError, ValueError, SyntaxError):
-                pass  # macros with arguments (IBLOCK) and non-numbers are not needed
+        _add_defines(body, defines)
     structs = _parse_structs(text, defines)
     return Layout(defines, structs["superblock"], structs["dinode"], structs["dirent"])
 
@@ -434,6 +453,12 @@ class ImageInfo:
     used_blocks: int
     ninodes: int
     files: int
+
+    def summary(self) -> str:
+        """One line: entries, space used and inodes."""
+        bs = load_layout().BSIZE
+        return (f"{self.path}: {self.files} entries, {self.used_blocks * bs >> 20} MiB used "
+                f"of {self.size_blocks * bs >> 20} MiB, {self.ninodes} inodes")
 
 
 def build_image(image: str | Path, tree: Tree, size_blocks: int | None = None,

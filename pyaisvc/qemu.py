@@ -5,7 +5,9 @@
 ``python -m pyaisvc.qemu``, which execs it) all use it, so the options cannot
 drift apart.
 
-``Guest`` owns one QEMU process and its console::
+``Guest`` owns one QEMU process and its console. ``run`` covers one shell
+command that ends; ``send_line``, ``expect`` and ``match`` talk to a program
+that keeps running and reading lines (``llmrun --stdin``, the ``ai`` tool)::
 
     with Guest(QemuConfig(kernel=..., image=..., snapshot=True)) as g:   # boots
         print(g.run("echo hi | cat"))                                     # "hi\\n"
@@ -142,11 +144,9 @@ class Guest:
         self.child.logfile_read = self.log
         self.child.delaybeforesend = None
         deadline = start + timeout
-        self._expect([BANNER.pattern], deadline, "the kernel's boot banner")
-        match = self.child.match
-        assert match is not None
-        self.harts, self.ram_mib = int(match.group(1)), int(match.group(2))
-        self._expect([re.escape(PROMPT)], deadline, "the shell prompt")
+        self.expect([BANNER.pattern], deadline, "the kernel's boot banner")
+        self.harts, self.ram_mib = int(self.match.group(1)), int(self.match.group(2))
+        self.expect([re.escape(PROMPT)], deadline, "the shell prompt")
         self.boot_seconds = time.monotonic() - start
         return self.boot_seconds
 
@@ -167,10 +167,10 @@ class Guest:
         line = f"{cmd} ; echo {marker}"
         deadline = time.monotonic() + timeout
         self.child.send(line + "\n")
-        self._expect([re.escape(line) + r"\r*\n"], deadline, f"the echo of {cmd!r}")
-        self._expect([re.escape(marker) + r"\r*\n"], deadline, f"the end of {cmd!r}")
+        self.expect([re.escape(line) + r"\r*\n"], deadline, f"the echo of {cmd!r}")
+        self.expect([re.escape(marker) + r"\r*\n"], deadline, f"the end of {cmd!r}")
         output = (self.child.before or "").replace("\r", "")
-        self._expect([re.escape(PROMPT)], deadline, "the shell prompt")
+        self.expect([re.escape(PROMPT)], deadline, "the shell prompt")
         return output
 
     def close(self) -> None:
@@ -189,9 +189,17 @@ class Guest:
                 child.terminate(force=True)
             child.close(force=True)
 
-    def _expect(self, patterns: list[str], deadline: float, what: str) -> int:
-        """Waits for one of patterns; raises GuestCrashed/GuestTimeout otherwise."""
-        assert self.child is not None
+    def send_line(self, line: str) -> None:
+        """Types line and Enter at the console (for a program that keeps reading it)."""
+        if self.child is None or not self.child.isalive():
+            raise GuestCrashed("the guest is not running", self.transcript)
+        self.child.send(line + "\n")
+
+    def expect(self, patterns: list[str], deadline: float, what: str) -> int:
+        """Index of the first of patterns the console prints before deadline
+        (time.monotonic()); GuestCrashed on a panic or QEMU's exit, GuestTimeout after it."""
+        if self.child is None:
+            raise GuestCrashed(f"the guest is not running (waiting for {what})", self.transcript)
         wait = max(0.0, deadline - time.monotonic())
         i = self.child.expect(patterns + [PANIC, pexpect.EOF, pexpect.TIMEOUT], timeout=wait)
         if i < len(patterns):
@@ -203,6 +211,12 @@ class Guest:
         if i == len(patterns) + 1:
             raise GuestCrashed(f"QEMU exited while waiting for {what}", self.transcript)
         raise GuestTimeout(f"no {what} within the deadline", self.transcript)
+
+    @property
+    def match(self) -> re.Match[str]:
+        """The match of the last successful expect."""
+        assert self.child is not None and isinstance(self.child.match, re.Match)
+        return self.child.match
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,11 +1,11 @@
 """Weight quantisation for the asset files.
 
-Two schemes (docs/ARITHMETIC.md, ../shared/design/ASSET_FORMAT.md):
+Two schemes (docs/ARITHMETIC.md, docs/ASSET_FORMAT.md):
 
 - course (CFG versions 1 and 2): one fp32 scale per row,
   ``scale = max|W[r,:]| / 127`` (1.0 for an all-zero row),
   ``q = clip(rint(W / scale), -127, 127)``.
-- ours (CFG version 3, "group-scaled"): the same fp32 row scale ``ws`` plus a u16
+- v3 (CFG version 3, "group-scaled"): the same fp32 row scale ``ws`` plus a u16
   multiplier per group of 32 columns,
   ``wm = clip(ceil(max|W[r,g]| / max|W[r,:]| * 32768), 1, 32768)``; the group's
   scale is ``ws * wm / 32768`` and ``q = clip(rint(W / group_scale), -127, 127)``.

@@ -43,7 +43,7 @@ _XMAX = 127 * 32768  # largest |m_g * q_k| of a quantised activation
 _EXACT = 2**53  # float64 represents every integer below this exactly
 
 
-class ReferenceError(AisvcError):
+class ReferenceModelError(AisvcError):
     """The reference cannot run this request (for example: too many positions)."""
 
 
@@ -179,7 +179,7 @@ class Reference:
         stops early after a token in ``stop`` (which is included).
         """
         if not prompt:
-            raise ReferenceError("generate: the prompt is empty")
+            raise ReferenceModelError("generate: the prompt is empty")
         if n_new <= 0:
             return []
         self._check_room(len(prompt) + n_new - 1)
@@ -211,9 +211,10 @@ class Reference:
         self._check_room(self.pos + len(tokens))
         ids = np.asarray(tokens, dtype=np.int64)
         if ids.ndim != 1 or ids.size == 0:
-            raise ReferenceError("forward: expected a non-empty list of token ids")
+            raise ReferenceModelError("forward: expected a non-empty list of token ids")
         if ids.min() < 0 or ids.max() >= self.cfg.vocab_size:
-            raise ReferenceError(f"forward: token id out of range 0..{self.cfg.vocab_size - 1}")
+            raise ReferenceModelError(
+                f"forward: token id out of range 0..{self.cfg.vocab_size - 1}")
         x = _embed_rows(self.assets.emb, ids)
         for p, st in zip(self.layers, self.state, strict=True):
             if isinstance(st, _KVCache):
@@ -232,7 +233,7 @@ class Reference:
     def _check_room(self, n_positions: int) -> None:
         limit = self.cfg.runtime_seq_len
         if n_positions > limit:
-            raise ReferenceError(f"{n_positions} positions exceed runtime_seq_len {limit} "
+            raise ReferenceModelError(f"{n_positions} positions exceed runtime_seq_len {limit} "
                                  "(CFG.BIN); export with a larger --runtime-seq-len")
 
     def _head(self, x: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pyaisvc.errors import AisvcError
+from pyaisvc.hfsources import default_gguf, env_offline
 
 MODELS = ("smol", "qwen")
 _QWEN_NAME = "qwen3.5-27b"  # every Qwen3.5 size shares this tokenizer
@@ -96,9 +97,6 @@ class _QwenTokenizer:
 
 
 def _load_smol() -> _HFTokenizer:
-    from pyaisvc.export.common import env_offline
-    from pyaisvc.export.smol import default_gguf
-
     env_offline()
     from transformers import AutoTokenizer
 

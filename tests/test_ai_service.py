@@ -21,6 +21,7 @@ import pytest
 from host import llmcases as lc
 
 from pyaisvc import fsimg
+from pyaisvc.llmguest import MODELS, timings
 
 pytestmark = pytest.mark.guest
 
@@ -61,7 +62,7 @@ def _image(build, tmp: Path, model_dirs: dict[str, Path],
 
 @pytest.fixture(scope="module")
 def qwen_dir() -> Path:
-    return lc.qwen_tiny_dir("ours")
+    return lc.qwen_tiny_dir("v3")
 
 
 @pytest.fixture(scope="module")
@@ -162,13 +163,14 @@ def test_shell_tool_walkthrough(boot_guest, qwen_image, qwen_dir) -> None:
 
 @pytest.mark.slow
 def test_smol_service_matches_llmrun(boot_guest, build, tmp_path, capsys) -> None:
-    smol = lc.smol_dir("ours")
+    smol = lc.smol_dir("v3")
     if smol is None:
         pytest.skip("models/SMOL is missing (make smol-assets)")
     prompts = lc.smol_prompts()[:3]
     gen = 8
     want = lc.reference_ids(smol, prompts, gen)
-    g = boot_guest(ram="512M", image=_image(build, tmp_path, {"AI/SMOL": smol}), timeout=300)
+    g = boot_guest(ram=MODELS["smol"].ram, image=_image(build, tmp_path, {"AI/SMOL": smol}),
+                   timeout=300)
     for p, w in zip(prompts, want, strict=True):
         ids = " ".join(map(str, p))
         service = g.run(f"ai call {gen} {ids}", timeout=600).splitlines()[0]
@@ -181,9 +183,9 @@ def test_smol_service_matches_llmrun(boot_guest, build, tmp_path, capsys) -> Non
     runs = [g.run(f"llmrun_smol --predict {gen} {ids}", timeout=600) for _ in range(8)]
     cold = time.monotonic() - t0
     # llmrun's own times: init (load + allocation), then TTFT and TPOT from the request
-    timing = [re.search(r"init_us=(\d+) ttft_us=(\d+) tpot_us=(\d+)", r) for r in runs]
-    cold_in = sum(int(m[1]) + int(m[2]) + (gen - 1) * int(m[3]) for m in timing) / 1000
-    cold_ttft = sum(int(m[1]) + int(m[2]) for m in timing) / 8000
+    timing = [timings(r, "llmrun_smol")[-1] for r in runs]
+    cold_in = sum(t["init_us"] + t["ttft_us"] + (gen - 1) * t["tpot_us"] for t in timing) / 1000
+    cold_ttft = sum(t["init_us"] + t["ttft_us"] for t in timing) / 8000
     span = int(re.search(r"first submit to last finish (\d+) ms", bench).group(1))
     ttft = [int(v) for v in re.findall(r"ttft_us=(\d+)", bench)]
     report = (f"service: 8 queued requests in {span} ms; TTFT (from submit) first "

@@ -25,7 +25,9 @@ from host import llmcases as lc
 from pyaisvc.bench import report
 from pyaisvc.bench.matrix import TEXT, BenchError, check_lengths, parse_lengths, prompt_ids
 from pyaisvc.bench.plots import figure_pixels
-from pyaisvc.bench.runner import Sample, id_args, parse_output, parse_profile
+from pyaisvc.bench.runner import parse_profile
+from pyaisvc.bench.sample import Sample
+from pyaisvc.llmguest import LlmGuestError, id_args, parse_output
 from pyaisvc.tokenizer import load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,9 +92,9 @@ def test_parse_output():
            "prompt=5 gen=2\n")
     fields, ids = parse_output(out, "llmrun_smol", 2)
     assert ids == (7042, 30) and fields["ttft_us"] == 30 and fields["init_us"] == 12
-    with pytest.raises(BenchError, match="asked for 3 ids"):
+    with pytest.raises(LlmGuestError, match="asked for 3 ids"):
         parse_output(out, "llmrun_smol", 3)
-    with pytest.raises(BenchError, match="no ids and timing"):
+    with pytest.raises(LlmGuestError, match="no ids and timing"):
         parse_output("llmrun_smol: CFG.BIN: cannot open\n", "llmrun_smol", 2)
 
 
@@ -120,9 +122,9 @@ def test_summary_median_and_spread():
 
 @pytest.fixture(scope="module")
 def bench_out(build, tmp_path_factory) -> Path:
-    if lc.smol_dir("ours") is None:
+    if lc.smol_dir("v3") is None:
         pytest.skip("models/SMOL is missing: run `make smol-assets`")
-    qwen = lc.qwen_tiny_dir("ours")
+    qwen = lc.qwen_tiny_dir("v3")
     out = tmp_path_factory.mktemp("bench")
     cmd = [sys.executable, "-m", "pyaisvc", "bench", "--model", "both", "--mode", "both",
            "--no-progress", "--profile",
@@ -168,7 +170,7 @@ def test_bench_writes_every_file_with_numbers(bench_out: Path):
 @pytest.mark.guest
 def test_bench_ids_match_the_reference(bench_out: Path):
     data = json.loads((bench_out / "results.json").read_text())
-    dirs = {"smol": lc.smol_dir("ours"), "qwen": lc.qwen_tiny_dir("ours")}
+    dirs = {"smol": lc.smol_dir("v3"), "qwen": lc.qwen_tiny_dir("v3")}
     for model, assets in dirs.items():
         prompts = [data["prompts"][model][str(p)] for p in PROMPTS]
         text_ids = load_tokenizer(model).encode(TEXT)

@@ -96,7 +96,7 @@ def _gone(pid: int, wait: float = 10.0) -> bool:
 
 @pytest.mark.guest
 def test_chat_two_questions_and_clean_exit(build):
-    assets = lc.smol_dir("ours")
+    assets = lc.smol_dir("v3")
     if assets is None:
         pytest.skip("models/SMOL is missing: run `make smol-assets`")
     tok = load_tokenizer("smol")
@@ -136,7 +136,7 @@ def test_chat_two_questions_and_clean_exit(build):
 
 @pytest.mark.guest
 def test_chat_ctrl_c_shuts_down(build):
-    if lc.smol_dir("ours") is None:
+    if lc.smol_dir("v3") is None:
         pytest.skip("models/SMOL is missing: run `make smol-assets`")
     child = pexpect.spawn(sys.executable, ["-m", "pyaisvc", "chat", "--max-new-tokens", "2"],
                           cwd=ROOT, encoding="utf-8", timeout=300)

@@ -1,7 +1,7 @@
 """Exports of the real SmolLM2 and a synthetic Qwen3.5 against transformers' fp32 weights.
 
 Every quantised matrix must match the HF weight within half a quantisation step
-of its own row (course) or group (ours) scale; the step is computed here from
+of its own row (course) or group (v3) scale; the step is computed here from
 the stored scales, and the HF tensor names and the +1 folding of Qwen's norms
 are written out here from transformers' module structure, not taken from the
 exporter.
@@ -19,8 +19,9 @@ import pytest
 
 from pyaisvc.assets import QMat, load_assets
 from pyaisvc.cli import main
+from pyaisvc.export.common import format_config
 
-FORMATS = ["ours", "course"]
+FORMATS = ["v3", "course"]
 
 
 def _np(t) -> np.ndarray:
@@ -65,7 +66,7 @@ def smol_exports(smol_model, tmp_path_factory):
     for fmt in FORMATS:
         src = smol_source(smol_model, {"model": "SmolLM2-135M-Instruct", "synthetic": False})
         res = export_model(src, root / fmt / "SMOL", root / fmt / "smol.zip", fmt, 256,
-                           sample=fmt == "ours")
+                           sample=fmt == "v3")
         out[fmt] = res
     return out
 
@@ -81,7 +82,7 @@ def test_smol_config_and_sizes(smol_exports, fmt):
         (576, 1536, 30, 9, 3, 64)
     assert (c.vocab_size, c.runtime_seq_len, c.rotary_dim) == (49152, 256, 64)
     assert c.rms_eps == pytest.approx(1e-5, rel=1e-6) and c.rope_theta == 100000.0
-    assert c.version == (3 if fmt == "ours" else 1)
+    assert c.version == (3 if fmt == "v3" else 1)
     assert a.layer_types == [0] * 30 and not (res.out_dir / "LTY.BIN").exists()
     emb = (res.out_dir / "EMB.BIN").stat().st_size
     total = sum(p.stat().st_size for p in res.out_dir.glob("*.BIN"))
@@ -122,7 +123,7 @@ def test_smol_weights_match_transformers(smol_model, smol_exports, fmt):
 def test_smol_rope_matches_transformers(smol_model, smol_exports):
     import torch
 
-    a = load_assets(smol_exports["ours"].out_dir)
+    a = load_assets(smol_exports["v3"].out_dir)
     x = torch.zeros(1, 256, 64)
     cos, sin = smol_model.model.rotary_emb(x, torch.arange(256)[None])
     np.testing.assert_allclose(a.rope_cos, _np(cos[0, :, :32]), atol=1e-4)
@@ -132,7 +133,7 @@ def test_smol_rope_matches_transformers(smol_model, smol_exports):
 
 @pytest.mark.slow
 def test_smol_info_sample(smol_exports):
-    s = smol_exports["ours"].info["sample"]
+    s = smol_exports["v3"].info["sample"]
     assert s["prompt_ids"] == [504, 3575, 282, 4649, 314]
     if "expected_ids" in s:  # the numpy reference ran: the course's " Paris." continuation
         assert s["expected_text"].startswith(" Paris.")
@@ -176,7 +177,7 @@ def test_tiny_config(tiny_exports, fmt):
     res = tiny_exports[fmt]
     a = load_assets(res.out_dir)
     c = a.config
-    assert c.version == (3 if fmt == "ours" else 2) and c.model_kind == 1 and c.flags == 3
+    assert c.version == (3 if fmt == "v3" else 2) and c.model_kind == 1 and c.flags == 3
     assert (c.dim, c.n_layers, c.head_dim, c.rotary_dim, c.vocab_size) == (128, 8, 64, 16, 248320)
     assert (c.linear_num_k_heads, c.linear_num_v_heads, c.linear_key_head_dim,
             c.linear_value_head_dim, c.linear_conv_kernel) == (2, 4, 32, 32, 4)
@@ -184,6 +185,11 @@ def test_tiny_config(tiny_exports, fmt):
     lty = (res.out_dir / "LTY.BIN").read_bytes()
     assert struct.unpack("<9I", lty) == (8, 1, 1, 1, 0, 1, 1, 1, 0)
     assert json.loads((res.out_dir / "INFO.TXT").read_text())["synthetic"] is True
+
+
+def test_ours_is_the_old_name_of_v3(tiny_exports):
+    c = load_assets(tiny_exports["v3"].out_dir).config
+    assert format_config(c, "ours", 64) == format_config(c, "v3", 64)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -250,7 +256,7 @@ def test_checkpoint_dir_export_equals_in_memory(tiny_model, tiny_exports, tmp_pa
                                                   "text_config": text}))
     res = export_qwen(tmp_path / "QWEN", None, checkpoint=ckpt, runtime_seq_len=64,
                       sample=False)
-    ref = tiny_exports["ours"].out_dir
+    ref = tiny_exports["v3"].out_dir
     for f in sorted(ref.glob("*.BIN")):
         assert (res.out_dir / f.name).read_bytes() == f.read_bytes(), f.name
 
@@ -266,7 +272,7 @@ def test_cli_export_qwen_synthetic_and_reexport(tmp_path, capsys):
     assert all(n.startswith("QWEN/") for n in names) and names[-1] == "QWEN/INFO.TXT"
     a = load_assets(z)
     assert a.config.version == 2 and a.config.runtime_seq_len == 32
-    # a course-format zip re-exported into ours keeps the weights within the new steps
+    # a course-format zip re-exported into v3 keeps the weights within the new steps
     rc = main(["export", "qwen", "--course-zip", str(z), "--out", str(tmp_path / "o"),
                "--no-sample", "-q", "-v"])
     assert rc == 0

@@ -10,7 +10,7 @@ Measured (docs/ARITHMETIC.md, pyaisvc reference, 2 texts, 731 Smol tokens):
 
 | model | agreement | mean cosine |
 |---|---|---|
-| Smol, ours (v3) | 95.1% / 95.9%, pooled 95.5% | 0.99915 / 0.99960, pooled 0.99936 |
+| Smol, v3 | 95.1% / 95.9%, pooled 95.5% | 0.99915 / 0.99960, pooled 0.99936 |
 | Smol, course (v1) | 93.8% / 94.2%, pooled 94.0% | 0.99862 / 0.99926, pooled 0.99892 |
 
 Thresholds. The targets set when format version 3 was designed (from a
@@ -106,7 +106,7 @@ def smol():
     return model, tok, texts
 
 
-@pytest.fixture(scope="module", params=["ours", "course"])
+@pytest.fixture(scope="module", params=["v3", "course"])
 def smol_run(request, smol, tmp_path_factory):
     """Export in one format, then per-text fidelity and the sample continuation."""
     from pyaisvc.export.common import export_model
@@ -130,7 +130,7 @@ def test_smol_fidelity(smol_run) -> None:
         print(f"\nSmol {fmt} (v{version}) {name}: {f}")
     print(f"Smol {fmt} (v{version}) pooled: {pooled}")
     issue_text = per_text["heldout_en2.txt"]
-    if fmt == "ours":
+    if fmt == "v3":
         assert version == 3
         assert issue_text.agreement >= 0.955 and issue_text.cosine >= 0.999
         assert pooled.agreement >= 0.950 and pooled.cosine >= 0.999
@@ -192,7 +192,7 @@ def _weights_only_yardstick(model, a, ids: list[int], want: np.ndarray) -> Fidel
     return fidelity(hf_logits(m2, ids), want)
 
 
-@pytest.mark.parametrize("fmt", ["ours", "course"])
+@pytest.mark.parametrize("fmt", ["v3", "course"])
 def test_qwen_tiny_fidelity(qwen_tiny, fmt, tmp_path) -> None:
     """Thresholds for a random model.
 
@@ -218,6 +218,6 @@ def test_qwen_tiny_fidelity(qwen_tiny, fmt, tmp_path) -> None:
     yard = _weights_only_yardstick(model, a, ids, want)
     print(f"\nQwen tiny {fmt} (v{a.config.version}): reference {got}; "
           f"transformers with the dequantised weights {yard}")
-    low_agree, low_cos = (0.50, 0.95) if fmt == "ours" else (0.45, 0.94)
+    low_agree, low_cos = (0.50, 0.95) if fmt == "v3" else (0.45, 0.94)
     assert got.agreement >= low_agree and got.cosine >= low_cos
     assert got.cosine >= yard.cosine - 0.03

@@ -16,17 +16,18 @@ import pytest
 from host import llmcases as lc
 
 from pyaisvc import fsimg
+from pyaisvc.llmguest import MODELS, timings
 
 GEN = 8
-SMOL_RAM = "512M"
-QWEN_RAM = "256M"
+SMOL_RAM = MODELS["smol"].ram
+QWEN_RAM = "256M"  # the tiny synthetic Qwen3.5, not the real one
 pytestmark = pytest.mark.guest
 
 
 def _add_malformed(tree: fsimg.Tree, tmp: Path) -> dict[tuple[int, str], list[str]]:
     """Add /BAD/<version>/<case>/ for every case; returns the ln commands each needs."""
     links = {}
-    for version, fmt in ((2, "course"), (3, "ours")):
+    for version, fmt in ((2, "course"), (3, "v3")):
         good = lc.qwen_tiny_dir(fmt)
         for name, mutate, _ in lc.malformed_cases(version):
             bad = lc.make_malformed(good, tmp / f"bad{version}" / name, mutate)
@@ -49,12 +50,12 @@ def llm_image(build, tmp_path_factory) -> tuple[Path, dict, dict]:
     for name, elf in build.uprogs.items():
         tree.add_file(name, elf)
     reqs = {}
-    for fmt, top in (("ours", "SMOL"), ("course", "SMOLC")):
+    for fmt, top in (("v3", "SMOL"), ("course", "SMOLC")):
         d = lc.smol_dir(fmt)
         if d is not None:
             tree.add_dir(f"AI/{top}", d)
             reqs[top] = (d, lc.smol_prompts())
-    for fmt, top in (("ours", "QWEN"), ("course", "QWENC")):
+    for fmt, top in (("v3", "QWEN"), ("course", "QWENC")):
         d = lc.qwen_tiny_dir(fmt)
         tree.add_dir(f"AI/{top}", d)
         reqs[top] = (d, lc.qwen_prompts())
@@ -91,8 +92,8 @@ def test_smol_matches_reference(boot_guest, llm_image, top: str) -> None:
     got, console = served_ids(g, f"llmrun_smol --asset-dir /AI/{top} --stdin < /REQ/{top}.TXT",
                               timeout=900)
     assert got == want, console
-    timing = lc.TIMING.findall(console)
-    assert [(int(a), int(b)) for _, a, b in timing] == [(len(p), GEN) for p in prompts]
+    counts = [(t["prompt"], t["gen"]) for t in timings(console)]
+    assert counts == [(len(p), GEN) for p in prompts]
 
 
 @pytest.mark.parametrize("top", ["QWEN", "QWENC"])

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from host import llmcases as lc
 
+from pyaisvc.llmguest import timings
+
 ROOT = lc.ROOT
 GEN = 8
 
@@ -44,7 +46,7 @@ def smol_or_skip(fmt: str) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fmt", ["ours", "course"])
+@pytest.mark.parametrize("fmt", ["v3", "course"])
 def test_smol_matches_reference(progs: dict[str, Path], fmt: str) -> None:
     assets = smol_or_skip(fmt)
     prompts = lc.smol_prompts()
@@ -53,11 +55,11 @@ def test_smol_matches_reference(progs: dict[str, Path], fmt: str) -> None:
             lc.request_lines(prompts, GEN) + "quit\n")
     assert p.returncode == 0, p.stderr
     assert ids_lines(p.stdout) == want
-    timing = lc.TIMING.findall(p.stderr)
-    assert [(int(a), int(b)) for _, a, b in timing] == [(len(q), GEN) for q in prompts]
+    got = [(t["prompt"], t["gen"]) for t in timings(p.stderr)]
+    assert got == [(len(q), GEN) for q in prompts]
 
 
-@pytest.mark.parametrize("fmt", ["ours", "course"])
+@pytest.mark.parametrize("fmt", ["v3", "course"])
 def test_qwen_tiny_matches_reference(progs: dict[str, Path], fmt: str) -> None:
     assets = lc.qwen_tiny_dir(fmt)
     prompts = lc.qwen_prompts()
@@ -71,13 +73,13 @@ def test_qwen_tiny_matches_reference(progs: dict[str, Path], fmt: str) -> None:
 
 def test_argv_and_prompt_file(progs: dict[str, Path], tmp_path: Path) -> None:
     """The ids from the command line and from --prompt-file give the same result."""
-    assets = lc.qwen_tiny_dir("ours")
+    assets = lc.qwen_tiny_dir("v3")
     prompt = lc.qwen_prompts()[2]
     want = lc.reference_ids(assets, [prompt], 5)[0]
     a = run(progs["qwen"], ["--asset-dir", str(assets), "--predict", "5", *map(str, prompt)])
     assert a.returncode == 0, a.stderr
     assert ids_lines(a.stdout) == [want]
-    assert len(lc.TIMING.findall(a.stderr)) == 1
+    assert len(timings(a.stderr)) == 1
     f = tmp_path / "prompt.txt"
     f.write_text("\n".join(map(str, prompt)) + "\n")
     b = run(progs["qwen"], ["--asset-dir", str(assets), "--predict", "5", "--prompt-file",
@@ -89,7 +91,7 @@ def test_argv_and_prompt_file(progs: dict[str, Path], tmp_path: Path) -> None:
 
 def test_stdin_limits_and_bad_lines(progs: dict[str, Path]) -> None:
     """Each bad line gets its message; the good ones around them are served; quit ends it."""
-    assets = lc.qwen_tiny_dir("ours")
+    assets = lc.qwen_tiny_dir("v3")
     good = lc.FRANCE["qwen"]
     want = lc.reference_ids(assets, [good], 3)[0]
     cases = lc.limit_cases(248320, 256)
@@ -104,7 +106,7 @@ def test_stdin_limits_and_bad_lines(progs: dict[str, Path]) -> None:
 
 
 def test_argv_limit_fails(progs: dict[str, Path]) -> None:
-    assets = lc.qwen_tiny_dir("ours")
+    assets = lc.qwen_tiny_dir("v3")
     p = run(progs["qwen"], ["--asset-dir", str(assets), "--predict", "300", "1", "2"])
     assert p.returncode == 1
     assert "exceeds runtime_seq_len 256" in p.stderr
@@ -116,7 +118,7 @@ def test_argv_limit_fails(progs: dict[str, Path]) -> None:
 def test_malformed_assets(progs: dict[str, Path], tmp_path: Path, version: int,
                           case: int) -> None:
     name, mutate, msg = lc.malformed_cases(version)[case]
-    good = lc.qwen_tiny_dir("ours" if version == 3 else "course")
+    good = lc.qwen_tiny_dir("v3" if version == 3 else "course")
     bad = lc.make_malformed(good, tmp_path / name, mutate)
     p = run(progs["qwen"], ["--asset-dir", str(bad), "1", "2"])
     assert p.returncode == 1
@@ -125,7 +127,7 @@ def test_malformed_assets(progs: dict[str, Path], tmp_path: Path, version: int,
 
 
 def test_wrong_program_and_dir(progs: dict[str, Path], tmp_path: Path) -> None:
-    p = run(progs["smol"], ["--asset-dir", str(lc.qwen_tiny_dir("ours")), "1"])
+    p = run(progs["smol"], ["--asset-dir", str(lc.qwen_tiny_dir("v3")), "1"])
     assert p.returncode == 1
     assert "CFG.BIN: field model_kind: 1 (qwen), but llmrun_smol runs model_kind 0" in p.stderr
     p = run(progs["smol"], ["--asset-dir", str(tmp_path / "nowhere"), "1"])

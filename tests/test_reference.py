@@ -19,7 +19,7 @@ from pyaisvc.assets import Assets, Config, Layer, layer_layout
 from pyaisvc.export.common import rope_table
 from pyaisvc.quant import group_scales
 from pyaisvc.quant import quantize as quantize_weights
-from pyaisvc.reference import Reference, ReferenceError, _Linear
+from pyaisvc.reference import Reference, ReferenceModelError, _Linear
 
 # ---------------------------------------------------------------- helpers
 
@@ -233,11 +233,11 @@ def test_generate_first_index_on_ties_and_stop() -> None:
 
 def test_reference_refuses_too_many_positions_and_bad_ids() -> None:
     ref = Reference(tiny_assets(3, True, seq=16))
-    with pytest.raises(ReferenceError, match="runtime_seq_len 16"):
+    with pytest.raises(ReferenceModelError, match="runtime_seq_len 16"):
         ref.generate(list(range(10)), 8)
-    with pytest.raises(ReferenceError, match="runtime_seq_len"):
+    with pytest.raises(ReferenceModelError, match="runtime_seq_len"):
         ref.logits_all([1] * 17)
-    with pytest.raises(ReferenceError, match="out of range"):
+    with pytest.raises(ReferenceModelError, match="out of range"):
         ref.generate([1, 53], 1)
     assert ref.generate(list(range(10)), 7)  # exactly fills the 16 positions
 

@@ -1,4 +1,4 @@
-"""What a benchmark measures: the models, the cells and their deterministic prompts.
+"""What a benchmark measures: the cells and their deterministic prompts.
 
 A cell is one (model, mode, prompt length, generated length). Every run of a
 cell uses the same prompt: a fixed piece of real English prose (``TEXT``,
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from pyaisvc.errors import AisvcError
+from pyaisvc.llmguest import max_prompt
 
 MODES = ("cold", "service")
 # The opening of Charles Dickens, "A Tale of Two Cities" (1859), public domain:
-# about 330 SmolLM2 tokens, more than any prompt the runtime accepts (255).
+# about 330 SmolLM2 tokens, more than any prompt the runtime accepts (max_prompt()).
 TEXT = (
     "It was the best of times, it was the worst of times, it was the age of wisdom, "
     "it was the age of foolishness, it was the epoch of belief, it was the epoch of "
@@ -39,32 +39,10 @@ TEXT = (
     "messages, as the spirits of this very year last past (supernaturally deficient in "
     "originality) rapped out theirs."
 )
-MAX_PROMPT = 255  # AI_MAX_PROMPT in kernel/include/aisvc.h
 
 
 class BenchError(AisvcError):
     """A benchmark cannot be set up or run; the message says what to do."""
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """One model as the guest sees it."""
-
-    name: str  # "smol" or "qwen": also the tokenizer's name
-    title: str  # for tables and plots
-    program: str  # the guest program that runs it
-    guest_dir: str  # where the image holds its assets (the program's default)
-    assets: Path  # default host asset directory
-    ram: str  # default guest RAM (the Makefile's SMOL_RAM / QWEN_RAM)
-    make_assets: str  # the make target that provides `assets`
-
-
-MODELS: dict[str, ModelSpec] = {
-    "smol": ModelSpec("smol", "SmolLM2-135M", "llmrun_smol", "/AI/SMOL",
-                      Path("models/SMOL"), "512M", "smol-assets"),
-    "qwen": ModelSpec("qwen", "Qwen3.5", "llmrun_qwen", "/AI/QWEN",
-                      Path("models/QWEN"), "2G", "qwen-assets"),
-}
 
 
 @dataclass(frozen=True)
@@ -106,9 +84,9 @@ def parse_lengths(text: str, what: str) -> list[int]:
 
 def check_lengths(prompt_lens: list[int], gen_lens: list[int], seq_len: int, model: str) -> None:
     """Raises BenchError if a cell exceeds what the runtime accepts for this model."""
-    if max(prompt_lens) > MAX_PROMPT:
+    if max(prompt_lens) > max_prompt():
         raise BenchError(f"--prompt-lens: {max(prompt_lens)} exceeds the runtime's limit of "
-                         f"{MAX_PROMPT} prompt ids")
+                         f"{max_prompt()} prompt ids")
     longest = max(prompt_lens) + max(gen_lens)
     if longest > seq_len:
         raise BenchError(f"--prompt-lens/--gen-lens: {max(prompt_lens)} + {max(gen_lens)} = "

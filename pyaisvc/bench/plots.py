@@ -17,7 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pyaisvc.bench.report import machine_line, stat
-from pyaisvc.bench.runner import BenchResult, Sample
+from pyaisvc.bench.runner import BenchResult
+from pyaisvc.bench.sample import Sample
 
 DPI = 100
 PANEL_IN = (5.5, 4.5)  # inches per model panel

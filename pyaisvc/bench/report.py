@@ -15,7 +15,8 @@ import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pyaisvc.bench.runner import PROFILE_FIELDS, BenchResult, Machine, Sample
+from pyaisvc.bench.runner import BenchResult, Machine
+from pyaisvc.bench.sample import PROFILE_FIELDS, Sample
 
 METRICS = ("load_us", "init_us", "ttft_us", "tpot_us")
 CSV_FIELDS = ("model", "mode", "prompt_len", "gen_len", "repeat", *METRICS, "wall_s", "ids",

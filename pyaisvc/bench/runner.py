@@ -9,6 +9,8 @@ that model is one shell command in it:
   load_us, init_us, ttft_us and tpot_us.
 - service: the request goes through the kernel AI service (pyaisvc.bench.service).
 
+Images, request arguments and the timing line come from pyaisvc.llmguest.
+
 The library draws nothing: progress goes to a callback and notes about
 set-up steps to another, and the CLI decides how to show them.
 """
@@ -23,45 +25,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyaisvc.bench.images import Prepared, prepare
-from pyaisvc.bench.matrix import (
-    MODELS,
-    BenchError,
-    Run,
-    check_lengths,
-    plan_runs,
-    prompt_ids,
-)
+from pyaisvc.assets import load_config
+from pyaisvc.bench.matrix import BenchError, Run, check_lengths, plan_runs, prompt_ids
+from pyaisvc.bench.sample import Note, Sample
+from pyaisvc.bench.service import ServiceClient
+from pyaisvc.llmguest import MODELS, Prepared, id_args, parse_output, prepare
 from pyaisvc.qemu import Guest, GuestError, QemuConfig
+from pyaisvc.tokenizer import load_tokenizer
 
-TIMING = re.compile(r"^(\S+): timing load_us=(\d+) init_us=(\d+) ttft_us=(\d+) tpot_us=(\d+) "
-                    r"prompt=(\d+) gen=(\d+)\s*$", re.M)
 PROFILE = re.compile(r"^(\S+): profile phase=(prefill|decode) matmul_us=(\d+) attn_us=(\d+) "
                      r"other_us=(\d+) tokens=(\d+)\s*$", re.M)
-PROFILE_FIELDS = tuple(f"{ph}_{part}_us" for ph in ("prefill", "decode")
-                       for part in ("matmul", "attn", "other"))
-IDS_LINE = re.compile(r"^\d+( \d+)*$")
-ARG_CHARS = 900  # ids per quoted argument stay below MAXARGLEN (1024, kernel/include/param.h)
-
-Note = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One measured request. Times in microseconds, as the guest reports them."""
-
-    model: str
-    mode: str
-    prompt_len: int
-    gen_len: int
-    repeat: int
-    load_us: int  # loading the model (llm_runtime_init); service: the daemon's one load
-    init_us: int  # llm_session_init: load + KV cache and workspace
-    ttft_us: int  # request start to the first generated token
-    tpot_us: int  # mean time per following token
-    wall_s: float  # host seconds for the whole shell command
-    ids: tuple[int, ...]  # the generated ids
-    profile: dict[str, int] = field(default_factory=dict)  # PROFILE_FIELDS, with --profile
 
 
 @dataclass(frozen=True)
@@ -123,37 +96,6 @@ def qemu_version(qemu: str) -> str:
     return f"QEMU {m.group(1)}" if m else out.stdout.splitlines()[0]
 
 
-def id_args(ids: tuple[int, ...] | list[int]) -> str:
-    """The ids as double-quoted shell words of at most ARG_CHARS characters each."""
-    words, cur = [], ""
-    for i in ids:
-        if cur and len(cur) + 1 + len(str(i)) > ARG_CHARS:
-            words.append(cur)
-            cur = ""
-        cur = f"{cur} {i}" if cur else str(i)
-    words.append(cur)
-    return " ".join(f'"{w}"' for w in words)
-
-
-def parse_output(output: str, prog: str, gen: int) -> tuple[dict[str, int], tuple[int, ...]]:
-    """(timing fields, generated ids) from a run's console output; BenchError if absent."""
-    timing = None
-    for m in TIMING.finditer(output):
-        if m.group(1) == prog:
-            timing = m
-    ids = [line for line in output.splitlines() if IDS_LINE.match(line.strip())]
-    if timing is None or not ids:
-        raise BenchError(f"{prog} printed no ids and timing line; its output was:\n"
-                         f"{output[-2000:]}")
-    names = ("load_us", "init_us", "ttft_us", "tpot_us", "prompt", "gen")
-    fields = dict(zip(names, (int(v) for v in timing.groups()[1:]), strict=True))
-    got = tuple(int(v) for v in ids[-1].split())
-    if fields["gen"] != gen or len(got) != gen:
-        raise BenchError(f"{prog}: asked for {gen} ids, got {len(got)} (timing says "
-                         f"gen={fields['gen']})")
-    return fields, got
-
-
 def parse_profile(output: str, prog: str) -> dict[str, int]:
     """PROFILE_FIELDS from the --profile lines of a run (empty without them)."""
     out = {}
@@ -188,9 +130,6 @@ def run_timeout(run: Run, size_mb: float) -> float:
 
 def _prepare_all(cfg: BenchConfig, note: Note) -> tuple[dict[str, Prepared], dict]:
     """Images and prompts for every model; checks the lengths against each model."""
-    from pyaisvc.assets import load_config
-    from pyaisvc.tokenizer import load_tokenizer
-
     prepared, prompts = {}, {}
     for model in cfg.models:
         spec = MODELS[model]
@@ -208,8 +147,6 @@ def _measure_model(cfg: BenchConfig, model: str, p: Prepared, runs: list[Run], v
                    state: Progress, progress: Callable[[Progress], None] | None,
                    note: Note) -> tuple[Machine, list[Sample]]:
     """Boots one guest for model and runs its part of the plan in it."""
-    from pyaisvc.bench.service import ServiceClient
-
     spec = MODELS[model]
     qc = QemuConfig(kernel=p.kernel, image=p.image, ram=cfg.ram or spec.ram, cpus=cfg.cpus,
                     snapshot=True, qemu=cfg.qemu)

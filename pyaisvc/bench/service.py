@@ -22,9 +22,9 @@ from __future__ import annotations
 import re
 import time
 
-from pyaisvc.bench.console import expect, match, send_line
-from pyaisvc.bench.matrix import BenchError, ModelSpec, Run
-from pyaisvc.bench.runner import Note, Sample
+from pyaisvc.bench.matrix import BenchError, Run
+from pyaisvc.bench.sample import Note, Sample
+from pyaisvc.llmguest import ModelSpec
 from pyaisvc.qemu import PROMPT, Guest
 
 DAEMON = re.compile(r"ai_daemon: pid (\d+) serving (\S+) \(.*\), load (\d+) ms")
@@ -55,16 +55,16 @@ class ServiceClient:
         c = run.cell
         deadline = time.monotonic() + timeout
         t0 = time.monotonic()
-        send_line(self.guest, "ai")
-        expect(self.guest, [re.escape(AI_PROMPT)], deadline, "the ai tool's prompt")
+        self.guest.send_line("ai")
+        self.guest.expect([re.escape(AI_PROMPT)], deadline, "the ai tool's prompt")
         try:
             reqid = self._command(f"submit {c.gen_len} " + " ".join(map(str, run.prompt)),
                                   r"reqid (\d+)\r*\n", deadline)
             timing = self._poll(int(reqid.group(1)), deadline)
             ids_m = self._command(f"wait {reqid.group(1)}", r"(\d+(?: \d+)*)\r*\n", deadline)
         finally:
-            send_line(self.guest, "quit")
-            expect(self.guest, [re.escape(PROMPT)], time.monotonic() + 30, "the shell prompt")
+            self.guest.send_line("quit")
+            self.guest.expect([re.escape(PROMPT)], time.monotonic() + 30, "the shell prompt")
         wall = time.monotonic() - t0
         ids = tuple(int(v) for v in ids_m.group(1).split())
         if len(ids) != c.gen_len or timing["prompt"] != c.prompt_len:
@@ -89,11 +89,11 @@ class ServiceClient:
 
     def _command(self, line: str, reply: str, deadline: float) -> re.Match[str]:
         """Sends one ai command; its reply's match (after which the next prompt came)."""
-        send_line(self.guest, line)
-        expect(self.guest, [re.escape(line) + r"\r*\n"], deadline, f"the echo of {line[:40]!r}")
-        if expect(self.guest, [reply, ERROR], deadline, f"the reply to {line[:40]!r}") == 1:
-            m = match(self.guest)
+        self.guest.send_line(line)
+        self.guest.expect([re.escape(line) + r"\r*\n"], deadline, f"the echo of {line[:40]!r}")
+        if self.guest.expect([reply, ERROR], deadline, f"the reply to {line[:40]!r}") == 1:
+            m = self.guest.match
             raise BenchError(f"ai {line.split()[0]}: error {m.group(2)}: {m.group(3)}")
-        m = match(self.guest)
-        expect(self.guest, [re.escape(AI_PROMPT)], deadline, "the ai tool's prompt")
+        m = self.guest.match
+        self.guest.expect([re.escape(AI_PROMPT)], deadline, "the ai tool's prompt")
         return m

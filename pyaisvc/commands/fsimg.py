@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,30 +59,39 @@ def _size_blocks(args: argparse.Namespace) -> int | None:
     return None
 
 
-def _bar(desc: str, quiet: bool) -> tuple[contextlib.AbstractContextManager[Any],
-                                          Callable[[int, int], None] | None]:
-    """A tqdm bar and the progress callback that drives it (none if quiet)."""
+def progress_bar(desc: str, quiet: bool) -> tuple[contextlib.AbstractContextManager[Any],
+                                                  Callable[[int, int], None] | None]:
+    """A context that closes the tqdm bar, and the progress callback that drives it (none if
+    quiet). The bar appears with the first progress call, so work that is skipped draws none."""
     if quiet or tqdm is None:
         return contextlib.nullcontext(), None
-    bar = tqdm(desc=desc, unit="B", unit_scale=True, leave=False)
+    bars: list[Any] = []
 
     def progress(done: int, total: int) -> None:
-        bar.total = total
-        bar.update(done - bar.n)
+        if not bars:
+            bars.append(tqdm(desc=desc, unit="B", unit_scale=True, leave=False))
+        bars[0].total = total
+        bars[0].update(done - bars[0].n)
 
-    return bar, progress
+    @contextlib.contextmanager
+    def closing() -> Iterator[None]:
+        try:
+            yield
+        finally:
+            if bars:
+                bars[0].close()
+
+    return closing(), progress
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         if args.action == "build":
             tree = tree_from_args(args.add, args.add_dir)
-            bar, progress = _bar(f"building {args.image}", args.quiet)
+            bar, progress = progress_bar(f"building {args.image}", args.quiet)
             with bar:
                 info = fsimg.build_image(args.image, tree, _size_blocks(args), progress)
-            bs = fsimg.load_layout().BSIZE
-            print(f"{info.path}: {info.files} entries, {info.used_blocks * bs >> 20} MiB used "
-                  f"of {info.size_blocks * bs >> 20} MiB, {info.ninodes} inodes")
+            print(info.summary())
         elif args.action == "list":
             layout = fsimg.load_layout()
             for e in fsimg.list_image(args.image):
@@ -96,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
                 raise CommandError(f"fsimg check: {args.image} is inconsistent (see above)")
             print(f"{args.image}: clean")
         else:
-            bar, progress = _bar(f"extracting {args.image}", False)
+            bar, progress = progress_bar(f"extracting {args.image}", False)
             with bar:
                 files = fsimg.extract(args.image, args.to, args.paths, progress)
             print(f"extracted {len(files)} files into {args.to}")

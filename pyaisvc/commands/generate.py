@@ -23,9 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyaisvc.assets import load_assets
 from pyaisvc.errors import CommandError
-
-DEFAULT_ASSETS = {"smol": Path("models/SMOL"), "qwen": Path("models/QWEN")}
+from pyaisvc.llmguest import MODELS, id_args, parse_output, prepare, timing_line
+from pyaisvc.qemu import Guest, QemuConfig
+from pyaisvc.reference import Reference
+from pyaisvc.tokenizer import load_tokenizer
 
 
 @dataclass
@@ -35,9 +38,6 @@ class Result:
 
 
 def _run_reference(assets_dir: Path, prompt: list[int], n_new: int) -> Result:
-    from pyaisvc.assets import load_assets
-    from pyaisvc.reference import Reference
-
     t0 = time.monotonic()
     ref = Reference(load_assets(assets_dir))
     t1 = time.monotonic()
@@ -48,23 +48,16 @@ def _run_reference(assets_dir: Path, prompt: list[int], n_new: int) -> Result:
 
 
 def _run_guest(model: str, assets_dir: Path, prompt: list[int], n_new: int) -> Result:
-    from pyaisvc.bench.images import prepare
-    from pyaisvc.bench.matrix import MODELS
-    from pyaisvc.bench.runner import id_args, parse_output
-    from pyaisvc.qemu import Guest, QemuConfig
-
     spec = MODELS[model]
     root = Path(__file__).resolve().parents[2]
-    built = prepare(root, spec, assets_dir if assets_dir != DEFAULT_ASSETS[model] else None)
+    built = prepare(root, spec, assets_dir if assets_dir != spec.assets else None)
     cfg = QemuConfig(kernel=built.kernel, image=built.image, ram=spec.ram, snapshot=True)
     cmd = f"{spec.program} --predict {n_new} {id_args(prompt)}"
     with Guest(cfg) as guest:
         # Loading reads the whole model; allow for a slow, busy host.
         output = guest.run(cmd, timeout=120 + 10 * (len(prompt) + n_new))
     timing, ids = parse_output(output, spec.program, n_new)
-    # The runtime's own timing line, rebuilt from the fields parse_output read.
-    line = f"{spec.program}: timing " + " ".join(f"{k}={v}" for k, v in timing.items())
-    return Result(list(ids), line)
+    return Result(list(ids), timing_line(spec.program, timing))
 
 
 def _run_reference_backend(model: str, assets_dir: Path, prompt: list[int],
@@ -82,10 +75,10 @@ BACKENDS: dict[str, Callable[[str, Path, list[int], int], Result]] = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="guest",
                         help="who computes the tokens (default guest: llmrun in QEMU)")
-    parser.add_argument("--model", choices=sorted(DEFAULT_ASSETS), default="smol",
+    parser.add_argument("--model", choices=sorted(MODELS), default="smol",
                         help="which model and tokenizer (default smol)")
-    parser.add_argument("--assets", type=Path,
-                        help="asset directory or zip (default models/SMOL or models/QWEN)")
+    parser.add_argument("--assets", type=Path, help="asset directory or zip (default "
+                        + " or ".join(str(m.assets) for m in MODELS.values()) + ")")
     parser.add_argument("--max-new-tokens", type=int, default=8,
                         help="tokens to generate (default 8)")
     parser.add_argument("--tokenizer-file", help="use this local tokenizer.json instead")
@@ -93,11 +86,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pyaisvc.tokenizer import load_tokenizer
-
     if args.max_new_tokens < 1:
         raise CommandError(f"generate: --max-new-tokens {args.max_new_tokens} must be >= 1")
-    assets_dir = args.assets if args.assets is not None else DEFAULT_ASSETS[args.model]
+    assets_dir = args.assets if args.assets is not None else MODELS[args.model].assets
     tok = load_tokenizer(args.model, args.tokenizer_file)
     prompt = tok.encode(args.text)
     if not prompt:

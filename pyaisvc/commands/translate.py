@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 from pyaisvc.errors import CommandError
+from pyaisvc.tokenizer import MODELS
+from pyaisvc.translate import decode_ids, encode_text, format_ids, parse_ids
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", choices=["smol", "qwen"], default="smol",
+    p.add_argument("--model", choices=MODELS, default="smol",
                    help="whose tokenizer (default smol)")
     p.add_argument("--tokenizer-file", help="use this local tokenizer.json instead")
 
@@ -50,8 +52,6 @@ def _read(path: str, option: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pyaisvc.translate import decode_ids, encode_text, format_ids, parse_ids
-
     if args.direction == "encode":
         if args.text is not None:
             text = args.text

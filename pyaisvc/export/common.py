@@ -5,8 +5,8 @@ Config (without a format version), the float32 embedding and final norm, and a
 function that returns one layer's float32 tensors under the asset names of
 pyaisvc.assets.layer_layout, already transformed (Qwen's +1 folded into the
 norms, the conv weight as [conv_dim, kernel]). export_model turns that into an
-asset directory in the course format (v1/v2) or ours (v3), one layer at a time
-so a 0.8B model never sits in memory twice.
+asset directory in the course format (v1/v2) or v3 (group-scaled), one layer
+at a time so a 0.8B model never sits in memory twice.
 """
 
 from __future__ import annotations
@@ -24,10 +24,13 @@ import numpy as np
 from pyaisvc import assets as A
 from pyaisvc.errors import AisvcError
 from pyaisvc.quant import GROUP_SIZE, QMat, dequantize, max_error, quantize
+from pyaisvc.reference import Reference
+from pyaisvc.tokenizer import load_tokenizer
 
 SAMPLE_PROMPT = "The capital of France is"
 SAMPLE_NEW_TOKENS = 8
-FORMATS = ("ours", "course")
+FORMATS = ("v3", "course")
+FORMAT_ALIASES = {"ours": "v3"}  # v3's first name; scripts may still use it
 
 # progress(done, total, label): called after each step; the CLI draws the bar.
 Progress = Callable[[int, int, str], None]
@@ -75,7 +78,8 @@ def rope_table(rotary_dim: int, theta: float, n_pos: int) -> tuple[np.ndarray, n
 
 
 def format_config(c: A.Config, fmt: str, runtime_seq_len: int) -> A.Config:
-    """The Config to write for ``fmt``: course v1 (Smol) / v2 (Qwen), or ours v3."""
+    """The Config to write for ``fmt``: course v1 (Smol) / v2 (Qwen), or v3."""
+    fmt = FORMAT_ALIASES.get(fmt, fmt)
     if fmt not in FORMATS:
         raise ExportError(f"export: --format {fmt!r} unknown; use one of {', '.join(FORMATS)}")
     if runtime_seq_len <= 0 or runtime_seq_len > c.seq_len:
@@ -85,7 +89,7 @@ def format_config(c: A.Config, fmt: str, runtime_seq_len: int) -> A.Config:
         version = 1 if c.model_kind == 0 else 2
         if version == 1 and (c.head_dim * c.n_heads != c.dim or c.rotary_dim != c.head_dim):
             raise ExportError("export: this Llama model's head_dim/rotary_dim cannot be "
-                              "expressed in course format v1; use --format ours")
+                              "expressed in course format v1; use --format v3")
         gs = 0
     else:
         version, gs = 3, GROUP_SIZE
@@ -201,7 +205,6 @@ def sample_continuation(out_dir: Path, tokenizer: str, c: A.Config) -> dict:
     """
     out: dict = {"prompt": SAMPLE_PROMPT, "new_tokens": SAMPLE_NEW_TOKENS}
     try:
-        from pyaisvc.tokenizer import load_tokenizer
         tok = load_tokenizer(tokenizer)
         ids = tok.encode(SAMPLE_PROMPT)
     except Exception as e:  # noqa: BLE001 - INFO.TXT records why the step was skipped
@@ -212,7 +215,6 @@ def sample_continuation(out_dir: Path, tokenizer: str, c: A.Config) -> dict:
         out["skipped"] = f"prompt ids exceed this model's vocab_size {c.vocab_size}"
         return out
     try:
-        from pyaisvc.reference import Reference
         cont = [int(t) for t in Reference(A.load_assets(out_dir)).generate(ids,
                                                                           SAMPLE_NEW_TOKENS)]
     except Exception as e:  # noqa: BLE001 - the reference is optional here
@@ -227,7 +229,7 @@ def sample_continuation(out_dir: Path, tokenizer: str, c: A.Config) -> dict:
 
 
 def assets_source(path: Path) -> ModelSource:
-    """Re-export an existing asset zip or directory (e.g. a course qwen.zip into ours).
+    """Re-export an existing asset zip or directory (e.g. a course qwen.zip into v3).
 
     Weights are dequantised exactly, then quantised again for the new format.
     """
@@ -245,10 +247,3 @@ def assets_source(path: Path) -> ModelSource:
                        embedding=lambda: dequantize(a.emb),
                        final_norm=lambda: np.array(a.final_norm, np.float32),
                        layer=layer, info=info, tokenizer="qwen" if c.model_kind else "smol")
-
-
-
-def env_offline() -> None:
-    """Make transformers and the HF hub never touch the network."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"

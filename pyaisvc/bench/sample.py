@@ -1,0 +1,29 @@
+"""One measured request (``Sample``), as the cold runner and the AI service client report it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+PROFILE_FIELDS = tuple(f"{ph}_{part}_us" for ph in ("prefill", "decode")
+                       for part in ("matmul", "attn", "other"))
+
+Note = Callable[[str], None]  # receives one line about a set-up step
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured request. Times in microseconds, as the guest reports them."""
+
+    model: str
+    mode: str
+    prompt_len: int
+    gen_len: int
+    repeat: int
+    load_us: int  # loading the model (llm_runtime_init); service: the daemon's one load
+    init_us: int  # session_init: load + KV cache and workspace
+    ttft_us: int  # request start to the first generated token
+    tpot_us: int  # mean time per following token
+    wall_s: float  # host seconds for the whole shell command
+    ids: tuple[int, ...]  # the generated ids
+    profile: dict[str, int] = field(default_factory=dict)  # PROFILE_FIELDS, with --profile

@@ -1,0 +1,192 @@
+"""Running the models in the guest: the model table, their images, requests and timing lines.
+
+``pyaisvc generate``, ``chat`` and ``bench`` all run ``llmrun_smol`` /
+``llmrun_qwen`` in a booted guest; what they share lives here, once:
+
+- ``MODELS``: each model's guest program, asset directory in the image and on
+  the host, default RAM and the make target that provides the assets;
+- ``max_prompt()``: the most prompt ids one request may carry, read from
+  AI_MAX_PROMPT in kernel/include/aisvc.h;
+- ``prepare()``: kernel, guest programs and an image holding them and a model
+  (pyaisvc.modelimage, the recipe ``make qemu-smol`` uses too);
+- ``id_args()``: prompt ids as shell arguments; ``parse_output()``,
+  ``timings()`` and ``timing_pattern()``: the ids and the timing line llmrun
+  prints after each request (user/llm/runtime.c), whose format is written
+  down only here (``TIMING_FIELDS``)::
+
+      llmrun_smol: timing load_us=... init_us=... ttft_us=... tpot_us=... prompt=N gen=N
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyaisvc import fsimg
+from pyaisvc.errors import AisvcError
+from pyaisvc.modelimage import build_model_image
+
+IMAGE_DIR = Path("build/bench")
+KERNEL = Path("build/kernel/kernel")
+ARG_CHARS = 900  # ids per quoted argument stay below MAXARGLEN (1024, kernel/include/param.h)
+IDS_LINE = re.compile(r"^\d+( \d+)*$")
+TIMING_FIELDS = ("load_us", "init_us", "ttft_us", "tpot_us", "prompt", "gen")
+
+
+class LlmGuestError(AisvcError):
+    """A model cannot be prepared or run in the guest; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model as the guest sees it."""
+
+    name: str  # "smol" or "qwen": also the tokenizer's name
+    title: str  # for tables and plots
+    program: str  # the guest program that runs it
+    guest_dir: str  # where the image holds its assets (the program's default)
+    assets: Path  # default host asset directory
+    ram: str  # default guest RAM (the Makefile's SMOL_RAM / QWEN_RAM)
+    make_assets: str  # the make target that provides `assets`
+
+
+MODELS: dict[str, ModelSpec] = {
+    "smol": ModelSpec("smol", "SmolLM2-135M", "llmrun_smol", "/AI/SMOL",
+                      Path("models/SMOL"), "512M", "smol-assets"),
+    "qwen": ModelSpec("qwen", "Qwen3.5", "llmrun_qwen", "/AI/QWEN",
+                      Path("models/QWEN"), "2G", "qwen-assets"),
+}
+
+
+@functools.cache
+def max_prompt() -> int:
+    """The most prompt ids per request: AI_MAX_PROMPT in kernel/include/aisvc.h."""
+    return fsimg.header_define("aisvc.h", "AI_MAX_PROMPT")
+
+
+# ---------------------------------------------------------------- images
+
+@dataclass(frozen=True)
+class Prepared:
+    """A bootable kernel and image for one model."""
+
+    kernel: Path
+    image: Path
+    assets: Path
+    size_mb: float  # the assets' total size
+    title: str  # what the assets hold, from INFO.TXT (e.g. "Qwen3.5 synthetic (0.8b)")
+
+
+def _make(root: Path, *targets: str, hint: str = "fix the build first") -> None:
+    proc = subprocess.run(["make", *targets], cwd=root, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stdout + proc.stderr)[-3000:]
+        raise LlmGuestError(f"`make {' '.join(targets)}` failed; {hint}:\n{tail}")
+
+
+def uprogs(root: Path) -> dict[str, Path]:
+    """Guest program name -> ELF, from the Makefile's UPROGS."""
+    proc = subprocess.run(["make", "-s", "--no-print-directory", "print-UPROGS"], cwd=root,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise LlmGuestError(f"`make print-UPROGS` failed: {proc.stderr.strip()}; fix the build")
+    return {n: root / "build/user" / f"_{n}" for n in proc.stdout.split()}
+
+
+def check_assets(root: Path, spec: ModelSpec, assets: Path | None) -> Path:
+    """The asset directory to use; runs `make MODEL-assets` for a missing default one."""
+    if assets is None:
+        assets = root / spec.assets
+        if not (assets / "INFO.TXT").is_file() and not (assets / "CFG.BIN").is_file():
+            _make(root, spec.make_assets, hint="give make what it asks for, or pass another "
+                  f"{spec.name} asset directory")
+    if not (assets / "CFG.BIN").is_file():
+        raise LlmGuestError(f"{assets}: no CFG.BIN, so no {spec.title} assets; run "
+                            f"`make {spec.make_assets}` (see the Makefile's [models] section) "
+                            f"or pass another asset directory")
+    return assets
+
+
+def prepare(root: Path, spec: ModelSpec, assets: Path | None = None) -> Prepared:
+    """Runs ``make kernel uprogs`` (a no-op when up to date), checks the asset
+    directory (running the model's make target for a missing default one) and
+    builds ``build/bench/fs-MODEL-KEY.img`` with every guest program at /NAME and
+    the assets at the model's guest directory. KEY names the asset directory, so
+    two asset sets never share an image; the image is rebuilt when its content
+    changes (pyaisvc.modelimage)."""
+    _make(root, "kernel", "uprogs")
+    assets = check_assets(root, spec, assets)
+    key = hashlib.sha256(str(assets.resolve()).encode()).hexdigest()[:8]
+    image = root / IMAGE_DIR / f"fs-{spec.name}-{key}.img"
+    build_model_image(image, uprogs(root), {spec.guest_dir.lstrip("/"): assets})
+    size_mb = sum(f.stat().st_size for f in assets.iterdir() if f.is_file()) / 1e6
+    return Prepared(root / KERNEL, image, assets, size_mb, asset_title(assets, spec.title))
+
+
+def asset_title(assets: Path, default: str) -> str:
+    """INFO.TXT's source model name, or default when there is none."""
+    try:
+        info = json.loads((assets / "INFO.TXT").read_text())
+        return str(info["source"]["model"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return default
+
+
+# ---------------------------------------------------------------- requests and replies
+
+def id_args(ids: tuple[int, ...] | list[int]) -> str:
+    """The ids as double-quoted shell words of at most ARG_CHARS characters each."""
+    words, cur = [], ""
+    for i in ids:
+        if cur and len(cur) + 1 + len(str(i)) > ARG_CHARS:
+            words.append(cur)
+            cur = ""
+        cur = f"{cur} {i}" if cur else str(i)
+    words.append(cur)
+    return " ".join(f'"{w}"' for w in words)
+
+
+_TIMING_VALUES = " ".join(rf"{f}=(\d+)" for f in TIMING_FIELDS)
+
+
+def timing_pattern(prog: str) -> str:
+    """Regex text of prog's timing line; its groups are the TIMING_FIELDS values."""
+    return f"{re.escape(prog)}: timing {_TIMING_VALUES}"
+
+
+def timing_fields(m: re.Match[str]) -> dict[str, int]:
+    """TIMING_FIELDS -> value, from a match of timing_pattern()."""
+    return dict(zip(TIMING_FIELDS, (int(v) for v in m.groups()), strict=True))
+
+
+def timings(output: str, prog: str | None = None) -> list[dict[str, int]]:
+    """Every timing line in output, in order: prog's, or any llmrun program's."""
+    who = re.escape(prog) if prog else r"llmrun_\w+"
+    # Fields a later runtime appends (e.g. threads=N) follow the fixed ones.
+    line = re.compile(rf"^{who}: timing {_TIMING_VALUES}(?: \w+=\S+)*\s*$", re.M)
+    return [timing_fields(m) for m in line.finditer(output)]
+
+
+def timing_line(prog: str, fields: dict[str, int]) -> str:
+    """The timing line as prog prints it."""
+    return f"{prog}: timing " + " ".join(f"{k}={fields[k]}" for k in TIMING_FIELDS)
+
+
+def parse_output(output: str, prog: str, gen: int) -> tuple[dict[str, int], tuple[int, ...]]:
+    """(timing fields, generated ids) from a run's console output; LlmGuestError if absent."""
+    found = timings(output, prog)
+    ids = [line for line in output.splitlines() if IDS_LINE.match(line.strip())]
+    if not found or not ids:
+        raise LlmGuestError(f"{prog} printed no ids and timing line; its output was:\n"
+                            f"{output[-2000:]}")
+    fields = found[-1]
+    got = tuple(int(v) for v in ids[-1].split())
+    if fields["gen"] != gen or len(got) != gen:
+        raise LlmGuestError(f"{prog}: asked for {gen} ids, got {len(got)} (timing says "
+                            f"gen={fields['gen']})")
+    return fields, got

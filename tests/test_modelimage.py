@@ -1,0 +1,95 @@
+"""Model images (pyaisvc.modelimage, `pyaisvc image`, the Makefile's fs-smol.img rules)
+and the facts pyaisvc.llmguest reads from the kernel headers. Host only, no QEMU."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pyaisvc import fsimg
+from pyaisvc.cli import main as cli_main
+from pyaisvc.llmguest import MODELS, max_prompt
+from pyaisvc.modelimage import build_model_image
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _model(path: Path, fill: bytes, mtime_ns: int) -> Path:
+    """A fake asset directory: two files of fixed sizes filled with `fill`, all at mtime_ns."""
+    path.mkdir(parents=True)
+    for name, size in (("CFG.BIN", 100), ("EMB.BIN", 3 * fsimg.load_layout().BSIZE + 7)):
+        f = path / name
+        f.write_bytes(fill * size)
+        os.utime(f, ns=(mtime_ns, mtime_ns))
+    return path
+
+
+def _read(image: Path, path: str) -> bytes:
+    with fsimg.Image(image) as img:
+        return img.read_file(img.lookup(path).inum)
+
+
+@pytest.fixture
+def programs(tmp_path: Path) -> dict[str, Path]:
+    elf = tmp_path / "bin/_cat"
+    elf.parent.mkdir()
+    elf.write_bytes(b"\x7fELF cat")
+    return {"cat": elf}
+
+
+def test_image_is_rebuilt_when_the_model_content_changes(tmp_path: Path,
+                                                         programs: dict[str, Path]) -> None:
+    image = tmp_path / "fs-smol.img"
+    smol = _model(tmp_path / "models/SMOL", b"n", 2_000_000_000_000_000_000)
+    dirs = {"AI/SMOL": smol}
+    assert build_model_image(image, programs, dirs) is not None
+    assert build_model_image(image, programs, dirs) is None  # same content: untouched
+    # Swap in older files of the same names and sizes: only their bytes differ.
+    smol.rename(tmp_path / "models/SMOL.new")
+    _model(smol, b"o", 1_000_000_000_000_000_000)
+    assert build_model_image(image, programs, dirs) is not None
+    assert _read(image, "AI/SMOL/EMB.BIN")[:1] == b"o"
+    assert build_model_image(image, programs, dirs) is None
+    # A changed program rebuilds too.
+    programs["cat"].write_bytes(b"\x7fELF cat 2")
+    assert build_model_image(image, programs, dirs) is not None
+    assert _read(image, "cat") == b"\x7fELF cat 2"
+
+
+def test_cli_builds_then_says_up_to_date(tmp_path: Path, programs: dict[str, Path],
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    smol = _model(tmp_path / "SMOL", b"s", 1_500_000_000_000_000_000)
+    argv = ["image", "--quiet", "--out", str(tmp_path / "x.img"), "--model", f"smol={smol}",
+            "--add", f"cat={programs['cat']}"]
+    assert cli_main(argv) == 0
+    assert "entries" in capsys.readouterr().out
+    assert cli_main(argv) == 0
+    assert "up to date" in capsys.readouterr().out
+    assert _read(tmp_path / "x.img", MODELS["smol"].guest_dir + "/CFG.BIN") == b"s" * 100
+    assert cli_main(["image", "--out", str(tmp_path / "y.img"), "--model", "llama"]) == 1
+    assert "unknown model 'llama'" in capsys.readouterr().err
+
+
+def test_makefile_builds_model_images_with_pyaisvc_image() -> None:
+    dry = subprocess.run(["make", "-n", "-W", "models/SMOL/INFO.TXT", "build/fs-smol.img"],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert "-m pyaisvc image" in dry.stdout and "--model smol=models/SMOL" in dry.stdout, \
+        dry.stdout + dry.stderr
+
+
+def test_prompt_limit_is_the_kernels() -> None:
+    header = (ROOT / "kernel/include/aisvc.h").read_text()
+    m = re.search(r"^#define\s+AI_MAX_PROMPT\s+(\d+)", header, re.M)
+    assert m is not None and max_prompt() == int(m.group(1)) == 255
+
+
+def test_makefile_ram_defaults_are_the_model_tables() -> None:
+    for spec in MODELS.values():
+        var = f"{spec.name.upper()}_RAM"
+        out = subprocess.run(["make", "-s", "--no-print-directory", f"print-{var}"], cwd=ROOT,
+                             capture_output=True, text=True).stdout.strip()
+        assert out == spec.ram, f"Makefile {var}={out}, pyaisvc.llmguest.MODELS says {spec.ram}"
