@@ -139,7 +139,7 @@ fsinit(int dev)
   }
   datastart = sb.bmapstart + nblocks_for(sb.size, BPB);
   if (sb.nblocks != sb.size - datastart && !readonly)
-    printf("fsinit: superblock: nblocks %d disagrees with the layout; ignored\n",
+    printf("fsinit: superblock: nblocks %u disagrees with the layout; ignored\n",
         sb.nblocks);
   initlock(&hint.lock, "balloc");
   initlog(dev, &sb, readonly);
@@ -257,12 +257,12 @@ bfree(int dev, uint inum, uint b)
   int bi = b % BPB;
 
   if (b == 0 || !bno_ok(b)) {
-    printf("fs: inode %d: not freeing block %d: out of range\n", inum, b);
+    printf("fs: inode %d: not freeing block %u: out of range\n", inum, b);
     return;
   }
   bp = bread(dev, BBLOCK(b, sb));
   if ((bp->data[bi / 8] & (1 << (bi % 8))) == 0) {
-    printf("fs: inode %d: block %d is already free in the bitmap; not freeing it\n", inum, b);
+    printf("fs: inode %d: block %u is already free in the bitmap; not freeing it\n", inum, b);
     brelse(bp);
     return;
   }
@@ -506,7 +506,7 @@ ptr_ok(struct inode *ip, uint blk, uint idx, uint addr)
 {
   if (bno_ok(addr))
     return 0;
-  printf("fs: inode %d: indirect block %d entry %d: block %d outside the data area\n",
+  printf("fs: inode %d: indirect block %u entry %d: block %u outside the data area\n",
       ip->inum, blk, idx, addr);
   return -EIO;
 }
@@ -857,6 +857,7 @@ static int
 dirent_bad(struct inode *dp, char *name, uint inum)
 {
   const char *why = 0;
+  char shown[DIRSIZ + 1];
 
   if (inum >= sb.ninodes)
     why = "names an inode beyond the inode count";
@@ -867,7 +868,9 @@ dirent_bad(struct inode *dp, char *name, uint inum)
     why = "'.' names another inode";
   if (why == 0)
     return 0;
-  printf("fs: inode %d: entry '%s' -> inode %d %s\n", dp->inum, name, inum, why);
+  memmove(shown, name, DIRSIZ); // name may fill DIRSIZ without a NUL
+  shown[DIRSIZ] = 0;
+  printf("fs: inode %d: entry '%s' -> inode %d %s\n", dp->inum, shown, inum, why);
   return -EIO;
 }
 
