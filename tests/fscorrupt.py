@@ -77,7 +77,7 @@ def set_dirent_inum(image: Path, dirpath: str, name: str, inum: int) -> None:
     with fsimg.Image(image) as img:
         d = img.lookup(dirpath)
         blocks = img.blocks(img.inode(d.inum))
-        for i, b in enumerate(blocks):
+        for b in blocks:
             data = img._block(b)
             for off in range(0, BSIZE, DSIZE):
                 de = LAYOUT.dirent.unpack(data, off)

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import fscorrupt as fc
 import pytest
 
-import fscorrupt as fc
 from pyaisvc import fsimg
 
 pytestmark = pytest.mark.guest
