@@ -681,16 +681,16 @@ class _Checker:
                      f"[{ly.ROOTINO + 1}, {ly.MAXINODES + 1}]")
             return False
         itable_end = sb["inodestart"] + _nblocks(sb["ninodes"], ly.ipb)
-        if sb["inodestart"] < 2 or itable_end > sb["bmapstart"]:
-            self.bad(f"superblock: inode table [{sb['inodestart']}, {itable_end}) overlaps "
-                     f"the superblock or the free map at {sb['bmapstart']}")
+        if sb["inodestart"] < 3 or itable_end != sb["bmapstart"]:
+            self.bad(f"superblock: inode table [{sb['inodestart']}, {itable_end}) and the "
+                     f"free map at {sb['bmapstart']} disagree (inodestart, ninodes, bmapstart)")
             return False
         if sb["bmapstart"] >= self.file_blocks:
             self.bad(f"superblock: free map at block {sb['bmapstart']} beyond the "
                      f"{self.file_blocks}-block file")
             return False
         self.size = sb["size"]
-        if sb["size"] > self.file_blocks:
+        if sb["size"] != self.file_blocks:
             self.bad(f"superblock: size {sb['size']} blocks, but the file holds "
                      f"{self.file_blocks}")
             self.size = self.file_blocks
@@ -793,15 +793,41 @@ class _Checker:
                      f"[{self.datastart}, {self.size})")
         return False
 
+    def extent(self, inum: int, mapped: set[int]) -> None:
+        """Reports holes below an inode's size and blocks past it (the file
+        blocks that are mapped are `mapped`); devices have no blocks."""
+        ly = self.ly
+        ino = self.inode[inum]
+        if ino["type"] == ly.T_DEVICE:
+            if mapped or ino["size"]:
+                self.bad(f"inode {inum}: a device with size {ino['size']} or data blocks")
+            return
+        if ino["size"] > ly.MAXFILE * ly.BSIZE:
+            return  # reported by inodes()
+        n = _nblocks(ino["size"], ly.BSIZE)
+        inside = sum(1 for i in mapped if i < n)
+        if inside < n:
+            first = next(i for i in range(n) if i not in mapped)
+            self.bad(f"inode {inum}: {n - inside} holes below its size {ino['size']} "
+                     f"(the first is file block {first})")
+        if inside < len(mapped):
+            past = min(i for i in mapped if i >= n)
+            self.bad(f"inode {inum}: {len(mapped) - inside} blocks mapped past its size "
+                     f"{ino['size']} (the first is file block {past})")
+
     def blocks(self) -> None:
         """Marks each block in use; reports blocks used twice, naming both owners."""
         self.used = bytearray((self.size + 7) // 8)
         twice: set[int] = set()
         for inum in self.inode:
-            for _, b in self.block_map(inum, True):
+            mapped: set[int] = set()
+            for fb, b in self.block_map(inum, True):
+                if fb >= 0:
+                    mapped.add(fb)
                 if self.used[b >> 3] >> (b & 7) & 1:
                     twice.add(b)
                 self.used[b >> 3] |= 1 << (b & 7)
+            self.extent(inum, mapped)
         if twice:
             owners: dict[int, list[int]] = {}
             for inum in self.inode:

@@ -97,9 +97,16 @@ def test_bad_types_and_sizes(image: Path) -> None:
     f, g = fc.inum_of(image, "f"), fc.inum_of(image, "g")
     fc.set_inode(image, f, "type", 9)
     fc.set_inode(image, g, "size", 1 << 62)
+    big = fc.inum_of(image, "big")
+    fc.set_inode(image, big, "size", 100 * 4096)
+    x = fc.inum_of(image, "d/x")
+    fc.set_inode(image, x, "size", 0)
     problems = fsimg.check_image(image)
     assert _has(problems, f"inode {f}: bad type 9")
     assert _has(problems, f"inode {g}: size {1 << 62} beyond the largest file")
+    assert _has(problems, f"inode {big}: 60 holes below its size 409600",
+                "(the first is file block 40)")
+    assert _has(problems, f"inode {x}: 1 blocks mapped past its size 0")
 
 
 def test_indirect_entry_out_of_range(image: Path) -> None:
@@ -124,11 +131,16 @@ def test_log_header(image: Path) -> None:
     ("nlog", 3, "superblock: log region"),
     ("ninodes", 0, "superblock: ninodes 0 out of range"),
     ("inodestart", 10**6, "superblock: inode table"),
-    ("bmapstart", 10**6, "superblock: free map at block 1000000"),
+    ("bmapstart", 10**6, "superblock: inode table"),
+    ("magic", 7, "not an aisvc file-system image"),
 ])
 def test_superblock_fields(image: Path, field: str, value: int, words: str) -> None:
     fc.set_sb(image, field, value)
-    assert _has(fsimg.check_image(image), words)
+    try:
+        problems = fsimg.check_image(image)
+    except fsimg.FsImageError as e:
+        problems = [str(e)]
+    assert _has(problems, words)
 
 
 def test_directory_cycle_is_fast_and_small(image: Path, tmp_path: Path) -> None:

@@ -79,17 +79,17 @@ nblocks_for(uint64 n, uint64 per)
 }
 
 // Checks where the superblock puts the inode table. Returns 0 if the
-// table lies between the log and the free map within the disk, else why
-// not: without it nothing can be found, so the kernel refuses to mount.
+// table lies between the superblock and the free map, which follows it
+// directly, within the disk; else why not: without the table nothing can
+// be found, so the kernel refuses to mount.
 static const char *
 sb_tables_bad(uint64 capacity)
 {
   if (sb.ninodes < ROOTINO + 1 || sb.ninodes > MAXINODES + 1)
     return "inode count out of range";
-  if (sb.inodestart < 2 ||
-      (uint64)sb.inodestart + nblocks_for(sb.ninodes, IPB) > sb.bmapstart)
-    return "inode table overlaps the free map or the superblock";
-  if (sb.bmapstart >= capacity)
+  if (sb.inodestart < 3 || (uint64)sb.inodestart + nblocks_for(sb.ninodes, IPB) != sb.bmapstart)
+    return "inode table and free map disagree (inodestart, ninodes, bmapstart)";
+  if (sb.bmapstart + nblocks_for(capacity, BPB) >= capacity)
     return "free map beyond the disk";
   return 0;
 }
@@ -99,10 +99,8 @@ sb_tables_bad(uint64 capacity)
 static const char *
 sb_rest_bad(uint64 capacity)
 {
-  if (sb.size > capacity)
-    return "size larger than the disk";
-  if ((uint64)sb.bmapstart + nblocks_for(sb.size, BPB) >= sb.size)
-    return "size leaves no data blocks or the free map too short";
+  if (sb.size != capacity)
+    return "size differs from the disk's";
   if (sb.logstart < 2 || sb.nlog < LOGBLOCKS + 1 ||
       (uint64)sb.logstart + sb.nlog > sb.inodestart)
     return "log region too small or overlapping the inode table";
@@ -134,8 +132,7 @@ fsinit(int dev)
   if ((why = sb_rest_bad(capacity)) != 0) {
     printf("fsinit: superblock: %s; mounting read-only\n", why);
     readonly = 1;
-    if (sb.size > capacity || (uint64)sb.bmapstart + nblocks_for(sb.size, BPB) >= sb.size)
-      sb.size = capacity; // look no further than the disk
+    sb.size = capacity; // the image fills the disk (pyaisvc fsimg builds it so)
   }
   datastart = sb.bmapstart + nblocks_for(sb.size, BPB);
   if (sb.nblocks != sb.size - datastart && !readonly)
