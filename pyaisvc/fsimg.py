@@ -879,6 +879,15 @@ class _Checker:
                     name = d["name"].split(b"\0")[0].decode(errors="replace")
                     yield fb * ly.BSIZE + off, name, int(d["inum"])
 
+    def looks_like_dir(self, inum: int) -> bool:
+        """Does non-directory inode inum hold "." naming itself first, as
+        only a directory does? (Its type field was then damaged.)"""
+        ino = self.inode[inum]
+        if ino["size"] < 2 * self.ly.dirent.codec.size:
+            return False
+        first = next(iter(self.dir_entries(inum)), None)
+        return first is not None and first[1:] == (".", inum)
+
     def directories(self) -> None:
         """Walks the tree from the root, each directory once; counts links."""
         ly, sb = self.ly, self.sb
@@ -918,6 +927,9 @@ class _Checker:
                     self.bad(f"{where} names its own directory")
                     continue
                 if self.itype[child] != ly.T_DIR:
+                    if self.looks_like_dir(child):
+                        self.bad(f"inode {child}: type {self.itype[child]}, but it holds a "
+                                 "directory's entries ('.' naming itself)")
                     continue
                 if child in seen:
                     self.bad(f"{where} names directory {child} a second time "
