@@ -168,6 +168,11 @@ balloc_in(uint dev, uint bblk, uint from)
     b = bblk * BPB + bi;
     if (b >= sb.size)
       break;
+    if (b < datastart && (bp->data[bi / 8] & (1 << (bi % 8))) == 0) {
+      printf("fs: bitmap marks metadata block %u free; not using it\n", b);
+      bi++;
+      continue;
+    }
     if ((bp->data[bi / 8] & (1 << (bi % 8))) == 0) {
       bp->data[bi / 8] |= 1 << (bi % 8);
       log_write(bp);
@@ -233,7 +238,7 @@ balloc(struct inode *ip)
   uint b = 0;
   struct buf *bp;
 
-  if (ip->lastalloc && ip->lastalloc + 1 < sb.size)
+  if (ip->lastalloc >= datastart && ip->lastalloc + 1 < sb.size)
     b = balloc_at(ip->dev, ip->lastalloc + 1);
   if (b == 0 && (b = balloc_window(ip->dev)) == 0)
     return 0;
