@@ -89,7 +89,7 @@ sb_tables_bad(uint64 capacity)
     return "inode count out of range";
   if (sb.inodestart < 3 || (uint64)sb.inodestart + nblocks_for(sb.ninodes, IPB) != sb.bmapstart)
     return "inode table and free map disagree (inodestart, ninodes, bmapstart)";
-  if (sb.bmapstart + nblocks_for(capacity, BPB) >= capacity)
+  if ((uint64)sb.bmapstart + nblocks_for(capacity, BPB) >= capacity)
     return "free map beyond the disk";
   return 0;
 }
@@ -500,9 +500,9 @@ iunlockput(struct inode *ip)
 
 // ---------------------------------------------------------------- block maps
 
-// Reads entry idx of indirect block blk of ip into *addr, checking it:
-// the one place a block number read from an indirect block is checked
-// (the inode's own are checked by ilock). Returns 0, or -EIO (logged).
+// Checks block number addr, read from entry idx of indirect block blk of
+// ip: the one place a number taken from an indirect block is checked (the
+// inode's own are checked by ilock). Returns 0, or -EIO (logged).
 static int
 ptr_ok(struct inode *ip, uint blk, uint idx, uint addr)
 {
