@@ -170,3 +170,17 @@ def test_entry_naming_its_own_directory(make_image, boot_guest) -> None:
     _alive(guest)
     assert any(f"inode {d}: entry 'x'" in p and "names its own directory" in p
                for p in fsimg.check_image(image))
+
+
+def test_entry_naming_the_parent_is_not_unlinked(make_image, boot_guest) -> None:
+    # Unlinking it would lock the parent after its child, against the
+    # parent-then-child order of every other path (a deadlock with a
+    # concurrent unlink of the child). Refused instead.
+    image, guest = _boot(make_image, boot_guest,
+                         lambda img: fc.set_dirent_inum(img, "d", "x", 1))
+    d = fc.inum_of(image, "d")
+    out = guest.run("rm d/x", timeout=10)
+    assert f"fs: inode {d}: entry 'x' names the directory's parent" in out, out
+    assert "f" in guest.run("ls d/x")  # the entry is still there, and names /
+    _alive(guest)
+    assert any("names directory 1 a second time" in p for p in fsimg.check_image(image))

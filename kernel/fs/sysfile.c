@@ -208,13 +208,30 @@ isdirempty(struct inode *dp)
   return 1;
 }
 
-// Removes the directory entry at path.
+// Does directory dp's ".." name ip? Caller holds dp->lock.
+static int
+is_parent(struct inode *dp, struct inode *ip)
+{
+  struct inode *pp;
+  int same;
+
+  if (dirlookup(dp, "..", 0, &pp) < 0)
+    return 0;
+  same = pp == ip;
+  iput(pp);
+  return same;
+}
+
+// Removes the directory entry at path. An entry (other than "." and "..")
+// that names its own directory or the directory's parent is damage, and
+// following it would lock dp twice or a parent after its child (against
+// the parent-then-child order everywhere else): refused with -EIO.
 static int
 do_unlink(char *path)
 {
   struct inode *ip, *dp;
   struct dirent de;
-  char name[DIRSIZ];
+  char name[DIRSIZ + 1] = { 0 }; // NUL-terminated for the message below
   uint off;
   int r;
 
@@ -228,7 +245,9 @@ do_unlink(char *path)
   }
   if ((r = dirlookup(dp, name, &off, &ip)) < 0)
     goto out;
-  if (ip == dp) { // dirlookup refuses such entries; never lock dp twice
+  if (ip == dp || is_parent(dp, ip)) { // dirlookup already refuses ip == dp
+    printf("fs: inode %d: entry '%s' names the directory's parent; not unlinking it\n",
+        dp->inum, name);
     iput(ip);
     r = -EIO;
     goto out;
