@@ -184,3 +184,22 @@ def test_entry_naming_the_parent_is_not_unlinked(make_image, boot_guest) -> None
     assert "f" in guest.run("ls d/x")  # the entry is still there, and names /
     _alive(guest)
     assert any("names directory 1 a second time" in p for p in fsimg.check_image(image))
+
+
+def test_garbage_indirect_block_costs_one_line(make_image, boot_guest) -> None:
+    # An indirect block full of garbage: reading stops at the first bad
+    # pointer, and rm frees what it can with one line for the rest.
+    def plant(img: Path) -> None:
+        ind = fc.get_inode(img, fc.inum_of(img, "big"), "addrs", fc.LAYOUT.NDIRECT)
+        with open(img, "r+b") as f:
+            f.seek(ind * fc.BSIZE)
+            f.write(b"\xee" * fc.BSIZE)
+
+    image, guest = _boot(make_image, boot_guest, plant)
+    big = fc.inum_of(image, "big")
+    assert "I/O error" in guest.run("wc big")
+    out = guest.run("rm big")
+    assert out.count("fs: inode") == 1, out
+    assert f"fs: inode {big}: block 4008636142 is outside the data area; not freeing it " \
+           "(1024 such blocks)" in out, out
+    _alive(guest)

@@ -249,22 +249,39 @@ balloc(struct inode *ip)
   return b;
 }
 
-// Frees disk block b of inode inum. A block that is out of range or
-// already free means a damaged image: say so and leave the bitmap alone.
+// Blocks that itrunc found it must not free (a damaged image), reported
+// in one line when it is done.
+struct unfreed {
+  int n;           // how many
+  uint first;      // the first one
+  const char *why; // what was wrong with it
+};
+
+static void
+note_unfreed(struct unfreed *u, uint b, const char *why)
+{
+  if (u->n++ == 0) {
+    u->first = b;
+    u->why = why;
+  }
+}
+
+// Frees disk block b. A block that is out of range or already free means
+// a damaged image: it is noted in *u and the bitmap is left alone.
 // Caller is inside a transaction.
 static void
-bfree(int dev, uint inum, uint b)
+bfree(int dev, uint b, struct unfreed *u)
 {
   struct buf *bp;
   int bi = b % BPB;
 
   if (b == 0 || !bno_ok(b)) {
-    printf("fs: inode %d: not freeing block %u: out of range\n", inum, b);
+    note_unfreed(u, b, "is outside the data area");
     return;
   }
   bp = bread(dev, BBLOCK(b, sb));
   if ((bp->data[bi / 8] & (1 << (bi % 8))) == 0) {
-    printf("fs: inode %d: block %u is already free in the bitmap; not freeing it\n", inum, b);
+    note_unfreed(u, b, "is already free in the bitmap");
     brelse(bp);
     return;
   }
@@ -625,8 +642,9 @@ bmap_run(struct inode *ip, uint64 bn, uint max, uint *run)
 }
 
 // Frees indirect block blk and what it points to; depth 1 points to data.
+// Pointers outside the data area are noted in *u, not followed.
 static void
-free_indirect(struct inode *ip, uint blk, int depth)
+free_indirect(struct inode *ip, uint blk, int depth, struct unfreed *u)
 {
   struct buf *bp;
   uint *a;
@@ -635,36 +653,43 @@ free_indirect(struct inode *ip, uint blk, int depth)
   bp = bread(ip->dev, blk);
   a = (uint *)bp->data;
   for (j = 0; j < NINDIRECT; j++) {
-    if (a[j] == 0 || ptr_ok(ip, blk, j, a[j]) < 0)
+    if (a[j] == 0)
       continue;
-    if (depth > 1)
-      free_indirect(ip, a[j], depth - 1);
+    if (!bno_ok(a[j]))
+      note_unfreed(u, a[j], "is outside the data area");
+    else if (depth > 1)
+      free_indirect(ip, a[j], depth - 1, u);
     else
-      bfree(ip->dev, ip->inum, a[j]);
+      bfree(ip->dev, a[j], u);
   }
   brelse(bp);
-  bfree(ip->dev, ip->inum, blk);
+  bfree(ip->dev, blk, u);
 }
 
-// Discards the contents of ip. Caller holds ip->lock and is inside a
-// transaction.
+// Discards the contents of ip. Blocks a damaged image says are free or
+// out of range stay as they are, with one line on the console. Caller
+// holds ip->lock and is inside a transaction.
 void
 itrunc(struct inode *ip)
 {
+  struct unfreed u = { 0 };
   int i;
 
   for (i = 0; i < NDIRECT; i++) {
     if (ip->addrs[i]) {
-      bfree(ip->dev, ip->inum, ip->addrs[i]);
+      bfree(ip->dev, ip->addrs[i], &u);
       ip->addrs[i] = 0;
     }
   }
   for (i = 0; i < 2; i++) {
     if (ip->addrs[NDIRECT + i]) {
-      free_indirect(ip, ip->addrs[NDIRECT + i], i + 1);
+      free_indirect(ip, ip->addrs[NDIRECT + i], i + 1, &u);
       ip->addrs[NDIRECT + i] = 0;
     }
   }
+  if (u.n)
+    printf("fs: inode %d: block %u %s; not freeing it (%d such blocks)\n", ip->inum, u.first,
+        u.why, u.n);
   ip->size = 0;
   iupdate(ip);
 }
