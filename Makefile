@@ -219,7 +219,7 @@ $(addprefix $(BUILD)/user/_,aitest aistress ai): $(BUILD)/user/_%: $(BUILD)/user
 
 # Guest programs used only by the kernel's pytest tests (tests/progs/NAME.c
 # -> build/tests/_NAME); the tests pack them into images of their own.
-TESTPROGS := fault sbrkbig fpmix
+TESTPROGS := fault sbrkbig fpmix fswrite
 TESTPROG_ELFS := $(addprefix $(BUILD)/tests/_,$(TESTPROGS))
 .PHONY: testprogs
 testprogs: $(TESTPROG_ELFS)
@@ -409,6 +409,11 @@ format:
 # The guest tests run the real SmolLM2: export it first (about a minute).
 test: all lint smol-assets
 	$(PYTHON) -m pytest -q
+
+# The full image fuzzer: one corrupted field at a time, booted (tests/test_fs_fuzz.py).
+.PHONY: fuzz-fs
+fuzz-fs: kernel uprogs
+	AISVC_FUZZ_FS=1 $(PYTHON) -m pytest -q -m fuzz tests/test_fs_fuzz.py
 
 clean:
 	rm -rf $(BUILD)

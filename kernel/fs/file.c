@@ -104,7 +104,7 @@ filestat(struct file *f, uint64 addr)
 
   if (f->type != FD_INODE && f->type != FD_DEVICE)
     return -EINVAL;
-  ilock(f->ip);
+  ilock(f->ip); // open checked it: a valid inode stays valid
   stati(f->ip, &st);
   iunlock(f->ip);
   if (copyout(myproc()->pagetable, addr, &st, sizeof(st)) < 0)

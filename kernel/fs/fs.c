@@ -21,7 +21,24 @@
 // window of ALLOCWINDOW blocks that no other file starts in.
 //
 // Errors: what a user can exhaust (inodes, the inode table, disk space)
-// makes the call fail with a negative errno; only broken invariants panic.
+// makes the call fail with a negative errno; only broken invariants of
+// the kernel's own memory panic.
+//
+// The disk is untrusted: an image may be damaged by a bug, a crash of the
+// host or a student's hex editor, and `pyaisvc fsimg` accepts any file.
+// Everything read from disk is checked once, at one place per kind,
+// before the kernel uses it:
+//   + the superblock, at mount (fsinit): a layout whose inode table
+//     cannot be located refuses to mount; a bad size or log region mounts
+//     read-only (log.c says what happens to the log header);
+//   + an inode, when ilock reads it into the table (inode_bad): type,
+//     link count, size, direct and indirect block numbers;
+//   + a block number taken from an indirect block (ptr_ok);
+//   + a directory entry, when dirlookup matches it (dirent_bad).
+// A bad object makes the operation that met it fail with -EIO and prints
+// one line naming the inode or block ("fs: inode 7: ..."); the rest of
+// the file system keeps working. A bad inode is never written back, so
+// the damage stays as it was for `pyaisvc fsimg check` to report.
 
 #include "types.h"
 #include "riscv.h"
@@ -45,26 +62,91 @@ _Static_assert(BSIZE == PGSIZE, "fs.h: direct reads assume a block is a page");
 // There is one file system per machine; its superblock is read at boot.
 struct superblock sb;
 
+// The first data block: blocks below it are metadata, never file data.
+static uint datastart;
+
 // Where balloc starts a new run: past the windows it has handed out.
 static struct {
   struct spinlock lock;
   uint next;
 } hint;
 
-// Reads and checks the superblock, then recovers the log.
-// Called by the first process (it sleeps on disk I/O).
+// Blocks needed to hold n items of which per fit in a block.
+static uint
+nblocks_for(uint64 n, uint64 per)
+{
+  return (n + per - 1) / per;
+}
+
+// Checks where the superblock puts the inode table. Returns 0 if the
+// table lies between the superblock and the free map, which follows it
+// directly, within the disk; else why not: without the table nothing can
+// be found, so the kernel refuses to mount.
+static const char *
+sb_tables_bad(uint64 capacity)
+{
+  if (sb.ninodes < ROOTINO + 1 || sb.ninodes > MAXINODES + 1)
+    return "inode count out of range";
+  if (sb.inodestart < 3 || (uint64)sb.inodestart + nblocks_for(sb.ninodes, IPB) != sb.bmapstart)
+    return "inode table and free map disagree (inodestart, ninodes, bmapstart)";
+  if ((uint64)sb.bmapstart + nblocks_for(capacity, BPB) >= capacity)
+    return "free map beyond the disk";
+  return 0;
+}
+
+// Checks the size and the log region. Returns 0, or why the image can
+// only be mounted read-only.
+static const char *
+sb_rest_bad(uint64 capacity)
+{
+  if (sb.size != capacity)
+    return "size differs from the disk's";
+  if (sb.logstart < 2 || sb.nlog < LOGBLOCKS + 1 ||
+      (uint64)sb.logstart + sb.nlog > sb.inodestart)
+    return "log region too small or overlapping the inode table";
+  return 0;
+}
+
+// Reads and checks the superblock, then recovers the log (log.c).
+// Called by the first process (it sleeps on disk I/O). Refuses to mount
+// (panics, naming the field) only if the image is not ours or its inode
+// table cannot be located: the kernel cannot run init without it.
 void
 fsinit(int dev)
 {
   struct buf *bp;
+  const char *why;
+  uint64 capacity = virtio_disk_capacity();
+  int readonly = 0;
 
   bp = bread(dev, 1);
   memmove(&sb, bp->data, sizeof(sb));
   brelse(bp);
   if (sb.magic != FSMAGIC || sb.version != FSVERSION)
-    panic("fsinit: not an aisvc file system; rebuild it with make fsimg");
+    panic("fsinit: refusing to mount: not an aisvc file system (bad magic or version); "
+          "rebuild it with make fsimg");
+  if ((why = sb_tables_bad(capacity)) != 0) {
+    printf("fsinit: refusing to mount: superblock: %s\n", why);
+    panic("fsinit: refusing to mount a damaged image; see pyaisvc fsimg check");
+  }
+  if ((why = sb_rest_bad(capacity)) != 0) {
+    printf("fsinit: superblock: %s; mounting read-only\n", why);
+    readonly = 1;
+    sb.size = capacity; // the image fills the disk (pyaisvc fsimg builds it so)
+  }
+  datastart = sb.bmapstart + nblocks_for(sb.size, BPB);
+  if (sb.nblocks != sb.size - datastart && !readonly)
+    printf("fsinit: superblock: nblocks %u disagrees with the layout; ignored\n",
+        sb.nblocks);
   initlock(&hint.lock, "balloc");
-  initlog(dev, &sb);
+  initlog(dev, &sb, readonly);
+}
+
+// Is b a valid data block number (or 0, "no block")?
+static int
+bno_ok(uint b)
+{
+  return b == 0 || (b >= datastart && b < sb.size);
 }
 
 // ---------------------------------------------------------------- blocks
@@ -86,6 +168,11 @@ balloc_in(uint dev, uint bblk, uint from)
     b = bblk * BPB + bi;
     if (b >= sb.size)
       break;
+    if (b < datastart && (bp->data[bi / 8] & (1 << (bi % 8))) == 0) {
+      printf("fs: bitmap marks metadata block %u free; not using it\n", b);
+      bi++;
+      continue;
+    }
     if ((bp->data[bi / 8] & (1 << (bi % 8))) == 0) {
       bp->data[bi / 8] |= 1 << (bi % 8);
       log_write(bp);
@@ -151,7 +238,7 @@ balloc(struct inode *ip)
   uint b = 0;
   struct buf *bp;
 
-  if (ip->lastalloc && ip->lastalloc + 1 < sb.size)
+  if (ip->lastalloc >= datastart && ip->lastalloc + 1 < sb.size)
     b = balloc_at(ip->dev, ip->lastalloc + 1);
   if (b == 0 && (b = balloc_window(ip->dev)) == 0)
     return 0;
@@ -162,16 +249,42 @@ balloc(struct inode *ip)
   return b;
 }
 
-// Frees disk block b. Caller is inside a transaction.
+// Blocks that itrunc found it must not free (a damaged image), reported
+// in one line when it is done.
+struct unfreed {
+  int n;           // how many
+  uint first;      // the first one
+  const char *why; // what was wrong with it
+};
+
 static void
-bfree(int dev, uint b)
+note_unfreed(struct unfreed *u, uint b, const char *why)
+{
+  if (u->n++ == 0) {
+    u->first = b;
+    u->why = why;
+  }
+}
+
+// Frees disk block b. A block that is out of range or already free means
+// a damaged image: it is noted in *u and the bitmap is left alone.
+// Caller is inside a transaction.
+static void
+bfree(int dev, uint b, struct unfreed *u)
 {
   struct buf *bp;
   int bi = b % BPB;
 
+  if (b == 0 || !bno_ok(b)) {
+    note_unfreed(u, b, "is outside the data area");
+    return;
+  }
   bp = bread(dev, BBLOCK(b, sb));
-  if ((bp->data[bi / 8] & (1 << (bi % 8))) == 0)
-    panic("bfree: freeing a free block");
+  if ((bp->data[bi / 8] & (1 << (bi % 8))) == 0) {
+    note_unfreed(u, b, "is already free in the bitmap");
+    brelse(bp);
+    return;
+  }
   bp->data[bi / 8] &= ~(1 << (bi % 8));
   log_write(bp);
   brelse(bp);
@@ -254,6 +367,13 @@ ialloc(uint dev, short type, struct inode **ipp)
       dip->type = type;
       log_write(bp);
       brelse(bp);
+      // The caller sets the link count: fill in the cached copy here, as
+      // ilock would refuse an inode without links. Nobody else holds it.
+      (*ipp)->type = type;
+      (*ipp)->major = (*ipp)->minor = (*ipp)->nlink = 0;
+      (*ipp)->size = 0;
+      memset((*ipp)->addrs, 0, sizeof((*ipp)->addrs));
+      (*ipp)->valid = 1;
       return 0;
     }
     brelse(bp);
@@ -261,14 +381,16 @@ ialloc(uint dev, short type, struct inode **ipp)
   return -ENOSPC;
 }
 
-// Copies ip's fields to disk. Caller holds ip->lock and is inside a
-// transaction.
+// Copies ip's fields to disk; does nothing for an inode that was not
+// read (a damaged one). Caller holds ip->lock and is inside a transaction.
 void
 iupdate(struct inode *ip)
 {
   struct buf *bp;
   struct dinode *dip;
 
+  if (!ip->valid)
+    return;
   bp = bread(ip->dev, IBLOCK(ip->inum, sb));
   dip = (struct dinode *)bp->data + ip->inum % IPB;
   dip->type = ip->type;
@@ -291,30 +413,68 @@ idup(struct inode *ip)
   return ip;
 }
 
-// Locks ip, reading it from disk if needed.
-void
+// Checks an inode read from disk. Returns 0 if it is usable, else what
+// is wrong with it. The inode must be in use (a directory names it, so a
+// free one is damage), linked, sized within what its type allows, and
+// point only at data blocks.
+static const char *
+inode_bad(struct dinode *dip)
+{
+  int i;
+
+  if (dip->type == 0)
+    return "free, yet a directory names it";
+  if (dip->type != T_DIR && dip->type != T_FILE && dip->type != T_DEVICE)
+    return "bad type";
+  if (dip->nlink < 1)
+    return "link count below 1, yet a directory names it";
+  if (dip->size > (uint64)MAXFILE * BSIZE)
+    return "size beyond the largest file";
+  if (dip->type == T_DIR && dip->size % sizeof(struct dirent) != 0)
+    return "directory size not a multiple of the entry size";
+  if (dip->type == T_DEVICE && (dip->major < 0 || dip->major >= NDEV))
+    return "bad device number";
+  for (i = 0; i < NDIRECT + 2; i++)
+    if (!bno_ok(dip->addrs[i]))
+      return "block number outside the data area";
+  return 0;
+}
+
+// Locks ip, reading it from disk if needed. Returns 0, or -EIO if the
+// inode on disk is damaged (one line on the console says how): ip is then
+// locked but not valid, with no type, no size and no blocks, so callers
+// that ignore the result find nothing to use, and nothing is written back.
+int
 ilock(struct inode *ip)
 {
   struct buf *bp;
   struct dinode *dip;
+  const char *why;
 
   if (ip == 0 || ip->ref < 1)
     panic("ilock: bad inode");
   acquiresleep(&ip->lock);
-  if (ip->valid == 0) {
-    bp = bread(ip->dev, IBLOCK(ip->inum, sb));
-    dip = (struct dinode *)bp->data + ip->inum % IPB;
-    ip->type = dip->type;
-    ip->major = dip->major;
-    ip->minor = dip->minor;
-    ip->nlink = dip->nlink;
-    ip->size = dip->size;
-    memmove(ip->addrs, dip->addrs, sizeof(ip->addrs));
+  if (ip->valid)
+    return 0;
+  bp = bread(ip->dev, IBLOCK(ip->inum, sb));
+  dip = (struct dinode *)bp->data + ip->inum % IPB;
+  if ((why = inode_bad(dip)) != 0) {
     brelse(bp);
-    ip->valid = 1;
-    if (ip->type == 0)
-      panic("ilock: inode has no type");
+    printf("fs: inode %d: %s\n", ip->inum, why);
+    ip->type = ip->major = ip->minor = ip->nlink = 0;
+    ip->size = 0;
+    memset(ip->addrs, 0, sizeof(ip->addrs));
+    return -EIO;
   }
+  ip->type = dip->type;
+  ip->major = dip->major;
+  ip->minor = dip->minor;
+  ip->nlink = dip->nlink;
+  ip->size = dip->size;
+  memmove(ip->addrs, dip->addrs, sizeof(ip->addrs));
+  brelse(bp);
+  ip->valid = 1;
+  return 0;
 }
 
 void
@@ -357,71 +517,92 @@ iunlockput(struct inode *ip)
 
 // ---------------------------------------------------------------- block maps
 
-// Returns ip->addrs[i], allocating a block for it first if it is 0 and
-// alloc is set (ip is written back by the caller's iupdate).
-static uint
-inode_slot(struct inode *ip, int i, int alloc)
+// Checks block number addr, read from entry idx of indirect block blk of
+// ip: the one place a number taken from an indirect block is checked (the
+// inode's own are checked by ilock). Returns 0, or -EIO (logged).
+static int
+ptr_ok(struct inode *ip, uint blk, uint idx, uint addr)
 {
-  if (ip->addrs[i] == 0 && alloc)
-    ip->addrs[i] = balloc(ip);
-  return ip->addrs[i];
+  if (bno_ok(addr))
+    return 0;
+  printf("fs: inode %d: indirect block %u entry %d: block %u outside the data area\n",
+      ip->inum, blk, idx, addr);
+  return -EIO;
 }
 
-// Returns entry idx of indirect block blk, allocating a block for it if
-// it is 0 and alloc is set. Returns 0 for a hole or a full disk.
-static uint
-indirect_slot(struct inode *ip, uint blk, uint idx, int alloc)
+// Stores in *addr ip->addrs[i], allocating a block for it first if it is
+// 0 and alloc is set (ip is written back by the caller's iupdate).
+// Returns 0, or -ENOSPC if the disk is full.
+static int
+inode_slot(struct inode *ip, int i, int alloc, uint *addr)
+{
+  if (ip->addrs[i] == 0 && alloc && (ip->addrs[i] = balloc(ip)) == 0)
+    return -ENOSPC;
+  *addr = ip->addrs[i];
+  return 0;
+}
+
+// Stores in *addr entry idx of indirect block blk, allocating a block for
+// it if it is 0 and alloc is set. Returns 0, -EIO for a damaged entry, or
+// -ENOSPC if the disk is full.
+static int
+indirect_slot(struct inode *ip, uint blk, uint idx, int alloc, uint *addr)
 {
   struct buf *bp;
-  uint *a, addr;
+  uint *a;
+  int r = 0;
 
   bp = bread(ip->dev, blk);
   a = (uint *)bp->data;
-  addr = a[idx];
-  if (addr == 0 && alloc) {
-    addr = balloc(ip);
-    if (addr) {
-      a[idx] = addr;
+  *addr = a[idx];
+  if ((r = ptr_ok(ip, blk, idx, *addr)) == 0 && *addr == 0 && alloc) {
+    if ((*addr = balloc(ip)) != 0) {
+      a[idx] = *addr;
       log_write(bp);
+    } else {
+      r = -ENOSPC;
     }
   }
   brelse(bp);
-  return addr;
+  return r;
 }
 
-// Returns the disk block holding block bn of the file, allocating it (and
-// the indirect blocks on the way) if alloc is set. Returns 0 if there is
-// no such block, or the disk is full. Caller holds ip->lock; with alloc,
-// it is inside a transaction.
-static uint
-bmap(struct inode *ip, uint64 bn, int alloc)
+// Stores in *addr the disk block holding block bn of the file, allocating
+// it (and the indirect blocks on the way) if alloc is set; 0 means a hole
+// (without alloc). Returns 0, -EIO (damaged block map), -ENOSPC (disk
+// full) or -EFBIG. Caller holds ip->lock; with alloc, it is inside a
+// transaction.
+static int
+bmap(struct inode *ip, uint64 bn, int alloc, uint *addr)
 {
   uint blk;
+  int r;
 
+  *addr = 0;
   if (bn < NDIRECT)
-    return inode_slot(ip, bn, alloc);
+    return inode_slot(ip, bn, alloc, addr);
   bn -= NDIRECT;
   if (bn < NINDIRECT) {
-    if ((blk = inode_slot(ip, NDIRECT, alloc)) == 0)
-      return 0;
-    return indirect_slot(ip, blk, bn, alloc);
+    if ((r = inode_slot(ip, NDIRECT, alloc, &blk)) < 0 || blk == 0)
+      return r;
+    return indirect_slot(ip, blk, bn, alloc, addr);
   }
   bn -= NINDIRECT;
-  if (bn < NDINDIRECT) {
-    if ((blk = inode_slot(ip, NDIRECT + 1, alloc)) == 0)
-      return 0;
-    if ((blk = indirect_slot(ip, blk, bn / NINDIRECT, alloc)) == 0)
-      return 0;
-    return indirect_slot(ip, blk, bn % NINDIRECT, alloc);
-  }
-  return 0;
+  if (bn >= NDINDIRECT)
+    return -EFBIG;
+  if ((r = inode_slot(ip, NDIRECT + 1, alloc, &blk)) < 0 || blk == 0)
+    return r;
+  if ((r = indirect_slot(ip, blk, bn / NINDIRECT, alloc, &blk)) < 0 || blk == 0)
+    return r;
+  return indirect_slot(ip, blk, bn % NINDIRECT, alloc, addr);
 }
 
 // Returns the disk block of file block bn and, in *run, how many of the
 // file's blocks from bn on (at most max) follow it contiguously on disk.
 // Looks only within the pointer array that holds bn (the inode's direct
 // blocks or one indirect block), so one call reads at most one block.
-// Returns 0 for a hole. Caller holds ip->lock.
+// Returns 0 for a hole or a damaged pointer (readi's slow path, through
+// bmap, reports it). Caller holds ip->lock.
 static uint
 bmap_run(struct inode *ip, uint64 bn, uint max, uint *run)
 {
@@ -438,7 +619,8 @@ bmap_run(struct inode *ip, uint64 bn, uint max, uint *run)
       blk = ip->addrs[NDIRECT];
     } else if (bn - NINDIRECT < NDINDIRECT && ip->addrs[NDIRECT + 1]) {
       bn -= NINDIRECT;
-      blk = indirect_slot(ip, ip->addrs[NDIRECT + 1], bn / NINDIRECT, 0);
+      if (indirect_slot(ip, ip->addrs[NDIRECT + 1], bn / NINDIRECT, 0, &blk) < 0)
+        return 0;
     } else {
       return 0;
     }
@@ -449,8 +631,9 @@ bmap_run(struct inode *ip, uint64 bn, uint max, uint *run)
     idx = bn % NINDIRECT;
     len = NINDIRECT;
   }
-  addr = a[idx];
-  for (n = 1; n < max && idx + n < len && a[idx + n] == addr + n; n++)
+  addr = bno_ok(a[idx]) ? a[idx] : 0; // the slow path reports it
+  for (n = 1; addr && n < max && idx + n < len && a[idx + n] == addr + n && addr + n < sb.size;
+       n++)
     ;
   if (bp)
     brelse(bp);
@@ -459,8 +642,9 @@ bmap_run(struct inode *ip, uint64 bn, uint max, uint *run)
 }
 
 // Frees indirect block blk and what it points to; depth 1 points to data.
+// Pointers outside the data area are noted in *u, not followed.
 static void
-free_indirect(struct inode *ip, uint blk, int depth)
+free_indirect(struct inode *ip, uint blk, int depth, struct unfreed *u)
 {
   struct buf *bp;
   uint *a;
@@ -471,34 +655,41 @@ free_indirect(struct inode *ip, uint blk, int depth)
   for (j = 0; j < NINDIRECT; j++) {
     if (a[j] == 0)
       continue;
-    if (depth > 1)
-      free_indirect(ip, a[j], depth - 1);
+    if (!bno_ok(a[j]))
+      note_unfreed(u, a[j], "is outside the data area");
+    else if (depth > 1)
+      free_indirect(ip, a[j], depth - 1, u);
     else
-      bfree(ip->dev, a[j]);
+      bfree(ip->dev, a[j], u);
   }
   brelse(bp);
-  bfree(ip->dev, blk);
+  bfree(ip->dev, blk, u);
 }
 
-// Discards the contents of ip. Caller holds ip->lock and is inside a
-// transaction.
+// Discards the contents of ip. Blocks a damaged image says are free or
+// out of range stay as they are, with one line on the console. Caller
+// holds ip->lock and is inside a transaction.
 void
 itrunc(struct inode *ip)
 {
+  struct unfreed u = { 0 };
   int i;
 
   for (i = 0; i < NDIRECT; i++) {
     if (ip->addrs[i]) {
-      bfree(ip->dev, ip->addrs[i]);
+      bfree(ip->dev, ip->addrs[i], &u);
       ip->addrs[i] = 0;
     }
   }
   for (i = 0; i < 2; i++) {
     if (ip->addrs[NDIRECT + i]) {
-      free_indirect(ip, ip->addrs[NDIRECT + i], i + 1);
+      free_indirect(ip, ip->addrs[NDIRECT + i], i + 1, &u);
       ip->addrs[NDIRECT + i] = 0;
     }
   }
+  if (u.n)
+    printf("fs: inode %d: block %u %s; not freeing it (%d such blocks)\n", ip->inum, u.first,
+        u.why, u.n);
   ip->size = 0;
   iupdate(ip);
 }
@@ -620,8 +811,12 @@ readi(struct inode *ip, int user_dst, uint64 dst, uint64 off, uint n)
       if ((m = r) > 0)
         continue;
     }
-    if ((addr = bmap(ip, off / BSIZE, 0)) == 0)
-      return -EIO; // a hole: only a damaged image has one
+    if ((r = bmap(ip, off / BSIZE, 0, &addr)) < 0)
+      return r;
+    if (addr == 0) {
+      printf("fs: inode %d: hole at byte %ld\n", ip->inum, off);
+      return -EIO; // only a damaged image has holes
+    }
     bp = bread(ip->dev, addr);
     m = BSIZE - off % BSIZE;
     if (m > n - tot)
@@ -636,7 +831,8 @@ readi(struct inode *ip, int user_dst, uint64 dst, uint64 off, uint n)
 
 // Writes n bytes from src (user virtual address if user_src) into ip at
 // offset off, growing the file if needed. Returns the bytes written, or
-// -EINVAL (off beyond the end), -EFBIG, -ENOSPC (nothing written), -EFAULT.
+// -EINVAL (off beyond the end), -EFBIG, -ENOSPC (nothing written), -EFAULT,
+// -EIO (a damaged block map).
 // Fewer than n bytes means the disk filled up. Caller holds ip->lock and
 // is inside a transaction that can hold the blocks (file.c filewrite).
 int
@@ -651,10 +847,8 @@ writei(struct inode *ip, int user_src, uint64 src, uint64 off, uint n)
   if (off + n > (uint64)MAXFILE * BSIZE)
     return -EFBIG;
   for (tot = 0; tot < n; tot += m, off += m, src += m) {
-    if ((addr = bmap(ip, off / BSIZE, 1)) == 0) {
-      err = -ENOSPC;
+    if ((err = bmap(ip, off / BSIZE, 1, &addr)) < 0)
       break;
-    }
     bp = bread(ip->dev, addr);
     m = BSIZE - off % BSIZE;
     if (m > n - tot)
@@ -682,9 +876,35 @@ namecmp(const char *s, const char *t)
   return strncmp(s, t, DIRSIZ);
 }
 
+// Checks the entry that matched name in directory dp: the one place a
+// directory entry's inode number is checked. Returns 0, or -EIO (logged)
+// if it names no inode of the image, or names dp itself under a name
+// other than "." (or ".." in the root): following it would lock dp twice.
+static int
+dirent_bad(struct inode *dp, char *name, uint inum)
+{
+  const char *why = 0;
+  char shown[DIRSIZ + 1];
+
+  if (inum >= sb.ninodes)
+    why = "names an inode beyond the inode count";
+  else if (inum == dp->inum && namecmp(name, ".") != 0 &&
+      !(namecmp(name, "..") == 0 && dp->inum == ROOTINO))
+    why = "names its own directory";
+  else if (inum != dp->inum && namecmp(name, ".") == 0)
+    why = "'.' names another inode";
+  if (why == 0)
+    return 0;
+  memmove(shown, name, DIRSIZ); // name may fill DIRSIZ without a NUL
+  shown[DIRSIZ] = 0;
+  printf("fs: inode %d: entry '%s' -> inode %d %s\n", dp->inum, shown, inum, why);
+  return -EIO;
+}
+
 // Looks for name in directory dp. If found, sets *poff (if poff) to the
-// entry's offset and *ipp to its inode, unlocked. Returns 0, -ENOENT, or
-// -ENFILE if the inode table is full. Caller holds dp->lock.
+// entry's offset and *ipp to its inode, unlocked. Returns 0, -ENOENT,
+// -EIO (a damaged directory or entry), or -ENFILE if the inode table is
+// full. Caller holds dp->lock.
 int
 dirlookup(struct inode *dp, char *name, uint *poff, struct inode **ipp)
 {
@@ -692,12 +912,17 @@ dirlookup(struct inode *dp, char *name, uint *poff, struct inode **ipp)
   uint addr, inum;
   struct buf *bp;
   struct dirent *de;
+  int r;
 
   if (dp->type != T_DIR)
-    panic("dirlookup: not a directory");
+    return -ENOTDIR;
   for (off = 0; off < dp->size; off += BSIZE) {
-    if ((addr = bmap(dp, off / BSIZE, 0)) == 0)
+    if ((r = bmap(dp, off / BSIZE, 0, &addr)) < 0)
+      return r;
+    if (addr == 0) {
+      printf("fs: inode %d: hole in a directory at byte %ld\n", dp->inum, off);
       return -EIO;
+    }
     bp = bread(dp->dev, addr);
     for (de = (struct dirent *)bp->data; de < (struct dirent *)(bp->data + BSIZE); de++) {
       if ((uchar *)de - bp->data + off >= dp->size)
@@ -708,6 +933,8 @@ dirlookup(struct inode *dp, char *name, uint *poff, struct inode **ipp)
         *poff = off + ((uchar *)de - bp->data);
       inum = de->inum;
       brelse(bp);
+      if ((r = dirent_bad(dp, name, inum)) < 0)
+        return r;
       return (*ipp = iget(dp->dev, inum)) ? 0 : -ENFILE;
     }
     brelse(bp);
@@ -716,7 +943,7 @@ dirlookup(struct inode *dp, char *name, uint *poff, struct inode **ipp)
 }
 
 // Adds entry (name, inum) to directory dp. Returns 0, -EEXIST, -ENFILE,
-// -ENOSPC or -EFBIG. Caller holds dp->lock and is inside a transaction.
+// -ENOSPC, -EFBIG or -EIO. Caller holds dp->lock and is inside a transaction.
 int
 dirlink(struct inode *dp, char *name, uint inum)
 {
@@ -732,8 +959,8 @@ dirlink(struct inode *dp, char *name, uint inum)
   if (r != -ENOENT)
     return r;
   for (off = 0; off < dp->size; off += sizeof(de)) {
-    if (readi(dp, 0, (uint64)&de, off, sizeof(de)) != sizeof(de))
-      panic("dirlink: read");
+    if ((r = readi(dp, 0, (uint64)&de, off, sizeof(de))) != sizeof(de))
+      return r < 0 ? r : -EIO;
     if (de.inum == 0)
       break;
   }
@@ -802,10 +1029,9 @@ namex(char *path, int parent, char *name, struct inode **ipp)
       iput(ip);
       return -ENAMETOOLONG;
     }
-    ilock(ip);
-    if (ip->type != T_DIR) {
+    if ((r = ilock(ip)) < 0 || ip->type != T_DIR) {
       iunlockput(ip);
-      return -ENOTDIR;
+      return r < 0 ? r : -ENOTDIR;
     }
     if (parent && *path == 0) {
       iunlock(ip); // stop one level early

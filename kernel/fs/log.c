@@ -21,9 +21,28 @@
 // merges blocks with consecutive home numbers (a large file's data) into
 // one request per run.
 //
+// Durability: when the disk caches writes (VIRTIO_BLK_F_FLUSH), commit
+// flushes the disk's cache at each step, so no write reaches stable
+// storage ahead of the one it depends on: the log blocks before the
+// header that names them, the header before the homes change, the homes
+// before the header is cleared, and the cleared header before the next
+// transaction overwrites the log area. Measured with tests/progs/fswrite.c
+// (one small write() per commit): about 0.58 ms per commit with the
+// flushes, 0.34 ms without (kernel built with -DAISVC_NOFLUSH).
+//
 // On-disk format:
 //   header block: n and the home block number of each logged block
 //   block logstart+1+i: the contents of block[i]
+//
+// The header is untrusted, like all of the disk (fs.c). At mount it is
+// checked before recovery: n must be within [0, LOGBLOCKS] and fit the
+// log region, and every home block number must lie in [inodestart, size)
+// (the log holds inode, bitmap and data blocks only). A header that fails
+// is not replayed: recovery is skipped with one line on the console, the
+// header is left as it was (for `pyaisvc fsimg check`), and the file
+// system is mounted read-only (fs_readonly(): calls that would write fail
+// with -EROFS), so the shell and the programs still run. The same happens
+// when the superblock's log region is unusable (fsinit).
 
 #include "types.h"
 #include "param.h"
@@ -44,6 +63,7 @@ struct log {
   struct spinlock lock;
   uint start; // the header's block number
   int dev;
+  int readonly; // set at mount: no transaction may write
   // guarded by lock:
   int outstanding; // system calls inside begin_op/end_op
   int committing;  // commit() is running; wait
@@ -53,20 +73,30 @@ struct log log;
 
 _Static_assert(sizeof(struct logheader) <= BSIZE, "log header exceeds a block");
 
-static void recover_from_log(void);
+static void recover_from_log(struct superblock *sb);
 static void commit(void);
 
 // Reads the log's position from the superblock and replays a committed
-// transaction left by a crash. Called by fsinit, before any transaction.
+// transaction left by a crash. Called by fsinit, before any transaction;
+// readonly (a damaged superblock) skips recovery and mounts read-only.
 void
-initlog(int dev, struct superblock *sb)
+initlog(int dev, struct superblock *sb, int readonly)
 {
-  if (sb->nlog < LOGBLOCKS + 1)
-    panic("initlog: the image's log is too small; rebuild the image");
   initlock(&log.lock, "log");
   log.start = sb->logstart;
   log.dev = dev;
-  recover_from_log();
+  log.readonly = readonly;
+  if (readonly)
+    printf("log: not recovering: the superblock's log region is unusable\n");
+  else
+    recover_from_log(sb);
+}
+
+// Is the file system mounted read-only (a damaged superblock or log)?
+int
+fs_readonly(void)
+{
+  return log.readonly;
 }
 
 // Most blocks per disk request: the driver's limit, at most BIOMAXSEGS.
@@ -132,17 +162,29 @@ install_trans(void)
   }
 }
 
-static void
-read_head(void)
+// Reads the header into log.lh and checks it against the superblock.
+// Returns 0, or why it cannot be right (log.lh.n is then 0).
+static const char *
+read_head(struct superblock *sb)
 {
   struct buf *b = bread(log.dev, log.start);
   struct logheader *lh = (struct logheader *)b->data;
+  const char *why = 0;
+  int i;
 
   log.lh.n = lh->n;
-  if (log.lh.n < 0 || log.lh.n > LOGBLOCKS)
-    panic("read_head: corrupt log header; rebuild the image");
-  memmove(log.lh.block, lh->block, log.lh.n * sizeof(uint32));
+  if (log.lh.n < 0 || log.lh.n > LOGBLOCKS || log.lh.n > (int)sb->nlog - 1) {
+    why = "block count out of range";
+  } else {
+    memmove(log.lh.block, lh->block, log.lh.n * sizeof(uint32));
+    for (i = 0; i < log.lh.n && why == 0; i++)
+      if (log.lh.block[i] < sb->inodestart || log.lh.block[i] >= sb->size)
+        why = "a home block number lies outside the inode table, bitmap and data";
+  }
   brelse(b);
+  if (why)
+    log.lh.n = 0;
+  return why;
 }
 
 // Writes the in-memory header to disk. Writing it with n > 0 is the
@@ -159,15 +201,21 @@ write_head(void)
   brelse(b);
 }
 
-// Replays a committed transaction: copies each log block home.
+// Replays a committed transaction: copies each log block home. A header
+// that cannot be right is not replayed: the file system goes read-only.
 static void
-recover_from_log(void)
+recover_from_log(struct superblock *sb)
 {
   struct blkseg seg;
   struct buf *b;
+  const char *why;
   int i;
 
-  read_head();
+  if ((why = read_head(sb)) != 0) {
+    printf("log: header block %d: %s; not recovering, mounting read-only\n", log.start, why);
+    log.readonly = 1;
+    return;
+  }
   for (i = 0; i < log.lh.n; i++) {
     b = bread(log.dev, log.lh.block[i]);
     seg.pa = (uint64)b->data;
@@ -177,6 +225,8 @@ recover_from_log(void)
     bwrite(b);
     brelse(b);
   }
+  if (log.lh.n > 0)
+    virtio_disk_flush(); // the homes are written before the header is cleared
   log.lh.n = 0;
   write_head();
 }
@@ -235,10 +285,14 @@ commit(void)
 {
   if (log.lh.n > 0) {
     write_log();
-    write_head(); // the commit point
+    virtio_disk_flush(); // the log is on disk before the header names it
+    write_head();        // the commit point
+    virtio_disk_flush(); // ... and the commit before any home changes
     install_trans();
+    virtio_disk_flush(); // the homes are on disk before the header is cleared
     log.lh.n = 0;
-    write_head(); // the transaction is done; forget it
+    write_head();        // the transaction is done; forget it
+    virtio_disk_flush(); // ... for good, before the next one reuses the log
   }
 }
 
@@ -251,6 +305,8 @@ log_write(struct buf *b)
 {
   int i;
 
+  if (log.readonly)
+    return; // unreachable: sysfile.c refuses writes; never write a damaged disk
   acquire(&log.lock);
   if (log.lh.n >= LOGBLOCKS)
     panic("log_write: transaction too big");

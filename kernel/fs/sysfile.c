@@ -4,6 +4,8 @@
 // with argstr (at most MAXPATH bytes); descriptors are checked by argfd;
 // user buffers are checked by copyin/copyout where they are used.
 // Calls that change the file system run inside begin_op()/end_op().
+// On a file system mounted read-only (a damaged image, see log.c) they
+// fail with -EROFS before they start.
 
 #include "types.h"
 #include "riscv.h"
@@ -134,6 +136,7 @@ sys_fstat(void)
 }
 
 // Makes new a name for the inode old names (not a directory).
+// Returns 0 or a negative errno; -EMLINK if old has MAXLINK names.
 static int
 do_link(char *old, char *new)
 {
@@ -143,10 +146,11 @@ do_link(char *old, char *new)
 
   if ((r = namei_err(old, &ip)) < 0)
     return r;
-  ilock(ip);
-  if (ip->type == T_DIR) {
+  if ((r = ilock(ip)) < 0 || ip->type == T_DIR || ip->nlink >= MAXLINK) {
+    if (r == 0)
+      r = ip->type == T_DIR ? -EPERM : -EMLINK;
     iunlockput(ip);
-    return -EPERM;
+    return r;
   }
   ip->nlink++;
   iupdate(ip);
@@ -154,11 +158,8 @@ do_link(char *old, char *new)
 
   if ((r = nameiparent_err(new, name, &dp)) < 0)
     goto bad;
-  ilock(dp);
-  if (dp->dev != ip->dev)
-    r = -EXDEV;
-  else
-    r = dirlink(dp, name, ip->inum);
+  if ((r = ilock(dp)) == 0)
+    r = dp->dev != ip->dev ? -EXDEV : dirlink(dp, name, ip->inum);
   iunlockput(dp);
   if (r < 0)
     goto bad;
@@ -181,60 +182,96 @@ sys_link(void)
 
   if ((r = argstr(0, old, MAXPATH)) < 0 || (r = argstr(1, new, MAXPATH)) < 0)
     return r;
+  if (fs_readonly())
+    return -EROFS;
   begin_op();
   r = do_link(old, new);
   end_op();
   return r;
 }
 
-// Is directory dp empty except for "." and ".."? Caller holds dp->lock.
+// Is directory dp empty except for "." and ".."? Returns 1, 0, or -EIO
+// for a damaged directory. Caller holds dp->lock.
 static int
 isdirempty(struct inode *dp)
 {
   uint64 off;
   struct dirent de;
+  int r;
 
   for (off = 2 * sizeof(de); off < dp->size; off += sizeof(de)) {
-    if (readi(dp, 0, (uint64)&de, off, sizeof(de)) != sizeof(de))
-      panic("isdirempty: readi");
+    if ((r = readi(dp, 0, (uint64)&de, off, sizeof(de))) != sizeof(de))
+      return r < 0 ? r : -EIO;
     if (de.inum != 0)
       return 0;
   }
   return 1;
 }
 
-// Removes the directory entry at path.
+// Does directory dp's ".." name ip? Caller holds dp->lock.
+static int
+is_parent(struct inode *dp, struct inode *ip)
+{
+  struct inode *pp;
+  int same;
+
+  if (dirlookup(dp, "..", 0, &pp) < 0)
+    return 0;
+  same = pp == ip;
+  iput(pp);
+  return same;
+}
+
+// Removes the directory entry at path. An entry (other than "." and "..")
+// that names its own directory or the directory's parent is damage, and
+// following it would lock dp twice or a parent after its child (against
+// the parent-then-child order everywhere else): refused with -EIO.
 static int
 do_unlink(char *path)
 {
   struct inode *ip, *dp;
   struct dirent de;
-  char name[DIRSIZ];
+  char name[DIRSIZ + 1] = { 0 }; // NUL-terminated for the message below
   uint off;
   int r;
 
   if ((r = nameiparent_err(path, name, &dp)) < 0)
     return r;
-  ilock(dp);
+  if ((r = ilock(dp)) < 0)
+    goto out;
   if (namecmp(name, ".") == 0 || namecmp(name, "..") == 0) {
     r = -EINVAL;
     goto out;
   }
   if ((r = dirlookup(dp, name, &off, &ip)) < 0)
     goto out;
-  ilock(ip);
-  if (ip->nlink < 1)
-    panic("unlink: nlink < 1");
-  if (ip->type == T_DIR && !isdirempty(ip)) {
+  if (ip == dp || is_parent(dp, ip)) { // dirlookup already refuses ip == dp
+    printf("fs: inode %d: entry '%s' names the directory's parent; not unlinking it\n",
+        dp->inum, name);
+    iput(ip);
+    r = -EIO;
+    goto out;
+  }
+  if ((r = ilock(ip)) < 0 || (ip->type == T_DIR && (r = isdirempty(ip)) <= 0)) {
     iunlockput(ip);
-    r = -ENOTEMPTY;
+    r = r < 0 ? r : -ENOTEMPTY;
     goto out;
   }
   memset(&de, 0, sizeof(de));
-  if (writei(dp, 0, (uint64)&de, off, sizeof(de)) != sizeof(de))
-    panic("unlink: writei");
+  if ((r = writei(dp, 0, (uint64)&de, off, sizeof(de))) != sizeof(de)) {
+    iunlockput(ip);
+    r = r < 0 ? r : -EIO;
+    goto out;
+  }
+  r = 0;
   if (ip->type == T_DIR) {
-    dp->nlink--; // the child's ".." no longer names dp
+    // The child's ".." no longer names dp. A directory's count is at
+    // least 1 + its subdirectories; below that the image is damaged,
+    // and dropping to 0 would free a directory that is still named.
+    if (dp->nlink > 1)
+      dp->nlink--;
+    else
+      printf("fs: inode %d: link count too low for its subdirectories\n", dp->inum);
     iupdate(dp);
   }
   ip->nlink--;
@@ -253,6 +290,8 @@ sys_unlink(void)
 
   if ((r = argstr(0, path, MAXPATH)) < 0)
     return r;
+  if (fs_readonly())
+    return -EROFS;
   begin_op();
   r = do_unlink(path);
   end_op();
@@ -266,6 +305,8 @@ dirinit(struct inode *dp, struct inode *ip)
 {
   int r;
 
+  if (dp->nlink >= MAXLINK)
+    return -EMLINK;
   if ((r = dirlink(ip, ".", ip->inum)) < 0 || (r = dirlink(ip, "..", dp->inum)) < 0)
     return r;
   dp->nlink++; // for ".."
@@ -285,10 +326,16 @@ create(char *path, short type, short major, short minor, struct inode **ipp)
 
   if ((r = nameiparent_err(path, name, &dp)) < 0)
     return r;
-  ilock(dp);
+  if ((r = ilock(dp)) < 0) {
+    iunlockput(dp);
+    return r;
+  }
   if ((r = dirlookup(dp, name, 0, &ip)) == 0) {
     iunlockput(dp);
-    ilock(ip);
+    if ((r = ilock(ip)) < 0) {
+      iunlockput(ip);
+      return r;
+    }
     if (type == T_FILE && (ip->type == T_FILE || ip->type == T_DEVICE)) {
       *ipp = ip;
       return 0;
@@ -301,7 +348,7 @@ create(char *path, short type, short major, short minor, struct inode **ipp)
     iunlockput(dp);
     return r;
   }
-  ilock(ip);
+  ilock(ip); // a fresh inode: nothing on disk to check
   ip->major = major;
   ip->minor = minor;
   ip->nlink = 1;
@@ -328,16 +375,24 @@ do_open(char *path, int omode)
   struct file *f;
   int fd, r;
 
-  if (omode & O_CREATE) {
+  if ((omode & O_CREATE) && !fs_readonly()) {
     if ((r = create(path, T_FILE, 0, 0, &ip)) < 0)
       return r;
   } else {
     if ((r = namei_err(path, &ip)) < 0)
+      return r == -ENOENT && (omode & O_CREATE) ? -EROFS : r;
+    if ((r = ilock(ip)) < 0) {
+      iunlockput(ip);
       return r;
-    ilock(ip);
+    }
     if (ip->type == T_DIR && omode != O_RDONLY) {
       iunlockput(ip);
       return -EISDIR;
+    }
+    if (fs_readonly() && ip->type != T_DEVICE &&
+        (omode & (O_WRONLY | O_RDWR | O_TRUNC))) {
+      iunlockput(ip);
+      return -EROFS;
     }
   }
   if (ip->type == T_DEVICE && (ip->major < 0 || ip->major >= NDEV)) {
@@ -387,6 +442,8 @@ sys_mkdir(void)
 
   if ((r = argstr(0, path, MAXPATH)) < 0)
     return r;
+  if (fs_readonly())
+    return -EROFS;
   begin_op();
   if ((r = create(path, T_DIR, 0, 0, &ip)) == 0)
     iunlockput(ip);
@@ -407,6 +464,8 @@ sys_mknod(void)
     return r;
   if (major < 0 || major >= NDEV)
     return -EINVAL;
+  if (fs_readonly())
+    return -EROFS;
   begin_op();
   r = create(path, T_DEVICE, major, minor, &ip);
   if (r == 0)
@@ -430,11 +489,10 @@ sys_chdir(void)
     end_op();
     return r;
   }
-  ilock(ip);
-  if (ip->type != T_DIR) {
+  if ((r = ilock(ip)) < 0 || ip->type != T_DIR) {
     iunlockput(ip);
     end_op();
-    return -ENOTDIR;
+    return r < 0 ? r : -ENOTDIR;
   }
   iunlock(ip);
   iput(p->cwd);

@@ -26,6 +26,8 @@
 #define EMFILE       24 // too many open files in this process
 #define EFBIG        27 // file too large
 #define ENOSPC       28 // no space left on the disk
+#define EROFS        30 // read-only file system (a damaged image)
+#define EMLINK       31 // too many links
 #define EPIPE        32 // broken pipe
 #define ERANGE       34 // result out of range
 #define ENAMETOOLONG 36 // file name too long

@@ -43,11 +43,13 @@ struct superblock {
 // On-disk inode: 128 bytes, 32 per block.
 // addrs[NDIRECT] is the single-indirect block, addrs[NDIRECT+1] the
 // double-indirect one; 0 means "no block" (block 0 is never data).
+#define MAXLINK 32767 // most links to an inode: nlink is a short
+
 struct dinode {
   short type;  // T_DIR, T_FILE, T_DEVICE (stat.h), 0 if free
   short major; // device number (T_DEVICE only)
   short minor;
-  short nlink;               // directory entries that refer to this inode
+  short nlink;               // directory entries that refer to this inode (1..MAXLINK)
   uint64 size;               // file size in bytes (offset 8: aligned)
   uint32 addrs[NDIRECT + 2]; // data block numbers
 };

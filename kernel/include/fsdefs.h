@@ -27,7 +27,8 @@ void bunpin(struct buf *b);
 uint bclean_run(uint dev, uint blockno, uint n);
 
 // log.c
-void initlog(int dev, struct superblock *sb);
+void initlog(int dev, struct superblock *sb, int readonly);
+int fs_readonly(void);
 void log_write(struct buf *b);
 void begin_op(void);
 void end_op(void);
@@ -38,7 +39,7 @@ void fsinit(int dev);
 int ialloc(uint dev, short type, struct inode **ipp);
 struct inode *idup(struct inode *ip);
 void iinit(void);
-void ilock(struct inode *ip);
+int ilock(struct inode *ip);
 void iput(struct inode *ip);
 void iunlock(struct inode *ip);
 void iunlockput(struct inode *ip);
@@ -77,5 +78,7 @@ int virtio_disk_io(uint64 blockno, struct blkseg *segs, int nseg,
 void virtio_disk_rw(struct buf *b, int write);
 void virtio_disk_intr(void);
 int virtio_disk_maxsegs(void);
+uint64 virtio_disk_capacity(void);
+int virtio_disk_flush(void);
 
 #endif

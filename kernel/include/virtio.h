@@ -83,9 +83,10 @@ struct virtq_used {
 };
 
 // Block request: header (device reads), data, status byte (device writes).
-#define VIRTIO_BLK_T_IN  0 // read from the disk
-#define VIRTIO_BLK_T_OUT 1 // write to the disk
-#define VIRTIO_BLK_S_OK  0
+#define VIRTIO_BLK_T_IN    0 // read from the disk
+#define VIRTIO_BLK_T_OUT   1 // write to the disk
+#define VIRTIO_BLK_T_FLUSH 4 // make completed writes durable
+#define VIRTIO_BLK_S_OK    0
 
 struct virtio_blk_req {
   uint32 type;

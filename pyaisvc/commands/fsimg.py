@@ -1,4 +1,4 @@
-"""`pyaisvc fsimg build|list|extract`: file-system images for the guest."""
+"""`pyaisvc fsimg build|list|check|extract`: file-system images for the guest."""
 
 from __future__ import annotations
 
@@ -31,8 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     ls = sub.add_parser("list", help="print the image's tree with sizes")
     ls.add_argument("--image", required=True)
-    c = sub.add_parser("check", help="check an image's consistency (like fsck)")
-    c.add_argument("--image", required=True)
+    c = sub.add_parser("check", help="check an image's consistency (like fsck); "
+                       "exits 1 and lists every problem if it finds any")
+    c.add_argument("image_pos", nargs="?", metavar="IMAGE", help="the image to check")
+    c.add_argument("--image", help="the image to check (same as IMAGE)")
     x = sub.add_parser("extract", help="copy files out of an image")
     x.add_argument("--image", required=True)
     x.add_argument("--to", required=True, help="host directory to copy into")
@@ -98,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
                 kind = "d" if e.type == layout.T_DIR else "-"
                 print(f"{kind} {e.size:>12} {e.path}")
         elif args.action == "check":
+            args.image = args.image or args.image_pos
+            if not args.image:
+                raise CommandError("fsimg check: give the image: pyaisvc fsimg check IMAGE")
             problems = fsimg.check_image(args.image)
             for p in problems:
                 print(p)
