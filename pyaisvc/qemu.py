@@ -38,6 +38,12 @@ from pyaisvc.errors import AisvcError
 PROMPT = "$ "
 BANNER = re.compile(r"aisvc: (\d+) harts, (\d+) MiB RAM")
 PANIC = "panic: "
+# The banner comes within a second or two of QEMU starting, even on a busy host;
+# without it after this long the kernel is not running (e.g. too little RAM to
+# hold it), and waiting for the whole boot timeout would only hide that.
+BANNER_SECONDS = 20.0
+# init's line when the shell cannot be started, e.g. in too little RAM.
+SHELL_FAILED = r"init: cannot run /sh: ([^\r\n]*)"
 TAIL_CHARS = 3000
 QEMU_EXIT_KEYS = "\x01x"  # Ctrl-A x: QEMU's -nographic monitor escape for "quit"
 
@@ -144,9 +150,20 @@ class Guest:
         self.child.logfile_read = self.log
         self.child.delaybeforesend = None
         deadline = start + timeout
-        self.expect([BANNER.pattern], deadline, "the kernel's boot banner")
+        try:
+            self.expect([BANNER.pattern], min(deadline, start + BANNER_SECONDS),
+                        "the kernel's boot banner")
+        except GuestTimeout:
+            waited = min(timeout, BANNER_SECONDS)
+            raise GuestTimeout(f"the kernel printed nothing in {waited:.0f} s: it cannot boot "
+                               f"with -m {self.cfg.ram} (too little RAM for the kernel?) or "
+                               f"{self.cfg.kernel} is not an aisvc kernel; boot with more RAM "
+                               "(e.g. 256M)", self.transcript) from None
         self.harts, self.ram_mib = int(self.match.group(1)), int(self.match.group(2))
-        self.expect([re.escape(PROMPT)], deadline, "the shell prompt")
+        if self.expect([re.escape(PROMPT), SHELL_FAILED], deadline, "the shell prompt") == 1:
+            raise GuestCrashed(f"the kernel booted but init cannot start the shell "
+                               f"({self.match.group(1)}) in {self.ram_mib} MiB; boot with "
+                               "more RAM (e.g. 256M)", self.transcript)
         self.boot_seconds = time.monotonic() - start
         return self.boot_seconds
 
@@ -210,7 +227,7 @@ class Guest:
             raise GuestCrashed(f"the kernel panicked while waiting for {what}", self.transcript)
         if i == len(patterns) + 1:
             raise GuestCrashed(f"QEMU exited while waiting for {what}", self.transcript)
-        raise GuestTimeout(f"no {what} within the deadline", self.transcript)
+        raise GuestTimeout(f"timed out waiting for {what}", self.transcript)
 
     @property
     def match(self) -> re.Match[str]:

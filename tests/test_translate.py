@@ -134,7 +134,7 @@ def test_cli_files_and_stdin(tmp_path, capsys):
 def test_cli_bad_ids_exit_1_naming_the_field(tmp_path, capsys):
     rc, out, err = _cli(["translate", "decode", "--tokens", "504 abc"], capsys)
     assert rc == 1 and out == ""
-    assert "pyaisvc: --tokens: item 2 'abc' is not a number" in err
+    assert "pyaisvc translate: --tokens: item 2 'abc' is not a number" in err
     (tmp_path / "ids").write_text("1 2 -5")
     rc, _, err = _cli(["translate", "decode", "--token-file", str(tmp_path / "ids")], capsys)
     assert rc == 1 and "--token-file: item 3 -5 is negative" in err

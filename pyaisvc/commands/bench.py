@@ -7,13 +7,16 @@
 Builds what is missing (kernel, guest programs, image), boots the guest once
 per model, runs every (prompt length, generated length) cell --repeat times
 with a fixed English prompt cut to length, and writes results.csv,
-results.json, results.md and three PNG plots into --out. docs/MEASURE.md
+results.json, results.md and three PNG plots into --out. --out is checked
+(created and written to) before anything is measured; a run that fails or
+is interrupted part-way writes the runs measured so far (csv, json, md). docs/MEASURE.md
 says where each number comes from and how to read the plots.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import time
@@ -23,7 +26,7 @@ from tqdm import tqdm
 
 from pyaisvc.bench import plots, report
 from pyaisvc.bench.matrix import BenchError, parse_lengths
-from pyaisvc.bench.runner import BenchConfig, Progress, run_bench
+from pyaisvc.bench.runner import BenchConfig, BenchIncomplete, Progress, run_bench
 from pyaisvc.errors import AisvcError, CommandError
 from pyaisvc.llmguest import MODELS
 
@@ -71,9 +74,22 @@ def _config(args: argparse.Namespace):
                        profile=args.profile)
 
 
+def check_out(out: Path) -> None:
+    """Creates out and proves a file can be written there, before anything is measured."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".bench-write-check-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise CommandError(f"bench: --out {out}: cannot write there ({e.strerror or e}); "
+                           "pass --out with a directory you can write") from e
+
+
 def run(args: argparse.Namespace) -> int:
     cfg = _config(args)
     out = args.out or Path("build/bench") / time.strftime("results-%Y%m%d-%H%M%S", time.gmtime())
+    check_out(out)
     bar = None
 
     def note(text: str) -> None:
@@ -84,20 +100,28 @@ def run(args: argparse.Namespace) -> int:
         if args.no_progress:
             return
         if bar is None:
-            bar = tqdm(total=round(p.total_weight), unit="w", file=sys.stderr,
-                       bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} units "
-                                  "[{elapsed}<{remaining}]")
+            # disable=None: no bar when stderr is not a terminal (a pipe or a log file).
+            bar = tqdm(total=round(p.total_weight), file=sys.stderr, disable=None,
+                       bar_format="{l_bar}{bar}| [{elapsed}<{remaining}]")
         bar.set_description(f"{p.label} ({p.done}/{p.total} runs)", refresh=False)
         bar.update(round(p.done_weight) - bar.n)
 
+    command = "pyaisvc bench " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else [])
     try:
         result = run_bench(cfg, progress, note)
+    except BenchIncomplete as e:
+        if bar is not None:
+            bar.close()
+        if not e.partial.samples:
+            raise CommandError(f"bench: {e}; nothing was measured, so nothing was written") from e
+        paths = report.write_all(out, e.partial, command.strip() + "  # incomplete")
+        raise CommandError(f"bench: {e}; wrote the {len(e.partial.samples)} runs measured so far "
+                           f"to {out}/ ({', '.join(p.name for p in paths.values())})") from e
     except AisvcError as e:
         raise CommandError(f"bench: {e}") from e
     finally:
         if bar is not None:
             bar.close()
-    command = "pyaisvc bench " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else [])
     paths = report.write_all(out, result, command.strip())
     paths.update(plots.write_plots(out, result))
     sys.stdout.write(report.markdown(result, command.strip()))

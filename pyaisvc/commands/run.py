@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from pyaisvc.errors import CommandError
-from pyaisvc.qemu import Guest, GuestError, QemuConfig
+from pyaisvc.qemu import Guest, GuestError, GuestTimeout, QemuConfig
 
 DEFAULT_KERNEL = Path("build/kernel/kernel")
 DEFAULT_IMAGE = Path("build/fs.img")
@@ -40,11 +40,15 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("run: no command given; usage: pyaisvc run -- echo hi")
     cfg = QemuConfig(kernel=args.kernel, image=args.image, ram=args.ram, cpus=args.cpus,
                      snapshot=True, qemu=args.qemu)
-    try:
-        with Guest(cfg) as guest:
-            print(f"pyaisvc run: booted to the shell prompt in {guest.boot_seconds:.2f} s "
-                  f"({guest.harts} harts, {guest.ram_mib} MiB)", file=sys.stderr)
-            sys.stdout.write(guest.run(" ".join(words), timeout=args.timeout))
-    except GuestError as e:
-        raise CommandError(f"run: {e}") from e
+    line = " ".join(words)
+    with Guest(cfg) as guest:  # boot errors go to the CLI as they are
+        print(f"pyaisvc run: booted to the shell prompt in {guest.boot_seconds:.2f} s "
+              f"({guest.harts} harts, {guest.ram_mib} MiB)", file=sys.stderr)
+        try:
+            sys.stdout.write(guest.run(line, timeout=args.timeout))
+        except GuestTimeout:
+            raise CommandError(f"run: `{line}` did not finish within --timeout {args.timeout:g} "
+                               "s; raise --timeout if it needs longer") from None
+        except GuestError as e:
+            raise CommandError(f"run: `{line}` stopped the guest: {e}") from e
     return 0
