@@ -14,7 +14,10 @@ that keeps running and reading lines (``llmrun --stdin``, the ``ai`` tool)::
 
 Every wait has a deadline. A wait that expires raises ``GuestTimeout``; QEMU
 exiting or the kernel printing ``panic:`` raises ``GuestCrashed``. Both carry
-the tail of the console transcript. ``close()`` always stops QEMU, also after
+the tail of the console transcript; a panic's message also says in which
+function and file:line each address of the kernel's fault lines lies
+(``explain()``, pyaisvc.symbolize), as ``pyaisvc run`` does for a user
+process killed by a fault. ``close()`` always stops QEMU, also after
 errors.
 """
 
@@ -33,6 +36,7 @@ from pathlib import Path
 
 import pexpect
 
+from pyaisvc import symbolize
 from pyaisvc.errors import AisvcError
 
 PROMPT = "$ "
@@ -206,6 +210,18 @@ class Guest:
                 child.terminate(force=True)
             child.close(force=True)
 
+    def explain(self, text: str) -> list[str]:
+        """Function and file:line of each code address in text's fault lines: the kernel's
+        from cfg.kernel, a user process's from the guest program of that name the build
+        made beside the kernel (build/user/_NAME, build/tests/_NAME)."""
+        build = Path(self.cfg.kernel).resolve().parent.parent
+
+        def elf_for(name: str) -> Path | None:
+            found = [build / d / f"_{name}" for d in ("user", "tests")]
+            return next((p for p in found if p.is_file()), None)
+
+        return symbolize.explain(text, Path(self.cfg.kernel), elf_for)
+
     def send_line(self, line: str) -> None:
         """Types line and Enter at the console (for a program that keeps reading it)."""
         if self.child is None or not self.child.isalive():
@@ -224,7 +240,9 @@ class Guest:
         if i == len(patterns):
             # Let the rest of the panic line arrive before reporting it.
             self.child.expect([r"\n", pexpect.EOF, pexpect.TIMEOUT], timeout=1)
-            raise GuestCrashed(f"the kernel panicked while waiting for {what}", self.transcript)
+            where = "".join(f"; {x}" for x in self.explain(self.transcript[-TAIL_CHARS:]))
+            raise GuestCrashed(f"the kernel panicked while waiting for {what}{where}",
+                               self.transcript)
         if i == len(patterns) + 1:
             raise GuestCrashed(f"QEMU exited while waiting for {what}", self.transcript)
         raise GuestTimeout(f"timed out waiting for {what}", self.transcript)

@@ -2,7 +2,9 @@
 
 Boots the guest on a throw-away overlay of the image (the image is never
 written), runs CMD at the shell prompt, prints its output on stdout and the
-boot time on stderr, and shuts QEMU down.
+boot time on stderr, and shuts QEMU down. A process the kernel kills for a
+fault gets one more stderr line: where its pc lies, as function and
+file:line (pyaisvc.symbolize).
 """
 
 from __future__ import annotations
@@ -45,7 +47,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"pyaisvc run: booted to the shell prompt in {guest.boot_seconds:.2f} s "
               f"({guest.harts} harts, {guest.ram_mib} MiB)", file=sys.stderr)
         try:
-            sys.stdout.write(guest.run(line, timeout=args.timeout))
+            output = guest.run(line, timeout=args.timeout)
+            sys.stdout.write(output)
+            for where in guest.explain(output):  # a fault's pc as function and file:line
+                print(f"pyaisvc run: {where}", file=sys.stderr)
         except GuestTimeout:
             raise CommandError(f"run: `{line}` did not finish within --timeout {args.timeout:g} "
                                "s; raise --timeout if it needs longer") from None
