@@ -117,7 +117,7 @@ def test_generate_checks_the_limits_before_booting(capsys, monkeypatch, argv, me
 
 @pytest.mark.parametrize("argv, wanted", [
     (["bench", "--bogus"], "pyaisvc bench: unrecognized arguments: --bogus; pyaisvc bench "
-                           "accepts --assets-qwen, --assets-smol, --cpus"),
+                           "accepts --assets-qwen, --assets-smol, --config, --cpus"),
     (["generate", "--assets-qwen=x", "hi"], "pyaisvc generate: unrecognized arguments: "
                                              "--assets-qwen=x; pyaisvc generate accepts "
                                              "--assets, --backend"),
