@@ -4,7 +4,8 @@
 #   make             kernel + guest programs
 #   make qemu        boot the guest with a shell         (CPUS=, RAM= to change)
 #   make qemu-smol   ... with SmolLM2 at /AI/SMOL         (exports it when missing)
-#   make test        lint + the test suite (boots the guest under QEMU)
+#   make test        lint + the test suite (boots the guest under QEMU; 2 workers)
+#   make test-quick  one test per area, a few minutes
 #
 # Knobs (override on the command line, e.g. `make qemu CPUS=2 RAM=2G`):
 CPUS    ?= 1
@@ -375,9 +376,10 @@ $(BUILD)/host/llmrun_%: $(U)/llm/llmrun_%.c $(U)/llm/%.c $(LLM_SRCS) $(LLM_HDRS)
 	@mkdir -p $(dir $@)
 	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/$*.c $(LLM_SRCS) -lm
 
-# The hot kernels (.text.hot) must share one 4 KiB page (docs/PERF_NOTES.md, fact 4).
+# The hot kernels (.text.hot) must share one 4 KiB page (docs/PERF_NOTES.md, fact 4);
+# tests/host/check_hot.py reads the symbol tables with pyelftools.
 llm-check-hot: $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen
-	@for f in $^; do python3 tests/host/check_hot.py $(TOOLPREFIX) $(BUILD)/user/llm/kernels.o $$f || exit 1; done
+	@for f in $^; do $(PYTHON) tests/host/check_hot.py $(BUILD)/user/llm/kernels.o $$f || exit 1; done
 
 # [bench] measure load time, TTFT and TPOT with tables and plots, or chat with
 # the model in the guest (pyaisvc bench / chat; docs/MEASURE.md), e.g.
@@ -407,8 +409,21 @@ format:
 	clang-format -i $(C_SOURCES)
 
 # The guest tests run the real SmolLM2: export it first (about a minute).
-test: all lint smol-assets
-	$(PYTHON) -m pytest -q
+# Everything the tests share under build/ is made here, before pytest starts;
+# then TEST_JOBS pytest-xdist workers run whole files each (each guest test
+# boots its own QEMU on a snapshot overlay of its image; tests/conftest.py).
+# TEST_JOBS=0 runs in one process. TEST_ARGS adds pytest options (e.g. -x).
+TEST_JOBS ?= 2
+TEST_ARGS ?=
+PYTEST    := $(PYTHON) -m pytest -q -n $(TEST_JOBS) --dist loadfile $(TEST_ARGS)
+TEST_BUILD := all testprogs fsimg llm-host smol-assets
+test: $(TEST_BUILD) lint
+	$(PYTEST)
+
+# test-quick: one test per area (tests/quick.txt), a few minutes.
+.PHONY: test-quick
+test-quick: $(TEST_BUILD)
+	$(PYTEST) $(shell grep -v '^\s*\(#\|$$\)' tests/quick.txt)
 
 # The full image fuzzer: one corrupted field at a time, booted (tests/test_fs_fuzz.py).
 .PHONY: fuzz-fs

@@ -14,7 +14,10 @@ that keeps running and reading lines (``llmrun --stdin``, the ``ai`` tool)::
 
 Every wait has a deadline. A wait that expires raises ``GuestTimeout``; QEMU
 exiting or the kernel printing ``panic:`` raises ``GuestCrashed``. Both carry
-the tail of the console transcript. ``close()`` always stops QEMU, also after
+the tail of the console transcript; a panic's message also says in which
+function and file:line each address of the kernel's fault lines lies
+(``explain()``, pyaisvc.symbolize), as ``pyaisvc run`` does for a user
+process killed by a fault. ``close()`` always stops QEMU, also after
 errors.
 """
 
@@ -33,11 +36,18 @@ from pathlib import Path
 
 import pexpect
 
+from pyaisvc import symbolize
 from pyaisvc.errors import AisvcError
 
 PROMPT = "$ "
 BANNER = re.compile(r"aisvc: (\d+) harts, (\d+) MiB RAM")
 PANIC = "panic: "
+# The banner comes within a second or two of QEMU starting, even on a busy host;
+# without it after this long the kernel is not running (e.g. too little RAM to
+# hold it), and waiting for the whole boot timeout would only hide that.
+BANNER_SECONDS = 20.0
+# init's line when the shell cannot be started, e.g. in too little RAM.
+SHELL_FAILED = r"init: cannot run /sh: ([^\r\n]*)"
 TAIL_CHARS = 3000
 QEMU_EXIT_KEYS = "\x01x"  # Ctrl-A x: QEMU's -nographic monitor escape for "quit"
 
@@ -144,9 +154,20 @@ class Guest:
         self.child.logfile_read = self.log
         self.child.delaybeforesend = None
         deadline = start + timeout
-        self.expect([BANNER.pattern], deadline, "the kernel's boot banner")
+        try:
+            self.expect([BANNER.pattern], min(deadline, start + BANNER_SECONDS),
+                        "the kernel's boot banner")
+        except GuestTimeout:
+            waited = min(timeout, BANNER_SECONDS)
+            raise GuestTimeout(f"the kernel printed nothing in {waited:.0f} s: it cannot boot "
+                               f"with -m {self.cfg.ram} (too little RAM for the kernel?) or "
+                               f"{self.cfg.kernel} is not an aisvc kernel; boot with more RAM "
+                               "(e.g. 256M)", self.transcript) from None
         self.harts, self.ram_mib = int(self.match.group(1)), int(self.match.group(2))
-        self.expect([re.escape(PROMPT)], deadline, "the shell prompt")
+        if self.expect([re.escape(PROMPT), SHELL_FAILED], deadline, "the shell prompt") == 1:
+            raise GuestCrashed(f"the kernel booted but init cannot start the shell "
+                               f"({self.match.group(1)}) in {self.ram_mib} MiB; boot with "
+                               "more RAM (e.g. 256M)", self.transcript)
         self.boot_seconds = time.monotonic() - start
         return self.boot_seconds
 
@@ -189,6 +210,18 @@ class Guest:
                 child.terminate(force=True)
             child.close(force=True)
 
+    def explain(self, text: str) -> list[str]:
+        """Function and file:line of each code address in text's fault lines: the kernel's
+        from cfg.kernel, a user process's from the guest program of that name the build
+        made beside the kernel (build/user/_NAME, build/tests/_NAME)."""
+        build = Path(self.cfg.kernel).resolve().parent.parent
+
+        def elf_for(name: str) -> Path | None:
+            found = [build / d / f"_{name}" for d in ("user", "tests")]
+            return next((p for p in found if p.is_file()), None)
+
+        return symbolize.explain(text, Path(self.cfg.kernel), elf_for)
+
     def send_line(self, line: str) -> None:
         """Types line and Enter at the console (for a program that keeps reading it)."""
         if self.child is None or not self.child.isalive():
@@ -207,10 +240,12 @@ class Guest:
         if i == len(patterns):
             # Let the rest of the panic line arrive before reporting it.
             self.child.expect([r"\n", pexpect.EOF, pexpect.TIMEOUT], timeout=1)
-            raise GuestCrashed(f"the kernel panicked while waiting for {what}", self.transcript)
+            where = "".join(f"; {x}" for x in self.explain(self.transcript[-TAIL_CHARS:]))
+            raise GuestCrashed(f"the kernel panicked while waiting for {what}{where}",
+                               self.transcript)
         if i == len(patterns) + 1:
             raise GuestCrashed(f"QEMU exited while waiting for {what}", self.transcript)
-        raise GuestTimeout(f"no {what} within the deadline", self.transcript)
+        raise GuestTimeout(f"timed out waiting for {what}", self.transcript)
 
     @property
     def match(self) -> re.Match[str]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from host import llmcases as lc
+from host.buildlock import build_lock
 
 from pyaisvc.llmguest import timings
 
@@ -23,7 +24,9 @@ GEN = 8
 
 @pytest.fixture(scope="module")
 def progs() -> dict[str, Path]:
-    proc = subprocess.run(["make", "-s", "llm-host"], cwd=ROOT, capture_output=True, text=True)
+    with build_lock():
+        proc = subprocess.run(["make", "-s", "llm-host"], cwd=ROOT, capture_output=True,
+                              text=True)
     if proc.returncode != 0:
         pytest.fail(f"make llm-host failed:\n{proc.stdout}{proc.stderr}", pytrace=False)
     return {m: ROOT / f"build/host/llmrun_{m}" for m in ("smol", "qwen")}
@@ -163,8 +166,9 @@ def test_math_matches_refmath(progs: dict[str, Path]) -> None:
 
 def test_hot_kernels_share_a_page() -> None:
     """make llm-check-hot: the guest programs' .text.hot kernels lie in one 4 KiB page."""
-    p = subprocess.run(["make", "-s", "llm-check-hot"], cwd=ROOT, capture_output=True,
-                       text=True)
+    with build_lock():
+        p = subprocess.run(["make", "-s", "llm-check-hot"], cwd=ROOT, capture_output=True,
+                           text=True)
     if "no RISC-V cross compiler" in p.stdout + p.stderr:
         pytest.skip("no RISC-V cross compiler")
     assert p.returncode == 0, p.stdout + p.stderr

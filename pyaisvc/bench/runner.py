@@ -17,6 +17,7 @@ set-up steps to another, and the CLI decides how to show them.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -29,8 +30,9 @@ from pyaisvc.assets import load_config
 from pyaisvc.bench.matrix import BenchError, Run, check_lengths, plan_runs, prompt_ids
 from pyaisvc.bench.sample import Note, Sample
 from pyaisvc.bench.service import ServiceClient
+from pyaisvc.errors import AisvcError
 from pyaisvc.llmguest import MODELS, Prepared, id_args, parse_output, prepare
-from pyaisvc.qemu import Guest, GuestError, QemuConfig
+from pyaisvc.qemu import Guest, QemuConfig
 from pyaisvc.tokenizer import load_tokenizer
 
 PROFILE = re.compile(r"^(\S+): profile phase=(prefill|decode) matmul_us=(\d+) attn_us=(\d+) "
@@ -134,7 +136,7 @@ def _prepare_all(cfg: BenchConfig, note: Note) -> tuple[dict[str, Prepared], dic
     for model in cfg.models:
         spec = MODELS[model]
         note(f"{model}: building kernel, programs and image")
-        p = prepare(cfg.root, spec, cfg.assets.get(model))
+        p = prepare(cfg.root, spec, cfg.assets.get(model), flag=f"--assets-{model}")
         seq_len = load_config((p.assets / "CFG.BIN").read_bytes()).runtime_seq_len
         check_lengths(cfg.prompt_lens, cfg.gen_lens, seq_len, model)
         tok = load_tokenizer(model)
@@ -145,18 +147,19 @@ def _prepare_all(cfg: BenchConfig, note: Note) -> tuple[dict[str, Prepared], dic
 
 def _measure_model(cfg: BenchConfig, model: str, p: Prepared, runs: list[Run], version: str,
                    state: Progress, progress: Callable[[Progress], None] | None,
-                   note: Note) -> tuple[Machine, list[Sample]]:
-    """Boots one guest for model and runs its part of the plan in it."""
+                   note: Note, samples: list[Sample], machines: dict[str, Machine]) -> None:
+    """Boots one guest for model and runs its part of the plan in it, appending each
+    sample to samples as it is measured (so a failure later keeps it) and the machine
+    to machines once booted."""
     spec = MODELS[model]
     qc = QemuConfig(kernel=p.kernel, image=p.image, ram=cfg.ram or spec.ram, cpus=cfg.cpus,
                     snapshot=True, qemu=cfg.qemu)
     note(f"{model}: booting the guest ({cfg.cpus} harts, {qc.ram})")
-    samples = []
     guest = Guest(qc)
     try:  # not `with`: a failed boot must close QEMU too
         guest.boot()
         assert guest.harts is not None and guest.ram_mib is not None
-        machine = Machine(version, guest.harts, guest.ram_mib, guest.boot_seconds or 0.0)
+        machines[model] = Machine(version, guest.harts, guest.ram_mib, guest.boot_seconds or 0.0)
         service = ServiceClient(guest, spec, note) if "service" in cfg.modes else None
         for run in runs:
             state.label = run.cell.label + f" #{run.repeat + 1}"
@@ -173,7 +176,16 @@ def _measure_model(cfg: BenchConfig, model: str, p: Prepared, runs: list[Run], v
                 progress(state)
     finally:
         guest.close()
-    return machine, samples
+
+
+class BenchIncomplete(BenchError):
+    """The benchmark stopped part-way (an error or Ctrl-C); ``partial`` holds what was
+    measured until then (its config lists only the models with a booted guest), and
+    ``interrupted`` says whether it was Ctrl-C."""
+
+    def __init__(self, message: str, partial: BenchResult, interrupted: bool) -> None:
+        super().__init__(message)
+        self.partial, self.interrupted = partial, interrupted
 
 
 def run_bench(cfg: BenchConfig, progress: Callable[[Progress], None] | None = None,
@@ -190,17 +202,24 @@ def run_bench(cfg: BenchConfig, progress: Callable[[Progress], None] | None = No
     state = Progress(0, len(runs), 0.0, sum(r.weight for r in runs), "")
     samples: list[Sample] = []
     machines: dict[str, Machine] = {}
+
+    def result(models: list[str]) -> BenchResult:
+        host = {"cpus": os.cpu_count(), "loadavg_start": round(load_start, 2),
+                "loadavg_end": round(os.getloadavg()[0], 2)}
+        return BenchResult(dataclasses.replace(cfg, models=models), samples, machines, prompts,
+                           {m: str(prepared[m].assets) for m in models},
+                           {m: prepared[m].title for m in models}, started,
+                           time.monotonic() - t_start, host)
+
     for model in cfg.models:
         mine = [r for r in runs if r.cell.model == model]
         try:
-            machines[model], got = _measure_model(cfg, model, prepared[model], mine, version,
-                                                  state, progress, note)
-        except GuestError as e:
-            raise BenchError(f"{model}: the guest failed during the benchmark: {e}") from e
-        samples += got
-    host = {"cpus": os.cpu_count(), "loadavg_start": round(load_start, 2),
-            "loadavg_end": round(os.getloadavg()[0], 2)}
-    return BenchResult(cfg, samples, machines, prompts,
-                       {m: str(p.assets) for m, p in prepared.items()},
-                       {m: p.title for m, p in prepared.items()}, started,
-                       time.monotonic() - t_start, host)
+            _measure_model(cfg, model, prepared[model], mine, version, state, progress, note,
+                           samples, machines)
+        except (AisvcError, KeyboardInterrupt) as e:
+            done = result([m for m in cfg.models if m in machines])
+            why = ("interrupted" if isinstance(e, KeyboardInterrupt)
+                   else f"{model}: the guest failed during the benchmark: {e}")
+            raise BenchIncomplete(f"{why} (after {state.done} of {state.total} runs)", done,
+                                  isinstance(e, KeyboardInterrupt)) from e
+    return result(cfg.models)

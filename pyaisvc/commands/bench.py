@@ -3,17 +3,21 @@
     pyaisvc bench --model smol                       # 3 x 3 cells, 3 repeats, cold
     pyaisvc bench --model both --mode both --out results/
     pyaisvc bench --model qwen --assets-qwen build/assets/qwen08/QWEN --repeat 1
+    pyaisvc bench --config docs/bench-example.toml  # a whole plan in one file
 
 Builds what is missing (kernel, guest programs, image), boots the guest once
 per model, runs every (prompt length, generated length) cell --repeat times
 with a fixed English prompt cut to length, and writes results.csv,
-results.json, results.md and three PNG plots into --out. docs/MEASURE.md
+results.json, results.md and three PNG plots into --out. --out is checked
+(created and written to) before anything is measured; a run that fails or
+is interrupted part-way writes the runs measured so far (csv, json, md). docs/MEASURE.md
 says where each number comes from and how to read the plots.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import time
@@ -23,24 +27,35 @@ from tqdm import tqdm
 
 from pyaisvc.bench import plots, report
 from pyaisvc.bench.matrix import BenchError, parse_lengths
-from pyaisvc.bench.runner import BenchConfig, Progress, run_bench
+from pyaisvc.bench.plan import load_plan
+from pyaisvc.bench.runner import BenchConfig, BenchIncomplete, Progress, run_bench
 from pyaisvc.errors import AisvcError, CommandError
 from pyaisvc.llmguest import MODELS
 
+# Each matrix flag's default; a flag left out takes the --config file's value, then this.
+DEFAULTS: dict[str, object] = {
+    "model": "smol", "mode": "cold", "prompt_lens": "8,16,32", "gen_lens": "8,16,32",
+    "repeat": 3, "cpus": 1, "ram": None, "out": None, "assets_smol": None,
+    "assets_qwen": None, "profile": False,
+}
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", choices=(*MODELS, "both"), default="smol",
+    parser.add_argument("--config", type=Path, metavar="FILE.toml",
+                        help="a measurement plan: any of the flags below as TOML keys "
+                             "(docs/bench-example.toml); flags given here win")
+    parser.add_argument("--model", choices=(*MODELS, "both"),
                         help="which model(s) to measure (default smol)")
-    parser.add_argument("--mode", choices=("cold", "service", "both"), default="cold",
+    parser.add_argument("--mode", choices=("cold", "service", "both"),
                         help="cold: a fresh llmrun process per run (loads every time); "
                              "service: the resident AI worker; both: side by side "
                              "(default cold)")
-    parser.add_argument("--prompt-lens", default="8,16,32", metavar="N,N,...",
+    parser.add_argument("--prompt-lens", metavar="N,N,...",
                         help="prompt lengths in tokens (default 8,16,32)")
-    parser.add_argument("--gen-lens", default="8,16,32", metavar="N,N,...",
+    parser.add_argument("--gen-lens", metavar="N,N,...",
                         help="generated lengths in tokens (default 8,16,32)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per cell (default 3)")
-    parser.add_argument("--cpus", type=int, default=1, help="guest harts (default 1)")
+    parser.add_argument("--repeat", type=int, help="runs per cell (default 3)")
+    parser.add_argument("--cpus", type=int, help="guest harts (default 1)")
     parser.add_argument("--ram", help="guest RAM, e.g. 512M or 2G (default: " + ", ".join(
         f"{m.ram} for {m.name}" for m in MODELS.values()) + ")")
     parser.add_argument("--out", type=Path,
@@ -50,10 +65,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--assets-qwen", type=Path, metavar="DIR",
                         help="Qwen3.5 asset directory (default models/QWEN), e.g. "
                              "build/assets/qwen08/QWEN")
-    parser.add_argument("--profile", action="store_true",
+    parser.add_argument("--profile", action="store_true", default=None,
                         help="cold runs also split prefill and decode into matmul, attention "
                              "and other time (adds a little overhead)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def apply_plan(args: argparse.Namespace) -> None:
+    """Fills each matrix flag left out from the --config file, then from DEFAULTS."""
+    try:
+        plan = load_plan(args.config) if args.config is not None else {}
+    except BenchError as e:
+        raise CommandError(f"bench: {e}") from e
+    for key, default in DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, plan.get(key, default))
 
 
 def _config(args: argparse.Namespace):
@@ -71,9 +97,23 @@ def _config(args: argparse.Namespace):
                        profile=args.profile)
 
 
+def check_out(out: Path) -> None:
+    """Creates out and proves a file can be written there, before anything is measured."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".bench-write-check-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise CommandError(f"bench: --out {out}: cannot write there ({e.strerror or e}); "
+                           "pass --out with a directory you can write") from e
+
+
 def run(args: argparse.Namespace) -> int:
+    apply_plan(args)
     cfg = _config(args)
     out = args.out or Path("build/bench") / time.strftime("results-%Y%m%d-%H%M%S", time.gmtime())
+    check_out(out)
     bar = None
 
     def note(text: str) -> None:
@@ -84,20 +124,28 @@ def run(args: argparse.Namespace) -> int:
         if args.no_progress:
             return
         if bar is None:
-            bar = tqdm(total=round(p.total_weight), unit="w", file=sys.stderr,
-                       bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} units "
-                                  "[{elapsed}<{remaining}]")
+            # disable=None: no bar when stderr is not a terminal (a pipe or a log file).
+            bar = tqdm(total=round(p.total_weight), file=sys.stderr, disable=None,
+                       bar_format="{l_bar}{bar}| [{elapsed}<{remaining}]")
         bar.set_description(f"{p.label} ({p.done}/{p.total} runs)", refresh=False)
         bar.update(round(p.done_weight) - bar.n)
 
+    command = "pyaisvc bench " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else [])
     try:
         result = run_bench(cfg, progress, note)
+    except BenchIncomplete as e:
+        if bar is not None:
+            bar.close()
+        if not e.partial.samples:
+            raise CommandError(f"bench: {e}; nothing was measured, so nothing was written") from e
+        paths = report.write_all(out, e.partial, command.strip() + "  # incomplete")
+        raise CommandError(f"bench: {e}; wrote the {len(e.partial.samples)} runs measured so far "
+                           f"to {out}/ ({', '.join(p.name for p in paths.values())})") from e
     except AisvcError as e:
         raise CommandError(f"bench: {e}") from e
     finally:
         if bar is not None:
             bar.close()
-    command = "pyaisvc bench " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else [])
     paths = report.write_all(out, result, command.strip())
     paths.update(plots.write_plots(out, result))
     sys.stdout.write(report.markdown(result, command.strip()))

@@ -25,7 +25,16 @@ from pathlib import Path
 
 from pyaisvc.assets import load_assets
 from pyaisvc.errors import CommandError
-from pyaisvc.llmguest import MODELS, id_args, parse_output, prepare, timing_line
+from pyaisvc.llmguest import (
+    MODELS,
+    check_assets,
+    check_request,
+    id_args,
+    parse_output,
+    prepare,
+    seq_len,
+    timing_line,
+)
 from pyaisvc.qemu import Guest, QemuConfig
 from pyaisvc.reference import Reference
 from pyaisvc.tokenizer import load_tokenizer
@@ -93,6 +102,11 @@ def run(args: argparse.Namespace) -> int:
     prompt = tok.encode(args.text)
     if not prompt:
         raise CommandError("generate: the prompt encodes to no tokens; give some text")
+    if args.backend == "guest":  # the runtime's limits, checked before anything boots
+        spec = MODELS[args.model]
+        root = Path(__file__).resolve().parents[2]
+        assets = check_assets(root, spec, args.assets)
+        check_request(len(prompt), args.max_new_tokens, seq_len(assets), "--max-new-tokens")
     result = BACKENDS[args.backend](args.model, assets_dir, prompt, args.max_new_tokens)
     print("prompt ids: " + " ".join(str(i) for i in prompt))
     print("ids: " + " ".join(str(i) for i in result.ids))

@@ -23,6 +23,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from host.buildlock import build_lock
+
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / "build/llmtest"
 PYTHON = sys.executable
@@ -35,10 +37,11 @@ FRANCE = {"smol": [504, 3575, 282, 4649, 314], "qwen": [760, 6511, 314, 9338, 36
 
 def _export(model: str, fmt: str, out: Path, extra: list[str]) -> Path:
     top = out / model.upper()
-    if not (top / "INFO.TXT").exists():
-        subprocess.run([PYTHON, "-m", "pyaisvc", "export", model, "--format", fmt, "--out",
-                        str(out), "--no-zip", "--no-sample", "-q", *extra],
-                       cwd=ROOT, check=True, capture_output=True)
+    with build_lock("export"):  # parallel workers: one exports, the others then find it
+        if not (top / "INFO.TXT").exists():
+            subprocess.run([PYTHON, "-m", "pyaisvc", "export", model, "--format", fmt, "--out",
+                            str(out), "--no-zip", "--no-sample", "-q", *extra],
+                           cwd=ROOT, check=True, capture_output=True)
     return top
 
 
@@ -94,6 +97,12 @@ def reference_ids(assets: Path, prompts: list[list[int]], n: int) -> list[list[i
     """pyaisvc.reference's greedy continuation of each prompt (n tokens), cached."""
     CACHE.mkdir(parents=True, exist_ok=True)
     path = CACHE / "refcache.json"
+    with build_lock("refcache"):  # parallel workers add to the same cache file
+        return _reference_ids(path, assets, prompts, n)
+
+
+def _reference_ids(path: Path, assets: Path, prompts: list[list[int]],
+                   n: int) -> list[list[int]]:
     cache = json.loads(path.read_text()) if path.exists() else {}
     missing = [p for p in prompts if _key(assets, p, n) not in cache]
     if missing:
