@@ -46,9 +46,10 @@
 //   AIE_NOWORKER and may be retried.
 // - Cancel frees a queued or finished request at once; a running one is
 //   orphaned, as on owner exit, and dropped when the worker reports.
-// - ai_call is submit + wait in the kernel. If the wait fails with
-//   AIE_TOOSMALL or AIE_FAULT, the request is cancelled: the caller never
-//   saw its reqid, so it could not retry.
+// - ai_call is submit + wait in the kernel, and never leaves a request
+//   behind: it takes its result page before submitting (no memory: nothing
+//   is queued), and any failed wait cancels the request, since the caller
+//   never saw its reqid and could neither retry nor cancel it.
 // - The worker hands over the generated ids and the kernel writes the
 //   text, so the result always has llmrun's format. Progress is a token
 //   count; the first report of >= 1 token times the first token.
@@ -419,6 +420,30 @@ wait_locked(int reqid, char *buf, int cap)
   return s->result_len;
 }
 
+// Waits for request reqid and copies its result to user address out
+// through buf, a kalloc'd page (see ai_wait). Returns what ai_wait does.
+// Takes and releases ai.lock.
+static int
+wait_through(int reqid, uint64 out, int cap, char *buf)
+{
+  int err;
+
+  acquire(&ai.lock);
+  int len = wait_locked(reqid, buf, cap);
+  release(&ai.lock);
+  if (len < 0)
+    return len;
+  if (copyout(myproc()->pagetable, out, buf, len < cap ? len + 1 : len) < 0)
+    return -AIE_FAULT;
+  // The lock was dropped: look the slot up again.
+  acquire(&ai.lock);
+  struct ai_slot *s = slot_owned(reqid, &err);
+  if (s != 0 && s->state == AI_DONE)
+    slot_free(s);
+  release(&ai.lock);
+  return len;
+}
+
 // Waits for request reqid and copies its result to user address out (at
 // most cap bytes: the text, and a NUL if it fits). Returns the text's
 // length, the failed request's code, or another negative code; on
@@ -428,27 +453,12 @@ int
 ai_wait(int reqid, uint64 out, int cap)
 {
   char *buf;
-  int err;
 
   if (cap < 0)
     return -AIE_BADARG;
   if ((buf = kalloc()) == 0) // AI_RESULT_MAX + 1 <= PGSIZE
     return -AIE_NOMEM;
-  acquire(&ai.lock);
-  int len = wait_locked(reqid, buf, cap);
-  release(&ai.lock);
-  if (len >= 0) {
-    if (copyout(myproc()->pagetable, out, buf, len < cap ? len + 1 : len) < 0) {
-      len = -AIE_FAULT;
-    } else {
-      // The lock was dropped: look the slot up again.
-      acquire(&ai.lock);
-      struct ai_slot *s = slot_owned(reqid, &err);
-      if (s != 0 && s->state == AI_DONE)
-        slot_free(s);
-      release(&ai.lock);
-    }
-  }
+  int len = wait_through(reqid, out, cap, buf);
   kfree(buf);
   return len;
 }
@@ -489,19 +499,27 @@ ai_cancel(int reqid)
   return s != 0 ? 0 : err;
 }
 
-// Submit, then wait. Returns what ai_wait returns; see the header comment
-// for why a too-small buffer or a fault cancels the request.
+// Submit, then wait. Returns what ai_wait returns. The page the result
+// passes through is taken before the submit, so running out of memory
+// queues nothing; after the submit, any failure of the wait cancels the
+// request (the caller never saw its reqid; a failed request is freed
+// already and the cancel finds nothing).
 int
 ai_call(uint64 tokens, int count, int predict, uint64 out, int cap)
 {
+  char *buf;
+
   if (cap < 0)
     return -AIE_BADARG;
-  int reqid = ai_submit(tokens, count, predict);
-  if (reqid < 0)
-    return reqid;
-  int r = ai_wait(reqid, out, cap);
-  if (r == -AIE_TOOSMALL || r == -AIE_FAULT)
-    ai_cancel(reqid);
+  if ((buf = kalloc()) == 0)
+    return -AIE_NOMEM;
+  int r = ai_submit(tokens, count, predict);
+  if (r > 0) {
+    int reqid = r;
+    if ((r = wait_through(reqid, out, cap, buf)) < 0)
+      ai_cancel(reqid);
+  }
+  kfree(buf);
   return r;
 }
 

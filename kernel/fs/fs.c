@@ -799,6 +799,10 @@ readi(struct inode *ip, int user_dst, uint64 dst, uint64 off, uint n)
   struct buf *bp;
   int r;
 
+  // The whole user buffer is checked first (vm.c user_range_ok), so no
+  // address below wraps and no DMA segment list comes out empty.
+  if (user_dst && !user_range_ok(dst, n))
+    return -EFAULT;
   if (off > ip->size || off + n < off)
     return 0;
   if (off + n > ip->size)

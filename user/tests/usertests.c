@@ -28,8 +28,12 @@
 #include "kernel/include/param.h"
 #include "kernel/include/fs.h"
 #include "kernel/include/memlayout.h"
+#include "kernel/include/elf.h"
+#include "kernel/include/aisvc.h"
+#include "kernel/include/sysinfo.h"
 
-#define MB (1024L * 1024)
+#define MB       (1024L * 1024)
+#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static int failfd = -1; // the runner reads failure reasons here
 
@@ -1544,6 +1548,173 @@ t_badnums(void)
   EXPECT_ERR(r, ENOSYS);
 }
 
+// ---------------------------------------------------------------- issue 12
+
+// Buffers whose range wraps past 2^64 or runs past the top of user space
+// fail with EFAULT on every path: copyout/copyin, and the file read that
+// hands whole blocks to the disk (it panicked with "bad segment count").
+static void
+t_wraprange(void)
+{
+  static const uint64 base[] = {
+    -(uint64)PGSIZE,      // wraps within the first block
+    -(uint64)(4 * BSIZE), // wraps at the end of the run
+    TRAPFRAME - PGSIZE,   // runs into the trap frame
+    MAXVA - 2 * PGSIZE,   // runs past the top of Sv39
+    (uint64)1 << 63,      // not a user address at all
+  };
+  int n = 8 * BSIZE, fd, pp[2], i;
+  char ok[16];
+
+  close(makefile("ut_wrap", n, 'w'));
+  EXPECT_OK(pipe(pp));
+  for (i = 0; i < NELEM(base); i++) {
+    fd = EXPECT_OK(open("ut_wrap", O_RDONLY));
+    EXPECT_ERR(read(fd, (void *)base[i], n), EFAULT);
+    EXPECT_ERR(fstat(fd, (struct stat *)base[i]), EFAULT);
+    close(fd);
+    fd = EXPECT_OK(open("ut_wrap", O_WRONLY));
+    EXPECT_ERR(write(fd, (void *)base[i], n), EFAULT);
+    close(fd);
+    expect(write(pp[1], "abc", 3) == 3, "pipe write");
+    EXPECT_ERR(read(pp[0], (void *)base[i], 3), EFAULT);
+  }
+  // The system still reads the file.
+  fd = EXPECT_OK(open("ut_wrap", O_RDONLY));
+  expect(read(fd, ok, sizeof(ok)) == sizeof(ok) && ok[0] == 'w', "read after the bad ones");
+  close(fd);
+  close(pp[0]);
+  close(pp[1]);
+  unlink("ut_wrap");
+}
+
+// A program whose one segment sits at 192 GiB: fork and exit must cost
+// what is mapped, not the 48 million pages below the segment (a page-by-
+// page walk took 7.6 s for each). The program forks, and both exit.
+static void
+t_highexec(void)
+{
+  static const uint32 code[] = {
+    0x00100893, // li a7, SYS_fork
+    0x00000073, // ecall
+    0x00200893, // li a7, SYS_exit
+    0x00000513, // li a0, 0
+    0x00000073, // ecall
+  };
+  struct {
+    struct elfhdr eh;
+    struct proghdr ph;
+    uint32 code[NELEM(code)];
+  } img;
+  uint64 va = 0x3000000000UL;
+  char *argv[] = { "ut_high", 0 };
+  int fd, pid, t0;
+
+  memset(&img, 0, sizeof(img));
+  img.eh.magic = ELF_MAGIC;
+  img.eh.class = ELFCLASS64;
+  img.eh.data = ELFDATA2LSB;
+  img.eh.ident_version = 1;
+  img.eh.type = ET_EXEC;
+  img.eh.machine = EM_RISCV;
+  img.eh.version = 1;
+  img.eh.entry = va + ((char *)img.code - (char *)&img);
+  img.eh.phoff = sizeof(img.eh);
+  img.eh.ehsize = sizeof(img.eh);
+  img.eh.phentsize = sizeof(img.ph);
+  img.eh.phnum = 1;
+  img.ph.type = ELF_PROG_LOAD;
+  img.ph.flags = ELF_PROG_FLAG_R | ELF_PROG_FLAG_X;
+  img.ph.off = 0;
+  img.ph.vaddr = va;
+  img.ph.filesz = sizeof(img);
+  img.ph.memsz = sizeof(img);
+  memmove(img.code, code, sizeof(code));
+  fd = EXPECT_OK(open("ut_high", O_CREATE | O_TRUNC | O_WRONLY));
+  expect(write(fd, &img, sizeof(img)) == sizeof(img), "write ut_high");
+  close(fd);
+  t0 = uptime();
+  pid = EXPECT_OK(fork());
+  if (pid == 0) {
+    exec("ut_high", argv);
+    exit(99);
+  }
+  WAITSTATUS(pid, 0);
+  // Well below the seconds that one walk of the address range takes.
+  expect(uptime() - t0 < 2 * TICK_HZ, "fork+exec+exit of a program at 192 GiB took %d ticks",
+      uptime() - t0);
+  unlink("ut_high");
+}
+
+// ai_call that runs out of kernel memory must leave no request behind:
+// usertests registers as the worker (there is none without a model),
+// fills memory, and calls. The request must not stay queued, counted
+// against this process's cap until exit.
+static void
+t_aicallnomem(void)
+{
+  static const uint32 ids[] = { 1, 2, 3 };
+  struct ai_info in;
+  struct sysinfo si;
+  char out[64];
+  long chunk, got = 0;
+  int r, i, np, pfd[6][2];
+
+  memset(&si, 0, sizeof(si));
+
+  r = ai_register(1000, 64);
+  if (r == -AIE_BUSY)
+    return; // a real worker serves this system: nothing to test here
+  EXPECT_OK(r);
+  for (chunk = 64 * MB; chunk >= PGSIZE; chunk /= 2)
+    while (!sbrkfailed(sbrk(chunk)))
+      got += chunk;
+  // sbrk may stop with a page left (the last one needed a table page too):
+  // pipes take the rest. The call must not find memory, or it would wait
+  // for a worker that is this process.
+  for (np = 0; np < NELEM(pfd) && sysinfo(&si) == 0 && si.freepages > 0; np++)
+    if (pipe(pfd[np]) < 0)
+      break;
+  r = si.freepages == 0 ? ai_call(ids, NELEM(ids), 2, out, sizeof(out)) : 0;
+  sbrk(-got);
+  for (i = 0; i < np; i++) {
+    close(pfd[i][0]);
+    close(pfd[i][1]);
+  }
+  expect(si.freepages == 0, "could not use up the memory: %d pages left", (int)si.freepages);
+  EXPECT_OK(ai_info(&in));
+  EXPECT_OK(ai_register(0, 0));
+  expect(r == -AIE_NOMEM, "ai_call without memory returned %d, expected -%d", r, AIE_NOMEM);
+  expect(in.used == 0 && in.queued == 0, "ai_call left %d requests (%d queued)", in.used,
+      in.queued);
+}
+
+// A kill must end a sleep it races with, on any hart: children block in
+// read() on a pipe nobody writes; each is killed at once. Before the fix
+// a kill landing between the child's killed() check and its sleep() was
+// lost, and the child slept forever.
+static void
+t_killrace(void)
+{
+  int i, pid, pp[2];
+  char c;
+
+  EXPECT_OK(pipe(pp));
+  for (i = 0; i < 300; i++) {
+    pid = EXPECT_OK(fork());
+    if (pid == 0) {
+      read(pp[0], &c, 1);
+      exit(0);
+    }
+    for (volatile int j = 0; j < (i * 37) % 2000; j++) // vary where the kill lands
+      ;
+    EXPECT_OK(kill(pid));
+    WAITKILLED(pid);
+  }
+  close(pp[0]);
+  close(pp[1]);
+}
+
 // ---------------------------------------------------------------- runner
 
 struct test {
@@ -1600,6 +1771,10 @@ static struct test tests[] = {
   { t_badpaths, "badpaths" },
   { t_badsizes, "badsizes" },
   { t_badnums, "badnums" },
+  { t_wraprange, "wraprange" },
+  { t_highexec, "highexec" },
+  { t_aicallnomem, "aicallnomem" },
+  { t_killrace, "killrace" },
   { 0, 0 },
 };
 
