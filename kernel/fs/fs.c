@@ -946,8 +946,10 @@ dirlookup(struct inode *dp, char *name, uint *poff, struct inode **ipp)
   return -ENOENT;
 }
 
-// Adds entry (name, inum) to directory dp. Returns 0, -EEXIST, -ENFILE,
-// -ENOSPC, -EFBIG or -EIO. Caller holds dp->lock and is inside a transaction.
+// Adds entry (name, inum) to directory dp. Returns 0, -ENOENT (dp was
+// removed meanwhile: an unlinked directory takes no new names, which would
+// be lost with it), -EEXIST, -ENFILE, -ENOSPC, -EFBIG or -EIO. Caller
+// holds dp->lock and is inside a transaction.
 int
 dirlink(struct inode *dp, char *name, uint inum)
 {
@@ -956,6 +958,8 @@ dirlink(struct inode *dp, char *name, uint inum)
   uint64 off;
   int r;
 
+  if (dp->nlink < 1)
+    return -ENOENT;
   if ((r = dirlookup(dp, name, 0, &ip)) == 0) {
     iput(ip);
     return -EEXIST;

@@ -35,7 +35,8 @@
 // a scratch directory of the worker's own (fuzz.tmp/wN, removed at the
 // end; chdir only moves deeper inside it); kill only targets the worker's
 // own children or pids that do not exist; exec only names scratch files
-// (never an ELF) or bad pointers; mknod never makes a console node; a
+// (never an ELF: program files are only read, and scratch is cleared after)
+// or bad pointers; mknod never makes a console node; a
 // pipe's write end is closed right after the pipe is filled a little, so
 // reads never wait; sleep is at most 2 ticks; children never fork and make
 // no AI call that can block (see child_main).
@@ -195,6 +196,15 @@ lookname(void)
   return chance(60) ? scratchname() : names[pick(NELEM(names))];
 }
 
+// A large file outside the scratch directory, only ever read: its blocks
+// are clean on disk, so reads of it take the direct disk-to-user path.
+static const char *
+bigfile(void)
+{
+  static const char *names[] = { "/usertests", "/fuzz", "/llmrun_smol", "/ai_daemon" };
+  return names[pick(NELEM(names))];
+}
+
 // A path argument: the name copied into scratch (user memory), a pointer
 // the kernel must refuse, a string that runs into unmapped memory, or one
 // longer than MAXPATH. A pointer into scratch always holds the name given,
@@ -254,6 +264,8 @@ struct call {
   int raw;       // arguments are random registers
   int nodata;    // a pointer the kernel must refuse was passed for data
   int datacount; // success moving data is r > 0 (read, write, ...), else r == 0
+  int tmpfd;     // a descriptor opened for this call alone, closed after it (or -1)
+  int scrub;     // clear scratch after the call: it may hold a program's bytes
 };
 
 static int
@@ -355,7 +367,26 @@ call_file(struct call *c)
     O_CREATE | O_TRUNC | O_WRONLY, O_TRUNC | O_RDWR, 0x7fffffff, -1 };
   long n;
 
-  switch (pick(9)) {
+  switch (pick(11)) {
+  case 9: // a file written whole: several blocks, read back below
+    c->nr = SYS_write;
+    c->tmpfd = open(scratchname(), O_CREATE | O_TRUNC | O_WRONLY);
+    c->a[0] = c->tmpfd;
+    c->a[2] = 4096 + pick(SCRATCH / 2 - 4096);
+    c->a[1] = okptr(c->a[2]);
+    c->datacount = 1;
+    break;
+  case 10: // a read from offset 0 of a fresh descriptor: whole blocks go
+           // straight from the disk to the buffer, of any kind
+    c->nr = SYS_read;
+    c->tmpfd = open(chance(50) ? scratchname() : bigfile(), O_RDONLY);
+    c->scrub = 1;
+    c->a[0] = c->tmpfd;
+    n = chance(50) ? 4096 * (1 + pick(16)) : anylen();
+    dataptr(c, 1, n, 1);
+    c->a[2] = n;
+    c->datacount = 1;
+    break;
   case 0: // open
     c->nr = SYS_open;
     c->a[1] = modes[pick(NELEM(modes))];
@@ -595,6 +626,7 @@ one_call(void)
   long r;
 
   memset(&c, 0, sizeof(c));
+  c.tmpfd = -1;
   if (chance(RAW_PERCENT)) {
     call_raw(&c);
     run(&c);
@@ -632,11 +664,12 @@ one_call(void)
       kids[nkids++] = r;
     return;
   }
-  if (c.nr == SYS_pipe && !c.nodata && c.a[0] >= (uint64)scratch &&
-      c.a[0] + 8 <= (uint64)scratch + SCRATCH) {
+  if (c.nr == SYS_pipe) {
     // Fill the pipe a little and close its write end, so reads never wait.
-    int *fds = (int *)c.a[0];
+    // (A success means the kernel wrote the descriptors at a[0]: memory
+    // past scratch may be mapped too, by sbrk fuzzing.)
     if (run(&c) == 0) {
+      int *fds = (int *)c.a[0];
       write(fds[1], "fuzz", pick(5));
       close(fds[1]);
     }
@@ -645,6 +678,10 @@ one_call(void)
   r = run(&c);
   if (c.nr == SYS_wait && r > 0)
     forget_kid(r);
+  if (c.tmpfd >= 0)
+    close(c.tmpfd);
+  if (c.scrub) // never an ELF image in scratch, so none gets written to a file
+    memset(scratch, 0, SCRATCH);
 }
 
 // A worker's child: a few calls, then exit with a random status.

@@ -1715,6 +1715,25 @@ t_killrace(void)
   close(pp[1]);
 }
 
+// A directory removed while a process still uses it (its cwd here) takes
+// no new names: they would vanish with it, leaving inodes no directory
+// names (the fuzzer found this as a race between create and unlink).
+static void
+t_deaddir(void)
+{
+  char cwd[] = "ut_dead";
+
+  EXPECT_OK(mkdir(cwd));
+  EXPECT_OK(chdir(cwd));
+  EXPECT_OK(unlink("../ut_dead"));
+  EXPECT_ERR(open("f", O_CREATE | O_RDWR), ENOENT);
+  EXPECT_ERR(mkdir("d"), ENOENT);
+  EXPECT_ERR(mknod("n", 9, 0), ENOENT);
+  EXPECT_ERR(link("/usertests", "l"), ENOENT);
+  EXPECT_OK(chdir("/"));
+  EXPECT_ERR(chdir(cwd), ENOENT);
+}
+
 // ---------------------------------------------------------------- runner
 
 struct test {
@@ -1775,6 +1794,7 @@ static struct test tests[] = {
   { t_highexec, "highexec" },
   { t_aicallnomem, "aicallnomem" },
   { t_killrace, "killrace" },
+  { t_deaddir, "deaddir" },
   { 0, 0 },
 };
 
