@@ -9,6 +9,8 @@ Each case is a usertests case (user/tests/usertests.c, "issue 12" section):
   well under a second; the old kernel walked every page below it (7.6 s per walk).
 - ``aicallnomem``: ``ai_call`` out of kernel memory fails with AIE_NOMEM and
   leaves no request in the table; the old kernel left it queued.
+- ``aicompletenomem``: the worker's ``ai_complete`` works with no kernel memory
+  left; the old kernel failed it with AIE_NOMEM and the request stayed RUNNING.
 - ``killrace``: a kill that races with the victim's pipe-read sleep always ends it
   (a stress case: the window is a few instructions wide, so it did not catch
   the old kernel in our runs; the fix is argued in proc.c's sleep()).
@@ -27,7 +29,7 @@ import pytest
 
 pytestmark = pytest.mark.guest
 
-CASES = ["wraprange", "highexec", "aicallnomem", "killrace", "deaddir"]
+CASES = ["wraprange", "highexec", "aicallnomem", "aicompletenomem", "killrace", "deaddir"]
 
 
 @pytest.mark.parametrize("cpus", [1, 2])

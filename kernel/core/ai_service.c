@@ -55,7 +55,8 @@
 //   count; the first report of >= 1 token times the first token.
 // - Times in struct ai_status are the caller's view, from submit.
 // - No copy to or from user memory happens under ai.lock: data goes
-//   through the kernel stack or a kalloc'd page, and after the lock is
+//   through the kernel stack or a kalloc'd page (never for ai_complete, so
+//   that a finished request cannot be stranded by a lack of memory), and after the lock is
 //   taken again the slot is looked up again by its reqid.
 // - If the worker gives ai_next a bad address, the request goes back to
 //   the head of the FIFO: it was not the request's fault.
@@ -709,29 +710,26 @@ ai_progress(int reqid, int ntokens)
 }
 
 // Worker only: request reqid generated the n ids at user address ids.
-// Returns 0 or a negative code.
+// Returns 0 or a negative code. The ids come through the kernel stack, not
+// a kalloc'd page: out of memory, the worker could only give up, and the
+// request would stay RUNNING with its caller asleep in ai_wait.
 int
 ai_complete(int reqid, uint64 ids, int n)
 {
+  uint32 buf[AI_MAX_PREDICT]; // 1 KiB of the 16 KiB kernel stack
   struct ai_slot *s;
-  uint32 *buf;
   int err = 0;
 
   if (n < 1 || n > AI_MAX_PREDICT)
     return -AIE_BADARG;
-  if ((buf = kalloc()) == 0)
-    return -AIE_NOMEM;
-  if (copyin(myproc()->pagetable, (char *)buf, ids, n * sizeof(uint32)) < 0) {
-    kfree(buf);
+  if (copyin(myproc()->pagetable, (char *)buf, ids, n * sizeof(uint32)) < 0)
     return -AIE_FAULT;
-  }
   acquire(&ai.lock);
   if ((s = slot_running(reqid, &err)) != 0 && n > s->predict)
     err = -AIE_BADARG;
   else if (s != 0)
     slot_done(s, buf, n);
   release(&ai.lock);
-  kfree(buf);
   return err;
 }
 

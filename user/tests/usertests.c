@@ -1646,47 +1646,105 @@ t_highexec(void)
   unlink("ut_high");
 }
 
+// Memory starvation for the AI cases: the heap grows until sbrk fails,
+// then pipes take what is left (the last sbrk may stop with a page free,
+// when that page needed a table page too). Returns the bytes grown;
+// *np pipes are open in pfd. starve_end() gives it all back.
+static long
+starve(int pfd[][2], int max, int *np)
+{
+  struct sysinfo si;
+  long chunk, got = 0;
+
+  for (chunk = 64 * MB; chunk >= PGSIZE; chunk /= 2)
+    while (!sbrkfailed(sbrk(chunk)))
+      got += chunk;
+  for (*np = 0; *np < max && sysinfo(&si) == 0 && si.freepages > 0; (*np)++)
+    if (pipe(pfd[*np]) < 0)
+      break;
+  return got;
+}
+
+static void
+starve_end(long got, int pfd[][2], int np)
+{
+  sbrk(-got);
+  for (int i = 0; i < np; i++) {
+    close(pfd[i][0]);
+    close(pfd[i][1]);
+  }
+}
+
+static int
+freepages(void)
+{
+  struct sysinfo si;
+
+  memset(&si, 0, sizeof(si));
+  sysinfo(&si);
+  return (int)si.freepages;
+}
+
 // ai_call that runs out of kernel memory must leave no request behind:
 // usertests registers as the worker (there is none without a model),
-// fills memory, and calls. The request must not stay queued, counted
-// against this process's cap until exit.
+// starves the kernel, and calls. The request must not stay queued,
+// counted against this process's cap until exit.
 static void
 t_aicallnomem(void)
 {
   static const uint32 ids[] = { 1, 2, 3 };
   struct ai_info in;
-  struct sysinfo si;
   char out[64];
-  long chunk, got = 0;
-  int r, i, np, pfd[6][2];
-
-  memset(&si, 0, sizeof(si));
+  long got;
+  int r, left, np, pfd[6][2];
 
   r = ai_register(1000, 64);
   if (r == -AIE_BUSY)
     return; // a real worker serves this system: nothing to test here
   EXPECT_OK(r);
-  for (chunk = 64 * MB; chunk >= PGSIZE; chunk /= 2)
-    while (!sbrkfailed(sbrk(chunk)))
-      got += chunk;
-  // sbrk may stop with a page left (the last one needed a table page too):
-  // pipes take the rest. The call must not find memory, or it would wait
-  // for a worker that is this process.
-  for (np = 0; np < NELEM(pfd) && sysinfo(&si) == 0 && si.freepages > 0; np++)
-    if (pipe(pfd[np]) < 0)
-      break;
-  r = si.freepages == 0 ? ai_call(ids, NELEM(ids), 2, out, sizeof(out)) : 0;
-  sbrk(-got);
-  for (i = 0; i < np; i++) {
-    close(pfd[i][0]);
-    close(pfd[i][1]);
-  }
-  expect(si.freepages == 0, "could not use up the memory: %d pages left", (int)si.freepages);
+  got = starve(pfd, NELEM(pfd), &np);
+  // With memory left the call would wait for a worker that is this process.
+  left = freepages();
+  r = left == 0 ? ai_call(ids, NELEM(ids), 2, out, sizeof(out)) : 0;
+  starve_end(got, pfd, np);
+  expect(left == 0, "could not use up the memory: %d pages left", left);
   EXPECT_OK(ai_info(&in));
   EXPECT_OK(ai_register(0, 0));
   expect(r == -AIE_NOMEM, "ai_call without memory returned %d, expected -%d", r, AIE_NOMEM);
   expect(in.used == 0 && in.queued == 0, "ai_call left %d requests (%d queued)", in.used,
       in.queued);
+}
+
+// The worker's ai_complete must not fail for lack of kernel memory: the
+// daemon cannot do better than give up, and the request would stay
+// RUNNING, its caller blocked in ai_wait, until the worker dies.
+static void
+t_aicompletenomem(void)
+{
+  static const uint32 ids[] = { 1, 2, 3 }, gen[] = { 7, 8 };
+  static struct ai_job job;
+  struct ai_status st;
+  char out[64];
+  long got;
+  int r, reqid, left, np, pfd[6][2];
+
+  r = ai_register(1000, 64);
+  if (r == -AIE_BUSY)
+    return; // a real worker serves this system: nothing to test here
+  EXPECT_OK(r);
+  reqid = EXPECT_OK(ai_submit(ids, NELEM(ids), 2));
+  expect(ai_next(&job) == reqid, "ai_next did not give the request");
+  got = starve(pfd, NELEM(pfd), &np);
+  left = freepages();
+  r = ai_complete(reqid, gen, NELEM(gen));
+  starve_end(got, pfd, np);
+  expect(left == 0, "could not use up the memory: %d pages left", left);
+  expect(r == 0, "ai_complete without memory returned %d (%s)", r, ai_strerror(r));
+  EXPECT_OK(ai_query(reqid, &st));
+  expect(st.state == AI_DONE, "request state %d after the complete", st.state);
+  r = ai_wait(reqid, out, sizeof(out));
+  EXPECT_OK(ai_register(0, 0));
+  expect(r == 3 && strcmp(out, "7 8") == 0, "ai_wait returned %d", r);
 }
 
 // A kill must end a sleep it races with, on any hart: children block in
@@ -1793,6 +1851,7 @@ static struct test tests[] = {
   { t_wraprange, "wraprange" },
   { t_highexec, "highexec" },
   { t_aicallnomem, "aicallnomem" },
+  { t_aicompletenomem, "aicompletenomem" },
   { t_killrace, "killrace" },
   { t_deaddir, "deaddir" },
   { 0, 0 },
