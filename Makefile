@@ -134,6 +134,7 @@ BIN_PROGS := \
 
 TEST_PROGS := \
 	usertests \
+	fuzz \
 
 LLM_PROGS := \
 	llmrun_smol \
@@ -429,6 +430,12 @@ test-quick: $(TEST_BUILD)
 .PHONY: fuzz-fs
 fuzz-fs: kernel uprogs
 	AISVC_FUZZ_FS=1 $(PYTHON) -m pytest -q -m fuzz tests/test_fs_fuzz.py
+
+# The long system-call fuzzer run: 1,000,000 calls on 1 and on 2 harts
+# (tests/test_syscall_fuzz.py; user/tests/fuzz.c).
+.PHONY: fuzz-syscalls
+fuzz-syscalls: kernel uprogs
+	AISVC_FUZZ_SYSCALLS=1 $(PYTHON) -m pytest -q -s -m fuzz tests/test_syscall_fuzz.py
 
 clean:
 	rm -rf $(BUILD)

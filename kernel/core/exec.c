@@ -11,6 +11,9 @@
 //
 // The new image: page 0 unmapped, the segments, a guard page (no PTE_U),
 // USTACKSIZE of stack with argv on top, then the heap (p->heapbase).
+// A segment may sit at any page-aligned address up to that limit, however
+// high: the hole below it costs nothing, because fork, exit and this
+// file's teardown walk the page table, not the range below p->sz (vm.c).
 #include "kernel/include/types.h"
 #include "kernel/include/param.h"
 #include "kernel/include/errno.h"

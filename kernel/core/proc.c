@@ -515,6 +515,13 @@ yield(void)
 // Because p->lock is taken before lk is released, and wakeup() needs
 // p->lock, a wakeup between the two cannot be missed. Callers loop,
 // rechecking their condition and killed().
+// A killed process never goes to sleep: it only yields the hart once. A
+// kill() from another hart may come after the caller's killed() check
+// and before this point, when the process is not SLEEPING yet, so kill()
+// cannot wake it; p->killed is read here under p->lock, which kill()
+// also holds, so the kill is seen either here or by kill() itself.
+// Sleeps that a kill must not end (disk, sleep locks, the log) loop on
+// their condition and so become polling loops until it holds.
 void
 sleep(void *chan, struct spinlock *lk)
 {
@@ -523,7 +530,7 @@ sleep(void *chan, struct spinlock *lk)
   acquire(&p->lock);
   release(lk);
   p->chan = chan;
-  p->state = SLEEPING;
+  p->state = p->killed ? RUNNABLE : SLEEPING;
   sched();
   p->chan = 0;
   release(&p->lock);
@@ -633,4 +640,15 @@ procdump(void)
     printf("%d %s %s %lu KiB\n", p->pid, states[p->state], p->name, p->sz / 1024);
   }
   printf("free memory: %lu MiB\n", kfreepages() / 256);
+}
+
+// Process table slots in use (zombies included), for sysinfo().
+int
+proc_count(void)
+{
+  int n = 0;
+
+  for (struct proc *p = proc; p < &proc[NPROC]; p++)
+    n += slot_used(p);
+  return n;
 }

@@ -6,6 +6,7 @@
 #include "kernel/include/riscv.h"
 #include "kernel/include/spinlock.h"
 #include "kernel/include/proc.h"
+#include "kernel/include/sysinfo.h"
 #include "kernel/include/defs.h"
 
 uint64
@@ -97,4 +98,22 @@ uint64
 sys_time_us(void)
 {
   return r_time() / (TIMEBASE_HZ / 1000000);
+}
+
+// sysinfo(st): copies the kernel's resource counts (struct sysinfo) to
+// user address st. Returns 0 or -EFAULT.
+uint64
+sys_sysinfo(void)
+{
+  struct sysinfo si;
+  uint64 dst;
+
+  argaddr(0, &dst);
+  memset(&si, 0, sizeof(si));
+  si.freepages = kfreepages();
+  si.procs = proc_count();
+  si.files = file_count();
+  if (copyout(myproc()->pagetable, dst, &si, sizeof(si)) < 0)
+    return -EFAULT;
+  return 0;
 }

@@ -344,7 +344,9 @@ create(char *path, short type, short major, short minor, struct inode **ipp)
     iunlockput(ip);
     return r;
   }
-  if (r != -ENOENT || (r = ialloc(dp->dev, type, &ip)) < 0) {
+  // dp may have been removed while this call waited for its lock (see
+  // dirlink); checked before dirinit, which would count the new "..".
+  if (r != -ENOENT || (r = dp->nlink < 1 ? -ENOENT : ialloc(dp->dev, type, &ip)) < 0) {
     iunlockput(dp);
     return r;
   }

@@ -63,6 +63,7 @@ void kvmmap(pagetable_t kpt, uint64 va, uint64 pa, uint64 sz, int perm);
 int mappages(pagetable_t pt, uint64 va, uint64 sz, uint64 pa, int perm);
 pte_t *walk(pagetable_t pt, uint64 va, int alloc);
 uint64 walkaddr(pagetable_t pt, uint64 va);
+int user_range_ok(uint64 va, uint64 len);
 pagetable_t uvmcreate(void);
 int uvmalloc(pagetable_t pt, uint64 oldsz, uint64 newsz, int xperm);
 uint64 uvmdealloc(pagetable_t pt, uint64 oldsz, uint64 newsz);
@@ -98,6 +99,7 @@ void wakeup(void *chan);
 int either_copyout(int user_dst, uint64 dst, void *src, uint64 len);
 int either_copyin(void *dst, int user_src, uint64 src, uint64 len);
 void procdump(void);
+int proc_count(void);
 void fpu_enter(struct proc *p);
 
 // swtch.S

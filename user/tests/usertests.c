@@ -28,8 +28,12 @@
 #include "kernel/include/param.h"
 #include "kernel/include/fs.h"
 #include "kernel/include/memlayout.h"
+#include "kernel/include/elf.h"
+#include "kernel/include/aisvc.h"
+#include "kernel/include/sysinfo.h"
 
-#define MB (1024L * 1024)
+#define MB       (1024L * 1024)
+#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static int failfd = -1; // the runner reads failure reasons here
 
@@ -1544,6 +1548,250 @@ t_badnums(void)
   EXPECT_ERR(r, ENOSYS);
 }
 
+// ---------------------------------------------------------------- issue 12
+
+// Buffers whose range wraps past 2^64 or runs past the top of user space
+// fail with EFAULT on every path: copyout/copyin, and the file read that
+// hands whole blocks to the disk (it panicked with "bad segment count").
+static void
+t_wraprange(void)
+{
+  static const uint64 base[] = {
+    -(uint64)PGSIZE,      // wraps within the first block
+    -(uint64)(4 * BSIZE), // wraps at the end of the run
+    TRAPFRAME - PGSIZE,   // runs into the trap frame
+    MAXVA - 2 * PGSIZE,   // runs past the top of Sv39
+    (uint64)1 << 63,      // not a user address at all
+  };
+  int n = 8 * BSIZE, fd, pp[2], i;
+  char ok[16];
+
+  close(makefile("ut_wrap", n, 'w'));
+  EXPECT_OK(pipe(pp));
+  for (i = 0; i < NELEM(base); i++) {
+    fd = EXPECT_OK(open("ut_wrap", O_RDONLY));
+    EXPECT_ERR(read(fd, (void *)base[i], n), EFAULT);
+    EXPECT_ERR(fstat(fd, (struct stat *)base[i]), EFAULT);
+    close(fd);
+    fd = EXPECT_OK(open("ut_wrap", O_WRONLY));
+    EXPECT_ERR(write(fd, (void *)base[i], n), EFAULT);
+    close(fd);
+    expect(write(pp[1], "abc", 3) == 3, "pipe write");
+    EXPECT_ERR(read(pp[0], (void *)base[i], 3), EFAULT);
+  }
+  // The system still reads the file.
+  fd = EXPECT_OK(open("ut_wrap", O_RDONLY));
+  expect(read(fd, ok, sizeof(ok)) == sizeof(ok) && ok[0] == 'w', "read after the bad ones");
+  close(fd);
+  close(pp[0]);
+  close(pp[1]);
+  unlink("ut_wrap");
+}
+
+// A program whose one segment sits at 192 GiB: fork and exit must cost
+// what is mapped, not the 48 million pages below the segment (a page-by-
+// page walk took 7.6 s for each). The program forks, and both exit.
+static void
+t_highexec(void)
+{
+  static const uint32 code[] = {
+    0x00100893, // li a7, SYS_fork
+    0x00000073, // ecall
+    0x00200893, // li a7, SYS_exit
+    0x00000513, // li a0, 0
+    0x00000073, // ecall
+  };
+  struct {
+    struct elfhdr eh;
+    struct proghdr ph;
+    uint32 code[NELEM(code)];
+  } img;
+  uint64 va = 0x3000000000UL;
+  char *argv[] = { "ut_high", 0 };
+  int fd, pid, t0;
+
+  memset(&img, 0, sizeof(img));
+  img.eh.magic = ELF_MAGIC;
+  img.eh.class = ELFCLASS64;
+  img.eh.data = ELFDATA2LSB;
+  img.eh.ident_version = 1;
+  img.eh.type = ET_EXEC;
+  img.eh.machine = EM_RISCV;
+  img.eh.version = 1;
+  img.eh.entry = va + ((char *)img.code - (char *)&img);
+  img.eh.phoff = sizeof(img.eh);
+  img.eh.ehsize = sizeof(img.eh);
+  img.eh.phentsize = sizeof(img.ph);
+  img.eh.phnum = 1;
+  img.ph.type = ELF_PROG_LOAD;
+  img.ph.flags = ELF_PROG_FLAG_R | ELF_PROG_FLAG_X;
+  img.ph.off = 0;
+  img.ph.vaddr = va;
+  img.ph.filesz = sizeof(img);
+  img.ph.memsz = sizeof(img);
+  memmove(img.code, code, sizeof(code));
+  fd = EXPECT_OK(open("ut_high", O_CREATE | O_TRUNC | O_WRONLY));
+  expect(write(fd, &img, sizeof(img)) == sizeof(img), "write ut_high");
+  close(fd);
+  t0 = uptime();
+  pid = EXPECT_OK(fork());
+  if (pid == 0) {
+    exec("ut_high", argv);
+    exit(99);
+  }
+  WAITSTATUS(pid, 0);
+  // Well below the seconds that one walk of the address range takes.
+  expect(uptime() - t0 < 2 * TICK_HZ, "fork+exec+exit of a program at 192 GiB took %d ticks",
+      uptime() - t0);
+  unlink("ut_high");
+}
+
+// Memory starvation for the AI cases: the heap grows until sbrk fails,
+// then pipes take what is left (the last sbrk may stop with a page free,
+// when that page needed a table page too). Returns the bytes grown;
+// *np pipes are open in pfd. starve_end() gives it all back.
+static long
+starve(int pfd[][2], int max, int *np)
+{
+  struct sysinfo si;
+  long chunk, got = 0;
+
+  for (chunk = 64 * MB; chunk >= PGSIZE; chunk /= 2)
+    while (!sbrkfailed(sbrk(chunk)))
+      got += chunk;
+  for (*np = 0; *np < max && sysinfo(&si) == 0 && si.freepages > 0; (*np)++)
+    if (pipe(pfd[*np]) < 0)
+      break;
+  return got;
+}
+
+static void
+starve_end(long got, int pfd[][2], int np)
+{
+  sbrk(-got);
+  for (int i = 0; i < np; i++) {
+    close(pfd[i][0]);
+    close(pfd[i][1]);
+  }
+}
+
+static int
+freepages(void)
+{
+  struct sysinfo si;
+
+  memset(&si, 0, sizeof(si));
+  sysinfo(&si);
+  return (int)si.freepages;
+}
+
+// ai_call that runs out of kernel memory must leave no request behind:
+// usertests registers as the worker (there is none without a model),
+// starves the kernel, and calls. The request must not stay queued,
+// counted against this process's cap until exit.
+static void
+t_aicallnomem(void)
+{
+  static const uint32 ids[] = { 1, 2, 3 };
+  struct ai_info in;
+  char out[64];
+  long got;
+  int r, left, np, pfd[6][2];
+
+  r = ai_register(1000, 64);
+  if (r == -AIE_BUSY)
+    return; // a real worker serves this system: nothing to test here
+  EXPECT_OK(r);
+  got = starve(pfd, NELEM(pfd), &np);
+  // With memory left the call would wait for a worker that is this process.
+  left = freepages();
+  r = left == 0 ? ai_call(ids, NELEM(ids), 2, out, sizeof(out)) : 0;
+  starve_end(got, pfd, np);
+  expect(left == 0, "could not use up the memory: %d pages left", left);
+  EXPECT_OK(ai_info(&in));
+  EXPECT_OK(ai_register(0, 0));
+  expect(r == -AIE_NOMEM, "ai_call without memory returned %d, expected -%d", r, AIE_NOMEM);
+  expect(in.used == 0 && in.queued == 0, "ai_call left %d requests (%d queued)", in.used,
+      in.queued);
+}
+
+// The worker's ai_complete must not fail for lack of kernel memory: the
+// daemon cannot do better than give up, and the request would stay
+// RUNNING, its caller blocked in ai_wait, until the worker dies.
+static void
+t_aicompletenomem(void)
+{
+  static const uint32 ids[] = { 1, 2, 3 }, gen[] = { 7, 8 };
+  static struct ai_job job;
+  struct ai_status st;
+  char out[64];
+  long got;
+  int r, reqid, left, np, pfd[6][2];
+
+  r = ai_register(1000, 64);
+  if (r == -AIE_BUSY)
+    return; // a real worker serves this system: nothing to test here
+  EXPECT_OK(r);
+  reqid = EXPECT_OK(ai_submit(ids, NELEM(ids), 2));
+  expect(ai_next(&job) == reqid, "ai_next did not give the request");
+  got = starve(pfd, NELEM(pfd), &np);
+  left = freepages();
+  r = ai_complete(reqid, gen, NELEM(gen));
+  starve_end(got, pfd, np);
+  expect(left == 0, "could not use up the memory: %d pages left", left);
+  expect(r == 0, "ai_complete without memory returned %d (%s)", r, ai_strerror(r));
+  EXPECT_OK(ai_query(reqid, &st));
+  expect(st.state == AI_DONE, "request state %d after the complete", st.state);
+  r = ai_wait(reqid, out, sizeof(out));
+  EXPECT_OK(ai_register(0, 0));
+  expect(r == 3 && strcmp(out, "7 8") == 0, "ai_wait returned %d", r);
+}
+
+// A kill must end a sleep it races with, on any hart: children block in
+// read() on a pipe nobody writes; each is killed at once. Before the fix
+// a kill landing between the child's killed() check and its sleep() was
+// lost, and the child slept forever.
+static void
+t_killrace(void)
+{
+  int i, pid, pp[2];
+  char c;
+
+  EXPECT_OK(pipe(pp));
+  for (i = 0; i < 300; i++) {
+    pid = EXPECT_OK(fork());
+    if (pid == 0) {
+      read(pp[0], &c, 1);
+      exit(0);
+    }
+    for (volatile int j = 0; j < (i * 37) % 2000; j++) // vary where the kill lands
+      ;
+    EXPECT_OK(kill(pid));
+    WAITKILLED(pid);
+  }
+  close(pp[0]);
+  close(pp[1]);
+}
+
+// A directory removed while a process still uses it (its cwd here) takes
+// no new names: they would vanish with it, leaving inodes no directory
+// names (the fuzzer found this as a race between create and unlink).
+static void
+t_deaddir(void)
+{
+  char cwd[] = "ut_dead";
+
+  EXPECT_OK(mkdir(cwd));
+  EXPECT_OK(chdir(cwd));
+  EXPECT_OK(unlink("../ut_dead"));
+  EXPECT_ERR(open("f", O_CREATE | O_RDWR), ENOENT);
+  EXPECT_ERR(mkdir("d"), ENOENT);
+  EXPECT_ERR(mknod("n", 9, 0), ENOENT);
+  EXPECT_ERR(link("/usertests", "l"), ENOENT);
+  EXPECT_OK(chdir("/"));
+  EXPECT_ERR(chdir(cwd), ENOENT);
+}
+
 // ---------------------------------------------------------------- runner
 
 struct test {
@@ -1600,6 +1848,12 @@ static struct test tests[] = {
   { t_badpaths, "badpaths" },
   { t_badsizes, "badsizes" },
   { t_badnums, "badnums" },
+  { t_wraprange, "wraprange" },
+  { t_highexec, "highexec" },
+  { t_aicallnomem, "aicallnomem" },
+  { t_aicompletenomem, "aicompletenomem" },
+  { t_killrace, "killrace" },
+  { t_deaddir, "deaddir" },
   { 0, 0 },
 };
 
