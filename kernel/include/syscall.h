@@ -27,6 +27,9 @@
 #define SYS_mkdir   20
 #define SYS_close   21
 #define SYS_time_us 22
+// (30 and 31: process groups and the console's foreground, console.c)
+#define SYS_setpgid 30
+#define SYS_setfg   31
 // 23..31 reserved for the kernel core; 32.. for the AI service
 // (docs/AI_SERVICE.md; kernel/core/ai_service.c, kernel/include/aisvc.h):
 #define SYS_ai_submit   32
