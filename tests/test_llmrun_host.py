@@ -169,3 +169,17 @@ def test_hot_kernels_share_a_page() -> None:
         pytest.skip("no RISC-V cross compiler")
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.count("kernels,") == 2
+
+
+@pytest.mark.parametrize("args, first", [
+    (["--bogus", "1", "2"], "llmrun_smol: unknown option --bogus"),
+    (["--predict"], "llmrun_smol: missing the value of --predict"),
+    (["--asset-dir"], "llmrun_smol: missing the value of --asset-dir"),
+])
+def test_bad_option_is_named(progs: dict[str, Path], args: list[str], first: str) -> None:
+    p = run(progs["smol"], args)
+    assert p.returncode == 2
+    lines = p.stderr.splitlines()
+    assert lines[0] == first
+    assert lines[1].startswith("usage: llmrun_smol [--asset-dir DIR]")
+    assert p.stdout == ""

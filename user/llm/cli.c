@@ -6,7 +6,10 @@
 //
 // --stdin serves one request per line, `<predict> <id0> <id1> ...`, with the
 // model loaded once, until `exit`, `quit` or the end of the input; a bad line
-// gets a message and the loop goes on. Generated ids go to stdout, one line
+// gets a message and the loop goes on. Without ids or --stdin, a terminal
+// as input is told that lines are awaited (so a forgotten id list is not a
+// silent wait); a pipe or file is served quietly. An unknown option, or
+// one without its value, is named, then the usage line is printed. Generated ids go to stdout, one line
 // per request; messages and timing to stderr, prefixed with PROG.
 // --stream writes each id as soon as it is chosen instead of the whole line
 // at the end (the finished line is the same), so a reader such as
@@ -28,10 +31,11 @@ struct options {
   int first_id; // argv index of the first id, or argc
 };
 
-// Print the usage line; returns -1.
+// Print "PROG: WHAT OPTION" and the usage line; returns -1.
 static int
-usage(void)
+usage(const char *what, const char *option)
 {
+  fprintf(2, "%s: %s %s\n", llm_prog, what, option);
   fprintf(2, "usage: %s [--asset-dir DIR] [--predict N] [--quiet] [--profile] "
              "[--stream] [--prompt-file F | --stdin | <id> ...]\n",
       llm_prog);
@@ -122,16 +126,25 @@ parse_options(int argc, char **argv, struct options *o)
         fprintf(2, "%s: --predict: '%s' is not a number\n", llm_prog, n);
         return -1;
       }
-    } else
-      return usage();
+    } else if (strcmp(a, "--asset-dir") == 0 || strcmp(a, "--prompt-file") == 0 ||
+        strcmp(a, "--predict") == 0)
+      return usage("missing the value of", a);
+    else
+      return usage("unknown option", a);
   }
   o->first_id = i;
   if ((o->prompt_file != 0) + o->use_stdin + (i < argc) > 1) {
     fprintf(2, "%s: give ids, --prompt-file or --stdin, not several\n", llm_prog);
     return -1;
   }
-  if (i == argc && o->prompt_file == 0)
+  if (i == argc && o->prompt_file == 0 && !o->use_stdin) {
     o->use_stdin = 1;
+    struct stat st = { 0 };
+    if (fstat(0, &st) == 0 && st.type == T_DEVICE)
+      fprintf(2, "%s: no ids given: reading requests from the terminal, one per line: "
+                 "<predict> <id0> <id1> ... (exit or Ctrl-D ends)\n",
+          llm_prog);
+  }
   return 0;
 }
 
