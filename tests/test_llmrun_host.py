@@ -9,6 +9,7 @@ malformed asset must be refused with its message. No QEMU needed.
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from pathlib import Path
 
@@ -183,3 +184,90 @@ def test_bad_option_is_named(progs: dict[str, Path], args: list[str], first: str
     assert lines[0] == first
     assert lines[1].startswith("usage: llmrun_smol [--asset-dir DIR]")
     assert p.stdout == ""
+
+
+# (temp, top_k, top_p, seed): each draws differently; "1" and "0.7" as typed
+SAMPLING = [("0.8", 40, "0.95", 0), ("1", 0, "1", 7), ("0.7", 5, "0.5", 12345678901234567890),
+            ("1.3", 100, "0.9", 3)]
+
+
+@functools.cache
+def reference_model(assets: Path):  # -> pyaisvc.reference.Reference, loaded once
+    from pyaisvc.assets import load_assets
+    from pyaisvc.reference import Reference
+
+    return Reference(load_assets(assets))
+
+
+def sampled_reference(assets: Path, prompt: list[int], n: int, case: tuple,
+                      stop: set[int] | None = None) -> list[int]:
+    """The reference's continuation with the sampler of case (temp, top_k, top_p, seed)."""
+    from pyaisvc.sampling import Sampler, parse_decimal
+
+    temp, k, p, seed = case
+    sampler = Sampler(parse_decimal(temp, "temp"), k, parse_decimal(p, "top-p"), seed)
+    return reference_model(assets).generate(prompt, n, stop=stop, sampler=sampler)
+
+
+def sampling_args(case: tuple) -> list[str]:
+    temp, k, p, seed = case
+    return ["--temp", temp, "--top-k", str(k), "--top-p", p, "--seed", str(seed)]
+
+
+@pytest.mark.slow
+def test_sampled_ids_match_reference(progs: dict[str, Path]) -> None:
+    assets = smol_or_skip("v3")
+    prompt = lc.FRANCE["smol"]
+    for case in SAMPLING:
+        want = sampled_reference(assets, prompt, GEN, case)
+        p = run(progs["smol"], ["--asset-dir", str(assets), "--predict", str(GEN),
+                                *sampling_args(case), *map(str, prompt)])
+        assert p.returncode == 0, p.stderr
+        assert ids_lines(p.stdout) == [want], case
+    # Different seeds give different continuations; greedy is unchanged.
+    outs = {tuple(sampled_reference(assets, prompt, GEN, ("1", 0, "1", s))) for s in range(4)}
+    assert len(outs) > 1
+    greedy = run(progs["smol"], ["--asset-dir", str(assets), "--predict", str(GEN),
+                                 *map(str, prompt)])
+    assert ids_lines(greedy.stdout) == lc.reference_ids(assets, [prompt], GEN)
+
+
+def test_stop_id_ends_the_request(progs: dict[str, Path]) -> None:
+    assets = lc.qwen_tiny_dir("v3")
+    prompt = lc.qwen_prompts()[0]
+    want = lc.reference_ids(assets, [prompt], GEN)[0]
+    stop = want[2]
+    cut = want[:want.index(stop) + 1]
+    for extra in ([], ["--stream"]):
+        p = run(progs["qwen"], ["--asset-dir", str(assets), "--predict", str(GEN),
+                                "--stop", "1", "--stop", str(stop), *extra, *map(str, prompt)])
+        assert p.returncode == 0, p.stderr
+        assert p.stdout == " ".join(map(str, cut)) + "\n"
+        assert [t["gen"] for t in timings(p.stderr)] == [len(cut)]
+    p = run(progs["qwen"], ["--asset-dir", str(assets), "--stop", "999999999", "1"])
+    assert p.returncode == 1
+    assert "--stop: id 999999999 is not below vocab_size" in p.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--temp", "1e-3"], "--temp: '1e-3' is not a decimal such as 0.8"),
+    (["--temp", "0.1234567890123456"], "--temp: '0.1234567890123456' is not a decimal"),
+    (["--top-p", "0"], "--top-p: '0' is not a decimal above 0 and at most 1"),
+    (["--top-p", "1.5"], "--top-p: '1.5' is not a decimal above 0 and at most 1"),
+    (["--seed", "18446744073709551616"], "--seed: '18446744073709551616' is not a number"),
+    (["--top-k", "-1"], "--top-k: '-1' is not a number"),
+])
+def test_bad_sampling_values(progs: dict[str, Path], args: list[str], message: str) -> None:
+    p = run(progs["smol"], [*args, "1"])
+    assert p.returncode == 2
+    assert p.stderr.startswith(f"llmrun_smol: {message}")
+
+
+def test_sampler_parse_decimal_matches_guest_rule() -> None:
+    from pyaisvc.sampling import SamplingError, parse_decimal
+
+    assert parse_decimal("0.8", "t") == 0.8
+    assert parse_decimal("007.50", "t") == 7.5
+    for bad in ("1e-3", ".5", "5.", "-1", "0.1234567890123456", ""):
+        with pytest.raises(SamplingError):
+            parse_decimal(bad, "t")
