@@ -9,7 +9,6 @@ malformed asset must be refused with its message. No QEMU needed.
 
 from __future__ import annotations
 
-import functools
 import subprocess
 from pathlib import Path
 
@@ -186,32 +185,7 @@ def test_bad_option_is_named(progs: dict[str, Path], args: list[str], first: str
     assert p.stdout == ""
 
 
-# (temp, top_k, top_p, seed): each draws differently; "1" and "0.7" as typed
-SAMPLING = [("0.8", 40, "0.95", 0), ("1", 0, "1", 7), ("0.7", 5, "0.5", 12345678901234567890),
-            ("1.3", 100, "0.9", 3)]
-
-
-@functools.cache
-def reference_model(assets: Path):  # -> pyaisvc.reference.Reference, loaded once
-    from pyaisvc.assets import load_assets
-    from pyaisvc.reference import Reference
-
-    return Reference(load_assets(assets))
-
-
-def sampled_reference(assets: Path, prompt: list[int], n: int, case: tuple,
-                      stop: set[int] | None = None) -> list[int]:
-    """The reference's continuation with the sampler of case (temp, top_k, top_p, seed)."""
-    from pyaisvc.sampling import Sampler, parse_decimal
-
-    temp, k, p, seed = case
-    sampler = Sampler(parse_decimal(temp, "temp"), k, parse_decimal(p, "top-p"), seed)
-    return reference_model(assets).generate(prompt, n, stop=stop, sampler=sampler)
-
-
-def sampling_args(case: tuple) -> list[str]:
-    temp, k, p, seed = case
-    return ["--temp", temp, "--top-k", str(k), "--top-p", p, "--seed", str(seed)]
+SAMPLING = lc.SAMPLING_CASES
 
 
 @pytest.mark.slow
@@ -219,13 +193,13 @@ def test_sampled_ids_match_reference(progs: dict[str, Path]) -> None:
     assets = smol_or_skip("v3")
     prompt = lc.FRANCE["smol"]
     for case in SAMPLING:
-        want = sampled_reference(assets, prompt, GEN, case)
+        want = lc.sampled_reference(assets, prompt, GEN, case)
         p = run(progs["smol"], ["--asset-dir", str(assets), "--predict", str(GEN),
-                                *sampling_args(case), *map(str, prompt)])
+                                *lc.sampling_args(case), *map(str, prompt)])
         assert p.returncode == 0, p.stderr
         assert ids_lines(p.stdout) == [want], case
     # Different seeds give different continuations; greedy is unchanged.
-    outs = {tuple(sampled_reference(assets, prompt, GEN, ("1", 0, "1", s))) for s in range(4)}
+    outs = {tuple(lc.sampled_reference(assets, prompt, GEN, ("1", 0, "1", s))) for s in range(4)}
     assert len(outs) > 1
     greedy = run(progs["smol"], ["--asset-dir", str(assets), "--predict", str(GEN),
                                  *map(str, prompt)])
