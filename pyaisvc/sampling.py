@@ -100,3 +100,32 @@ class Sampler:
         self.rng, r = splitmix64(self.rng)
         r %= int(cum[n - 1])
         return int(cand[int(np.searchsorted(cum[:n], r, side="right"))])
+
+
+@dataclass(frozen=True)
+class SamplingOptions:
+    """Sampling as the user typed it (temp None: greedy); the decimals stay text
+    so the guest reads exactly the double ``sampler()`` holds."""
+
+    temp: str | None = None
+    top_k: int = DEFAULT_TOP_K
+    top_p: str = str(DEFAULT_TOP_P)
+    seed: int = 0
+
+    def sampler(self) -> Sampler | None:
+        """The reference's sampler (None: greedy); SamplingError on a bad value."""
+        if self.temp is None:
+            return None
+        top_p = parse_decimal(self.top_p, "--top-p")
+        if not 0.0 < top_p <= 1.0:
+            raise SamplingError(f"--top-p: '{self.top_p}' is not above 0 and at most 1")
+        if self.top_k < 0:
+            raise SamplingError(f"--top-k: {self.top_k} must be 0 (all ids) or more")
+        return Sampler(parse_decimal(self.temp, "--temp"), self.top_k, top_p, self.seed)
+
+    def guest_args(self) -> list[str]:
+        """llmrun's options for the same sampling (none when greedy)."""
+        if self.sampler() is None:
+            return []
+        return ["--temp", str(self.temp), "--top-k", str(self.top_k), "--top-p", self.top_p,
+                "--seed", str(self.seed)]
