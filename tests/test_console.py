@@ -114,6 +114,9 @@ def test_ctrl_c_stops_llmrun_computing(boot_guest, make_image) -> None:
     assert "timing" not in transcript.split("llmrun_smol --stream")[-1], (
         "llmrun_smol ran to its end")
     assert g.run("echo alive") == "alive\n"
-    # The resident worker (init's, not in the foreground group) still serves.
-    out = g.run(f"ai call 2 {ids}", timeout=60)
+    # A caller asleep in ai_wait is killed too; the resident worker (init's
+    # child, never in the foreground group) survives and serves the next one.
+    start(g, f"ai call 40 {ids}")
+    interrupt(g)
+    out = g.run(f"ai call 2 {ids}", timeout=120)
     assert re.match(r"\d+ \d+\n", out), out

@@ -154,45 +154,58 @@ parse_ids(const char *s, int *v, int cap, int *count, const char *where)
   return 0;
 }
 
+// The options that take a value, in value_option's order.
+enum { OPT_DIR,
+  OPT_FILE,
+  OPT_PREDICT,
+  OPT_TEMP,
+  OPT_TOP_K,
+  OPT_TOP_P,
+  OPT_SEED,
+  OPT_STOP,
+  NVALUE_OPTS };
+static const char *const value_opts[NVALUE_OPTS] = { "--asset-dir", "--prompt-file",
+  "--predict", "--temp", "--top-k", "--top-p", "--seed", "--stop" };
+
 // Store value v of option a (v is 0 when argv ends after a). Returns 0,
 // 1 if a takes no value, or -1 after a message.
 static int
 value_option(struct options *o, const char *a, const char *v)
 {
-  static const char *const names[] = { "--asset-dir", "--prompt-file", "--predict",
-    "--temp", "--top-k", "--top-p", "--seed", "--stop" };
   struct llm_sampler *sp = &o->smp;
-  int k = 0, n = sizeof(names) / sizeof(names[0]);
-  while (k < n && strcmp(a, names[k]) != 0)
+  const char *want = "a number";
+  int k = 0, bad = 0;
+  while (k < NVALUE_OPTS && strcmp(a, value_opts[k]) != 0)
     k++;
-  if (k == n)
+  if (k == NVALUE_OPTS)
     return 1;
   if (v == 0)
     return usage("missing the value of", a);
-  const char *want = "a number";
-  int bad = 0;
-  if (k == 0)
-    o->dir = v;
-  else if (k == 1)
-    o->prompt_file = v;
-  else if (k == 2)
-    bad = parse_num(v, strlen(v), &o->predict);
-  else if (k == 3) {
+  switch (k) {
+  case OPT_DIR: o->dir = v; break;
+  case OPT_FILE: o->prompt_file = v; break;
+  case OPT_PREDICT: bad = parse_num(v, strlen(v), &o->predict); break;
+  case OPT_TEMP:
     want = "a decimal such as 0.8 (at most 15 digits, no exponent)";
     bad = parse_decimal(v, &sp->temp);
-  } else if (k == 4)
-    bad = parse_num(v, strlen(v), &sp->top_k);
-  else if (k == 5) {
+    break;
+  case OPT_TOP_K: bad = parse_num(v, strlen(v), &sp->top_k); break;
+  case OPT_TOP_P:
     want = "a decimal above 0 and at most 1, such as 0.9";
     bad = parse_decimal(v, &sp->top_p) < 0 || sp->top_p <= 0.0 || sp->top_p > 1.0 ? -1 : 0;
-  } else if (k == 6) {
+    break;
+  case OPT_SEED:
     want = "a number below 2^64";
     bad = parse_u64(v, &sp->seed);
-  } else if (sp->nstop == LLM_MAX_STOP) {
-    want = "allowed: at most 8 --stop ids";
-    bad = -1;
-  } else
+    break;
+  case OPT_STOP:
+    if (sp->nstop == LLM_MAX_STOP) {
+      fprintf(2, "%s: --stop: at most %d ids\n", llm_prog, LLM_MAX_STOP);
+      return -1;
+    }
     bad = parse_num(v, strlen(v), &sp->stop[sp->nstop++]);
+    break;
+  }
   if (bad < 0) {
     fprintf(2, "%s: %s: '%s' is not %s\n", llm_prog, a, v, want);
     return -1;
