@@ -304,10 +304,11 @@ qwen-assets:
 # [llm] the LLM runtime (user/llm/): guest programs, images and QEMU targets
 # with the models at /AI/SMOL and /AI/QWEN, the host build of the same C for
 # tests/test_llmrun_host.py, and the hot-page check.
-# The runtime by role: numeric kernels, layers, asset loading, session, CLI,
-# and one file per model (its descriptor, no main). llmrun_NAME links the
-# runtime and model NAME; ai_daemon links the runtime and both models.
-LLM_RUNTIME := kernels layers loader session cli
+# The runtime by role: numeric kernels, layers, asset loading, session,
+# sampling, CLI, and one file per model (its descriptor, no main).
+# llmrun_NAME links the runtime and model NAME; ai_daemon links the runtime
+# and both models.
+LLM_RUNTIME := kernels layers loader session sample cli
 LLM_MODELS  := smol qwen
 LLM_SRCS := $(addprefix $(U)/llm/,$(addsuffix .c,$(LLM_RUNTIME)))
 LLM_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LLM_SRCS))

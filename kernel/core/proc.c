@@ -10,9 +10,9 @@
 // releases that lock. Timer interrupts make a running process yield, so
 // scheduling is preemptive.
 //
-// Locks: p->lock guards the state, chan, killed, xstate and pid fields;
-// wait_lock guards every p->parent and is taken before any p->lock, so a
-// parent's wait() cannot miss a child's exit.
+// Locks: p->lock guards the state, chan, killed, xstate, pid and pgid
+// fields; wait_lock guards every p->parent and is taken before any
+// p->lock, so a parent's wait() cannot miss a child's exit.
 //
 // Floating point: the harts' f registers hold the running process's
 // values. sched() saves them into p->fpu when sstatus.FS says the process
@@ -159,6 +159,7 @@ freeproc(struct proc *p)
   p->sz = 0;
   p->heapbase = 0;
   p->pid = 0;
+  p->pgid = 0;
   p->parent = 0;
   p->name[0] = 0;
   p->chan = 0;
@@ -207,6 +208,7 @@ userinit(void)
   if (p == 0)
     panic("userinit: no memory");
   initproc = p;
+  p->pgid = p->pid;
   safestrcpy(p->name, "init", sizeof(p->name));
   p->state = RUNNABLE;
   release(&p->lock);
@@ -311,6 +313,16 @@ fpu_enter(struct proc *p)
   }
 }
 
+// p's process group, read under p->lock (its parent may change it).
+static int
+pgid_of(struct proc *p)
+{
+  acquire(&p->lock);
+  int pgid = p->pgid;
+  release(&p->lock);
+  return pgid;
+}
+
 // Creates a copy of the current process. Returns the child's pid in the
 // parent (the child returns 0 from the system call), -EAGAIN if the
 // process table is full, or -ENOMEM.
@@ -318,6 +330,7 @@ int
 fork(void)
 {
   struct proc *p = myproc();
+  int pgid = pgid_of(p);
   struct proc *np = allocproc();
 
   if (np == 0)
@@ -343,6 +356,7 @@ fork(void)
       np->ofile[i] = filedup(p->ofile[i]);
   np->cwd = idup(p->cwd);
   safestrcpy(np->name, p->name, sizeof(p->name));
+  np->pgid = pgid;
   int pid = np->pid;
   release(&np->lock);
 
@@ -580,6 +594,59 @@ kill(int pid)
     release(&p->lock);
   }
   return -ESRCH;
+}
+
+// Puts process pid (0: the caller) into process group pgid (0: a new
+// group numbered pid). Only the caller itself or one of its children may
+// be moved, so that a shell can place a job it just forked whichever of
+// the two runs first. Returns 0, -EINVAL for pid or pgid < 0, or -ESRCH
+// if pid is neither the caller nor its child.
+int
+setpgid(int pid, int pgid)
+{
+  struct proc *me = myproc();
+
+  if (pid < 0 || pgid < 0)
+    return -EINVAL;
+  if (pid == 0)
+    pid = me->pid;
+  acquire(&wait_lock);
+  for (struct proc *p = proc; p < &proc[NPROC]; p++) {
+    if (!slot_used(p) || (p != me && p->parent != me))
+      continue;
+    acquire(&p->lock);
+    if (p->pid == pid && p->state != UNUSED && p->state != ZOMBIE) {
+      p->pgid = pgid ? pgid : pid;
+      release(&p->lock);
+      release(&wait_lock);
+      return 0;
+    }
+    release(&p->lock);
+  }
+  release(&wait_lock);
+  return -ESRCH;
+}
+
+// Kills every process in group pgid, as kill() does, except init.
+// Returns how many were marked.
+int
+kill_pgrp(int pgid)
+{
+  int n = 0;
+
+  for (struct proc *p = proc; p < &proc[NPROC]; p++) {
+    if (!slot_used(p))
+      continue;
+    acquire(&p->lock);
+    if (p->pgid == pgid && p != initproc && p->state != UNUSED && p->state != ZOMBIE) {
+      p->killed = 1;
+      if (p->state == SLEEPING)
+        p->state = RUNNABLE;
+      n++;
+    }
+    release(&p->lock);
+  }
+  return n;
 }
 
 void

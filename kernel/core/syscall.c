@@ -98,6 +98,8 @@ uint64 sys_mkdir(void);
 uint64 sys_close(void);
 uint64 sys_time_us(void);
 uint64 sys_sysinfo(void);
+uint64 sys_setpgid(void);
+uint64 sys_setfg(void);     // console.c
 uint64 sys_ai_submit(void); // ai_service.c
 uint64 sys_ai_wait(void);
 uint64 sys_ai_query(void);
@@ -134,6 +136,8 @@ static uint64 (*syscalls[])(void) = {
   [SYS_close] sys_close,
   [SYS_time_us] sys_time_us,
   [SYS_sysinfo] sys_sysinfo,
+  [SYS_setpgid] sys_setpgid,
+  [SYS_setfg] sys_setfg,
   [SYS_ai_submit] sys_ai_submit,
   [SYS_ai_wait] sys_ai_wait,
   [SYS_ai_query] sys_ai_query,

@@ -86,6 +86,17 @@ sys_kill(void)
   return kill(pid);
 }
 
+// setpgid(pid, pgid): see setpgid() in proc.c.
+uint64
+sys_setpgid(void)
+{
+  int pid, pgid;
+
+  argint(0, &pid);
+  argint(1, &pgid);
+  return setpgid(pid, pgid);
+}
+
 // Ticks since boot.
 uint64
 sys_uptime(void)

@@ -88,6 +88,8 @@ int fork(void);
 void exit(int status) __attribute__((noreturn));
 int wait(uint64 addr);
 int kill(int pid);
+int kill_pgrp(int pgid);
+int setpgid(int pid, int pgid);
 void setkilled(struct proc *p);
 int killed(struct proc *p);
 int growproc(long n);

@@ -88,6 +88,7 @@ struct proc {
   int killed; // if non-zero, the process has been killed
   int xstate; // exit status returned to the parent's wait
   int pid;
+  int pgid; // process group: the console's ^C kills a whole group (console.c)
 
   // wait_lock must be held when using this:
   struct proc *parent;

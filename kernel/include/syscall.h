@@ -27,8 +27,11 @@
 #define SYS_mkdir   20
 #define SYS_close   21
 #define SYS_time_us 22
-#define SYS_sysinfo 31 // kernel/include/sysinfo.h
-// 23..30 reserved for the kernel core; 32.. for the AI service
+#define SYS_sysinfo 29 // kernel/include/sysinfo.h
+// (30 and 31: process groups and the console's foreground, console.c)
+#define SYS_setpgid 30
+#define SYS_setfg   31
+// 23..31 are the kernel core's; 32.. the AI service's
 // (docs/AI_SERVICE.md; kernel/core/ai_service.c, kernel/include/aisvc.h):
 #define SYS_ai_submit   32
 #define SYS_ai_wait     33

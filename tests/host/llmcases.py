@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -116,6 +117,36 @@ def _reference_ids(path: Path, assets: Path, prompts: list[list[int]],
         tmp.write_text(json.dumps(cache))
         os.replace(tmp, path)
     return [cache[_key(assets, p, n)] for p in prompts]
+
+
+# Sampling cases (temp, top_k, top_p, seed), the decimals as typed: each
+# draws differently (all ids, few ids, a 64-bit seed, a hot temperature).
+SAMPLING_CASES = [("0.8", 40, "0.95", 0), ("1", 0, "1", 7),
+                  ("0.7", 5, "0.5", 12345678901234567890), ("1.3", 100, "0.9", 3)]
+
+
+def sampling_args(case: tuple[str, int, str, int]) -> list[str]:
+    """llmrun's options for a sampling case."""
+    temp, k, p, seed = case
+    return ["--temp", temp, "--top-k", str(k), "--top-p", p, "--seed", str(seed)]
+
+
+@functools.cache
+def _reference_model(assets: Path):  # -> pyaisvc.reference.Reference, loaded once
+    from pyaisvc.assets import load_assets
+    from pyaisvc.reference import Reference
+
+    return Reference(load_assets(assets))
+
+
+def sampled_reference(assets: Path, prompt: list[int], n: int,
+                      case: tuple[str, int, str, int]) -> list[int]:
+    """The reference's continuation of prompt with the sampler of case."""
+    from pyaisvc.sampling import Sampler, parse_decimal
+
+    temp, k, p, seed = case
+    sampler = Sampler(parse_decimal(temp, "temp"), k, parse_decimal(p, "top-p"), seed)
+    return _reference_model(assets).generate(prompt, n, sampler=sampler)
 
 
 def request_lines(prompts: list[list[int]], n: int) -> str:

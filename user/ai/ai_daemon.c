@@ -136,6 +136,11 @@ main(int argc, char **argv)
     ready_fd = atoi(argv[2]);
     i = 3;
   }
+  if (i < argc && argv[i][0] == '-') {
+    fprintf(2, "ai_daemon: unknown option %s\nusage: ai_daemon [--ready-fd FD] [ASSET_DIR]\n",
+        argv[i]);
+    return 2;
+  }
   const char *dir = i < argc ? argv[i] : default_dir();
   llm_prog = "ai_daemon";
   const struct llm_model *md = model_for(dir);

@@ -27,10 +27,12 @@ int mkdir(const char *path);
 int chdir(const char *path);
 int dup(int fd);
 int getpid(void);
-char *sbrk(long n);   // (char *)-1 on failure; a negative n releases memory
-int sleep(int ticks); // 10 ticks per second
-int uptime(void);     // ticks since boot
-uint64 time_us(void); // microseconds since boot, from the time CSR
+char *sbrk(long n);             // (char *)-1 on failure; a negative n releases memory
+int sleep(int ticks);           // 10 ticks per second
+int uptime(void);               // ticks since boot
+uint64 time_us(void);           // microseconds since boot, from the time CSR
+int setpgid(int pid, int pgid); // pid 0: the caller; pgid 0: a new group numbered pid
+int setfg(int pgid);            // the console's foreground group (0: none); returns the old one
 struct sysinfo;
 int sysinfo(struct sysinfo *st); // resource counts for leak checks (kernel/include/sysinfo.h)
 

@@ -4,7 +4,8 @@
 //
 // Serving (llm_session_run -> llm_drive_decode): prefill runs the prompt
 // through the layers LLM_BATCH positions at a time, the head gives the
-// first token; decode then feeds back one token per step (greedy).
+// first token; decode then feeds back one token per step (greedy, or
+// sampled: user/llm/sample.c), until the request's length or a stop id.
 // Timing, on one stderr line per request:
 //   PROG: timing load_us=L init_us=I ttft_us=F tpot_us=P prompt=N gen=G
 // load_us: llm_runtime_init; init_us: llm_session_init (which includes the
@@ -148,11 +149,24 @@ profile_line(const char *phase, struct llm_session *s, uint64 total, int tokens)
   t->matmul_us = t->attn_us = 0;
 }
 
-// Prefill, then greedy decode. The course's loop runs `pos` over every
-// position and starts writing results once pos >= n - 1; here the prompt
-// positions go through the layers in batches (the head only at the last
-// one), and each generated token is fed back at the next position.
-// s->seq[0..n) holds the prompt; the predict tokens land in s->seq[n..).
+// The token that follows position p of the batch: llm_head's greedy
+// choice, or a sample when s->sampler has a temperature.
+static int
+next_token(struct llm_runtime *rt, struct llm_session *s, int p)
+{
+  int id = llm_head(rt, s, p);
+  if (s->sampler && s->sampler->temp > 0)
+    id = llm_sample(s->sampler, s->logits, rt->cfg.vocab_size);
+  return id;
+}
+
+// Prefill, then decode (greedy unless s->sampler says otherwise). The
+// course's loop runs `pos` over every position and starts writing results
+// once pos >= n - 1; here the prompt positions go through the layers in
+// batches (the head only at the last one), and each generated token is fed
+// back at the next position, until predict tokens or a stop id.
+// s->seq[0..n) holds the prompt; the tokens land in s->seq[n..). Returns
+// how many were generated.
 static int
 llm_drive_decode(const struct llm_model *md, struct llm_runtime *rt,
     struct llm_session *s, int n, int predict, uint64 t0,
@@ -163,25 +177,26 @@ llm_drive_decode(const struct llm_model *md, struct llm_runtime *rt,
     c = n - pos < LLM_BATCH ? n - pos : LLM_BATCH;
     md->forward(rt, s, pos, c);
   }
-  s->seq[n] = llm_head(rt, s, c - 1); // the first generated token
+  s->seq[n] = next_token(rt, s, c - 1); // the first generated token
   uint64 t1 = time_us();
   if (llm_token_hook)
     llm_token_hook(0, s->seq[n]);
   *ttft = t1 - t0;
   if (s->tm.profile)
     profile_line("prefill", s, *ttft, n);
-  for (int i = 1; i < predict; i++) { // decode
-    int pos = n + i - 1;
+  int gen = 1;
+  for (; gen < predict && !llm_is_stop(s->sampler, s->seq[n + gen - 1]); gen++) { // decode
+    int pos = n + gen - 1;
     md->forward(rt, s, pos, 1);
-    s->seq[pos + 1] = llm_head(rt, s, 0);
+    s->seq[pos + 1] = next_token(rt, s, 0);
     if (llm_token_hook)
-      llm_token_hook(i, s->seq[pos + 1]);
+      llm_token_hook(gen, s->seq[pos + 1]);
   }
   uint64 t2 = time_us();
-  *tpot = predict > 1 ? (t2 - t1) / (predict - 1) : 0;
+  *tpot = gen > 1 ? (t2 - t1) / (gen - 1) : 0;
   if (s->tm.profile)
-    profile_line("decode", s, t2 - t1, predict - 1);
-  return 0;
+    profile_line("decode", s, t2 - t1, gen - 1);
+  return gen;
 }
 
 // Check a request against the limits; -1 after a message naming the limit.
@@ -241,6 +256,8 @@ llm_session_generate(const struct llm_model *md, struct llm_runtime *rt,
   if (request_check(&rt->cfg, ids, n, predict) < 0)
     return -1;
   memmove(s->seq, ids, n * sizeof(int));
+  if (s->sampler)
+    llm_sampler_reset(s->sampler);
   return llm_drive_decode(md, rt, s, n, predict, t0, ttft, tpot);
 }
 
@@ -250,14 +267,15 @@ llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
     int quiet)
 {
   uint64 ttft, tpot;
-  if (llm_session_generate(md, rt, s, ids, n, predict, &ttft, &tpot) < 0)
+  int gen = llm_session_generate(md, rt, s, ids, n, predict, &ttft, &tpot);
+  if (gen < 0)
     return -1;
   if (llm_token_hook == 0) // else the hook has written them (the CLI's --stream)
-    print_ids(s->seq + n, predict);
+    print_ids(s->seq + n, gen);
   if (!quiet)
     fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
                "prompt=%d gen=%d\n",
         llm_prog, s->tm.load_us, s->tm.init_us,
-        ttft, tpot, n, predict);
+        ttft, tpot, n, gen);
   return 0;
 }

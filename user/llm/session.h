@@ -11,6 +11,7 @@
 
 #include "kernel/include/aisvc.h" // AI_MAX_PROMPT: most prompt ids per request
 #include "user/llm/loader.h"
+#include "user/llm/sample.h"
 
 struct llm_timing {
   uint64 load_us, init_us;   // llm_runtime_init, llm_session_init
@@ -63,6 +64,7 @@ struct llm_session {
   int nbuf;
   int oom; // an allocation failed
   struct llm_timing tm;
+  struct llm_sampler *sampler; // 0: greedy, no stop ids (set by the caller)
 };
 
 // What differs between the models (user/llm/smol.c, user/llm/qwen.c).
@@ -87,13 +89,14 @@ int llm_session_init(struct llm_session *s, struct llm_runtime *rt,
 // Free the session and the weights.
 void llm_session_free(struct llm_session *s, struct llm_runtime *rt);
 
-// Check one request and generate: the ids land in s->seq[n..n+predict).
-// Returns 0, or -1 after a message.
+// Check one request and generate: the ids land in s->seq[n..n+predict),
+// fewer if s->sampler's stop id comes first (it is kept). Returns how many
+// were generated, or -1 after a message.
 int llm_session_generate(const struct llm_model *md, struct llm_runtime *rt,
     struct llm_session *s, const int *ids, int n,
     int predict, uint64 *ttft, uint64 *tpot);
 // The same, then print the ids (unless llm_token_hook is set) and, unless
-// quiet, the timing line.
+// quiet, the timing line (gen= counts the ids generated).
 int llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
     struct llm_session *s, const int *ids, int n, int predict,
     int quiet);
