@@ -51,4 +51,4 @@ def test_generate_rejects_a_bad_sampling_value_before_booting() -> None:
         [sys.executable, "-m", "pyaisvc", "generate", "--temp", "0.8", "--top-p", "2", "x"],
         cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
-    assert proc.stderr == ("pyaisvc: generate: --top-p: '2' is not above 0 and at most 1\n")
+    assert proc.stderr == ("pyaisvc generate: --top-p: '2' is not above 0 and at most 1\n")
