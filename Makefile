@@ -73,6 +73,7 @@ KERNEL_CORE_SRCS := \
 	$(K)/arch/riscv/kernelvec.S \
 	$(K)/arch/riscv/swtch.S \
 	$(K)/arch/riscv/fpu.S \
+	$(K)/arch/riscv/vector.S \
 	$(K)/core/main.c \
 	$(K)/core/fdt.c \
 	$(K)/core/printf.c \
@@ -83,6 +84,7 @@ KERNEL_CORE_SRCS := \
 	$(K)/core/kalloc.c \
 	$(K)/core/vm.c \
 	$(K)/core/proc.c \
+	$(K)/core/vector.c \
 	$(K)/core/trap.c \
 	$(K)/core/syscall.c \
 	$(K)/core/sysproc.c \

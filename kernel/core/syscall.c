@@ -97,6 +97,7 @@ uint64 sys_link(void);
 uint64 sys_mkdir(void);
 uint64 sys_close(void);
 uint64 sys_time_us(void);
+uint64 sys_vlenb(void);     // vector.c
 uint64 sys_ai_submit(void); // ai_service.c
 uint64 sys_ai_wait(void);
 uint64 sys_ai_query(void);
@@ -132,6 +133,7 @@ static uint64 (*syscalls[])(void) = {
   [SYS_mkdir] sys_mkdir,
   [SYS_close] sys_close,
   [SYS_time_us] sys_time_us,
+  [SYS_vlenb] sys_vlenb,
   [SYS_ai_submit] sys_ai_submit,
   [SYS_ai_wait] sys_ai_wait,
   [SYS_ai_query] sys_ai_query,

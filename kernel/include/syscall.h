@@ -27,7 +27,8 @@
 #define SYS_mkdir   20
 #define SYS_close   21
 #define SYS_time_us 22
-// 23..31 reserved for the kernel core; 32.. for the AI service
+#define SYS_vlenb   31 // kernel/core/vector.c
+// 23..30 reserved for the kernel core; 32.. for the AI service
 // (docs/AI_SERVICE.md; kernel/core/ai_service.c, kernel/include/aisvc.h):
 #define SYS_ai_submit   32
 #define SYS_ai_wait     33

@@ -31,6 +31,7 @@ char *sbrk(long n);   // (char *)-1 on failure; a negative n releases memory
 int sleep(int ticks); // 10 ticks per second
 int uptime(void);     // ticks since boot
 uint64 time_us(void); // microseconds since boot, from the time CSR
+int vlenb(void);      // bytes per vector register (RVV), 0 without the V extension
 
 // The AI service (kernel/include/aisvc.h: limits, states, AIE_ codes and
 // the structs). Each returns a negative AIE_ code on failure.
