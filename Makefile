@@ -6,7 +6,8 @@
 #   make qemu-smol   ... with SmolLM2 at /AI/SMOL         (exports it when missing)
 #   make test        lint + the test suite (boots the guest under QEMU)
 #
-# Knobs (override on the command line, e.g. `make qemu CPUS=2 RAM=2G`):
+# Knobs (override on the command line, e.g. `make qemu CPUS=2 RAM=2G`; also
+# QEMU=/path, AISVC_QEMU=/path in the environment, CPU=rv64,v=true,vlen=512):
 CPUS    ?= 1
 RAM     ?= 256M
 VENV    ?= .venv
@@ -22,7 +23,10 @@ ifndef TOOLPREFIX
 TOOLPREFIX := $(shell for p in riscv64-unknown-elf- riscv64-linux-gnu- riscv64-elf-; do \
 	if command -v $${p}gcc >/dev/null 2>&1; then echo $$p; break; fi; done)
 endif
-QEMU ?= $(shell command -v qemu-system-riscv64 2>/dev/null)
+# QEMU: $(AISVC_QEMU) when set (as for pyaisvc), else the one on PATH. CPU: the
+# -cpu value; empty lets pyaisvc.qemu choose (RVV on QEMU >= 10), `default` none.
+QEMU ?= $(or $(AISVC_QEMU),$(shell command -v qemu-system-riscv64 2>/dev/null))
+CPU  ?=
 
 CC      := $(TOOLPREFIX)gcc
 LD      := $(TOOLPREFIX)ld
@@ -241,7 +245,7 @@ print-%:
 QEMU_IMAGE = $(FSIMG)
 QEMU_RAM   = $(RAM)
 QEMU_PY    = $(PYTHON) -m pyaisvc.qemu --qemu "$(QEMU)" --kernel $(KERNEL_ELF) \
-	--image $(QEMU_IMAGE) --cpus $(CPUS) --ram $(QEMU_RAM)
+	--image $(QEMU_IMAGE) --cpus $(CPUS) --ram $(QEMU_RAM) $(if $(CPU),--cpu $(CPU))
 GDBPORT := $(shell expr `id -u` % 5000 + 25000)
 
 .PHONY: qemu qemu-gdb
