@@ -311,10 +311,10 @@ qwen-assets:
 # The runtime by role: numeric kernels, layers, asset loading, session, CLI,
 # and one file per model (its descriptor, no main). llmrun_NAME links the
 # runtime and model NAME; ai_daemon links the runtime and both models.
-LLM_RUNTIME := kernels layers loader session cli
+LLM_RUNTIME := kernels kernels_vec layers loader session cli
 LLM_MODELS  := smol qwen
 LLM_SRCS := $(addprefix $(U)/llm/,$(addsuffix .c,$(LLM_RUNTIME)))
-LLM_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LLM_SRCS))
+LLM_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LLM_SRCS)) $(BUILD)/user/llm/kernels_rvv.o
 LLM_HDRS := $(addprefix $(U)/llm/,$(addsuffix .h,$(LLM_RUNTIME) $(LLM_MODELS)))
 HOSTCC   ?= gcc
 SMOL_RAM ?= 512M
@@ -374,9 +374,10 @@ qemu-llm: $(KERNEL_ELF) $(BUILD)/fs-llm.img | qemu-check
 LLM_HOST_CFLAGS := -O2 -Wall -Werror -ffp-contract=off -fno-math-errno -I. \
 	-include tests/host/hostcompat.h
 llm-host: $(BUILD)/host/llmrun_smol $(BUILD)/host/llmrun_qwen $(BUILD)/host/llm_mathcheck
-$(BUILD)/host/llm_mathcheck: tests/host/mathcheck.c $(U)/llm/kernels.c $(LLM_HDRS) tests/host/hostcompat.h
+$(BUILD)/host/llm_mathcheck: tests/host/mathcheck.c $(U)/llm/kernels.c $(U)/llm/kernels_vec.c \
+		$(LLM_HDRS) tests/host/hostcompat.h
 	@mkdir -p $(dir $@)
-	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/kernels.c -lm
+	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/kernels.c $(U)/llm/kernels_vec.c -lm
 $(BUILD)/host/llmrun_%: $(U)/llm/llmrun_%.c $(U)/llm/%.c $(LLM_SRCS) $(LLM_HDRS) tests/host/hostcompat.h
 	@mkdir -p $(dir $@)
 	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/$*.c $(LLM_SRCS) -lm

@@ -16,6 +16,7 @@
 #include "kernel/include/fcntl.h"
 #include "kernel/include/stat.h"
 #include "user/llm/cli.h"
+#include "user/llm/kernels_vec.h"
 
 #define MAXIDS  1024 // ids parsed per request (more are counted, not kept)
 #define MAXLINE 8192 // longest --stdin line
@@ -33,7 +34,7 @@ static int
 usage(void)
 {
   fprintf(2, "usage: %s [--asset-dir DIR] [--predict N] [--quiet] [--profile] "
-             "[--stream] [--prompt-file F | --stdin | <id> ...]\n",
+             "[--stream] [--kernels auto|scalar|vector] [--prompt-file F | --stdin | <id> ...]\n",
       llm_prog);
   return -1;
 }
@@ -112,7 +113,10 @@ parse_options(int argc, char **argv, struct options *o)
       o->use_stdin = 1;
     else if (strcmp(a, "--stream") == 0)
       o->stream = 1;
-    else if (strcmp(a, "--asset-dir") == 0 && more)
+    else if (strcmp(a, "--kernels") == 0 && more) {
+      if (llm_kernels_select(llm_prog, argv[++i]) < 0)
+        return -1;
+    } else if (strcmp(a, "--asset-dir") == 0 && more)
       o->dir = argv[++i];
     else if (strcmp(a, "--prompt-file") == 0 && more)
       o->prompt_file = argv[++i];

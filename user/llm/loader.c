@@ -15,6 +15,7 @@
 #include "kernel/include/param.h"
 #include "kernel/include/stat.h"
 #include "user/llm/loader.h"
+#include "user/llm/kernels_vec.h"
 
 #define CFG_MAGIC    0x31474643u // "CFG1"
 #define CFG_MAXBYTES 88          // the longest header (version 3)
@@ -416,6 +417,9 @@ take_qmat(struct cursor *c, struct llm_qmat *m, int rows, int cols)
   if (c->rt->cfg.version == 3)
     m->wm = take(c, 2ul * rows * (cols / LLM_GS), 2);
   m->q = take(c, (uint64)rows * cols, 8);
+  m->vrows = 0;
+  if (m->q && llm_vec_pack(m) < 0)
+    c->fail = 1;
 }
 
 // The MLP of a layer: gate, up, down.
