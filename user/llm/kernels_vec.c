@@ -82,7 +82,8 @@ kernels(void)
     decided = choice != KERNELS_SCALAR && n >= 16 && n <= 64 ? KERNELS_VECTOR : KERNELS_SCALAR;
     int lmul = n >= 32 ? 128 / n : 4; // 1 << (vtype & 3) registers per group
     block = n * lmul / 4;
-    vtype32 = (3 << 6) | (2 << 3) | (lmul == 4 ? 2 : lmul == 2 ? 1 : 0);
+    vtype32 = (3 << 6) | (2 << 3) | (lmul == 4 ? 2 : lmul == 2 ? 1
+                                                               : 0);
   }
   return decided;
 }
