@@ -95,16 +95,23 @@ llm_kernels_name(void)
 }
 
 // Reorders one block of B rows (B * cols bytes at q) into the packed
-// layout, through scratch.
+// layout, through scratch; wm's multipliers of those rows go to vwm
+// (ng per row), or ones without wm. (Strided vector loads would do it in
+// fewer instructions, but QEMU 10 runs them 10x slower than this loop.)
 static void
-pack_block(int8 *q, int cols, uint32 *scratch)
+pack_block(int8 *q, const uint16 *wm, int cols, uint32 *scratch, int32 *vwm)
 {
-  int words = cols / 4;
-  memmove(scratch, q, (uint64)block * cols);
-  uint32 *out = (uint32 *)q;
-  for (int r = 0; r < block; r++)
-    for (int k4 = 0; k4 < words; k4++)
-      out[k4 * block + r] = scratch[r * words + k4];
+  int words = cols / 4, ng = cols / LLM_GS, B = block;
+  memmove(scratch, q, (uint64)B * cols);
+  for (int r = 0; r < B; r++) {
+    const uint32 *src = scratch + (uint64)r * words, *end = src + words;
+    uint32 *dst = (uint32 *)q + r;
+    for (; src < end; src++, dst += B)
+      *dst = *src;
+    int32 *m = vwm + r;
+    for (int g = 0; g < ng; g++, m += B)
+      *m = wm ? wm[(uint64)r * ng + g] : 1;
+  }
 }
 
 int
@@ -122,13 +129,10 @@ llm_vec_pack(struct llm_qmat *m)
     free(scratch);
     return -1;
   }
-  for (int b = 0; b < nb; b++) {
-    pack_block((int8 *)m->q + (uint64)b * block * m->cols, m->cols, scratch);
-    for (int g = 0; g < ng; g++)
-      for (int r = 0; r < block; r++)
-        vwm[((uint64)b * ng + g) * block + r] =
-            m->wm ? m->wm[((uint64)b * block + r) * ng + g] : 1;
-  }
+  for (int b = 0; b < nb; b++)
+    pack_block((int8 *)m->q + (uint64)b * block * m->cols,
+        m->wm ? m->wm + (uint64)b * block * ng : 0, m->cols, scratch,
+        vwm + (uint64)b * ng * block);
   free(scratch);
   m->vrows = nb * block;
   m->vwm = vwm;
