@@ -114,21 +114,21 @@ pack_block(int8 *q, const uint16 *wm, int cols, uint32 *scratch, int32 *vwm)
   }
 }
 
-int
-llm_vec_pack(struct llm_qmat *m)
+uint64
+llm_vec_wm_bytes(const struct llm_qmat *m)
 {
-  m->vrows = 0;
-  m->vwm = 0;
   if (kernels() != KERNELS_VECTOR || m->rows < block)
     return 0;
+  return (uint64)(m->rows / block) * block * (m->cols / LLM_GS) * sizeof(int32);
+}
+
+int
+llm_vec_pack(struct llm_qmat *m, int32 *vwm)
+{
   int nb = m->rows / block, ng = m->cols / LLM_GS;
-  int32 *vwm = malloc((uint64)nb * ng * block * sizeof(int32));
   uint32 *scratch = malloc((uint64)block * m->cols);
-  if (vwm == 0 || scratch == 0) {
-    free(vwm);
-    free(scratch);
+  if (scratch == 0)
     return -1;
-  }
   for (int b = 0; b < nb; b++)
     pack_block((int8 *)m->q + (uint64)b * block * m->cols,
         m->wm ? m->wm + (uint64)b * block * ng : 0, m->cols, scratch,

@@ -21,10 +21,15 @@ int llm_kernels_select(const char *prog, const char *name);
 // "scalar" or "vector": what this process runs (decides "auto").
 const char *llm_kernels_name(void);
 
-// With vector kernels: repacks m's weights for them (m->vrows rows, a
-// multiple of the block size; the rest stay row-major). Returns 0, or -1
-// when out of memory (the caller says so). Does nothing with scalar kernels.
-int llm_vec_pack(struct llm_qmat *m);
+// With vector kernels, the bytes llm_vec_pack needs for m's multipliers;
+// 0 when m stays as it is (scalar kernels, or fewer rows than a block).
+uint64 llm_vec_wm_bytes(const struct llm_qmat *m);
+
+// Repacks m's weights for the vector kernels (m->vrows rows, a multiple of
+// the block size; the rest stay row-major), with the multipliers in vwm
+// (llm_vec_wm_bytes(m) bytes, which stay m's). Returns 0, or -1 when out
+// of memory (the caller says so).
+int llm_vec_pack(struct llm_qmat *m, int32 *vwm);
 
 // y[p][r] = (W x_p)_r for the packed rows r < w->vrows.
 void llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a,

@@ -240,7 +240,7 @@ cfg_check_sizes(const struct llm_config *c)
     if (f[i].v > MAXDIM)
       return bad_field(f[i].name, f[i].v, "is too large");
   }
-  if (c->n_layers > LLM_MAXBUF / 2)
+  if (c->n_layers > LLM_MAXBUF / 10)
     return bad_field("n_layers", c->n_layers, "is too large");
   return 0;
 }
@@ -418,8 +418,12 @@ take_qmat(struct cursor *c, struct llm_qmat *m, int rows, int cols)
     m->wm = take(c, 2ul * rows * (cols / LLM_GS), 2);
   m->q = take(c, (uint64)rows * cols, 8);
   m->vrows = 0;
-  if (m->q && llm_vec_pack(m) < 0)
-    c->fail = 1;
+  uint64 n = m->q ? llm_vec_wm_bytes(m) : 0;
+  if (n > 0) {
+    int32 *vwm = rt_alloc(c->rt, n);
+    if (vwm == 0 || llm_vec_pack(m, vwm) < 0)
+      c->fail = 1;
+  }
 }
 
 // The MLP of a layer: gate, up, down.
