@@ -7,7 +7,8 @@
 #   make test        lint + the test suite (boots the guest under QEMU; 2 workers)
 #   make test-quick  one test per area, a few minutes
 #
-# Knobs (override on the command line, e.g. `make qemu CPUS=2 RAM=2G`):
+# Knobs (override on the command line, e.g. `make qemu CPUS=2 RAM=2G`; also
+# QEMU=/path, AISVC_QEMU=/path in the environment, CPU=rv64,v=true,vlen=512):
 CPUS    ?= 1
 RAM     ?= 256M
 VENV    ?= .venv
@@ -23,7 +24,10 @@ ifndef TOOLPREFIX
 TOOLPREFIX := $(shell for p in riscv64-unknown-elf- riscv64-linux-gnu- riscv64-elf-; do \
 	if command -v $${p}gcc >/dev/null 2>&1; then echo $$p; break; fi; done)
 endif
-QEMU ?= $(shell command -v qemu-system-riscv64 2>/dev/null)
+# QEMU: $(AISVC_QEMU) when set (as for pyaisvc), else the one on PATH. CPU: the
+# -cpu value; empty lets pyaisvc.qemu choose (RVV on QEMU >= 10), `default` none.
+QEMU ?= $(or $(AISVC_QEMU),$(shell command -v qemu-system-riscv64 2>/dev/null))
+CPU  ?=
 
 CC      := $(TOOLPREFIX)gcc
 LD      := $(TOOLPREFIX)ld
@@ -74,6 +78,7 @@ KERNEL_CORE_SRCS := \
 	$(K)/arch/riscv/kernelvec.S \
 	$(K)/arch/riscv/swtch.S \
 	$(K)/arch/riscv/fpu.S \
+	$(K)/arch/riscv/vector.S \
 	$(K)/core/main.c \
 	$(K)/core/fdt.c \
 	$(K)/core/printf.c \
@@ -84,6 +89,7 @@ KERNEL_CORE_SRCS := \
 	$(K)/core/kalloc.c \
 	$(K)/core/vm.c \
 	$(K)/core/proc.c \
+	$(K)/core/vector.c \
 	$(K)/core/trap.c \
 	$(K)/core/syscall.c \
 	$(K)/core/sysproc.c \
@@ -241,7 +247,7 @@ print-%:
 QEMU_IMAGE = $(FSIMG)
 QEMU_RAM   = $(RAM)
 QEMU_PY    = $(PYTHON) -m pyaisvc.qemu --qemu "$(QEMU)" --kernel $(KERNEL_ELF) \
-	--image $(QEMU_IMAGE) --cpus $(CPUS) --ram $(QEMU_RAM)
+	--image $(QEMU_IMAGE) --cpus $(CPUS) --ram $(QEMU_RAM) $(if $(CPU),--cpu $(CPU))
 GDBPORT := $(shell expr `id -u` % 5000 + 25000)
 
 .PHONY: qemu qemu-gdb
@@ -308,10 +314,10 @@ qwen-assets:
 # sampling, CLI, and one file per model (its descriptor, no main).
 # llmrun_NAME links the runtime and model NAME; ai_daemon links the runtime
 # and both models.
-LLM_RUNTIME := kernels layers loader session sample cli
+LLM_RUNTIME := kernels kernels_vec layers loader session sample cli
 LLM_MODELS  := smol qwen
 LLM_SRCS := $(addprefix $(U)/llm/,$(addsuffix .c,$(LLM_RUNTIME)))
-LLM_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LLM_SRCS))
+LLM_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LLM_SRCS)) $(BUILD)/user/llm/kernels_rvv.o
 LLM_HDRS := $(addprefix $(U)/llm/,$(addsuffix .h,$(LLM_RUNTIME) $(LLM_MODELS)))
 HOSTCC   ?= gcc
 SMOL_RAM ?= 512M
@@ -371,9 +377,10 @@ qemu-llm: $(KERNEL_ELF) $(BUILD)/fs-llm.img | qemu-check
 LLM_HOST_CFLAGS := -O2 -Wall -Werror -ffp-contract=off -fno-math-errno -I. \
 	-include tests/host/hostcompat.h
 llm-host: $(BUILD)/host/llmrun_smol $(BUILD)/host/llmrun_qwen $(BUILD)/host/llm_mathcheck
-$(BUILD)/host/llm_mathcheck: tests/host/mathcheck.c $(U)/llm/kernels.c $(LLM_HDRS) tests/host/hostcompat.h
+$(BUILD)/host/llm_mathcheck: tests/host/mathcheck.c $(U)/llm/kernels.c $(U)/llm/kernels_vec.c \
+		$(LLM_HDRS) tests/host/hostcompat.h
 	@mkdir -p $(dir $@)
-	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/kernels.c -lm
+	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/kernels.c $(U)/llm/kernels_vec.c -lm
 $(BUILD)/host/llmrun_%: $(U)/llm/llmrun_%.c $(U)/llm/%.c $(LLM_SRCS) $(LLM_HDRS) tests/host/hostcompat.h
 	@mkdir -p $(dir $@)
 	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/$*.c $(LLM_SRCS) -lm

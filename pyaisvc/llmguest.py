@@ -183,8 +183,9 @@ _TIMING_VALUES = " ".join(rf"{f}=(\d+)" for f in TIMING_FIELDS)
 
 
 def timing_pattern(prog: str) -> str:
-    """Regex text of prog's timing line; its groups are the TIMING_FIELDS values."""
-    return f"{re.escape(prog)}: timing {_TIMING_VALUES}"
+    """Regex text of prog's timing line; its groups are the TIMING_FIELDS values.
+    Fields a later runtime appends (kernels=vector) are matched, not captured."""
+    return rf"{re.escape(prog)}: timing {_TIMING_VALUES}(?: \w+=\S+)*"
 
 
 def timing_fields(m: re.Match[str]) -> dict[str, int]:

@@ -12,6 +12,13 @@ that keeps running and reading lines (``llmrun --stdin``, the ``ai`` tool)::
     with Guest(QemuConfig(kernel=..., image=..., snapshot=True)) as g:   # boots
         print(g.run("echo hi | cat"))                                     # "hi\\n"
 
+Which QEMU: ``AISVC_QEMU`` (a path) when set, else ``qemu-system-riscv64``
+on PATH. Which CPU: on QEMU 10 or later the guest gets the vector extension
+(``-cpu rv64,v=true,vlen=256``; docs/PERF_NOTES.md, facts 9 and 17); older
+QEMUs keep their default CPU, because RVV is slower than scalar code there
+(fact 8). ``QemuConfig.cpu`` (``--cpu``, make's ``CPU=``) overrides: a
+``-cpu`` value, or ``default`` for QEMU's own CPU.
+
 Every wait has a deadline. A wait that expires raises ``GuestTimeout``; QEMU
 exiting or the kernel printing ``panic:`` raises ``GuestCrashed``. Both carry
 the tail of the console transcript; a panic's message also says in which
@@ -28,10 +35,12 @@ import io
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import pexpect
@@ -50,6 +59,34 @@ BANNER_SECONDS = 20.0
 SHELL_FAILED = r"init: cannot run /sh: ([^\r\n]*)"
 TAIL_CHARS = 3000
 QEMU_EXIT_KEYS = "\x01x"  # Ctrl-A x: QEMU's -nographic monitor escape for "quit"
+QEMU_ENV = "AISVC_QEMU"  # the QEMU binary to use, when set
+QEMU_NAME = "qemu-system-riscv64"
+VECTOR_CPU = "rv64,v=true,vlen=256"  # vlen chosen by measurement: PERF_NOTES.md, fact 17
+VECTOR_QEMU = (10, 0)  # the first QEMU whose RVV beats scalar code (facts 8-9)
+QEMU_DEFAULT_CPU = "default"  # QemuConfig.cpu: no -cpu option
+
+
+def default_qemu() -> str:
+    """The QEMU binary: $AISVC_QEMU, else qemu-system-riscv64 (found on PATH)."""
+    return os.environ.get(QEMU_ENV) or QEMU_NAME
+
+
+@cache
+def qemu_version(qemu: str) -> tuple[int, int] | None:
+    """(major, minor) from `qemu --version`, or None when it does not run."""
+    try:
+        out = subprocess.run([qemu, "--version"], capture_output=True, text=True,
+                             timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"version (\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def default_cpu(qemu: str) -> str:
+    """The -cpu value for qemu: with RVV on QEMU 10 and later, else QEMU's default."""
+    version = qemu_version(qemu)
+    return VECTOR_CPU if version is not None and version >= VECTOR_QEMU else QEMU_DEFAULT_CPU
 
 
 class GuestError(AisvcError):
@@ -80,7 +117,13 @@ class QemuConfig:
     cpus: int = 1
     gdb_port: int | None = None  # wait for gdb on this TCP port before starting
     snapshot: bool = False  # write to a throw-away overlay, never to the image
-    qemu: str = "qemu-system-riscv64"
+    qemu: str = field(default_factory=default_qemu)
+    cpu: str | None = None  # -cpu value; None: default_cpu(qemu); "default": no -cpu
+
+
+def cpu_option(cfg: QemuConfig) -> str:
+    """The -cpu value cfg boots with ("default": QEMU's own CPU)."""
+    return cfg.cpu or default_cpu(cfg.qemu)
 
 
 def qemu_argv(cfg: QemuConfig) -> list[str]:
@@ -96,6 +139,9 @@ def qemu_argv(cfg: QemuConfig) -> list[str]:
         # Modern virtio-mmio (version 2), which virtio_blk.c drives.
         "-global", "virtio-mmio.force-legacy=false",
     ]
+    cpu = cpu_option(cfg)
+    if cpu != QEMU_DEFAULT_CPU:
+        argv += ["-cpu", cpu]
     if cfg.image is not None:
         drive = f"file={cfg.image},if=none,format=raw,id=x0"
         if cfg.snapshot:
@@ -109,7 +155,8 @@ def qemu_argv(cfg: QemuConfig) -> list[str]:
 def check_files(cfg: QemuConfig) -> None:
     """Raises GuestError naming what is missing, and how to make it."""
     if shutil.which(cfg.qemu) is None:
-        raise GuestError(f"{cfg.qemu} not found; run 'make deps' (installs qemu-system-misc)")
+        raise GuestError(f"{cfg.qemu} not found; run 'make deps' (installs qemu-system-misc), "
+                         f"or set {QEMU_ENV}=/path/to/qemu-system-riscv64")
     if not Path(cfg.kernel).is_file():
         raise GuestError(f"kernel {cfg.kernel} not found; run 'make'")
     if cfg.image is not None and not Path(cfg.image).is_file():
@@ -257,7 +304,9 @@ class Guest:
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m pyaisvc.qemu`: exec QEMU with qemu_argv() (used by make qemu)."""
     p = argparse.ArgumentParser(prog="python -m pyaisvc.qemu", description=main.__doc__)
-    p.add_argument("--qemu", default="qemu-system-riscv64")
+    p.add_argument("--qemu", default=default_qemu(),
+                   help=f"the QEMU binary (default: ${QEMU_ENV} or {QEMU_NAME})")
+    p.add_argument("--cpu", help="-cpu value (default: RVV on QEMU >= 10); 'default': none")
     p.add_argument("--kernel", type=Path, required=True)
     p.add_argument("--image", type=Path)
     p.add_argument("--ram", default="256M")
@@ -267,7 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--print", action="store_true", help="print the command, do not run it")
     a = p.parse_args(argv)
     cfg = QemuConfig(kernel=a.kernel, image=a.image, ram=a.ram, cpus=a.cpus,
-                     gdb_port=a.gdb, snapshot=a.snapshot, qemu=a.qemu)
+                     gdb_port=a.gdb, snapshot=a.snapshot, qemu=a.qemu,
+                     cpu=a.cpu or None)
     cmd = qemu_argv(cfg)
     if a.print:
         print(" ".join(cmd))

@@ -186,6 +186,7 @@ exec(char *path, char **argv)
   // possibly still in this hart's registers, are dropped.
   memset(&p->fpu, 0, sizeof(p->fpu));
   p->fpu_loaded = 0;
+  vector_free(p); // and without vector state until it uses V
   proc_freepagetable(oldpt, oldsz);
   return argc;
 

@@ -158,6 +158,7 @@ freeproc(struct proc *p)
   p->pagetable = 0;
   p->sz = 0;
   p->heapbase = 0;
+  vector_free(p);
   p->pid = 0;
   p->pgid = 0;
   p->parent = 0;
@@ -350,6 +351,11 @@ fork(void)
   fpu_save_dirty(p);
   pop_off();
   np->fpu = p->fpu;
+  if (vector_fork(p, np) < 0) {
+    freeproc(np);
+    release(&np->lock);
+    return -ENOMEM;
+  }
 
   for (int i = 0; i < NOFILE; i++)
     if (p->ofile[i])
@@ -508,6 +514,7 @@ sched(void)
   if (intr_get())
     panic("sched: interruptible");
   fpu_leave(p);
+  vector_leave(p);
   int intena = mycpu()->intena;
   swtch(&p->context, &mycpu()->context);
   mycpu()->intena = intena;

@@ -100,6 +100,7 @@ uint64 sys_time_us(void);
 uint64 sys_sysinfo(void);
 uint64 sys_setpgid(void);
 uint64 sys_setfg(void);     // console.c
+uint64 sys_vlenb(void);     // vector.c
 uint64 sys_ai_submit(void); // ai_service.c
 uint64 sys_ai_wait(void);
 uint64 sys_ai_query(void);
@@ -138,6 +139,7 @@ static uint64 (*syscalls[])(void) = {
   [SYS_sysinfo] sys_sysinfo,
   [SYS_setpgid] sys_setpgid,
   [SYS_setfg] sys_setfg,
+  [SYS_vlenb] sys_vlenb,
   [SYS_ai_submit] sys_ai_submit,
   [SYS_ai_wait] sys_ai_wait,
   [SYS_ai_query] sys_ai_query,

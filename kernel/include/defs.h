@@ -15,10 +15,12 @@ struct spinlock;
 struct sleeplock;
 struct stat;
 struct fpstate;
+struct vecstate;
 
 // start.c
 extern volatile uint64 fdt_pa;
 extern volatile int sstc_ok;
+extern volatile int misa_vector;
 
 // fdt.c
 int fdt_parse(uint64 pa, uint64 *ram_base, uint64 *ram_size, int *nharts);
@@ -110,6 +112,19 @@ void swtch(struct context *old, struct context *new);
 // fpu.S
 void fpu_save(struct fpstate *f);
 void fpu_restore(struct fpstate *f);
+
+// vector.c
+void vectorinit(void);
+int vector_trap(struct proc *p);
+void vector_leave(struct proc *p);
+void vector_enter(struct proc *p);
+int vector_fork(struct proc *parent, struct proc *child);
+void vector_free(struct proc *p);
+
+// vector.S
+void vector_save(struct vecstate *v);
+void vector_restore(struct vecstate *v);
+uint64 vector_vlenb(void);
 
 // exec.c
 int exec(char *path, char **argv);

@@ -72,6 +72,21 @@ struct fpstate {
   uint64 fcsr;
 };
 
+// User vector state (kernel/core/vector.c; saved by vector.S, which
+// knows the offsets of the first five fields). A process has none until
+// its first vector instruction: regs is 0 until then, and afterwards one
+// page holding v0-v31 (32 * vlenb bytes). loaded is set while this hart's
+// vector registers hold the values. Everything the vector unit needs per
+// flow of control is here, so it can move to a thread whole.
+struct vecstate {
+  uint64 vstart;
+  uint64 vl;
+  uint64 vtype;
+  uint64 vcsr;
+  char *regs;
+  int loaded;
+};
+
 enum procstate { UNUSED,
   USED,
   SLEEPING,
@@ -108,6 +123,7 @@ struct proc {
   // process's values (see fpu_leave and fpu_enter in proc.c).
   struct fpstate fpu;
   int fpu_loaded;
+  struct vecstate vec; // private, like fpu (kernel/core/vector.c)
 };
 
 #endif

@@ -31,7 +31,7 @@
 // (30 and 31: process groups and the console's foreground, console.c)
 #define SYS_setpgid 30
 #define SYS_setfg   31
-// 23..31 are the kernel core's; 32.. the AI service's
+// 23..31 and 48.. are the kernel core's; 32..47 the AI service's
 // (docs/AI_SERVICE.md; kernel/core/ai_service.c, kernel/include/aisvc.h):
 #define SYS_ai_submit   32
 #define SYS_ai_wait     33
@@ -44,5 +44,8 @@
 #define SYS_ai_progress 40
 #define SYS_ai_complete 41
 #define SYS_ai_fail     42
+
+// The kernel core, continued:
+#define SYS_vlenb 48 // kernel/core/vector.c
 
 #endif

@@ -32,7 +32,7 @@ from pyaisvc.bench.sample import Note, Sample
 from pyaisvc.bench.service import ServiceClient
 from pyaisvc.errors import AisvcError
 from pyaisvc.llmguest import MODELS, Prepared, id_args, parse_output, prepare
-from pyaisvc.qemu import Guest, QemuConfig
+from pyaisvc.qemu import Guest, QemuConfig, cpu_option, default_qemu
 from pyaisvc.tokenizer import load_tokenizer
 
 PROFILE = re.compile(r"^(\S+): profile phase=(prefill|decode) matmul_us=(\d+) attn_us=(\d+) "
@@ -71,7 +71,7 @@ class BenchConfig:
     ram: str | None = None  # None: each model's default (ModelSpec.ram)
     assets: dict[str, Path | None] = field(default_factory=dict)
     root: Path = Path(".")
-    qemu: str = "qemu-system-riscv64"
+    qemu: str = field(default_factory=default_qemu)
     profile: bool = False  # cold runs with --profile: matmul / attention / other split
 
 
@@ -159,7 +159,8 @@ def _measure_model(cfg: BenchConfig, model: str, p: Prepared, runs: list[Run], v
     try:  # not `with`: a failed boot must close QEMU too
         guest.boot()
         assert guest.harts is not None and guest.ram_mib is not None
-        machines[model] = Machine(version, guest.harts, guest.ram_mib, guest.boot_seconds or 0.0)
+        machines[model] = Machine(f"{version}, -cpu {cpu_option(qc)}", guest.harts,
+                                  guest.ram_mib, guest.boot_seconds or 0.0)
         service = ServiceClient(guest, spec, note) if "service" in cfg.modes else None
         for run in runs:
             state.label = run.cell.label + f" #{run.repeat + 1}"

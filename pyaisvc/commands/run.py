@@ -10,12 +10,11 @@ file:line (pyaisvc.symbolize).
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 
 from pyaisvc.errors import CommandError
-from pyaisvc.qemu import Guest, GuestError, GuestTimeout, QemuConfig
+from pyaisvc.qemu import Guest, GuestError, GuestTimeout, QemuConfig, default_qemu
 
 DEFAULT_KERNEL = Path("build/kernel/kernel")
 DEFAULT_IMAGE = Path("build/fs.img")
@@ -30,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"kernel ELF (default {DEFAULT_KERNEL})")
     parser.add_argument("--timeout", type=float, default=60.0,
                         help="seconds CMD may run (default 60)")
-    parser.add_argument("--qemu", default=shutil.which("qemu-system-riscv64")
-                        or "qemu-system-riscv64", help="QEMU binary")
+    parser.add_argument("--qemu", default=default_qemu(),
+                        help="QEMU binary (default: $AISVC_QEMU, else qemu-system-riscv64)")
     parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD",
                         help="the shell command line to run")
 

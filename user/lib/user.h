@@ -35,6 +35,7 @@ int setpgid(int pid, int pgid); // pid 0: the caller; pgid 0: a new group number
 int setfg(int pgid);            // the console's foreground group (0: none); returns the old one
 struct sysinfo;
 int sysinfo(struct sysinfo *st); // resource counts for leak checks (kernel/include/sysinfo.h)
+int vlenb(void);                 // bytes per vector register (RVV), 0 without the V extension
 
 // The AI service (kernel/include/aisvc.h: limits, states, AIE_ codes and
 // the structs). Each returns a negative AIE_ code on failure.

@@ -28,6 +28,7 @@
 #include "kernel/include/fcntl.h"
 #include "kernel/include/stat.h"
 #include "user/llm/cli.h"
+#include "user/llm/kernels_vec.h"
 
 #define MAXIDS  1024 // ids parsed per request (more are counted, not kept)
 #define MAXLINE 8192 // longest --stdin line
@@ -47,7 +48,7 @@ usage(const char *what, const char *option)
 {
   fprintf(2, "%s: %s %s\n", llm_prog, what, option);
   fprintf(2, "usage: %s [--asset-dir DIR] [--predict N] [--quiet] [--profile] "
-             "[--stream] [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... "
+             "[--stream] [--kernels auto|scalar|vector] [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... "
              "[--prompt-file F | --stdin | <id> ...]\n",
       llm_prog);
   return -1;
@@ -163,9 +164,10 @@ enum { OPT_DIR,
   OPT_TOP_P,
   OPT_SEED,
   OPT_STOP,
+  OPT_KERNELS,
   NVALUE_OPTS };
 static const char *const value_opts[NVALUE_OPTS] = { "--asset-dir", "--prompt-file",
-  "--predict", "--temp", "--top-k", "--top-p", "--seed", "--stop" };
+  "--predict", "--temp", "--top-k", "--top-p", "--seed", "--stop", "--kernels" };
 
 // Store value v of option a (v is 0 when argv ends after a). Returns 0,
 // 1 if a takes no value, or -1 after a message.
@@ -204,6 +206,10 @@ value_option(struct options *o, const char *a, const char *v)
       return -1;
     }
     bad = parse_num(v, strlen(v), &sp->stop[sp->nstop++]);
+    break;
+  case OPT_KERNELS:
+    if (llm_kernels_select(llm_prog, v) < 0)
+      return -1; // it has named the choices
     break;
   }
   if (bad < 0) {

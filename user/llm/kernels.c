@@ -17,6 +17,7 @@
 
 #include "user/lib/user.h"
 #include "user/llm/kernels.h"
+#include "user/llm/kernels_vec.h"
 
 #define HOT __attribute__((section(".text.hot")))
 
@@ -322,10 +323,27 @@ matmul8(const struct llm_qmat *w, const struct llm_qact *a, double *y,
   }
 }
 
+// Rows packed for the vector kernels go to them (kernels_vec.c), the rest
+// (all rows, with scalar kernels) to matmul1 or matmul8.
 HOT void
 llm_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
     int ystride)
 {
+  struct llm_qmat tail;
+  if (w->vrows > 0) {
+    llm_vec_matmul(w, a, y, ystride);
+    if (w->vrows == w->rows)
+      return;
+    uint64 r0 = w->vrows;
+    tail = *w;
+    tail.rows = w->rows - w->vrows;
+    tail.ws += r0;
+    tail.wm = w->wm ? w->wm + r0 * (w->cols / LLM_GS) : 0;
+    tail.q += r0 * w->cols;
+    tail.vrows = 0;
+    w = &tail;
+    y += r0;
+  }
   if (a->count == 1)
     matmul1(w, a, y);
   else

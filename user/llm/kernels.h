@@ -17,6 +17,10 @@ struct llm_qmat {
   const float *ws;  // (rows) row scales
   const uint16 *wm; // (rows, cols/32) group multipliers, v3 only; 0 for v1/v2
   const int8 *q;    // (rows, cols) 8-byte aligned
+  // Vector kernels (kernels_vec.h): the first vrows rows of q are packed
+  // for them, with their group multipliers as int32 in vwm; 0 otherwise.
+  int vrows;
+  const int32 *vwm;
 };
 
 // Up to LLM_BATCH activation vectors of length n, quantised (docs/ARITHMETIC.md

@@ -8,6 +8,7 @@
 
 #include "user/lib/user.h"
 #include "user/llm/layers.h"
+#include "user/llm/kernels_vec.h"
 
 // (contracts in user/llm/layers.h)
 void
@@ -43,12 +44,11 @@ llm_embed(struct llm_runtime *rt, struct llm_session *s, int pos, int n)
   const struct llm_qmat *e = &rt->emb;
   for (int p = 0; p < n; p++) {
     uint64 tok = s->seq[pos + p];
-    const int8 *q = e->q + tok * dim;
     double ws = (double)e->ws[tok], *x = s->x + p * dim;
     for (int g = 0; g < ng; g++) {
       double sg = e->wm ? (ws * (double)e->wm[tok * ng + g]) / 32768.0 : ws;
       for (int k = g * LLM_GS; k < (g + 1) * LLM_GS; k++)
-        x[k] = sg * (double)q[k];
+        x[k] = sg * (double)llm_qmat_weight(e, tok, k);
     }
   }
 }

@@ -19,6 +19,7 @@
 
 #include "user/lib/user.h"
 #include "user/llm/session.h"
+#include "user/llm/kernels_vec.h"
 #include "user/llm/layers.h"
 
 void (*llm_token_hook)(int i, int id);
@@ -274,8 +275,8 @@ llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
     print_ids(s->seq + n, gen);
   if (!quiet)
     fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
-               "prompt=%d gen=%d\n",
+               "prompt=%d gen=%d kernels=%s\n",
         llm_prog, s->tm.load_us, s->tm.init_us,
-        ttft, tpot, n, gen);
+        ttft, tpot, n, gen, llm_kernels_name());
   return 0;
 }

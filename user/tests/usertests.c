@@ -839,6 +839,95 @@ t_fpregs(void)
   waitchildren(NFPPROC);
 }
 
+// ---------------------------------------------------------------- vector unit
+
+// Load v0-v31 from in (32 * vlenb bytes), set vtype, vl = avl and vxrm,
+// spin for iters loop turns (the timer preempts us many times), then
+// store v0-v31 into out and vl, vtype and vcsr into csr[0..3]. One asm
+// statement, so nothing else can touch the vector unit in between.
+static void
+vecspin(const char *in, uint64 vtype, uint64 avl, uint64 vxrm, char *out, uint64 *csr, long iters)
+{
+  asm volatile(
+      ".option push\n .option arch, +v\n"
+      "csrr t1, vlenb\n slli t1, t1, 3\n mv t0, %[in]\n"
+      "vl8r.v v0, (t0)\n add t0, t0, t1\n vl8r.v v8, (t0)\n add t0, t0, t1\n"
+      "vl8r.v v16, (t0)\n add t0, t0, t1\n vl8r.v v24, (t0)\n"
+      "vsetvl zero, %[avl], %[vtype]\n csrw vxrm, %[vxrm]\n"
+      "1: addi %[iters], %[iters], -1\n bnez %[iters], 1b\n"
+      "csrr t2, vl\n sd t2, 0(%[csr])\n csrr t2, vtype\n sd t2, 8(%[csr])\n"
+      "csrr t2, vcsr\n sd t2, 16(%[csr])\n mv t0, %[out]\n"
+      "vs8r.v v0, (t0)\n add t0, t0, t1\n vs8r.v v8, (t0)\n add t0, t0, t1\n"
+      "vs8r.v v16, (t0)\n add t0, t0, t1\n vs8r.v v24, (t0)\n"
+      ".option pop\n"
+      : [iters] "+r"(iters)
+      : [in] "r"(in), [out] "r"(out), [csr] "r"(csr), [avl] "r"(avl), [vtype] "r"(vtype),
+      [vxrm] "r"(vxrm)
+      : "memory", "t0", "t1", "t2");
+}
+
+// Several processes hold distinct contents in all vector registers and
+// distinct vl, vtype (element width, register grouping) and vxrm while
+// they take turns on the harts for about two seconds each; a kernel that
+// does not keep the vector state per process mixes them up.
+#define NVPROC 4
+
+static void
+vecworker(int id, int vlenb)
+{
+  static char in[32 * 128], out[32 * 128];
+  uint64 csr[3], t0 = time_us();
+  int i, n = 32 * vlenb, round;
+
+  for (round = 0; time_us() - t0 < 2000000; round++) {
+    for (i = 0; i < n; i++)
+      in[i] = (char)(id * 37 + i * 7 + round);
+    uint64 sew = (id + round) % 4, lmul = id % 4; // e8..e64, m1..m8
+    uint64 vlmax = (uint64)vlenb * 8 * (1 << lmul) / (8 << sew);
+    uint64 avl = 1 + (id * 5 + round) % vlmax, vxrm = (id + round) % 4;
+    uint64 vtype = (1 << 7) | (sew << 3) | lmul; // vma set, vta clear
+    vecspin(in, vtype, avl, vxrm, out, csr, 5000000);
+    for (i = 0; i < n; i++)
+      expect(out[i] == in[i], "process %d round %d: v%d byte %d changed", id, round,
+          i / vlenb, i % vlenb);
+    expect(csr[0] == avl, "process %d round %d: vl %lu became %lu", id, round, avl, csr[0]);
+    expect(csr[1] == vtype, "process %d: vtype %lx became %lx", id, vtype, csr[1]);
+    expect(csr[2] >> 1 == vxrm, "process %d: vxrm %lu became vcsr %lx", id, vxrm, csr[2]);
+  }
+}
+
+// With V: processes keep their vector state (vecworker), and an illegal
+// instruction that is not a vector one still kills. Without V: vlenb() is
+// 0, and a vector instruction kills the process like any illegal one.
+static void
+t_vecregs(void)
+{
+  int i, pid, n = vlenb();
+
+  expect(n == 0 || (n >= 16 && n <= 128 && (n & (n - 1)) == 0), "vlenb() = %d", n);
+  pid = EXPECT_OK(fork());
+  if (pid == 0) {
+    if (n == 0)
+      asm volatile(".option push\n .option arch, +v\n vsetvli t0, zero, e8, m1, ta, ma\n"
+                   ".option pop\n" ::
+                       : "t0");
+    else
+      asm volatile(".word 0"); // all-zero bits: illegal on every RISC-V
+    exit(0);
+  }
+  WAITKILLED(pid);
+  if (n == 0)
+    return;
+  for (i = 0; i < NVPROC; i++) {
+    pid = EXPECT_OK(fork());
+    if (pid == 0) {
+      vecworker(i + 1, n);
+      exit(0);
+    }
+  }
+  waitchildren(NVPROC);
+}
+
 static uint64
 bits(double d)
 {
@@ -1824,6 +1913,7 @@ static struct test tests[] = {
   { t_stackoverflow, "stackoverflow" },
   { t_fpregs, "fpregs" },
   { t_fpmath, "fpmath" },
+  { t_vecregs, "vecregs" },
   { t_sleep, "sleep" },
   { t_files, "files" },
   { t_fstat, "fstat" },
