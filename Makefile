@@ -83,6 +83,7 @@ KERNEL_CORE_SRCS := \
 	$(K)/core/kalloc.c \
 	$(K)/core/vm.c \
 	$(K)/core/proc.c \
+	$(K)/core/thread.c \
 	$(K)/core/trap.c \
 	$(K)/core/syscall.c \
 	$(K)/core/sysproc.c \
@@ -111,7 +112,7 @@ KERNEL_ELF  := $(BUILD)/kernel/kernel
 # programs), ai (the AI service's worker and tools). A program NAME is built
 # from user/ROLE/NAME.c and lands in the image as /NAME.
 # [user-lib] objects linked into every guest program.
-ULIB_SRCS := $(U)/lib/ulib.c $(U)/lib/printf.c $(U)/lib/umalloc.c
+ULIB_SRCS := $(U)/lib/ulib.c $(U)/lib/printf.c $(U)/lib/umalloc.c $(U)/lib/thread.c
 ULIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(ULIB_SRCS))
 
 # [uprogs] one line per guest program, under its role.
@@ -133,6 +134,7 @@ BIN_PROGS := \
 
 TEST_PROGS := \
 	usertests \
+	threadtests \
 
 LLM_PROGS := \
 	llmrun_smol \

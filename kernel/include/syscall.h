@@ -27,7 +27,14 @@
 #define SYS_mkdir   20
 #define SYS_close   21
 #define SYS_time_us 22
-// 23..31 reserved for the kernel core; 32.. for the AI service
+// Threads (kernel/core/thread.c, docs/THREADS.md):
+#define SYS_thread_create 23
+#define SYS_thread_join   24
+#define SYS_thread_exit   25
+#define SYS_futex_wait    26
+#define SYS_futex_wake    27
+#define SYS_nharts        28
+// 29..31 reserved for the kernel core; 32.. for the AI service
 // (docs/AI_SERVICE.md; kernel/core/ai_service.c, kernel/include/aisvc.h):
 #define SYS_ai_submit   32
 #define SYS_ai_wait     33

@@ -31,6 +31,13 @@ char *sbrk(long n);   // (char *)-1 on failure; a negative n releases memory
 int sleep(int ticks); // 10 ticks per second
 int uptime(void);     // ticks since boot
 uint64 time_us(void); // microseconds since boot, from the time CSR
+// Threads (docs/THREADS.md); user/lib/thread.c wraps the first three.
+int thread_create(void (*entry)(void *), void *arg, void *stack_top); // tid
+int thread_join(int tid, uint64 *result);
+int thread_exit(uint64 result) __attribute__((noreturn));
+int futex_wait(volatile uint32 *addr, uint32 val); // 0, -EAGAIN if *addr != val
+int futex_wake(volatile uint32 *addr, int n);      // threads woken
+int nharts(void);
 
 // The AI service (kernel/include/aisvc.h: limits, states, AIE_ codes and
 // the structs). Each returns a negative AIE_ code on failure.
@@ -71,6 +78,21 @@ const char *strerror(int err); // accepts err or -err
 void printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int snprintf(char *buf, int size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// ---- thread.c: threads with a library-allocated stack, mutex, barrier.
+struct mutex {
+  uint32 word; // 0 free, 1 held, 2 held with waiters; zero-initialised = free
+};
+struct barrier {
+  int n;
+  uint32 count, gen, sleepers;
+};
+int uthread_create(uint64 (*fn)(void *), void *arg); // tid
+int uthread_join(int tid, uint64 *result);
+void mutex_lock(struct mutex *m);
+void mutex_unlock(struct mutex *m);
+void barrier_init(struct barrier *b, int n);
+void barrier_wait(struct barrier *b);
 
 // ---- umalloc.c
 void *malloc(uint64 n);
