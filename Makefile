@@ -307,7 +307,7 @@ qwen-assets:
 # The runtime by role: numeric kernels, layers, asset loading, session, CLI,
 # and one file per model (its descriptor, no main). llmrun_NAME links the
 # runtime and model NAME; ai_daemon links the runtime and both models.
-LLM_RUNTIME := kernels layers loader session cli
+LLM_RUNTIME := kernels pool layers loader session cli
 LLM_MODELS  := smol qwen
 LLM_SRCS := $(addprefix $(U)/llm/,$(addsuffix .c,$(LLM_RUNTIME)))
 LLM_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LLM_SRCS))

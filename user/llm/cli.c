@@ -1,6 +1,6 @@
 // The command line shared by llmrun_smol and llmrun_qwen (llm_cli_main):
 //
-//   PROG [--asset-dir DIR] [--predict N] [--quiet] [--profile] [--stream] <id> ...
+//   PROG [--asset-dir DIR] [--predict N] [--threads N] [--quiet] [--profile] [--stream] <id> ...
 //   PROG [options] --prompt-file F      ids separated by white space
 //   PROG [options] [--stdin]            (also: no ids at all)
 //
@@ -10,12 +10,15 @@
 // per request; messages and timing to stderr, prefixed with PROG.
 // --stream writes each id as soon as it is chosen instead of the whole line
 // at the end (the finished line is the same), so a reader such as
-// `pyaisvc chat` can show a reply as it grows.
+// `pyaisvc chat` can show a reply as it grows. --threads N sizes the
+// thread pool the matmuls are split across (default: one per hart; the
+// ids are the same for any N).
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
 #include "kernel/include/stat.h"
 #include "user/llm/cli.h"
+#include "user/llm/pool.h"
 
 #define MAXIDS  1024 // ids parsed per request (more are counted, not kept)
 #define MAXLINE 8192 // longest --stdin line
@@ -23,6 +26,7 @@
 struct options {
   const char *dir;
   int predict;
+  int threads; // 0: one per hart
   int quiet, profile, use_stdin, stream;
   const char *prompt_file;
   int first_id; // argv index of the first id, or argc
@@ -32,7 +36,7 @@ struct options {
 static int
 usage(void)
 {
-  fprintf(2, "usage: %s [--asset-dir DIR] [--predict N] [--quiet] [--profile] "
+  fprintf(2, "usage: %s [--asset-dir DIR] [--predict N] [--threads N] [--quiet] [--profile] "
              "[--stream] [--prompt-file F | --stdin | <id> ...]\n",
       llm_prog);
   return -1;
@@ -120,6 +124,13 @@ parse_options(int argc, char **argv, struct options *o)
       const char *n = argv[++i];
       if (parse_num(n, strlen(n), &o->predict) < 0) {
         fprintf(2, "%s: --predict: '%s' is not a number\n", llm_prog, n);
+        return -1;
+      }
+    } else if (strcmp(a, "--threads") == 0 && more) {
+      const char *n = argv[++i];
+      if (parse_num(n, strlen(n), &o->threads) < 0 || o->threads < 1 || o->threads > LLM_MAX_THREADS) {
+        fprintf(2, "%s: --threads: '%s' is not a number from 1 to %d\n", llm_prog, n,
+            LLM_MAX_THREADS);
         return -1;
       }
     } else
@@ -289,6 +300,7 @@ llm_cli_main(const struct llm_model *md, int argc, char **argv)
   if (llm_session_init(&s, &rt, o.dir, md->model_kind) < 0)
     return 1;
   s.tm.profile = o.profile;
+  llm_pool_start(o.threads ? o.threads : nharts());
   if (o.stream)
     llm_token_hook = stream_id; // llm_session_run then prints no id line
   if (o.use_stdin)

@@ -8,6 +8,7 @@
 
 #include "user/lib/user.h"
 #include "user/llm/layers.h"
+#include "user/llm/pool.h"
 
 // (contracts in user/llm/layers.h)
 void
@@ -19,8 +20,24 @@ llm_mm_in(struct llm_session *s, const double *x, int xstride, int len, int n)
   llm_charge(s, &s->tm.matmul_us, t);
 }
 
-// y[p] = W x_p for the vectors given to llm_mm_in; a matrix whose width is
-// not the input's is a bug: message and exit.
+// One matmul step of the pool: rows [lo, hi).
+struct mm_step {
+  const struct llm_qmat *w;
+  const struct llm_qact *a;
+  double *y;
+  int ystride;
+};
+
+static void
+mm_rows(void *arg, int lo, int hi)
+{
+  struct mm_step *m = arg;
+  llm_matmul_rows(m->w, m->a, m->y, m->ystride, lo, hi);
+}
+
+// y[p] = W x_p for the vectors given to llm_mm_in, the rows split across
+// the thread pool; a matrix whose width is not the input's is a bug:
+// message and exit.
 void
 llm_mm(struct llm_session *s, const struct llm_qmat *w, double *y, int ystride)
 {
@@ -30,7 +47,8 @@ llm_mm(struct llm_session *s, const struct llm_qmat *w, double *y, int ystride)
         w->cols, s->act.n);
     exit(1);
   }
-  llm_matmul(w, &s->act, y, ystride);
+  struct mm_step m = { w, &s->act, y, ystride };
+  llm_pool_run(mm_rows, &m, w->rows);
   llm_charge(s, &s->tm.matmul_us, t);
 }
 

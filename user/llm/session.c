@@ -6,19 +6,25 @@
 // through the layers LLM_BATCH positions at a time, the head gives the
 // first token; decode then feeds back one token per step (greedy).
 // Timing, on one stderr line per request:
-//   PROG: timing load_us=L init_us=I ttft_us=F tpot_us=P prompt=N gen=G
+//   PROG: timing load_us=L init_us=I ttft_us=F tpot_us=P prompt=N gen=G threads=T
 // load_us: llm_runtime_init; init_us: llm_session_init (which includes the
 // load); ttft_us: request start to the first generated token; tpot_us: mean
-// time of each following token (0 when G is 1). With --profile, two more
-// lines split the prefill and the decode time into matmuls (quantising
-// their inputs included), attention (for Qwen also the Gated DeltaNet
-// recurrence) and the rest:
+// time of each following token (0 when G is 1); threads: the thread pool's
+// size (user/llm/pool.c: the matmuls' rows are split across them). With
+// --profile, more lines split the prefill and the decode time into matmuls
+// (quantising their inputs included), attention (for Qwen also the Gated
+// DeltaNet recurrence) and the rest, and say per thread how long it
+// worked in pool steps and waited at their end barrier for the others
+// (thread 0, the caller, waits inside matmul_us):
 //   PROG: profile phase=prefill matmul_us=M attn_us=A other_us=O tokens=N
+//   PROG: profile phase=prefill threads=T steps=S busy_us=B0,B1 wait_us=W0,W1
 //   PROG: profile phase=decode matmul_us=M attn_us=A other_us=O tokens=G-1
+//   PROG: profile phase=decode threads=T steps=S busy_us=B0,B1 wait_us=W0,W1
 
 #include "user/lib/user.h"
 #include "user/llm/session.h"
 #include "user/llm/layers.h"
+#include "user/llm/pool.h"
 
 void (*llm_token_hook)(int i, int id);
 
@@ -114,6 +120,7 @@ llm_session_init(struct llm_session *s, struct llm_runtime *rt,
 void
 llm_session_free(struct llm_session *s, struct llm_runtime *rt)
 {
+  llm_pool_stop();
   while (s->nbuf > 0)
     free(s->buf[--s->nbuf]);
   llm_runtime_free(rt);
@@ -146,6 +153,16 @@ profile_line(const char *phase, struct llm_session *s, uint64 total, int tokens)
       llm_prog, phase, t->matmul_us, t->attn_us,
       total > known ? total - known : 0, tokens);
   t->matmul_us = t->attn_us = 0;
+  struct llm_pool_stats st;
+  llm_pool_take_stats(&st);
+  char busy[16 * LLM_MAX_THREADS], wait[16 * LLM_MAX_THREADS];
+  int nb = 0, nw = 0, n = llm_pool_threads();
+  for (int i = 0; i < n; i++) {
+    nb += snprintf(busy + nb, sizeof(busy) - nb, i ? ",%lu" : "%lu", st.busy_us[i]);
+    nw += snprintf(wait + nw, sizeof(wait) - nw, i ? ",%lu" : "%lu", st.wait_us[i]);
+  }
+  fprintf(2, "%s: profile phase=%s threads=%d steps=%lu busy_us=%s wait_us=%s\n",
+      llm_prog, phase, n, st.steps, busy, wait);
 }
 
 // Prefill, then greedy decode. The course's loop runs `pos` over every
@@ -240,6 +257,7 @@ llm_session_generate(const struct llm_model *md, struct llm_runtime *rt,
   uint64 t0 = time_us();
   if (request_check(&rt->cfg, ids, n, predict) < 0)
     return -1;
+  llm_pool_profile(s->tm.profile);
   memmove(s->seq, ids, n * sizeof(int));
   return llm_drive_decode(md, rt, s, n, predict, t0, ttft, tpot);
 }
@@ -256,8 +274,8 @@ llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
     print_ids(s->seq + n, predict);
   if (!quiet)
     fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
-               "prompt=%d gen=%d\n",
+               "prompt=%d gen=%d threads=%d\n",
         llm_prog, s->tm.load_us, s->tm.init_us,
-        ttft, tpot, n, predict);
+        ttft, tpot, n, predict, llm_pool_threads());
   return 0;
 }

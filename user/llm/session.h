@@ -84,7 +84,8 @@ extern void (*llm_token_hook)(int i, int id);
 // Returns 0, or -1 after a message with everything freed.
 int llm_session_init(struct llm_session *s, struct llm_runtime *rt,
     const char *dir, int model_kind);
-// Free the session and the weights.
+// Free the session and the weights, and stop the thread pool
+// (user/llm/pool.h: llm_pool_start after llm_session_init starts it).
 void llm_session_free(struct llm_session *s, struct llm_runtime *rt);
 
 // Check one request and generate: the ids land in s->seq[n..n+predict).
