@@ -20,36 +20,53 @@ llm_mm_in(struct llm_session *s, const double *x, int xstride, int len, int n)
   llm_charge(s, &s->tm.matmul_us, t);
 }
 
-// One matmul step of the pool: rows [lo, hi).
+// One pool step of up to LLM_MM_MAX matmuls on the same input: item i is
+// a row of the matrices' rows laid end to end.
 struct mm_step {
-  const struct llm_qmat *w;
+  int count;
+  const struct llm_mm_out *out;
   const struct llm_qact *a;
-  double *y;
-  int ystride;
 };
 
 static void
 mm_rows(void *arg, int lo, int hi)
 {
   struct mm_step *m = arg;
-  llm_matmul_rows(m->w, m->a, m->y, m->ystride, lo, hi);
+  int base = 0;
+  for (int j = 0; j < m->count && base < hi; j++) {
+    const struct llm_mm_out *o = &m->out[j];
+    int r0 = lo > base ? lo - base : 0, r1 = hi - base < o->w->rows ? hi - base : o->w->rows;
+    if (r0 < r1)
+      llm_matmul_rows(o->w, m->a, o->y, o->ystride, r0, r1);
+    base += o->w->rows;
+  }
 }
 
-// y[p] = W x_p for the vectors given to llm_mm_in, the rows split across
-// the thread pool; a matrix whose width is not the input's is a bug:
-// message and exit.
+// (contract in user/llm/layers.h) A matrix whose width is not the input's
+// is a bug: message and exit.
+void
+llm_mm_many(struct llm_session *s, const struct llm_mm_out *out, int count)
+{
+  uint64 t = llm_clock(s);
+  int rows = 0;
+  for (int j = 0; j < count; j++) {
+    if (out[j].w->cols != s->act.n) {
+      fprintf(2, "%s: llm_mm: matrix has %d columns, input %d\n", llm_prog,
+          out[j].w->cols, s->act.n);
+      exit(1);
+    }
+    rows += out[j].w->rows;
+  }
+  struct mm_step m = { count, out, &s->act };
+  llm_pool_run(mm_rows, &m, rows);
+  llm_charge(s, &s->tm.matmul_us, t);
+}
+
 void
 llm_mm(struct llm_session *s, const struct llm_qmat *w, double *y, int ystride)
 {
-  uint64 t = llm_clock(s);
-  if (w->cols != s->act.n) {
-    fprintf(2, "%s: llm_mm: matrix has %d columns, input %d\n", llm_prog,
-        w->cols, s->act.n);
-    exit(1);
-  }
-  struct mm_step m = { w, &s->act, y, ystride };
-  llm_pool_run(mm_rows, &m, w->rows);
-  llm_charge(s, &s->tm.matmul_us, t);
+  struct llm_mm_out o = { w, y, ystride };
+  llm_mm_many(s, &o, 1);
 }
 
 // x[p] = row seq[pos+p] of EMB, dequantised:
@@ -225,9 +242,8 @@ llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s, int l,
   for (int p = 0; p < n; p++)
     llm_rmsnorm(s->x + p * dim, L->input_norm, dim, (double)g->rms_eps, s->xn + p * dim);
   llm_mm_in(s, s->xn, dim, dim, n);
-  llm_mm(s, &L->wq, s->q, qrows);
-  llm_mm(s, &L->wk, s->k, kvd);
-  llm_mm(s, &L->wv, s->v, kvd);
+  struct llm_mm_out qkv[] = { { &L->wq, s->q, qrows }, { &L->wk, s->k, kvd }, { &L->wv, s->v, kvd } };
+  llm_mm_many(s, qkv, 3);
   // 2-8. norms, RoPE, cache, attention (keys of the whole batch first:
   // position p attends to the batch's earlier positions too)
   uint64 t = llm_clock(s);
@@ -253,8 +269,8 @@ llm_apply_ffn(struct llm_runtime *rt, struct llm_session *s, int l, int n)
   for (int p = 0; p < n; p++)
     llm_rmsnorm(s->x + p * dim, L->post_norm, dim, (double)g->rms_eps, s->xn + p * dim);
   llm_mm_in(s, s->xn, dim, dim, n);
-  llm_mm(s, &L->gate, s->gate, hid);
-  llm_mm(s, &L->up, s->up, hid);
+  struct llm_mm_out gu[] = { { &L->gate, s->gate, hid }, { &L->up, s->up, hid } };
+  llm_mm_many(s, gu, 2);
   for (int i = 0; i < n * hid; i++)
     s->xn[i] = llm_silu(s->gate[i]) * s->up[i];
   llm_mm_in(s, s->xn, hid, hid, n);
