@@ -54,7 +54,7 @@ def serve(g, prog: str, model: str, threads: int) -> tuple[list[list[int]], str]
 
 
 @pytest.mark.parametrize("cpus", [2, 4])
-@pytest.mark.parametrize("model", ["smol", "qwen"])
+@pytest.mark.parametrize("model", [pytest.param("smol", marks=pytest.mark.slow), "qwen"])
 def test_same_ids_at_every_thread_count(boot_guest, thread_image, model: str,
                                         cpus: int) -> None:
     image, reqs = thread_image

@@ -91,6 +91,7 @@ hostcompat_rint(double x)
 // The thread pool's needs (user/llm/pool.c), on POSIX threads.
 struct barrier {
   int n;
+  uint64 spin_us; // unused: pthread barriers choose for themselves
   pthread_barrier_t b;
 };
 

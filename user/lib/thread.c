@@ -9,14 +9,17 @@
 //
 // A mutex is one futex word: 0 free, 1 held, 2 held with waiters (so an
 // unlock without waiters costs no system call). A barrier counts arrivals
-// and bumps a generation word; waiters spin on it briefly (a partner on
-// another hart usually arrives within microseconds), then sleep in
-// futex_wait. The last arrival wakes sleepers only if there are any.
+// and bumps a generation word; waiters spin on it for spin_us (a partner
+// on another hart usually arrives within microseconds), then sleep in
+// futex_wait. The last arrival wakes sleepers only if there are any. A
+// woken thread may wait for its hart's next timer tick (an idle hart sits
+// in wfi and this kernel sends no wake-up interrupts), so a barrier crossed
+// many times a second should spin longer than the gaps between crossings.
 #include "user/lib/user.h"
 
-#define UTHREAD_STACK (64 * 1024)
-#define MAXUTHREADS   64
-#define BARRIER_SPINS 20000
+#define UTHREAD_STACK   (64 * 1024)
+#define MAXUTHREADS     64
+#define BARRIER_SPIN_US 50 // barrier_init's default
 
 struct ustart {
   uint64 (*fn)(void *);
@@ -120,6 +123,7 @@ barrier_init(struct barrier *b, int n)
   b->count = 0;
   b->gen = 0;
   b->sleepers = 0;
+  b->spin_us = BARRIER_SPIN_US;
 }
 
 // Waits until n threads (barrier_init) have called it; then all return.
@@ -135,9 +139,12 @@ barrier_wait(struct barrier *b)
       futex_wake(&b->gen, MAXUTHREADS);
     return;
   }
-  for (int i = 0; i < BARRIER_SPINS; i++)
-    if (__atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) != gen)
-      return;
+  uint64 t0 = time_us();
+  do {
+    for (int i = 0; i < 64; i++)
+      if (__atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) != gen)
+        return;
+  } while (time_us() - t0 < b->spin_us);
   __atomic_add_fetch(&b->sleepers, 1, __ATOMIC_ACQ_REL);
   while (__atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == gen)
     futex_wait(&b->gen, gen);

@@ -86,6 +86,7 @@ struct mutex {
 struct barrier {
   int n;
   uint32 count, gen, sleepers;
+  uint64 spin_us; // how long a waiter spins before it sleeps (barrier_init: 50)
 };
 int uthread_create(uint64 (*fn)(void *), void *arg); // tid
 int uthread_join(int tid, uint64 *result);

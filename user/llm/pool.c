@@ -16,12 +16,14 @@
 #include "user/llm/loader.h"
 #include "user/llm/pool.h"
 
+#define POOL_SPIN_US 3000
+
 static struct {
   int n; // threads, the caller included
   int tids[LLM_MAX_THREADS];
   struct barrier start, done;
   // the posted step
-  void (*fn)(void *, int, int);
+  void (*fn)(void *, int, int, int);
   void *arg;
   int items;
   int quit;
@@ -38,7 +40,7 @@ run_part(int t)
   int hi = (int)((long)pool.items * (t + 1) / pool.n);
   uint64 t0 = pool.profile ? time_us() : 0;
   if (lo < hi)
-    pool.fn(pool.arg, lo, hi);
+    pool.fn(pool.arg, lo, hi, t);
   uint64 t1 = pool.profile ? time_us() : 0;
   barrier_wait(&pool.done);
   if (pool.profile) {
@@ -72,6 +74,10 @@ llm_pool_start(int n)
     return 1;
   barrier_init(&pool.start, n);
   barrier_init(&pool.done, n);
+  // Steps follow each other within microseconds and tokens within a few
+  // milliseconds (the head's argmax): workers spin that long, so a step
+  // rarely waits for a sleeping hart's timer tick.
+  pool.start.spin_us = pool.done.spin_us = POOL_SPIN_US;
   for (int t = 1; t < n; t++) {
     int tid = uthread_create(worker, (void *)(uint64)t);
     if (tid < 0) {
@@ -108,10 +114,10 @@ llm_pool_threads(void)
 }
 
 void
-llm_pool_run(void (*fn)(void *arg, int lo, int hi), void *arg, int n)
+llm_pool_run(void (*fn)(void *arg, int lo, int hi, int t), void *arg, int n)
 {
   if (pool.n == 1) {
-    fn(arg, 0, n);
+    fn(arg, 0, n, 0);
     return;
   }
   pool.fn = fn;

@@ -23,11 +23,12 @@ void llm_pool_stop(void);
 // Threads in the pool (1 when not started).
 int llm_pool_threads(void);
 
-// Run fn(arg, lo, hi) over [0, n), split into one contiguous part per
+// Run fn(arg, lo, hi, t) over [0, n), split into one contiguous part per
 // thread (thread t gets [n*t/T, n*(t+1)/T)); returns when every part is
 // done. Each item must depend only on its index and on memory no other
-// item writes, so the result is the same for any thread count.
-void llm_pool_run(void (*fn)(void *arg, int lo, int hi), void *arg, int n);
+// item writes (t picks the thread's own scratch memory), so the result is
+// the same for any thread count.
+void llm_pool_run(void (*fn)(void *arg, int lo, int hi, int t), void *arg, int n);
 
 // --profile: measure (on) and read-and-reset the per-thread times.
 void llm_pool_profile(int on);

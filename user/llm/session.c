@@ -15,7 +15,7 @@
 // (quantising their inputs included), attention (for Qwen also the Gated
 // DeltaNet recurrence) and the rest, and say per thread how long it
 // worked in pool steps and waited at their end barrier for the others
-// (thread 0, the caller, waits inside matmul_us):
+// (thread 0, the caller, waits inside matmul_us and attn_us):
 //   PROG: profile phase=prefill matmul_us=M attn_us=A other_us=O tokens=N
 //   PROG: profile phase=prefill threads=T steps=S busy_us=B0,B1 wait_us=W0,W1
 //   PROG: profile phase=decode matmul_us=M attn_us=A other_us=O tokens=G-1
@@ -83,12 +83,20 @@ session_alloc(struct llm_session *s, const struct llm_runtime *rt)
   s->act.m = s_alloc(s, B * (maxin / LLM_GS) * sizeof(int32));
   s->act.xs = s_alloc(s, B * sizeof(double));
   s->act.pairs = s_alloc(s, (uint64)maxin * LLM_PAIRS * sizeof(int64));
-  s->qhead_q = s_alloc(s, g->head_dim);
-  s->qhead_m = s_alloc(s, (g->head_dim / LLM_GS) * sizeof(int32));
-  s->dot = s_alloc(s, T * sizeof(int64));
-  s->score = s_alloc(s, T * sizeof(double));
-  s->val_w = s_alloc(s, T * sizeof(double));
-  s->val_wq = s_alloc(s, T * sizeof(int32));
+  // per-thread attention scratch, carved from one block, 8-byte aligned
+  uint64 hd = (g->head_dim + 7) & ~7UL, hm = ((g->head_dim / LLM_GS) * sizeof(int32) + 7) & ~7UL;
+  uint64 one = hd + hm + T * (sizeof(int64) + 2 * sizeof(double)) + ((T * sizeof(int32) + 7) & ~7UL);
+  char *blk = s_alloc(s, LLM_MAX_THREADS * one);
+  for (int t = 0; blk && t < LLM_MAX_THREADS; t++) {
+    struct llm_head_scratch *h = &s->head[t];
+    char *c = blk + t * one;
+    h->qhead_q = (int8 *)c;
+    h->qhead_m = (int32 *)(c + hd);
+    h->dot = (int64 *)(c + hd + hm);
+    h->score = (double *)(h->dot + T);
+    h->val_w = h->score + T;
+    h->val_wq = (int32 *)(h->val_w + T);
+  }
   s->delta_kv = s_alloc(s, (uint64)maxout * sizeof(double));
   s->logits = s_alloc(s, (uint64)g->vocab_size * sizeof(double));
   return s->oom ? -1 : 0;
