@@ -313,18 +313,46 @@ llm_apply_ffn(struct llm_runtime *rt, struct llm_session *s, int l, int n)
   llm_residual(rt, s, s->proj, n);
 }
 
+// The head's pool step: logits rows [lo, hi), then the first index of
+// their maximum into best[t] (thread t's range lies after thread t-1's;
+// -1 for a thread without rows).
+struct head_step {
+  struct llm_runtime *rt;
+  struct llm_session *s;
+  int best[LLM_MAX_THREADS];
+};
+
+static void
+head_rows(void *arg, int lo, int hi, int t)
+{
+  struct head_step *h = arg;
+  const double *lg = h->s->logits;
+  llm_matmul_rows(&h->rt->emb, &h->s->act, h->s->logits, h->rt->cfg.vocab_size, lo, hi);
+  int best = lo;
+  for (int i = lo + 1; i < hi; i++)
+    if (lg[i] > lg[best])
+      best = i;
+  h->best[t] = best;
+}
+
 // Output head at batch slot p: logits = EMB rmsnorm(x, NRM); the next
-// token is the first index of the maximum.
+// token is the first index of the maximum: each thread's first maximum,
+// then the first of those, strictly greater winning, as one pass would.
 int
 llm_head(struct llm_runtime *rt, struct llm_session *s, int p)
 {
   const struct llm_config *g = &rt->cfg;
   llm_rmsnorm(s->x + p * g->dim, rt->final_norm, g->dim, (double)g->rms_eps, s->xn);
   llm_mm_in(s, s->xn, g->dim, g->dim, 1);
-  llm_mm(s, &rt->emb, s->logits, g->vocab_size);
-  int best = 0;
-  for (int i = 1; i < g->vocab_size; i++)
-    if (s->logits[i] > s->logits[best])
-      best = i;
+  uint64 t = llm_clock(s);
+  struct head_step h = { rt, s };
+  int n = llm_pool_threads(), best = -1;
+  for (int i = 0; i < n; i++)
+    h.best[i] = -1;
+  llm_pool_run(head_rows, &h, g->vocab_size);
+  llm_charge(s, &s->tm.matmul_us, t);
+  for (int i = 0; i < n; i++)
+    if (h.best[i] >= 0 && (best < 0 || s->logits[h.best[i]] > s->logits[best]))
+      best = h.best[i];
   return best;
 }

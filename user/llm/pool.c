@@ -16,7 +16,7 @@
 #include "user/llm/loader.h"
 #include "user/llm/pool.h"
 
-#define POOL_SPIN_US 3000
+#define POOL_SPIN_US 200
 
 static struct {
   int n; // threads, the caller included
@@ -74,9 +74,11 @@ llm_pool_start(int n)
     return 1;
   barrier_init(&pool.start, n);
   barrier_init(&pool.done, n);
-  // Steps follow each other within microseconds and tokens within a few
-  // milliseconds (the head's argmax): workers spin that long, so a step
-  // rarely waits for a sleeping hart's timer tick.
+  // Steps follow each other within tens of microseconds (the serial
+  // parts: norms, quantising, the K/V cache): workers spin that long, so
+  // a step rarely waits for a sleeping hart's timer tick. Longer spins
+  // measured slower on a host running more vCPUs than it has cores: a
+  // spinning vCPU takes host time from the one doing the work.
   pool.start.spin_us = pool.done.spin_us = POOL_SPIN_US;
   for (int t = 1; t < n; t++) {
     int tid = uthread_create(worker, (void *)(uint64)t);
