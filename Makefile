@@ -90,6 +90,7 @@ KERNEL_CORE_SRCS := \
 	$(K)/core/vm.c \
 	$(K)/core/proc.c \
 	$(K)/core/vector.c \
+	$(K)/core/thread.c \
 	$(K)/core/trap.c \
 	$(K)/core/syscall.c \
 	$(K)/core/sysproc.c \
@@ -118,7 +119,7 @@ KERNEL_ELF  := $(BUILD)/kernel/kernel
 # programs), ai (the AI service's worker and tools). A program NAME is built
 # from user/ROLE/NAME.c and lands in the image as /NAME.
 # [user-lib] objects linked into every guest program.
-ULIB_SRCS := $(U)/lib/ulib.c $(U)/lib/printf.c $(U)/lib/umalloc.c
+ULIB_SRCS := $(U)/lib/ulib.c $(U)/lib/printf.c $(U)/lib/umalloc.c $(U)/lib/thread.c
 ULIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(ULIB_SRCS))
 
 # [uprogs] one line per guest program, under its role.
@@ -141,6 +142,7 @@ BIN_PROGS := \
 TEST_PROGS := \
 	usertests \
 	fuzz \
+	threadtests \
 
 LLM_PROGS := \
 	llmrun_smol \
@@ -311,10 +313,10 @@ qwen-assets:
 # with the models at /AI/SMOL and /AI/QWEN, the host build of the same C for
 # tests/test_llmrun_host.py, and the hot-page check.
 # The runtime by role: numeric kernels, layers, asset loading, session,
-# sampling, CLI, and one file per model (its descriptor, no main).
+# sampling, the thread pool, CLI, and one file per model (its descriptor, no main).
 # llmrun_NAME links the runtime and model NAME; ai_daemon links the runtime
 # and both models.
-LLM_RUNTIME := kernels kernels_vec layers loader session sample cli
+LLM_RUNTIME := kernels kernels_vec pool layers loader session sample cli
 LLM_MODELS  := smol qwen
 LLM_SRCS := $(addprefix $(U)/llm/,$(addsuffix .c,$(LLM_RUNTIME)))
 LLM_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LLM_SRCS)) $(BUILD)/user/llm/kernels_rvv.o

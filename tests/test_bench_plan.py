@@ -39,7 +39,7 @@ def test_the_readme_example_is_the_plan_it_describes(monkeypatch, capsys, tmp_pa
     cfg, out = _planned(["--config", str(EXAMPLE)], monkeypatch, capsys, tmp_path)
     assert (cfg.models, cfg.modes) == (["smol"], ["cold", "service"])
     assert (cfg.prompt_lens, cfg.gen_lens, cfg.repeat) == ([8, 16, 32], [8, 16, 32], 3)
-    assert (cfg.cpus, cfg.ram, cfg.profile) == (1, "512M", False)
+    assert (cfg.cpus, cfg.ram, cfg.profile) == ([1], "512M", False)
     assert out == Path("build/bench/hw2")
 
 
@@ -62,7 +62,8 @@ def test_no_config_keeps_the_defaults(monkeypatch, capsys, tmp_path):
     ('repeat = 2\ngen_lens = [8, "x"]\n',
      ":2: gen_lens: give a list of whole numbers, e.g. [8, 16, 32], not [8, 'x']"),
     ('model = "llama"\n', ':1: model: give "smol", "qwen" or "both", not \'llama\''),
-    ("cpus = true\n", ":1: cpus: give a whole number of at least 1, not True"),
+    ("cpus = true\n",
+     ":1: cpus: give a whole number of at least 1 or a list of them, e.g. [1, 2], not True"),
     ("repeat = \n", ": not valid TOML: Invalid value (at line 1, column 10)"),
 ])
 def test_bad_keys_are_reported_with_their_line(tmp_path, capsys, text, message):

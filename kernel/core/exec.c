@@ -54,7 +54,7 @@ segment_ok(struct proghdr *ph, uint64 sz)
       ph->off + ph->filesz >= ph->off &&
       ph->vaddr % PGSIZE == 0 &&
       ph->vaddr >= sz &&
-      ph->vaddr + ph->memsz <= TRAPFRAME - PGSIZE - USTACKSIZE;
+      ph->vaddr + ph->memsz <= USERTOP - PGSIZE - USTACKSIZE;
 }
 
 // Reads a segment's file bytes into its pages, which are mapped already.
@@ -139,6 +139,8 @@ exec(char *path, char **argv)
   uint64 sz = USERBASE;
   int err;
 
+  if ((err = thread_exec_prepare()) < 0)
+    return err;
   begin_op();
   if ((err = namei_err(path, &ip)) < 0) {
     end_op();
@@ -179,6 +181,7 @@ exec(char *path, char **argv)
   p->pagetable = pt;
   p->sz = sz;
   p->heapbase = sz;
+  p->tfva = TRAPFRAME;
   p->trapframe->epc = elf.entry;
   p->trapframe->sp = sp;
   p->trapframe->a1 = sp;

@@ -21,7 +21,7 @@ sys_exit(void)
 uint64
 sys_getpid(void)
 {
-  return myproc()->pid;
+  return myprocess()->pid;
 }
 
 uint64
@@ -46,8 +46,8 @@ sys_sbrk(void)
   long n;
 
   arglong(0, &n);
-  uint64 addr = myproc()->sz;
-  if (growproc(n) < 0)
+  uint64 addr;
+  if (growproc(n, &addr) < 0)
     return -1;
   return addr;
 }

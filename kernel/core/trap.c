@@ -193,8 +193,8 @@ usertrapret(void)
   csr_write(sepc, p->trapframe->epc);
 
   uint64 satp = MAKE_SATP(p->pagetable);
-  void (*ret)(uint64) = (void (*)(uint64))(TRAMPOLINE + (userret - trampoline));
-  ret(satp);
+  void (*ret)(uint64, uint64) = (void (*)(uint64, uint64))(TRAMPOLINE + (userret - trampoline));
+  ret(satp, p->tfva);
 }
 
 // A trap in S-mode, called from kernelvec on the current kernel stack.

@@ -1030,7 +1030,7 @@ namex(char *path, int parent, char *name, struct inode **ipp)
     if ((ip = iget(ROOTDEV, ROOTINO)) == 0)
       return -ENFILE;
   } else {
-    ip = idup(myproc()->cwd);
+    ip = cwd_dup();
   }
   while ((path = skipelem(path, name, &toolong)) != 0) {
     if (toolong) {

@@ -94,7 +94,10 @@ int kill_pgrp(int pgid);
 int setpgid(int pid, int pgid);
 void setkilled(struct proc *p);
 int killed(struct proc *p);
-int growproc(long n);
+int growproc(long n, uint64 *oldsz);
+struct proc *allocproc(void); // for thread.c
+void freeproc(struct proc *p);
+
 void scheduler(void) __attribute__((noreturn));
 void sched(void);
 void yield(void);
@@ -105,6 +108,14 @@ int either_copyin(void *dst, int user_src, uint64 src, uint64 len);
 void procdump(void);
 int proc_count(void);
 void fpu_enter(struct proc *p);
+
+// thread.c
+void threadinit(void);
+struct proc *myprocess(void);
+struct inode *cwd_dup(void);
+int thread_count(struct proc *l);
+int thread_exit_prepare(struct proc *p, int status);
+int thread_exec_prepare(void);
 
 // swtch.S
 void swtch(struct context *old, struct context *new);

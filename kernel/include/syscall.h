@@ -27,7 +27,14 @@
 #define SYS_mkdir   20
 #define SYS_close   21
 #define SYS_time_us 22
-#define SYS_sysinfo 29 // kernel/include/sysinfo.h
+// Threads (kernel/core/thread.c, docs/THREADS.md):
+#define SYS_thread_create 23
+#define SYS_thread_join   24
+#define SYS_thread_exit   25
+#define SYS_futex_wait    26
+#define SYS_futex_wake    27
+#define SYS_nharts        28
+#define SYS_sysinfo       29 // kernel/include/sysinfo.h
 // (30 and 31: process groups and the console's foreground, console.c)
 #define SYS_setpgid 30
 #define SYS_setfg   31

@@ -8,7 +8,7 @@ same plan (docs/bench-example.toml)::
     prompt_lens = [8, 16, 32]
     gen_lens = [8, 16, 32]
     repeat = 3
-    cpus = 1
+    cpus = [1, 2]            # harts; a list is a series
     ram = "512M"
     out = "build/bench/hw2"
 
@@ -34,6 +34,11 @@ def _lengths(v: object) -> str | None:
     return ",".join(str(x) for x in v) if ok else None
 
 
+def _harts(v: object) -> str | None:
+    """One number of harts or a list of them (a series), as the --cpus flag takes it."""
+    return _lengths([v] if isinstance(v, int) else v)
+
+
 def _positive(v: object) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
 
@@ -57,7 +62,7 @@ KEYS = {
     "prompt_lens": (_lengths, "a list of whole numbers, e.g. [8, 16, 32]"),
     "gen_lens": (_lengths, "a list of whole numbers, e.g. [8, 16, 32]"),
     "repeat": (_positive, "a whole number of at least 1"),
-    "cpus": (_positive, "a whole number of at least 1"),
+    "cpus": (_harts, "a whole number of at least 1 or a list of them, e.g. [1, 2]"),
     "ram": (_text, 'a RAM size such as "512M" or "2G"'),
     "out": (_text, 'a directory such as "build/bench/hw2"'),
     "assets_smol": (_text, "a SmolLM2 asset directory"),

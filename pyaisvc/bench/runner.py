@@ -23,7 +23,7 @@ import re
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pyaisvc.assets import load_config
@@ -67,7 +67,7 @@ class BenchConfig:
     prompt_lens: list[int]
     gen_lens: list[int]
     repeat: int = 3
-    cpus: int = 1
+    cpus: list[int] = field(default_factory=lambda: [1])  # one guest per value, in order
     ram: str | None = None  # None: each model's default (ModelSpec.ram)
     assets: dict[str, Path | None] = field(default_factory=dict)
     root: Path = Path(".")
@@ -79,7 +79,7 @@ class BenchConfig:
 class BenchResult:
     config: BenchConfig
     samples: list[Sample]
-    machines: dict[str, Machine]  # model -> machine
+    machines: dict[str, Machine]  # model -> machine (its first harts value)
     prompts: dict[str, dict[int, list[int]]]  # model -> prompt length -> ids
     assets: dict[str, str]  # model -> asset directory used
     titles: dict[str, str]  # model -> what the assets hold (INFO.TXT)
@@ -145,22 +145,22 @@ def _prepare_all(cfg: BenchConfig, note: Note) -> tuple[dict[str, Prepared], dic
     return prepared, prompts
 
 
-def _measure_model(cfg: BenchConfig, model: str, p: Prepared, runs: list[Run], version: str,
-                   state: Progress, progress: Callable[[Progress], None] | None,
+def _measure_model(cfg: BenchConfig, model: str, harts: int, p: Prepared, runs: list[Run],
+                   version: str, state: Progress, progress: Callable[[Progress], None] | None,
                    note: Note, samples: list[Sample], machines: dict[str, Machine]) -> None:
-    """Boots one guest for model and runs its part of the plan in it, appending each
-    sample to samples as it is measured (so a failure later keeps it) and the machine
-    to machines once booted."""
+    """Boots one guest with `harts` harts for model and runs its part of the plan in it,
+    appending each sample to samples as it is measured (so a failure later keeps it) and
+    the machine to machines once booted (the first harts value's, for the tables)."""
     spec = MODELS[model]
-    qc = QemuConfig(kernel=p.kernel, image=p.image, ram=cfg.ram or spec.ram, cpus=cfg.cpus,
+    qc = QemuConfig(kernel=p.kernel, image=p.image, ram=cfg.ram or spec.ram, cpus=harts,
                     snapshot=True, qemu=cfg.qemu)
-    note(f"{model}: booting the guest ({cfg.cpus} harts, {qc.ram})")
+    note(f"{model}: booting the guest ({harts} harts, {qc.ram})")
     guest = Guest(qc)
     try:  # not `with`: a failed boot must close QEMU too
         guest.boot()
         assert guest.harts is not None and guest.ram_mib is not None
-        machines[model] = Machine(f"{version}, -cpu {cpu_option(qc)}", guest.harts,
-                                  guest.ram_mib, guest.boot_seconds or 0.0)
+        machines.setdefault(model, Machine(f"{version}, -cpu {cpu_option(qc)}", guest.harts,
+                                           guest.ram_mib, guest.boot_seconds or 0.0))
         service = ServiceClient(guest, spec, note) if "service" in cfg.modes else None
         for run in runs:
             state.label = run.cell.label + f" #{run.repeat + 1}"
@@ -168,9 +168,10 @@ def _measure_model(cfg: BenchConfig, model: str, p: Prepared, runs: list[Run], v
                 progress(state)
             timeout = run_timeout(run, p.size_mb)
             if service is not None and run.cell.mode == "service":
-                samples.append(service.run(run, timeout))
+                sample = service.run(run, timeout)
             else:
-                samples.append(run_cold(guest, run, timeout, cfg.profile))
+                sample = run_cold(guest, run, timeout, cfg.profile)
+            samples.append(replace(sample, harts=harts))
             state.done += 1
             state.done_weight += run.weight
             if progress:
@@ -200,7 +201,8 @@ def run_bench(cfg: BenchConfig, progress: Callable[[Progress], None] | None = No
     prepared, prompts = _prepare_all(cfg, note)
     runs = plan_runs(cfg.models, cfg.modes, cfg.prompt_lens, cfg.gen_lens, cfg.repeat, prompts,
                      {m: p.size_mb for m, p in prepared.items()})
-    state = Progress(0, len(runs), 0.0, sum(r.weight for r in runs), "")
+    n = len(cfg.cpus)
+    state = Progress(0, n * len(runs), 0.0, n * sum(r.weight for r in runs), "")
     samples: list[Sample] = []
     machines: dict[str, Machine] = {}
 
@@ -214,13 +216,14 @@ def run_bench(cfg: BenchConfig, progress: Callable[[Progress], None] | None = No
 
     for model in cfg.models:
         mine = [r for r in runs if r.cell.model == model]
-        try:
-            _measure_model(cfg, model, prepared[model], mine, version, state, progress, note,
-                           samples, machines)
-        except (AisvcError, KeyboardInterrupt) as e:
-            done = result([m for m in cfg.models if m in machines])
-            why = ("interrupted" if isinstance(e, KeyboardInterrupt)
-                   else f"{model}: the guest failed during the benchmark: {e}")
-            raise BenchIncomplete(f"{why} (after {state.done} of {state.total} runs)", done,
-                                  isinstance(e, KeyboardInterrupt)) from e
+        for harts in cfg.cpus:
+            try:
+                _measure_model(cfg, model, harts, prepared[model], mine, version, state,
+                               progress, note, samples, machines)
+            except (AisvcError, KeyboardInterrupt) as e:
+                done = result([m for m in cfg.models if m in machines])
+                why = ("interrupted" if isinstance(e, KeyboardInterrupt)
+                       else f"{model}: the guest failed during the benchmark ({harts} harts): {e}")
+                raise BenchIncomplete(f"{why} (after {state.done} of {state.total} runs)", done,
+                                      isinstance(e, KeyboardInterrupt)) from e
     return result(cfg.models)

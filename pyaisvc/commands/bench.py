@@ -4,6 +4,7 @@
     pyaisvc bench --model both --mode both --out results/
     pyaisvc bench --model qwen --assets-qwen build/assets/qwen08/QWEN --repeat 1
     pyaisvc bench --config docs/bench-example.toml  # a whole plan in one file
+    pyaisvc bench --cpus 1,2 --prompt-lens 32 --gen-lens 32   # harts as a series
 
 Builds what is missing (kernel, guest programs, image), boots the guest once
 per model, runs every (prompt length, generated length) cell --repeat times
@@ -35,7 +36,7 @@ from pyaisvc.llmguest import MODELS
 # Each matrix flag's default; a flag left out takes the --config file's value, then this.
 DEFAULTS: dict[str, object] = {
     "model": "smol", "mode": "cold", "prompt_lens": "8,16,32", "gen_lens": "8,16,32",
-    "repeat": 3, "cpus": 1, "ram": None, "out": None, "assets_smol": None,
+    "repeat": 3, "cpus": "1", "ram": None, "out": None, "assets_smol": None,
     "assets_qwen": None, "profile": False,
 }
 
@@ -55,7 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gen-lens", metavar="N,N,...",
                         help="generated lengths in tokens (default 8,16,32)")
     parser.add_argument("--repeat", type=int, help="runs per cell (default 3)")
-    parser.add_argument("--cpus", type=int, help="guest harts (default 1)")
+    parser.add_argument("--cpus", metavar="N,N,...",
+                        help="guest harts; several (e.g. 1,2) boot one guest per value and "
+                             "report each cell per harts with the speed-up (default 1)")
     parser.add_argument("--ram", help="guest RAM, e.g. 512M or 2G (default: " + ", ".join(
         f"{m.ram} for {m.name}" for m in MODELS.values()) + ")")
     parser.add_argument("--out", type=Path,
@@ -83,16 +86,17 @@ def apply_plan(args: argparse.Namespace) -> None:
 
 
 def _config(args: argparse.Namespace):
-    if args.repeat < 1 or args.cpus < 1:
-        raise CommandError("bench: --repeat and --cpus must be at least 1")
+    if args.repeat < 1:
+        raise CommandError("bench: --repeat must be at least 1")
     try:
+        cpus = parse_lengths(args.cpus, "--cpus")
         prompt_lens = parse_lengths(args.prompt_lens, "--prompt-lens")
         gen_lens = parse_lengths(args.gen_lens, "--gen-lens")
     except BenchError as e:
         raise CommandError(f"bench: {e}") from e
     models = list(MODELS) if args.model == "both" else [args.model]
     modes = ["cold", "service"] if args.mode == "both" else [args.mode]
-    return BenchConfig(models, modes, prompt_lens, gen_lens, args.repeat, args.cpus, args.ram,
+    return BenchConfig(models, modes, prompt_lens, gen_lens, args.repeat, cpus, args.ram,
                        {"smol": args.assets_smol, "qwen": args.assets_qwen}, Path("."),
                        profile=args.profile)
 

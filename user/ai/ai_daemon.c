@@ -2,6 +2,8 @@
 //
 //   ai_daemon [--ready-fd N] [asset-dir]    (default /AI/SMOL, else /AI/QWEN)
 //
+// Each request runs on the runtime's thread pool, one thread per hart
+// (user/llm/pool.c); the workers sleep between requests.
 // Loads the model once, with the runtime and models of llmrun_smol /
 // llmrun_qwen (CFG.BIN's model_kind, read by the runtime's loader, picks
 // which), registers with the kernel as the worker, then serves forever:
@@ -18,6 +20,7 @@
 #include "kernel/include/fcntl.h"
 #include "kernel/include/aisvc.h"
 #include "user/llm/session.h"
+#include "user/llm/pool.h"
 #include "user/llm/smol.h"
 #include "user/llm/qwen.h"
 
@@ -147,6 +150,7 @@ main(int argc, char **argv)
   if (md == 0 || llm_session_init(&s, &rt, dir, md->model_kind) < 0)
     idle(ready_fd);
   llm_token_hook = on_token;
+  llm_pool_start(nharts());
   if (register_worker(&rt.cfg) < 0)
     return 1;
   printf("ai_daemon: pid %d serving %s (vocab %d, runtime_seq_len %d), load %lu ms\n",

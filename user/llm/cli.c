@@ -1,6 +1,6 @@
 // The command line shared by llmrun_smol and llmrun_qwen (llm_cli_main):
 //
-//   PROG [--asset-dir DIR] [--predict N] [--quiet] [--profile] [--stream]
+//   PROG [--asset-dir DIR] [--predict N] [--threads N] [--quiet] [--profile] [--stream]
 //        [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... <id> ...
 //   PROG [options] --prompt-file F      ids separated by white space
 //   PROG [options] [--stdin]            (also: no ids at all)
@@ -15,7 +15,9 @@
 // stderr, prefixed with PROG.
 // --stream writes each id as soon as it is chosen instead of the whole line
 // at the end (the finished line is the same), so a reader such as
-// `pyaisvc chat` can show a reply as it grows.
+// `pyaisvc chat` can show a reply as it grows. --threads N sizes the
+// thread pool the matmuls are split across (default: one per hart; the
+// ids are the same for any N).
 // Sampling (user/llm/sample.c): greedy unless --temp T > 0 is given; then
 // --top-k (default 40, 0: the whole vocabulary), --top-p (default 0.95,
 // 1: off) and --seed (default 0; every request starts from it, so the same
@@ -29,6 +31,11 @@
 #include "kernel/include/stat.h"
 #include "user/llm/cli.h"
 #include "user/llm/kernels_vec.h"
+#include "user/llm/pool.h"
+
+// TEXT_OF(M): macro M's value as a string literal.
+#define TEXT_OF_(x) #x
+#define TEXT_OF(x)  TEXT_OF_(x)
 
 #define MAXIDS  1024 // ids parsed per request (more are counted, not kept)
 #define MAXLINE 8192 // longest --stdin line
@@ -36,6 +43,7 @@
 struct options {
   const char *dir;
   int predict;
+  int threads; // 0: one per hart
   int quiet, profile, use_stdin, stream;
   const char *prompt_file;
   int first_id;           // argv index of the first id, or argc
@@ -47,7 +55,7 @@ static int
 usage(const char *what, const char *option)
 {
   fprintf(2, "%s: %s %s\n", llm_prog, what, option);
-  fprintf(2, "usage: %s [--asset-dir DIR] [--predict N] [--quiet] [--profile] "
+  fprintf(2, "usage: %s [--asset-dir DIR] [--predict N] [--threads N] [--quiet] [--profile] "
              "[--stream] [--kernels auto|scalar|vector] [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... "
              "[--prompt-file F | --stdin | <id> ...]\n",
       llm_prog);
@@ -165,9 +173,10 @@ enum { OPT_DIR,
   OPT_SEED,
   OPT_STOP,
   OPT_KERNELS,
+  OPT_THREADS,
   NVALUE_OPTS };
 static const char *const value_opts[NVALUE_OPTS] = { "--asset-dir", "--prompt-file",
-  "--predict", "--temp", "--top-k", "--top-p", "--seed", "--stop", "--kernels" };
+  "--predict", "--temp", "--top-k", "--top-p", "--seed", "--stop", "--kernels", "--threads" };
 
 // Store value v of option a (v is 0 when argv ends after a). Returns 0,
 // 1 if a takes no value, or -1 after a message.
@@ -210,6 +219,10 @@ value_option(struct options *o, const char *a, const char *v)
   case OPT_KERNELS:
     if (llm_kernels_select(llm_prog, v) < 0)
       return -1; // it has named the choices
+    break;
+  case OPT_THREADS:
+    want = "a number from 1 to " TEXT_OF(LLM_MAX_THREADS);
+    bad = parse_num(v, strlen(v), &o->threads) < 0 || o->threads < 1 || o->threads > LLM_MAX_THREADS ? -1 : 0;
     break;
   }
   if (bad < 0) {
@@ -440,6 +453,7 @@ llm_cli_main(const struct llm_model *md, int argc, char **argv)
     return 1;
   }
   s.sampler = &o.smp;
+  llm_pool_start(o.threads ? o.threads : nharts());
   if (o.stream) {
     llm_token_hook = stream_id; // llm_session_run then prints no id line
     stream_stop = &o.smp;

@@ -12,6 +12,7 @@
 #include "kernel/include/aisvc.h" // AI_MAX_PROMPT: most prompt ids per request
 #include "user/llm/loader.h"
 #include "user/llm/sample.h"
+#include "user/llm/pool.h"
 
 struct llm_timing {
   uint64 load_us, init_us;   // llm_runtime_init, llm_session_init
@@ -52,15 +53,18 @@ struct llm_session {
   double *mixed;       // (LLM_BATCH, maxin) attention or DeltaNet heads,
                        // input of the output projection
   struct llm_qact act; // (LLM_BATCH, maxin) quantised activations
-  int8 *qhead_q;       // (head_dim) a quantised query head
-  int32 *qhead_m;      // (head_dim/32) its group multipliers
-  int64 *dot;          // (runtime_seq_len) attention integer scores D_t
-  double *score;       // (runtime_seq_len) scores, then exp
-  double *val_w;       // (runtime_seq_len) value weights of one group
-  int32 *val_wq;       // (runtime_seq_len) the same, rounded
-  double *delta_kv;    // (maxout) llm_delta_step's kv
-  double *logits;      // (vocab_size)
-  void *buf[32];       // every allocation, freed by llm_session_free
+  // attention scratch of one query head, one per pool thread
+  struct llm_head_scratch {
+    int8 *qhead_q;  // (head_dim) a quantised query head
+    int32 *qhead_m; // (head_dim/32) its group multipliers
+    int64 *dot;     // (runtime_seq_len) attention integer scores D_t
+    double *score;  // (runtime_seq_len) scores, then exp
+    double *val_w;  // (runtime_seq_len) value weights of one group
+    int32 *val_wq;  // (runtime_seq_len) the same, rounded
+  } head[LLM_MAX_THREADS];
+  double *delta_kv; // (maxout) llm_delta_step's kv
+  double *logits;   // (vocab_size)
+  void *buf[32];    // every allocation, freed by llm_session_free
   int nbuf;
   int oom; // an allocation failed
   struct llm_timing tm;
@@ -86,7 +90,8 @@ extern void (*llm_token_hook)(int i, int id);
 // Returns 0, or -1 after a message with everything freed.
 int llm_session_init(struct llm_session *s, struct llm_runtime *rt,
     const char *dir, int model_kind);
-// Free the session and the weights.
+// Free the session and the weights, and stop the thread pool
+// (user/llm/pool.h: llm_pool_start after llm_session_init starts it).
 void llm_session_free(struct llm_session *s, struct llm_runtime *rt);
 
 // Check one request and generate: the ids land in s->seq[n..n+predict),
