@@ -63,7 +63,8 @@ def serve(g: Guest, prog: str, top: str, kernels: str) -> tuple[list[list[int]],
                     f"< /REQ/{top}.TXT > /out.txt", timeout=900)
     out = g.run("cat /out.txt")
     ids = [[int(v) for v in line.split()] for line in out.splitlines() if line.strip()]
-    used = [line.rsplit("kernels=", 1)[-1] for line in console.splitlines() if "timing" in line]
+    used = [line.split("kernels=", 1)[1].split()[0]  # other key=value fields may follow
+            for line in console.splitlines() if "timing" in line]
     return ids, used
 
 
