@@ -421,12 +421,13 @@ format:
 
 # The guest tests run the real SmolLM2: export it first (about a minute).
 # Everything the tests share under build/ is made here, before pytest starts;
-# then TEST_JOBS pytest-xdist workers run whole files each (each guest test
-# boots its own QEMU on a snapshot overlay of its image; tests/conftest.py).
+# then TEST_JOBS pytest-xdist workers share the tests out, keeping the tests of a
+# module fixture together (each guest test boots its own QEMU on a snapshot
+# overlay of its image; tests/conftest.py says how the groups are made).
 # TEST_JOBS=0 runs in one process. TEST_ARGS adds pytest options (e.g. -x).
 TEST_JOBS ?= 2
 TEST_ARGS ?=
-PYTEST    := $(PYTHON) -m pytest -q -n $(TEST_JOBS) --dist loadfile $(TEST_ARGS)
+PYTEST    := $(PYTHON) -m pytest -q -n $(TEST_JOBS) --dist loadgroup $(TEST_ARGS)
 TEST_BUILD := all testprogs fsimg llm-host smol-assets
 test: $(TEST_BUILD) lint
 	$(PYTEST)

@@ -11,8 +11,23 @@ that come back are cut at the end-of-turn token and decoded::
                          on_text=lambda piece: print(piece, end="", flush=True))
         print(reply.text, reply.timing["ttft_us"])
 
-Each message is a fresh single-turn conversation (the runtime starts every
-request at position 0, and 256 positions leave little room for history).
+The conversation is kept: each request carries the earlier turns (the
+user's messages and the replies as shown) before the new message, since the
+runtime starts every request at position 0 with an empty KV cache. When that
+would not fit beside max_new_tokens in runtime_seq_len (or exceed the prompt
+limit), the oldest turns are dropped; ``reset()`` forgets them all.
+
+A reply ends at the model's end-of-turn or end-of-text id, or after
+max_new_tokens. The guest program only stops at its predict count, so at an
+early end the host stops it: when the kernel kills the console's foreground
+job on Ctrl-C (probed once at start: ``cat``, then ^C) the program is
+interrupted and started again (the model loads anew, in well under a
+second); otherwise the rest of the request is read and dropped, or, when
+that would take longer than booting took, the guest is booted afresh. Ctrl-C
+during a reply (KeyboardInterrupt in ``ask``) stops that reply the same way,
+or by booting the guest again where the kernel cannot interrupt; the
+conversation survives either way.
+
 With ``--stream`` the runtime writes each id the moment it has chosen it
 (the finished line is the one it prints without), so ``on_text`` gets the
 reply piece by piece while the guest still generates: the ids so far are
@@ -36,7 +51,7 @@ import pexpect
 
 from pyaisvc.errors import AisvcError
 from pyaisvc.llmguest import MODELS, max_prompt, timing_fields, timing_pattern
-from pyaisvc.qemu import PROMPT, Guest, QemuConfig, default_qemu
+from pyaisvc.qemu import PROMPT, Guest, GuestTimeout, QemuConfig, default_qemu
 from pyaisvc.tokenizer import Tokenizer
 
 SMOL_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
@@ -47,6 +62,7 @@ END_OF_TURN = "<|im_end|>"
 # in a message line can never pass for an id.
 ID = r"\A(\d+)( |\r*\n)"
 WARMUP_ID = 198  # "\n" in SmolLM2; any id below the vocab size does
+INTERRUPT, KILL_LINE, END_OF_INPUT = "\x03", "\x15", "\x04"  # ^C, ^U, ^D at the console
 
 
 class ChatError(AisvcError):
@@ -74,6 +90,9 @@ class Reply:
     text: str  # decoded up to the end-of-turn token
     timing: dict[str, int] = field(default_factory=dict)  # load_us, ttft_us, tpot_us, ...
     wall_s: float = 0.0  # host seconds from sending the line to the last id
+    first_s: float = 0.0  # host seconds from sending the line to the first id
+    stopped: bool = False  # Ctrl-C ended it
+    dropped_turns: int = 0  # earlier turns left out to make room
 
 
 def chat_text(model: str, message: str) -> str:
@@ -82,13 +101,30 @@ def chat_text(model: str, message: str) -> str:
     return f"{system}<|im_start|>user\n{message}<|im_end|>\n<|im_start|>assistant\n"
 
 
+def conversation_text(model: str, turns: list[tuple[str, str]], message: str) -> str:
+    """Earlier (message, reply) turns, then message, in the chat template, ready for the
+    assistant's turn; with no turns it is chat_text(model, message)."""
+    text = chat_text(model, turns[0][0] if turns else message)
+    if not turns:
+        return text
+    for i, (_, reply) in enumerate(turns):
+        nxt = turns[i + 1][0] if i + 1 < len(turns) else message
+        text += f"{reply}<|im_end|>\n<|im_start|>user\n{nxt}<|im_end|>\n<|im_start|>assistant\n"
+    return text
+
+
 def encode_message(tok: Tokenizer, model: str, message: str) -> list[int]:
     return tok.encode(chat_text(model, message))
 
 
+def stop_ids(tok: Tokenizer) -> set[int]:
+    """The ids that end a reply: end of turn and end of text."""
+    return set(tok.encode(END_OF_TURN)) | set(tok.encode("<|endoftext|>"))
+
+
 def reply_text(tok: Tokenizer, ids: list[int]) -> str:
     """The ids decoded, up to (not including) the first end-of-turn or end-of-text id."""
-    stops = set(tok.encode(END_OF_TURN)) | set(tok.encode("<|endoftext|>"))
+    stops = stop_ids(tok)
     cut = next((i for i, t in enumerate(ids) if t in stops), len(ids))
     return tok.decode(ids[:cut], skip_special_tokens=True)
 
@@ -103,7 +139,7 @@ def new_text(tok: Tokenizer, ids: list[int], shown: str) -> str:
 
 
 class ChatSession:
-    """One guest with the model loaded; use as a context manager."""
+    """One guest with the model loaded and the conversation so far; a context manager."""
 
     def __init__(self, cfg: ChatConfig, tok: Tokenizer) -> None:
         self.cfg, self.tok = cfg, tok
@@ -112,6 +148,10 @@ class ChatSession:
                                       cpus=cfg.cpus, snapshot=True, qemu=cfg.qemu))
         self.last: Reply | None = None
         self.load_us = 0
+        self.turns: list[tuple[str, str]] = []  # (message, reply text) in order
+        self.can_interrupt = False  # the kernel kills the foreground job on ^C
+        self.start_s = 0.0  # host seconds start() took: the cost of booting afresh
+        self._stops = stop_ids(tok)
 
     def __enter__(self) -> ChatSession:
         try:
@@ -129,23 +169,39 @@ class ChatSession:
         return self.guest.child.pid if self.guest.child is not None else None
 
     def start(self) -> None:
-        """Boots, starts the program with --stdin and waits until a warm-up request is served."""
+        """Boots, learns whether ^C interrupts, starts the program with --stdin and waits
+        until a warm-up request is served."""
+        t0 = time.monotonic()
         self.guest.boot()
+        self.can_interrupt = self._probe_interrupt()
         self.guest.send_line(" ".join([self.prog, "--stdin", "--stream",
                                        *self.cfg.llmrun_args]))
         warm = self._request([WARMUP_ID], 1, deadline=time.monotonic() + self.cfg.timeout)
         self.load_us = warm.timing["load_us"]
+        self.start_s = time.monotonic() - t0
+
+    def reset(self) -> None:
+        """Forgets the conversation."""
+        self.turns.clear()
+
+    def prompt_for(self, message: str) -> tuple[list[int], int]:
+        """The ids of the conversation ending in message, and how many of the oldest turns
+        were left out so that they fit; ChatError if message alone does not fit."""
+        limit = min(self.cfg.seq_len - self.cfg.max_new_tokens, max_prompt())
+        for dropped in range(len(self.turns) + 1):
+            ids = self.tok.encode(conversation_text(self.cfg.model, self.turns[dropped:],
+                                                    message))
+            if len(ids) <= limit:
+                return ids, dropped
+        raise ChatError(f"the message is {len(ids)} tokens with the template; at most "
+                        f"{limit} fit beside {self.cfg.max_new_tokens} new tokens. "
+                        "Say it shorter, or lower --max-new-tokens")
 
     def ask(self, message: str, on_text: Callable[[str], None] | None = None) -> Reply:
-        """One message in, the model's reply out; on_text, if given, gets the reply's text
-        piece by piece as the ids arrive (the pieces add up to reply.text)."""
-        prompt = encode_message(self.tok, self.cfg.model, message)
-        room = self.cfg.seq_len - self.cfg.max_new_tokens
-        limit = min(room, max_prompt())
-        if len(prompt) > limit:
-            raise ChatError(f"the message is {len(prompt)} tokens with the template; at most "
-                            f"{limit} fit beside {self.cfg.max_new_tokens} new tokens. "
-                            "Say it shorter, or lower --max-new-tokens")
+        """One message in (after the earlier turns), the model's reply out; on_text, if
+        given, gets the reply's text piece by piece as the ids arrive (the pieces add up
+        to reply.text). Ctrl-C stops the reply, keeping what came so far."""
+        prompt, dropped = self.prompt_for(message)
         shown = ""
 
         def on_ids(ids: list[int]) -> None:
@@ -157,10 +213,12 @@ class ChatSession:
 
         reply = self._request(prompt, self.cfg.max_new_tokens,
                               deadline=time.monotonic() + self.cfg.timeout, on_ids=on_ids)
+        reply.dropped_turns = dropped
         reply.text = reply_text(self.tok, reply.ids)
         rest = reply.text[len(shown):] if reply.text.startswith(shown) else ""
         if rest and on_text is not None:  # a partial character at the very end
             on_text(rest)
+        self.turns = self.turns[dropped:] + [(message, reply.text)]
         self.last = reply
         return reply
 
@@ -177,24 +235,82 @@ class ChatSession:
 
     # ------------------------------------------------------------ the console
 
+    def _probe_interrupt(self) -> bool:
+        """Runs `cat` and types ^C: True if that brings the shell prompt back (the kernel
+        kills the foreground job). An older kernel hands the ^C to cat as a character
+        (and echoes it); then ^U erases it and ^D ends cat."""
+        deadline = time.monotonic() + 30
+        self.guest.send_line("cat")
+        self.guest.expect([r"cat\r*\n"], deadline, "the echo of `cat`")
+        self.guest.child.send(INTERRUPT)
+        if self.guest.expect([re.escape(PROMPT), INTERRUPT], deadline, "cat's end") == 0:
+            return True
+        try:  # an echo of the character: maybe the prompt still follows
+            self.guest.expect([re.escape(PROMPT)], time.monotonic() + 0.5, "the shell prompt")
+            return True
+        except GuestTimeout:
+            pass
+        self.guest.child.send(KILL_LINE + END_OF_INPUT)
+        self.guest.expect([re.escape(PROMPT)], deadline, "the shell prompt after cat")
+        return False
+
+    def _stop_program(self, deadline: float) -> bool:
+        """Interrupts the running request and starts the program again; False when the
+        kernel cannot interrupt (nothing is sent then)."""
+        if not self.can_interrupt:
+            return False
+        self.guest.child.send(INTERRUPT)
+        self.guest.expect([re.escape(PROMPT)], deadline, "the shell prompt after ^C")
+        self.guest.send_line(f"{self.prog} --stdin --stream")
+        return True
+
+    def _restart_guest(self) -> None:
+        """Boots the guest again with the program loaded (the conversation is kept)."""
+        self.guest.close()
+        self.start()
+
     def _request(self, prompt: list[int], predict: int, deadline: float,
                  on_ids: Callable[[list[int]], None] | None = None) -> Reply:
-        """Sends one request line; on_ids gets the ids so far after each one arrives."""
+        """Sends one request line; on_ids gets the ids so far after each one arrives. It
+        ends at a stop id (the rest of the request is interrupted or read and dropped), at
+        the predict count, or on Ctrl-C."""
         line = f"{predict} " + " ".join(str(i) for i in prompt)
         t0 = time.monotonic()
         self.guest.send_line(line)
         self.guest.expect([re.escape(line) + r"\r*\n"], deadline, "the echo of the request")
         error = re.escape(self.prog) + r": (?!timing)([^\r\n]*)\r*\n"
+        timing = timing_pattern(self.prog) + r"\r*\n"
         ids: list[int] = []
-        while True:
-            what = f"generated id {len(ids) + 1} of {predict}"
-            if self.guest.expect([ID, error], deadline, what) == 1:
-                raise ChatError(f"{self.prog} refused the request: {self.guest.match.group(1)}")
-            ids.append(int(self.guest.match.group(1)))
-            if on_ids is not None:
-                on_ids(ids)
-            if self.guest.match.group(2) != " ":
-                break
+        first = 0.0
+        try:
+            while True:
+                what = f"generated id {len(ids) + 1} of {predict}"
+                if self.guest.expect([ID, error], deadline, what) == 1:
+                    raise ChatError(f"{self.prog} refused the request: "
+                                    f"{self.guest.match.group(1)}")
+                ids.append(int(self.guest.match.group(1)))
+                if len(ids) == 1:
+                    first = time.monotonic() - t0
+                if on_ids is not None:
+                    on_ids(ids)
+                if self.guest.match.group(2) != " ":
+                    break
+                if ids[-1] in self._stops and len(ids) < predict:
+                    wall = time.monotonic() - t0
+                    if self._stop_program(deadline):
+                        return Reply(prompt, ids, "", {}, wall, first)
+                    # Reading the rest costs about a token's time per id left; booting
+                    # afresh what start() took. Take the cheaper.
+                    if (predict - len(ids)) * wall / len(ids) > self.start_s > 0:
+                        self._restart_guest()
+                        return Reply(prompt, ids, "", {}, wall, first)
+                    self.guest.expect([timing], deadline, "the end of the request")
+                    return Reply(prompt, ids, "", timing_fields(self.guest.match), wall, first)
+        except KeyboardInterrupt:
+            wall = time.monotonic() - t0
+            if not self._stop_program(time.monotonic() + 30):
+                self._restart_guest()
+            return Reply(prompt, ids, "", {}, wall, first, stopped=True)
         wall = time.monotonic() - t0
-        self.guest.expect([timing_pattern(self.prog) + r"\r*\n"], deadline, "the timing line")
-        return Reply(prompt, ids, "", timing_fields(self.guest.match), wall)
+        self.guest.expect([timing], deadline, "the timing line")
+        return Reply(prompt, ids, "", timing_fields(self.guest.match), wall, first)

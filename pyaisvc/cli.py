@@ -49,11 +49,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def one_line(verb: str | None, message: str) -> str:
-    """The CLI's error line: "pyaisvc VERB: message" with a repeated "VERB: " dropped and
-    the console tail a GuestError carries kept below it."""
-    if verb and message.startswith(f"{verb}: "):
-        message = message[len(verb) + 2:]
-    return f"pyaisvc {verb}: {message}" if verb else f"pyaisvc: {message}"
+    """The CLI's error line: "pyaisvc VERB: message", or "pyaisvc message" when the message
+    already starts with the verb ("fsimg list: ..."); the console tail a GuestError
+    carries stays below it."""
+    if not verb:
+        return f"pyaisvc: {message}"
+    if message.startswith((f"{verb}: ", f"{verb} ")):
+        return f"pyaisvc {message}"
+    return f"pyaisvc {verb}: {message}"
 
 
 def _command_module(verb: str):

@@ -31,11 +31,14 @@ Fixtures (name -> what it gives):
 
 Mark every test that boots the guest with ``@pytest.mark.guest``.
 
-Parallel runs (``make test``: pytest-xdist, ``-n 2 --dist loadfile``): each
-file runs in one worker, so a module fixture is built once; files listed in
-SLOW_FILES are handed out first, so the longest ones do not start last.
-Everything a test writes goes to its tmp_path, and every QEMU boots its disk
-with snapshot=on, so workers never share a writable file.
+Parallel runs (``make test``: pytest-xdist, ``-n 2 --dist loadgroup``): the
+tests of a file that share a module-scoped fixture (an export, an image, a
+benchmark run; each value of a parametrized one counts apart) form one group
+that runs in one worker, so that fixture is built once; every other test is
+handed out on its own (``xdist_groups``). Files in SLOW_FILES are collected
+first, so their long groups start early instead of last. Everything a test
+writes goes to its tmp_path, and every QEMU boots its disk with
+snapshot=on, so workers never share a writable file.
 """
 
 from __future__ import annotations
@@ -52,6 +55,52 @@ from pyaisvc import fsimg
 from pyaisvc.qemu import Guest, QemuConfig
 
 ROOT = Path(__file__).resolve().parent.parent
+# The files whose groups take longest (minutes each on the 2-core machine), longest first.
+SLOW_FILES = ("test_fidelity.py", "test_export.py", "test_ai_service.py", "test_chat.py",
+              "test_bench.py", "test_generate.py", "test_llmrun_guest.py", "test_usertests.py",
+              "test_llmrun_host.py", "test_fs_guest.py")
+
+# Module fixtures cheap enough to build in every worker that needs them (loading a
+# model, a no-op make): they do not tie their tests into one group.
+CHEAP_FIXTURES = frozenset({"smol", "smol_model", "tiny_model", "progs"})
+
+
+def xdist_groups(items: list[pytest.Item]) -> dict[str, str]:
+    """nodeid -> group for every test that uses a module- or class-scoped fixture (but
+    CHEAP_FIXTURES): tests of one file joined, directly or through others, by such a
+    fixture (or the same parameter of a parametrized one) share a group."""
+    parent: dict[str, str] = {}
+
+    def find(k: str) -> str:
+        while parent.setdefault(k, k) != k:
+            k = parent[k]
+        return k
+
+    keys: dict[str, list[str]] = {}
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        mine = []
+        for name in item.fixturenames:
+            defs = item._fixtureinfo.name2fixturedefs.get(name)
+            if defs and defs[-1].scope in ("module", "class") and name not in CHEAP_FIXTURES:
+                mine.append(f"{item.path.name}::{name}[{params.get(name, '')}]")
+        for k in mine[1:]:
+            parent[find(k)] = find(mine[0])
+        keys[item.nodeid] = mine
+    return {nodeid: find(ks[0]) for nodeid, ks in keys.items() if ks}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return SLOW_FILES.index(name) if name in SLOW_FILES else len(SLOW_FILES)
+
+    items.sort(key=rank)  # stable: the order within a file stays
+    if config.pluginmanager.hasplugin("xdist"):  # the marker only steers --dist loadgroup
+        groups = xdist_groups(items)
+        for item in items:
+            if item.nodeid in groups:
+                item.add_marker(pytest.mark.xdist_group(name=groups[item.nodeid]))
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,17 @@ import pexpect
 import pytest
 from host import llmcases as lc
 
-from pyaisvc.chat import chat_text, encode_message, new_text, reply_text
+from pyaisvc.chat import (
+    ChatConfig,
+    ChatError,
+    ChatSession,
+    chat_text,
+    conversation_text,
+    encode_message,
+    new_text,
+    reply_text,
+    stop_ids,
+)
 from pyaisvc.tokenizer import load_smol_from_gguf, load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,6 +93,12 @@ def _read_answer(child: pexpect.spawn, timeout: float = 300) -> tuple[str, list[
     return answer.replace("\r\n", "\n"), times
 
 
+def _cut(tok, ids: list[int]) -> list[int]:
+    """ids up to and including the first end-of-turn / end-of-text id."""
+    stops = stop_ids(tok)
+    return next((ids[:i + 1] for i, t in enumerate(ids) if t in stops), ids)
+
+
 def _gone(pid: int, wait: float = 10.0) -> bool:
     end = time.monotonic() + wait
     while time.monotonic() < end:
@@ -100,8 +116,14 @@ def test_chat_two_questions_and_clean_exit(build):
     if assets is None:
         pytest.skip("models/SMOL is missing: run `make smol-assets`")
     tok = load_tokenizer("smol")
-    prompts = [encode_message(tok, "smol", q) for q in QUESTIONS]
-    expected = [reply_text(tok, ids) for ids in lc.reference_ids(assets, prompts, GEN)]
+    # The second question follows the first turn in the conversation.
+    first = encode_message(tok, "smol", QUESTIONS[0])
+    (ref1,) = lc.reference_ids(assets, [first], GEN)
+    second = tok.encode(conversation_text("smol", [(QUESTIONS[0], reply_text(tok, ref1))],
+                                          QUESTIONS[1]))
+    (ref2,) = lc.reference_ids(assets, [second], GEN)
+    prompts = [first, second]
+    expected = [reply_text(tok, ref1), reply_text(tok, ref2)]
     child = pexpect.spawn(sys.executable, ["-m", "pyaisvc", "chat", "--model", "smol",
                                            "--max-new-tokens", str(GEN)],
                           cwd=ROOT, encoding="utf-8", timeout=300, dimensions=(50, 500))
@@ -122,7 +144,7 @@ def test_chat_two_questions_and_clean_exit(build):
         child.sendline("/stats")
         child.expect(r"prompt (\d+) tokens, generated (\d+); load (\d+) ms .*TTFT (\d+) ms")
         assert int(child.match.group(1)) == len(prompts[1])
-        assert int(child.match.group(2)) == GEN
+        assert int(child.match.group(2)) == len(_cut(tok, ref2))
         assert int(child.match.group(4)) > 0
         child.expect("you> ")
         child.sendline("/quit")
@@ -151,3 +173,94 @@ def test_chat_ctrl_c_shuts_down(build):
         child.close(force=True)
     assert child.exitstatus == 0
     assert _gone(qemu_pid), f"QEMU (pid {qemu_pid}) still runs after Ctrl-C"
+
+
+# ---------------------------------------------------------------- a conversation
+
+def test_conversation_is_the_templates_multi_turn_text():
+    hf = load_smol_from_gguf()._tok
+    turns = [("Hi!", "Hello! How can I help?"), ("What is 2+2?", "4.")]
+    messages = [m for q, a in turns for m in ({"role": "user", "content": q},
+                                             {"role": "assistant", "content": a})]
+    messages.append({"role": "user", "content": "And 3+3?"})
+    want = hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert conversation_text("smol", turns, "And 3+3?") == want
+    assert conversation_text("smol", [], "Hi!") == chat_text("smol", "Hi!")
+
+
+def test_oldest_turns_are_dropped_to_fit_the_runtime():
+    tok = load_tokenizer("smol")
+    cfg = ChatConfig("smol", Path("kernel"), Path("image"), "512M", max_new_tokens=16,
+                     seq_len=120)
+    session = ChatSession(cfg, tok)  # not started: prompt_for needs no guest
+    session.turns = [(f"Question number {i}?", f"Answer number {i}.") for i in range(6)]
+    ids, dropped = session.prompt_for("Last one?")
+    assert len(ids) <= 120 - 16 and dropped > 0
+    kept = session.turns[dropped:]
+    assert ids == tok.encode(conversation_text("smol", kept, "Last one?"))
+    longer = tok.encode(conversation_text("smol", session.turns[dropped - 1:], "Last one?"))
+    assert len(longer) > 120 - 16  # dropping one fewer would not fit
+    session.reset()
+    assert session.prompt_for("Last one?") == (encode_message(tok, "smol", "Last one?"), 0)
+    with pytest.raises(ChatError, match="Say it shorter, or lower --max-new-tokens"):
+        session.prompt_for("word " * 200)
+
+
+@pytest.mark.guest
+def test_reply_stops_at_end_of_turn_and_the_next_turn_remembers(build):
+    from pyaisvc.llmguest import MODELS, prepare
+
+    assets = lc.smol_dir("v3")
+    if assets is None:
+        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    tok = load_tokenizer("smol")
+    p = prepare(ROOT, MODELS["smol"])
+    gen = 40
+    cfg = ChatConfig("smol", p.kernel, p.image, "512M", max_new_tokens=gen)
+    with ChatSession(cfg, tok) as chat:
+        first = chat.ask("What is 2+2?")  # SmolLM2 answers in 10 tokens, then <|im_end|>
+        (ref1,) = lc.reference_ids(assets, [first.prompt_ids], gen)
+        assert first.ids == _cut(tok, ref1)
+        assert first.ids[-1] in stop_ids(tok) and len(first.ids) < gen, first.ids
+        second = chat.ask("What did I just ask you?")
+        assert second.prompt_ids == tok.encode(conversation_text(
+            "smol", [("What is 2+2?", first.text)], "What did I just ask you?"))
+        (ref2,) = lc.reference_ids(assets, [second.prompt_ids], gen)
+        assert second.ids == _cut(tok, ref2)
+        assert "2 + 2" in second.text, second.text  # it saw the first turn
+        chat.reset()
+        third = chat.ask("What is 2+2?")
+        assert third.prompt_ids == first.prompt_ids and third.ids == first.ids
+
+
+@pytest.mark.guest
+def test_unknown_command_and_ctrl_c_stop_only_the_reply(build):
+    if lc.smol_dir("v3") is None:
+        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    child = pexpect.spawn(sys.executable, ["-m", "pyaisvc", "chat", "--max-new-tokens", "200"],
+                          cwd=ROOT, encoding="utf-8", timeout=300, dimensions=(50, 500))
+    try:
+        child.expect(r"QEMU pid (\d+)")
+        child.expect("you> ")
+        child.sendline("/bogus")
+        child.expect(r"chat: unknown command /bogus; commands: /stats")
+        child.expect("you> ")
+        child.sendline("Tell me a long story about a dragon and a knight.")
+        child.expect("smol> ")
+        child.expect(r"\w")  # the reply has begun
+        child.sendintr()
+        child.expect(re.escape("[stopped]"))
+        child.expect("you> ")
+        child.sendline("/stats")
+        child.expect(r"generated (\d+)")
+        assert 0 < int(child.match.group(1)) < 200
+        child.expect("you> ")
+        child.sendline("What is 2+2?")  # the session goes on; SmolLM2 ends this one early
+        child.expect("smol> ")
+        answer, _ = _read_answer(child, timeout=600)
+        assert "4" in answer, answer
+        child.sendline("/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0

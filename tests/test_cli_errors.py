@@ -148,3 +148,10 @@ def test_a_kernel_that_cannot_boot_in_the_ram_says_so(build, capsys):
     assert err.startswith("pyaisvc run: the kernel printed nothing in 20 s: it cannot boot "
                           "with -m 1K"), err
     assert "boot with more RAM" in err
+
+
+def test_fsimg_list_takes_the_image_as_an_argument(build, capsys):
+    rc, out, _ = _cli(["fsimg", "list", str(build.image)], capsys)
+    assert rc == 0 and "/sh\n" in out and out.startswith("d ")
+    rc, out, err = _cli(["fsimg", "list"], capsys)
+    assert rc == 1 and err == "pyaisvc fsimg list: give the image: pyaisvc fsimg list IMAGE\n"

@@ -8,11 +8,13 @@
     you> /quit
 
 Builds what is missing, boots the guest, starts `llmrun_smol --stdin --stream`
-and keeps it running (the model stays loaded). Each line is wrapped in the
-model's chat template (single turn, see pyaisvc/chat.py), encoded and sent,
-and the reply printed as the guest generates it: each id is decoded as it
-arrives and the new text printed at once. /stats prints the last request's
-timings; /quit, Ctrl-D or Ctrl-C shut the guest down.
+and keeps it running (the model stays loaded). Each line is wrapped, after
+the conversation so far, in the model's chat template (pyaisvc/chat.py),
+encoded and sent, and the reply printed as the guest generates it: each id
+is decoded as it arrives and the new text printed at once; the reply ends at
+the model's end-of-turn token. /stats prints the last request's timings,
+/reset forgets the conversation; /quit, Ctrl-D or Ctrl-C at the prompt shut
+the guest down, Ctrl-C during a reply stops only that reply.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from pyaisvc.errors import AisvcError, CommandError
 from pyaisvc.llmguest import MODELS, prepare
 from pyaisvc.tokenizer import load_tokenizer
 
-HELP = "commands: /stats (last request's timings), /help, /quit (or Ctrl-D / Ctrl-C)"
+HELP = ("commands: /stats (last request's timings), /reset (forget the conversation), /help, "
+        "/quit (or Ctrl-D / Ctrl-C); Ctrl-C during a reply stops it")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,9 +52,15 @@ def stats_line(session: ChatSession) -> str:
     if r is None:
         return f"no request yet (model loaded in {session.load_us / 1000:.0f} ms)"
     t = r.timing
-    return (f"prompt {t['prompt']} tokens, generated {t['gen']}; load {t['load_us'] / 1000:.0f} ms "
-            f"(once, at start); TTFT {t['ttft_us'] / 1000:.0f} ms; TPOT "
-            f"{t['tpot_us'] / 1000:.1f} ms; {r.wall_s:.1f} s on the host clock")
+    head = f"prompt {len(r.prompt_ids)} tokens, generated {len(r.ids)}"
+    if not t:  # stopped before the guest's timing line: the host clock's view
+        tpot = (r.wall_s - r.first_s) / max(1, len(r.ids) - 1)
+        return (f"{head}; load {session.load_us / 1000:.0f} ms (once, at start); TTFT "
+                f"{r.first_s * 1000:.0f} ms; TPOT {tpot * 1000:.1f} ms (host clock: the reply "
+                f"was stopped early); {r.wall_s:.1f} s on the host clock")
+    return (f"{head}; load {t['load_us'] / 1000:.0f} ms (once, at start); TTFT "
+            f"{t['ttft_us'] / 1000:.0f} ms; TPOT {t['tpot_us'] / 1000:.1f} ms; {r.wall_s:.1f} s "
+            "on the host clock")
 
 
 def _loop(session: ChatSession, model: str) -> None:
@@ -68,17 +77,27 @@ def _loop(session: ChatSession, model: str) -> None:
         if line == "/stats":
             print(stats_line(session))
             continue
-        if line.startswith("/"):
+        if line == "/reset":
+            session.reset()
+            print("chat: conversation forgotten")
+            continue
+        if line == "/help":
             print(HELP)
+            continue
+        if line.startswith("/"):
+            print(f"chat: unknown command {line.split()[0]}; {HELP}")
             continue
         print(f"{model}> ", end="", flush=True)
         try:
-            session.ask(line, on_text=lambda piece: print(piece, end="", flush=True))
+            reply = session.ask(line, on_text=lambda piece: print(piece, end="", flush=True))
         except ChatError as e:
             print(flush=True)
             print(f"chat: {e}", file=sys.stderr)
             continue
-        print(flush=True)
+        print(" [stopped]" if reply.stopped else "", flush=True)
+        if reply.dropped_turns:
+            print(f"chat: the {reply.dropped_turns} oldest turn(s) were left out to fit the "
+                  "model's runtime_seq_len", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:

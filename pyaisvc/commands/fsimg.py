@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="add directory DIR recursively at /TARGET (default: the root)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     ls = sub.add_parser("list", help="print the image's tree with sizes")
-    ls.add_argument("--image", required=True)
+    ls.add_argument("image_pos", nargs="?", metavar="IMAGE", help="the image to list")
+    ls.add_argument("--image", help="the image to list (same as IMAGE)")
     c = sub.add_parser("check", help="check an image's consistency (like fsck); "
                        "exits 1 and lists every problem if it finds any")
     c.add_argument("image_pos", nargs="?", metavar="IMAGE", help="the image to check")
@@ -96,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
             print(info.summary())
         elif args.action == "list":
             layout = fsimg.load_layout()
+            args.image = args.image or args.image_pos
+            if not args.image:
+                raise CommandError("fsimg list: give the image: pyaisvc fsimg list IMAGE")
             for e in fsimg.list_image(args.image):
                 kind = "d" if e.type == layout.T_DIR else "-"
                 print(f"{kind} {e.size:>12} {e.path}")
