@@ -42,8 +42,13 @@ if [ "$codename" = bookworm ] && { [ -z "$major" ] || { [ "$major" -lt 10 ] && [
   if [ "$(id -u)" -eq 0 ]; then
     echo "setup: installing QEMU 10 from bookworm-backports (only QEMU's packages)"
     add_backports
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${QEMU_BACKPORTS_PKGS[@]}"
+    # If the backports suite cannot be reached or resolved, Debian's own QEMU
+    # (installed below) still runs everything, with the scalar kernels.
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y -qq "${QEMU_BACKPORTS_PKGS[@]}"; }; then
+      echo "setup: QEMU 10 from bookworm-backports failed; using Debian's QEMU (scalar kernels)"
+      rm -f "$BACKPORTS_LIST" "$BACKPORTS_PIN"
+    fi
   else
     echo "setup: QEMU 10 comes from bookworm-backports; as root, run: AISVC_QEMU_UPGRADE=1 make deps"
     exit 1
