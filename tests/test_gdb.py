@@ -40,12 +40,16 @@ def _wait_listening(port: int, proc: subprocess.Popen, timeout: float) -> None:
 
 
 @pytest.mark.guest
-def test_make_qemu_gdb_stops_at_main(build):
+def test_make_qemu_gdb_stops_at_main(build, make_image):
     gdb = shutil.which("gdb-multiarch")
     if gdb is None:
         pytest.fail("gdb-multiarch is missing: run `make deps`")
     port = _free_port()
-    qemu = subprocess.Popen(["make", "-s", "qemu-gdb", f"GDBPORT={port}"], cwd=ROOT,
+    # An image of its own: qemu-gdb opens it for writing, which QEMU refuses while other
+    # tests' guests read build/fs.img.
+    image = make_image({})
+    qemu = subprocess.Popen(["make", "-s", "qemu-gdb", f"GDBPORT={port}",
+                             f"QEMU_IMAGE={image}"], cwd=ROOT,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
@@ -56,7 +60,8 @@ def test_make_qemu_gdb_stops_at_main(build):
                               "-ex", "info registers pc"],
                              capture_output=True, text=True, timeout=120)
     finally:
-        os.killpg(qemu.pid, signal.SIGTERM)
+        if qemu.poll() is None:
+            os.killpg(qemu.pid, signal.SIGTERM)
         qemu.wait(timeout=30)
     text = out.stdout + out.stderr
     assert "Breakpoint 1 at 0x" in text, text
