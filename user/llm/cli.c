@@ -11,6 +11,10 @@
 // --stream writes each id as soon as it is chosen instead of the whole line
 // at the end (the finished line is the same), so a reader such as
 // `pyaisvc chat` can show a reply as it grows.
+// --batch B (with --stdin) reads every request line first, then serves them
+// all through the batched steps of ai_daemon (llm_batch_step), at most B
+// at once, admitted in input order; the id lines and timing lines then
+// come in input order, with ttft_us measured from the start of the batch.
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
@@ -19,11 +23,13 @@
 
 #define MAXIDS  1024 // ids parsed per request (more are counted, not kept)
 #define MAXLINE 8192 // longest --stdin line
+#define MAXBREQ 64   // --batch: requests read before serving
 
 struct options {
   const char *dir;
   int predict;
   int quiet, profile, use_stdin, stream;
+  int batch; // --batch: requests at once (0: one after another)
   const char *prompt_file;
   int first_id; // argv index of the first id, or argc
 };
@@ -33,7 +39,7 @@ static int
 usage(void)
 {
   fprintf(2, "usage: %s [--asset-dir DIR] [--predict N] [--quiet] [--profile] "
-             "[--stream] [--prompt-file F | --stdin | <id> ...]\n",
+             "[--stream] [--prompt-file F | --stdin [--batch B] | <id> ...]\n",
       llm_prog);
   return -1;
 }
@@ -122,6 +128,12 @@ parse_options(int argc, char **argv, struct options *o)
         fprintf(2, "%s: --predict: '%s' is not a number\n", llm_prog, n);
         return -1;
       }
+    } else if (strcmp(a, "--batch") == 0 && more) {
+      const char *n = argv[++i];
+      if (parse_num(n, strlen(n), &o->batch) < 0 || o->batch < 1 || o->batch > LLM_MAXCACHE) {
+        fprintf(2, "%s: --batch: '%s' is not a number from 1 to %d\n", llm_prog, n, LLM_MAXCACHE);
+        return -1;
+      }
     } else
       return usage();
   }
@@ -132,6 +144,10 @@ parse_options(int argc, char **argv, struct options *o)
   }
   if (i == argc && o->prompt_file == 0)
     o->use_stdin = 1;
+  if (o->batch && (!o->use_stdin || o->stream || o->profile)) {
+    fprintf(2, "%s: --batch serves --stdin only, without --stream or --profile\n", llm_prog);
+    return -1;
+  }
   return 0;
 }
 
@@ -196,10 +212,106 @@ read_line(char *line, int max)
   return toolong ? -2 : n;
 }
 
-// Serve `<predict> <id> ...` lines until exit/quit/end of input.
+// --batch: the requests read, then served together.
+struct breq {
+  int *ids; // prompt, then (once served) the generated ids after it
+  int n, predict;
+  int ok;                  // served
+  uint64 first_us, end_us; // first and last id, from the start of the batch
+};
+static struct breq breqs[MAXBREQ];
+static int nbreq;
+
+// Keep one request for serve_batch; -1 after a message if there are too
+// many or no memory.
+static int
+batch_add(const int *ids, int count, int predict)
+{
+  if (count > MAXIDS) {
+    fprintf(2, "%s: request: prompt of %d ids exceeds the limit of %d prompt ids\n",
+        llm_prog, count, AI_MAX_PROMPT);
+    return -1;
+  }
+  struct breq *b = &breqs[nbreq];
+  if (nbreq == MAXBREQ || (b->ids = malloc((count + (uint64)predict) * sizeof(int))) == 0) {
+    fprintf(2, "%s: --batch: at most %d requests (or out of memory)\n", llm_prog, MAXBREQ);
+    return -1;
+  }
+  memmove(b->ids, ids, count * sizeof(int));
+  b->n = count;
+  b->predict = predict;
+  nbreq++;
+  return 0;
+}
+
+// Serve the kept requests at most `batch` at once (FIFO admission; a
+// finished request's cache goes to the next one at once), then print
+// their id lines and timing lines in input order.
+static int
+serve_batch(const struct llm_model *md, struct llm_runtime *rt,
+    struct llm_session *s, int batch, int quiet)
+{
+  struct llm_req req[LLM_MAXCACHE], *run[LLM_MAXCACHE];
+  int who[LLM_MAXCACHE], nrun = 0, next = 0;
+  int ncache = llm_session_add_caches(s, rt, batch);
+  for (int i = 0; i < LLM_MAXCACHE; i++)
+    run[i] = &req[i];
+  uint64 t0 = time_us();
+  while (next < nbreq || nrun > 0) {
+    while (nrun < ncache && next < nbreq) { // admit, in input order
+      struct breq *b = &breqs[next];
+      struct llm_cache *kv = 0;
+      for (int c = 0; c < ncache && kv == 0; c++) { // one no running request holds
+        kv = &s->kv[c];
+        for (int i = 0; i < nrun; i++)
+          if (req[i].kv == kv)
+            kv = 0;
+      }
+      if (llm_req_start(rt, &req[nrun], kv, b->ids, b->n, b->predict) == 0)
+        who[nrun++] = next;
+      next++;
+    }
+    if (nrun == 0)
+      break;
+    llm_batch_step(md, rt, s, run, nrun);
+    uint64 now = time_us() - t0;
+    for (int i = 0; i < nrun; i++) {
+      struct breq *b = &breqs[who[i]];
+      if (req[i].gen == 1 && b->first_us == 0)
+        b->first_us = now;
+      if (req[i].gen < req[i].predict)
+        continue;
+      memmove(b->ids + b->n, req[i].kv->seq + b->n, b->predict * sizeof(int));
+      b->end_us = now;
+      b->ok = 1;
+      for (int j = i; j + 1 < nrun; j++) { // keep the others in order
+        req[j] = req[j + 1];
+        who[j] = who[j + 1];
+      }
+      nrun--;
+      i--;
+    }
+  }
+  for (int k = 0; k < nbreq; k++) {
+    struct breq *b = &breqs[k];
+    if (!b->ok)
+      continue;
+    llm_print_ids(b->ids + b->n, b->predict);
+    if (!quiet)
+      fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
+                 "prompt=%d gen=%d\n",
+          llm_prog, s->tm.load_us, s->tm.init_us, b->first_us,
+          b->predict > 1 ? (b->end_us - b->first_us) / (b->predict - 1) : 0,
+          b->n, b->predict);
+  }
+  return 0;
+}
+
+// Serve `<predict> <id> ...` lines until exit/quit/end of input (with
+// --batch: keep them, then serve them together).
 static int
 serve_stdin(const struct llm_model *md, struct llm_runtime *rt,
-    struct llm_session *s, int quiet)
+    struct llm_session *s, int quiet, int batch)
 {
   static char line[MAXLINE];
   static int ids[MAXIDS + 1];
@@ -224,9 +336,12 @@ serve_stdin(const struct llm_model *md, struct llm_runtime *rt,
       fprintf(2, "%s: %s: expected '<predict> <id0> <id1> ...'\n", llm_prog, where);
       continue;
     }
-    run(md, rt, s, ids + 1, count - 1, ids[0], quiet);
+    if (batch)
+      batch_add(ids + 1, count - 1, ids[0]);
+    else
+      run(md, rt, s, ids + 1, count - 1, ids[0], quiet);
   }
-  return 0;
+  return batch ? serve_batch(md, rt, s, batch, quiet) : 0;
 }
 
 // The ids of --prompt-file: read whole, then parsed.
@@ -292,7 +407,7 @@ llm_cli_main(const struct llm_model *md, int argc, char **argv)
   if (o.stream)
     llm_token_hook = stream_id; // llm_session_run then prints no id line
   if (o.use_stdin)
-    r = serve_stdin(md, &rt, &s, o.quiet);
+    r = serve_stdin(md, &rt, &s, o.quiet, o.batch);
   else
     r = run(md, &rt, &s, ids, count, o.predict, o.quiet);
   llm_session_free(&s, &rt);

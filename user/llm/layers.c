@@ -4,7 +4,8 @@
 // computes it). A block works on n <= LLM_BATCH consecutive positions at
 // once: the matmuls take all of them together (faster: each weight byte is
 // decoded once for the batch), everything else runs per position, so each
-// position's arithmetic is the same as alone.
+// position's arithmetic is the same as alone. The positions may belong to
+// different requests, each with its own cache (struct llm_step).
 
 #include "user/lib/user.h"
 #include "user/llm/layers.h"
@@ -34,15 +35,15 @@ llm_mm(struct llm_session *s, const struct llm_qmat *w, double *y, int ystride)
   llm_charge(s, &s->tm.matmul_us, t);
 }
 
-// x[p] = row seq[pos+p] of EMB, dequantised:
+// x[p] = row st->kv[p]->seq[st->pos[p]] of EMB, dequantised:
 // v1/v2 x_k = ws * q_k; v3 x_k = ((ws * wm_g) / 32768) * q_k.
 void
-llm_embed(struct llm_runtime *rt, struct llm_session *s, int pos, int n)
+llm_embed(struct llm_runtime *rt, struct llm_session *s, const struct llm_step *st)
 {
   int dim = rt->cfg.dim, ng = dim / LLM_GS;
   const struct llm_qmat *e = &rt->emb;
-  for (int p = 0; p < n; p++) {
-    uint64 tok = s->seq[pos + p];
+  for (int p = 0; p < st->n; p++) {
+    uint64 tok = st->kv[p]->seq[st->pos[p]];
     const int8 *q = e->q + tok * dim;
     double ws = (double)e->ws[tok], *x = s->x + p * dim;
     for (int g = 0; g < ng; g++) {
@@ -76,9 +77,9 @@ kv_row(const struct llm_runtime *rt, int slot, int t)
 }
 
 // Steps 2-4 for one position: q/k norms, RoPE, and the quantised K and V
-// of every kv head stored at `pos`.
+// of every kv head stored at `pos` of cache c.
 static void
-prepare_heads(struct llm_runtime *rt, struct llm_session *s,
+prepare_heads(struct llm_runtime *rt, struct llm_cache *c,
     const struct llm_layer *L, int slot, int pos,
     double *q, double *k, double *v)
 {
@@ -97,16 +98,16 @@ prepare_heads(struct llm_runtime *rt, struct llm_session *s,
       llm_rmsnorm(k + h * hd, L->k_norm, hd, eps, k + h * hd);
     rope(rt, k + h * hd, pos);
     uint64 qo = row * kvd + h * hd, mo = row * (kvd / LLM_GS) + h * (hd / LLM_GS);
-    llm_quantize(k + h * hd, hd, s->kq + qo, s->km + mo, &s->kxs[row * g->n_kv_heads + h]);
-    llm_quantize(v + h * hd, hd, s->vq + qo, s->vm + mo, &s->vxs[row * g->n_kv_heads + h]);
+    llm_quantize(k + h * hd, hd, c->kq + qo, c->km + mo, &c->kxs[row * g->n_kv_heads + h]);
+    llm_quantize(v + h * hd, hd, c->vq + qo, c->vm + mo, &c->vxs[row * g->n_kv_heads + h]);
   }
 }
 
-// Steps 5-6 for one query head: scores against cache positions 0..pos,
-// then s->score[t] = e_t = exp(score_t - max); returns inv = 1 / sum e_t.
+// Steps 5-6 for one query head: scores against positions 0..pos of cache
+// c, then s->score[t] = e_t = exp(score_t - max); returns inv = 1 / sum e_t.
 static double
-head_softmax(struct llm_runtime *rt, struct llm_session *s, int slot, int kvh,
-    const double *qh, int pos)
+head_softmax(struct llm_runtime *rt, struct llm_session *s, const struct llm_cache *c,
+    int slot, int kvh, const double *qh, int pos)
 {
   const struct llm_config *g = &rt->cfg;
   int hd = g->head_dim, kvd = g->n_kv_heads * hd, npos = pos + 1;
@@ -114,10 +115,10 @@ head_softmax(struct llm_runtime *rt, struct llm_session *s, int slot, int kvh,
   llm_quantize(qh, hd, s->qhead_q, s->qhead_m, &xsq);
   double a = (xsq * (1.0 / llm_sqrt((double)hd))) / 1073741824.0;
   uint64 row = kv_row(rt, slot, 0);
-  llm_attn_scores(s->qhead_q, s->qhead_m, hd / LLM_GS, s->kq + row * kvd + kvh * hd,
-      s->km + row * (kvd / LLM_GS) + kvh * (hd / LLM_GS),
+  llm_attn_scores(s->qhead_q, s->qhead_m, hd / LLM_GS, c->kq + row * kvd + kvh * hd,
+      c->km + row * (kvd / LLM_GS) + kvh * (hd / LLM_GS),
       kvd, kvd / LLM_GS, npos, s->dot);
-  const double *kxs = s->kxs + row * g->n_kv_heads + kvh;
+  const double *kxs = c->kxs + row * g->n_kv_heads + kvh;
   double mx = 0.0;
   for (int t = 0; t < npos; t++) {
     s->score[t] = ((double)s->dot[t] * kxs[t * g->n_kv_heads]) * a;
@@ -132,12 +133,12 @@ head_softmax(struct llm_runtime *rt, struct llm_session *s, int slot, int kvh,
   return 1.0 / sum;
 }
 
-// Step 7 for one group of 32 dims of one head: weights w_t = e_t * sv_t
+// Step 7 for one group of 32 dims of one head (values from cache kc): weights w_t = e_t * sv_t
 // re-quantised to integers W_t in [0, 32767], A_k = sum_t W_t qv_{t,k},
 // out_k = (A_k * (wmax / 32767)) * inv.
 static void
-head_values(struct llm_runtime *rt, struct llm_session *s, int slot, int kvh,
-    int grp, int pos, double inv, double *out)
+head_values(struct llm_runtime *rt, struct llm_session *s, const struct llm_cache *kc,
+    int slot, int kvh, int grp, int pos, double inv, double *out)
 {
   const struct llm_config *g = &rt->cfg;
   int hd = g->head_dim, kvd = g->n_kv_heads * hd, npos = pos + 1;
@@ -145,7 +146,7 @@ head_values(struct llm_runtime *rt, struct llm_session *s, int slot, int kvh,
   uint64 row = kv_row(rt, slot, 0);
   double wmax = 0.0;
   for (int t = 0; t < npos; t++) {
-    double sv = (s->vxs[(row + t) * g->n_kv_heads + kvh] * (double)s->vm[(row + t) * (kvd / LLM_GS) + gi]) / 32768.0;
+    double sv = (kc->vxs[(row + t) * g->n_kv_heads + kvh] * (double)kc->vm[(row + t) * (kvd / LLM_GS) + gi]) / 32768.0;
     s->val_w[t] = s->score[t] * sv;
     if (s->val_w[t] > wmax)
       wmax = s->val_w[t];
@@ -158,16 +159,17 @@ head_values(struct llm_runtime *rt, struct llm_session *s, int slot, int kvh,
   for (int t = 0; t < npos; t++)
     s->val_wq[t] = (int32)llm_rint(s->val_w[t] * c);
   int64 acc[LLM_GS];
-  llm_attn_values(s->val_wq, s->vq + row * kvd + gi * LLM_GS, kvd, npos, acc);
+  llm_attn_values(s->val_wq, kc->vq + row * kvd + gi * LLM_GS, kvd, npos, acc);
   for (int k = 0; k < LLM_GS; k++)
     out[k] = ((double)acc[k] * f) * inv;
 }
 
-// Steps 5-8 for every query head of one position; q holds the heads (each
-// followed by its gate when flags & LLM_GATED), out gets n_heads*head_dim.
+// Steps 5-8 for every query head of position pos of cache c; q holds the
+// heads (each followed by its gate when flags & LLM_GATED), out gets
+// n_heads*head_dim.
 static void
-attend(struct llm_runtime *rt, struct llm_session *s, int slot, int pos,
-    const double *q, double *out)
+attend(struct llm_runtime *rt, struct llm_session *s, const struct llm_cache *c,
+    int slot, int pos, const double *q, double *out)
 {
   const struct llm_config *g = &rt->cfg;
   int hd = g->head_dim, gated = g->flags & LLM_GATED;
@@ -175,9 +177,9 @@ attend(struct llm_runtime *rt, struct llm_session *s, int slot, int pos,
   for (int h = 0; h < g->n_heads; h++) {
     const double *qh = q + h * qstep;
     double *o = out + h * hd;
-    double inv = head_softmax(rt, s, slot, h / rep, qh, pos);
+    double inv = head_softmax(rt, s, c, slot, h / rep, qh, pos);
     for (int grp = 0; grp < hd / LLM_GS; grp++)
-      head_values(rt, s, slot, h / rep, grp, pos, inv, o + grp * LLM_GS);
+      head_values(rt, s, c, slot, h / rep, grp, pos, inv, o + grp * LLM_GS);
     if (gated)
       for (int k = 0; k < hd; k++)
         o[k] = o[k] * llm_sigmoid(qh[hd + k]);
@@ -193,12 +195,13 @@ llm_residual(struct llm_runtime *rt, struct llm_session *s, const double *y, int
     s->x[i] = s->x[i] + y[i];
 }
 
-// Full attention (docs/ARITHMETIC.md, "Full attention") for positions
-// [pos, pos+n) of layer l.
+// Full attention (docs/ARITHMETIC.md, "Full attention") of layer l for
+// the positions of st.
 void
 llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s, int l,
-    int pos, int n)
+    const struct llm_step *st)
 {
+  int n = st->n;
   const struct llm_config *g = &rt->cfg;
   const struct llm_layer *L = &rt->layers[l];
   int dim = g->dim, kvd = g->n_kv_heads * g->head_dim;
@@ -211,13 +214,13 @@ llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s, int l,
   llm_mm(s, &L->wk, s->k, kvd);
   llm_mm(s, &L->wv, s->v, kvd);
   // 2-8. norms, RoPE, cache, attention (keys of the whole batch first:
-  // position p attends to the batch's earlier positions too)
+  // position p attends to its request's earlier positions in the batch too)
   uint64 t = llm_clock(s);
   for (int p = 0; p < n; p++)
-    prepare_heads(rt, s, L, slot, pos + p, s->q + p * qrows, s->k + p * kvd,
-        s->v + p * kvd);
+    prepare_heads(rt, st->kv[p], L, slot, st->pos[p], s->q + p * qrows,
+        s->k + p * kvd, s->v + p * kvd);
   for (int p = 0; p < n; p++)
-    attend(rt, s, slot, pos + p, s->q + p * qrows, s->mixed + p * qd);
+    attend(rt, s, st->kv[p], slot, st->pos[p], s->q + p * qrows, s->mixed + p * qd);
   llm_charge(s, &s->tm.attn_us, t);
   // 9. x = x + Wo out
   llm_mm_in(s, s->mixed, qd, qd, n);
@@ -244,18 +247,26 @@ llm_apply_ffn(struct llm_runtime *rt, struct llm_session *s, int l, int n)
   llm_residual(rt, s, s->proj, n);
 }
 
-// Output head at batch slot p: logits = EMB rmsnorm(x, NRM); the next
-// token is the first index of the maximum.
-int
-llm_head(struct llm_runtime *rt, struct llm_session *s, int p)
+// Output head at batch positions at[0..n): logits_i = EMB rmsnorm(x[at[i]],
+// NRM) in one matmul; ids[i] is the first index of the maximum of logits_i.
+void
+llm_heads(struct llm_runtime *rt, struct llm_session *s, const int *at, int n,
+    int *ids)
 {
   const struct llm_config *g = &rt->cfg;
-  llm_rmsnorm(s->x + p * g->dim, rt->final_norm, g->dim, (double)g->rms_eps, s->xn);
-  llm_mm_in(s, s->xn, g->dim, g->dim, 1);
-  llm_mm(s, &rt->emb, s->logits, g->vocab_size);
-  int best = 0;
-  for (int i = 1; i < g->vocab_size; i++)
-    if (s->logits[i] > s->logits[best])
-      best = i;
-  return best;
+  int dim = g->dim, V = g->vocab_size;
+  if (n == 0)
+    return;
+  for (int i = 0; i < n; i++)
+    llm_rmsnorm(s->x + at[i] * dim, rt->final_norm, dim, (double)g->rms_eps, s->xn + i * dim);
+  llm_mm_in(s, s->xn, dim, dim, n);
+  llm_mm(s, &rt->emb, s->logits, V);
+  for (int i = 0; i < n; i++) {
+    const double *lg = s->logits + (uint64)i * V;
+    int best = 0;
+    for (int k = 1; k < V; k++)
+      if (lg[k] > lg[best])
+        best = k;
+    ids[i] = best;
+  }
 }
