@@ -40,5 +40,8 @@
 #define SYS_ai_progress 40
 #define SYS_ai_complete 41
 #define SYS_ai_fail     42
+#define SYS_ai_take     43 // worker only: batching (non-blocking take, emit)
+#define SYS_ai_emit     44
+#define SYS_ai_stream   45 // any process: read the ids so far
 
 #endif
