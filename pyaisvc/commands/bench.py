@@ -3,6 +3,7 @@
     pyaisvc bench --model smol                       # 3 x 3 cells, 3 repeats, cold
     pyaisvc bench --model both --mode both --out results/
     pyaisvc bench --model qwen --assets-qwen build/assets/qwen08/QWEN --repeat 1
+    pyaisvc bench --mode service --burst --prompt-lens 5 --gen-lens 32 --batch 1,8
 
 Builds what is missing (kernel, guest programs, image), boots the guest once
 per model, runs every (prompt length, generated length) cell --repeat times
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from pyaisvc.bench import plots, report
+from pyaisvc.bench import burst, plots, report
 from pyaisvc.bench.matrix import BenchError, parse_lengths
 from pyaisvc.bench.runner import BenchConfig, Progress, run_bench
 from pyaisvc.errors import AisvcError, CommandError
@@ -54,6 +55,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cold runs also split prefill and decode into matmul, attention "
                              "and other time (adds a little overhead)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--burst", action="store_true",
+                        help="with --mode service: instead of the matrix, submit 8 requests at "
+                             "once (aistress --bench; the first --prompt-lens and --gen-lens "
+                             "values) once per --batch value; writes burst.md and "
+                             "burst_ttft.png (TTFT by arrival order)")
+    parser.add_argument("--batch", default="1,8", metavar="B,B,...",
+                        help="--burst: the worker's batch sizes to compare (1 = the old "
+                             "one-at-a-time service; default 1,8)")
 
 
 def _config(args: argparse.Namespace):
@@ -71,9 +80,38 @@ def _config(args: argparse.Namespace):
                        profile=args.profile)
 
 
+def _run_burst(args: argparse.Namespace, out: Path) -> int:
+    if args.mode != "service" or args.model == "both":
+        raise CommandError("bench: --burst needs --mode service and one --model")
+    try:
+        batches = parse_lengths(args.batch, "--batch")
+        prompt_len = parse_lengths(args.prompt_lens, "--prompt-lens")[0]
+        gen = parse_lengths(args.gen_lens, "--gen-lens")[0]
+    except BenchError as e:
+        raise CommandError(f"bench: {e}") from e
+    if any(b > 8 for b in batches):
+        raise CommandError("bench: --batch values must be 1..8 (ai_daemon's AI_BATCH)")
+    try:
+        bursts = burst.run_bursts(Path("."), args.model, prompt_len, gen, batches, args.cpus,
+                                  args.ram, getattr(args, f"assets_{args.model}"),
+                                  lambda t: print(f"bench: {t}", file=sys.stderr))
+    except AisvcError as e:
+        raise CommandError(f"bench: {e}") from e
+    command = "pyaisvc bench " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else [])
+    out.mkdir(parents=True, exist_ok=True)
+    text = burst.markdown(bursts, command.strip())
+    (out / "burst.md").write_text(text)
+    burst.plot_ttft(bursts, out / "burst_ttft.png")
+    sys.stdout.write(text)
+    print(f"bench: wrote burst.md, burst_ttft.png to {out}/", file=sys.stderr)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    cfg = _config(args)
     out = args.out or Path("build/bench") / time.strftime("results-%Y%m%d-%H%M%S", time.gmtime())
+    if args.burst:
+        return _run_burst(args, out)
+    cfg = _config(args)
     bar = None
 
     def note(text: str) -> None:
