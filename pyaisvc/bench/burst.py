@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pyaisvc.bench.matrix import BenchError, prompt_ids
 from pyaisvc.bench.sample import Note
-from pyaisvc.llmguest import MODELS, id_args, prepare
+from pyaisvc.llmguest import MODELS, prepare
 from pyaisvc.qemu import PROMPT, Guest, QemuConfig
 from pyaisvc.tokenizer import load_tokenizer
 
@@ -76,6 +76,9 @@ def parse_burst(out: str, gen: int, batch: int, harts: int) -> Burst:
     if len(reqs) != N_BURST or summary is None:
         raise BenchError(f"aistress --bench: expected {N_BURST} request lines and the summary, "
                          f"got:\n{out[-2000:]}")
+    if len({r.ids for r in reqs}) != 1 or len(reqs[0].ids) != gen:
+        raise BenchError(f"aistress --bench: the {N_BURST} copies of one request did not all "
+                         f"give the same {gen} ids:\n{out[-2000:]}")
     return Burst(batch, harts, reqs, int(summary.group(2)))
 
 
@@ -122,7 +125,9 @@ def run_burst(guest: Guest, prompt: list[int], gen: int, batch: int, harts: int,
     set_batch(guest, batch, note)
     note(f"burst: {N_BURST} x ({len(prompt)} prompt + {gen} generated ids), worker batch "
          f"{batch}, {harts} harts")
-    out = guest.run(f"aistress --bench {gen} {id_args(prompt)}", timeout=timeout)
+    # one word per id: aistress reads one id per argument (llmguest.id_args quotes
+    # several ids into one word, for llmrun)
+    out = guest.run(f"aistress --bench {gen} {' '.join(map(str, prompt))}", timeout=timeout)
     return parse_burst(out, gen, batch, harts)
 
 
