@@ -4,9 +4,11 @@
 #   make             kernel + guest programs
 #   make qemu        boot the guest with a shell         (CPUS=, RAM= to change)
 #   make qemu-smol   ... with SmolLM2 at /AI/SMOL         (exports it when missing)
-#   make test        lint + the test suite (boots the guest under QEMU)
+#   make test        lint + the test suite (boots the guest under QEMU; 2 workers)
+#   make test-quick  one test per area, a few minutes
 #
-# Knobs (override on the command line, e.g. `make qemu CPUS=2 RAM=2G`):
+# Knobs (override on the command line, e.g. `make qemu CPUS=2 RAM=2G`; also
+# QEMU=/path, AISVC_QEMU=/path in the environment, CPU=rv64,v=true,vlen=512):
 CPUS    ?= 1
 RAM     ?= 256M
 VENV    ?= .venv
@@ -22,7 +24,10 @@ ifndef TOOLPREFIX
 TOOLPREFIX := $(shell for p in riscv64-unknown-elf- riscv64-linux-gnu- riscv64-elf-; do \
 	if command -v $${p}gcc >/dev/null 2>&1; then echo $$p; break; fi; done)
 endif
-QEMU ?= $(shell command -v qemu-system-riscv64 2>/dev/null)
+# QEMU: $(AISVC_QEMU) when set (as for pyaisvc), else the one on PATH. CPU: the
+# -cpu value; empty lets pyaisvc.qemu choose (RVV on QEMU >= 10), `default` none.
+QEMU ?= $(or $(AISVC_QEMU),$(shell command -v qemu-system-riscv64 2>/dev/null))
+CPU  ?=
 
 CC      := $(TOOLPREFIX)gcc
 LD      := $(TOOLPREFIX)ld
@@ -73,6 +78,7 @@ KERNEL_CORE_SRCS := \
 	$(K)/arch/riscv/kernelvec.S \
 	$(K)/arch/riscv/swtch.S \
 	$(K)/arch/riscv/fpu.S \
+	$(K)/arch/riscv/vector.S \
 	$(K)/core/main.c \
 	$(K)/core/fdt.c \
 	$(K)/core/printf.c \
@@ -83,6 +89,8 @@ KERNEL_CORE_SRCS := \
 	$(K)/core/kalloc.c \
 	$(K)/core/vm.c \
 	$(K)/core/proc.c \
+	$(K)/core/vector.c \
+	$(K)/core/thread.c \
 	$(K)/core/trap.c \
 	$(K)/core/syscall.c \
 	$(K)/core/sysproc.c \
@@ -111,7 +119,7 @@ KERNEL_ELF  := $(BUILD)/kernel/kernel
 # programs), ai (the AI service's worker and tools). A program NAME is built
 # from user/ROLE/NAME.c and lands in the image as /NAME.
 # [user-lib] objects linked into every guest program.
-ULIB_SRCS := $(U)/lib/ulib.c $(U)/lib/printf.c $(U)/lib/umalloc.c
+ULIB_SRCS := $(U)/lib/ulib.c $(U)/lib/printf.c $(U)/lib/umalloc.c $(U)/lib/thread.c
 ULIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(ULIB_SRCS))
 
 # [uprogs] one line per guest program, under its role.
@@ -133,6 +141,8 @@ BIN_PROGS := \
 
 TEST_PROGS := \
 	usertests \
+	fuzz \
+	threadtests \
 
 LLM_PROGS := \
 	llmrun_smol \
@@ -239,7 +249,7 @@ print-%:
 QEMU_IMAGE = $(FSIMG)
 QEMU_RAM   = $(RAM)
 QEMU_PY    = $(PYTHON) -m pyaisvc.qemu --qemu "$(QEMU)" --kernel $(KERNEL_ELF) \
-	--image $(QEMU_IMAGE) --cpus $(CPUS) --ram $(QEMU_RAM)
+	--image $(QEMU_IMAGE) --cpus $(CPUS) --ram $(QEMU_RAM) $(if $(CPU),--cpu $(CPU))
 GDBPORT := $(shell expr `id -u` % 5000 + 25000)
 
 .PHONY: qemu qemu-gdb
@@ -302,13 +312,14 @@ qwen-assets:
 # [llm] the LLM runtime (user/llm/): guest programs, images and QEMU targets
 # with the models at /AI/SMOL and /AI/QWEN, the host build of the same C for
 # tests/test_llmrun_host.py, and the hot-page check.
-# The runtime by role: numeric kernels, layers, asset loading, session, CLI,
-# and one file per model (its descriptor, no main). llmrun_NAME links the
-# runtime and model NAME; ai_daemon links the runtime and both models.
-LLM_RUNTIME := kernels layers loader session cli
+# The runtime by role: numeric kernels, layers, asset loading, session,
+# sampling, the thread pool, CLI, and one file per model (its descriptor, no main).
+# llmrun_NAME links the runtime and model NAME; ai_daemon links the runtime
+# and both models.
+LLM_RUNTIME := kernels kernels_vec pool layers loader session sample cli
 LLM_MODELS  := smol qwen
 LLM_SRCS := $(addprefix $(U)/llm/,$(addsuffix .c,$(LLM_RUNTIME)))
-LLM_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LLM_SRCS))
+LLM_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LLM_SRCS)) $(BUILD)/user/llm/kernels_rvv.o
 LLM_HDRS := $(addprefix $(U)/llm/,$(addsuffix .h,$(LLM_RUNTIME) $(LLM_MODELS)))
 HOSTCC   ?= gcc
 SMOL_RAM ?= 512M
@@ -368,16 +379,18 @@ qemu-llm: $(KERNEL_ELF) $(BUILD)/fs-llm.img | qemu-check
 LLM_HOST_CFLAGS := -O2 -Wall -Werror -ffp-contract=off -fno-math-errno -I. \
 	-include tests/host/hostcompat.h
 llm-host: $(BUILD)/host/llmrun_smol $(BUILD)/host/llmrun_qwen $(BUILD)/host/llm_mathcheck
-$(BUILD)/host/llm_mathcheck: tests/host/mathcheck.c $(U)/llm/kernels.c $(LLM_HDRS) tests/host/hostcompat.h
+$(BUILD)/host/llm_mathcheck: tests/host/mathcheck.c $(U)/llm/kernels.c $(U)/llm/kernels_vec.c \
+		$(LLM_HDRS) tests/host/hostcompat.h
 	@mkdir -p $(dir $@)
-	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/kernels.c -lm
+	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/kernels.c $(U)/llm/kernels_vec.c -lm
 $(BUILD)/host/llmrun_%: $(U)/llm/llmrun_%.c $(U)/llm/%.c $(LLM_SRCS) $(LLM_HDRS) tests/host/hostcompat.h
 	@mkdir -p $(dir $@)
 	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/$*.c $(LLM_SRCS) -lm
 
-# The hot kernels (.text.hot) must share one 4 KiB page (docs/PERF_NOTES.md, fact 4).
+# The hot kernels (.text.hot) must share one 4 KiB page (docs/PERF_NOTES.md, fact 4);
+# tests/host/check_hot.py reads the symbol tables with pyelftools.
 llm-check-hot: $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen
-	@for f in $^; do python3 tests/host/check_hot.py $(TOOLPREFIX) $(BUILD)/user/llm/kernels.o $$f || exit 1; done
+	@for f in $^; do $(PYTHON) tests/host/check_hot.py $(BUILD)/user/llm/kernels.o $$f || exit 1; done
 
 # [bench] measure load time, TTFT and TPOT with tables and plots, or chat with
 # the model in the guest (pyaisvc bench / chat; docs/MEASURE.md), e.g.
@@ -407,13 +420,32 @@ format:
 	clang-format -i $(C_SOURCES)
 
 # The guest tests run the real SmolLM2: export it first (about a minute).
-test: all lint smol-assets
-	$(PYTHON) -m pytest -q
+# Everything the tests share under build/ is made here, before pytest starts;
+# then TEST_JOBS pytest-xdist workers run whole files each (each guest test
+# boots its own QEMU on a snapshot overlay of its image; tests/conftest.py).
+# TEST_JOBS=0 runs in one process. TEST_ARGS adds pytest options (e.g. -x).
+TEST_JOBS ?= 2
+TEST_ARGS ?=
+PYTEST    := $(PYTHON) -m pytest -q -n $(TEST_JOBS) --dist loadfile $(TEST_ARGS)
+TEST_BUILD := all testprogs fsimg llm-host smol-assets
+test: $(TEST_BUILD) lint
+	$(PYTEST)
+
+# test-quick: one test per area (tests/quick.txt), a few minutes.
+.PHONY: test-quick
+test-quick: $(TEST_BUILD)
+	$(PYTEST) $(shell grep -v '^\s*\(#\|$$\)' tests/quick.txt)
 
 # The full image fuzzer: one corrupted field at a time, booted (tests/test_fs_fuzz.py).
 .PHONY: fuzz-fs
 fuzz-fs: kernel uprogs
 	AISVC_FUZZ_FS=1 $(PYTHON) -m pytest -q -m fuzz tests/test_fs_fuzz.py
+
+# The long system-call fuzzer run: 1,000,000 calls on 1 and on 2 harts
+# (tests/test_syscall_fuzz.py; user/tests/fuzz.c).
+.PHONY: fuzz-syscalls
+fuzz-syscalls: kernel uprogs
+	AISVC_FUZZ_SYSCALLS=1 $(PYTHON) -m pytest -q -s -m fuzz tests/test_syscall_fuzz.py
 
 clean:
 	rm -rf $(BUILD)

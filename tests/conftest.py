@@ -6,7 +6,8 @@ Fixtures (name -> what it gives):
     The repository root.
 
 ``build`` (session) -> Build
-    Runs ``make kernel uprogs testprogs fsimg`` once per session (fails the
+    Runs ``make kernel uprogs testprogs fsimg`` once per session (per worker
+    under pytest-xdist, one worker at a time: tests/host/buildlock.py) (fails the
     test with make's output if that fails). ``Build`` has ``kernel`` (the
     kernel ELF), ``image`` (build/fs.img: every UPROG at /NAME), ``uprogs``
     (dict NAME -> ELF path of every guest program in the Makefile's UPROGS)
@@ -29,6 +30,12 @@ Fixtures (name -> what it gives):
     pexpect child, for typing raw keys), ``close()``.
 
 Mark every test that boots the guest with ``@pytest.mark.guest``.
+
+Parallel runs (``make test``: pytest-xdist, ``-n 2 --dist loadfile``): each
+file runs in one worker, so a module fixture is built once; files listed in
+SLOW_FILES are handed out first, so the longest ones do not start last.
+Everything a test writes goes to its tmp_path, and every QEMU boots its disk
+with snapshot=on, so workers never share a writable file.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from host.buildlock import build_lock
 
 from pyaisvc import fsimg
 from pyaisvc.qemu import Guest, QemuConfig
@@ -68,8 +76,9 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def build(repo_root: Path) -> Build:
-    proc = subprocess.run(["make", "kernel", "uprogs", "testprogs", "fsimg"], cwd=repo_root,
-                          capture_output=True, text=True)
+    with build_lock():
+        proc = subprocess.run(["make", "kernel", "uprogs", "testprogs", "fsimg"], cwd=repo_root,
+                              capture_output=True, text=True)
     if proc.returncode != 0:
         pytest.fail(f"make failed:\n{(proc.stdout + proc.stderr)[-4000:]}", pytrace=False)
     names = _make_list(repo_root, "UPROGS")

@@ -118,6 +118,20 @@ def test_summary_median_and_spread():
     assert report._ms(st) == "0.2 (0.1-0.3)"
 
 
+def test_harts_sweep_summary_and_speedup():
+    def s(harts: int, ttft: int, tpot: int) -> Sample:
+        return Sample("smol", "cold", 32, 8, 0, 100, 110, ttft, tpot, 1.0, (1,) * 8,
+                      harts=harts)
+
+    cells = report.summarize([s(2, 600, 70), s(1, 1200, 130), s(4, 610, 72)])
+    assert [c.harts for c in cells] == [1, 2, 4]
+    lines = report.speedup_table(cells, [1, 2, 4])
+    assert lines[-3:] == ["| 32 | 8 | cold | 2 | 0.50 | 0.54 |",
+                          "| 32 | 8 | cold | 4 | 0.51 | 0.55 |", ""]
+    assert report.machine_line(report.Machine("QEMU 9", 1, 512, 1.0), [1, 2]) == (
+        "QEMU 9, 1 and 2 harts, 512 MiB RAM")
+
+
 # ---------------------------------------------------------------- in the guest
 
 @pytest.fixture(scope="module")

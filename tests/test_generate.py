@@ -29,7 +29,6 @@ def test_generate_capital_of_france_in_the_guest() -> None:
     assert "prompt=5 gen=8" in proc.stderr
 
 
-
 @pytest.mark.guest
 def test_generate_through_the_service_streams_the_same_ids() -> None:
     """--backend service: the resident worker, read with ai_stream (`ai gen`)."""
@@ -43,3 +42,28 @@ def test_generate_through_the_service_streams_the_same_ids() -> None:
     lines = proc.stdout.splitlines()
     assert lines[1] == "ids: 7042 30 198 198 504 2988 314 42", proc.stdout
     assert "streamed through the AI service" in proc.stderr
+
+
+@pytest.mark.guest
+def test_generate_sampled_guest_equals_reference() -> None:
+    if not (ROOT / "models/SMOL/CFG.BIN").is_file():
+        pytest.fail("models/SMOL is missing: run `make smol-assets` (make test does)")
+    ids = {}
+    for backend in ("guest", "reference"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "pyaisvc", "generate", "--backend", backend,
+             "--max-new-tokens", "8", "--temp", "0.9", "--top-k", "0", "--seed", "5",
+             "The capital of France is"],
+            cwd=ROOT, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr
+        ids[backend] = proc.stdout.splitlines()[1]
+    assert ids["guest"] == ids["reference"]
+    assert ids["guest"] != "ids: 7042 30 198 198 504 2988 314 42", "sampling changed nothing"
+
+
+def test_generate_rejects_a_bad_sampling_value_before_booting() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pyaisvc", "generate", "--temp", "0.8", "--top-p", "2", "x"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr == ("pyaisvc generate: --top-p: '2' is not above 0 and at most 1\n")

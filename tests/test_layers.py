@@ -10,7 +10,7 @@ the same):
 
     0  errors, the package itself (its __version__)
     1  refmath, quant, hfsources
-    2  assets, fsimg, tokenizer
+    2  assets, fsimg, tokenizer, symbolize, sampling
     3  qemu, reference, modelimage
     4  export, llmguest, translate
     5  bench, chat
@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "pyaisvc": 0, "pyaisvc.errors": 0,
     "pyaisvc.refmath": 1, "pyaisvc.quant": 1, "pyaisvc.hfsources": 1,
     "pyaisvc.assets": 2, "pyaisvc.fsimg": 2, "pyaisvc.tokenizer": 2,
+    "pyaisvc.symbolize": 2, "pyaisvc.sampling": 2,
     "pyaisvc.qemu": 3, "pyaisvc.reference": 3, "pyaisvc.modelimage": 3,
     "pyaisvc.export": 4, "pyaisvc.llmguest": 4, "pyaisvc.translate": 4,
     "pyaisvc.bench": 5, "pyaisvc.chat": 5,

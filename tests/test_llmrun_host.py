@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from host import llmcases as lc
+from host.buildlock import build_lock
 
 from pyaisvc.llmguest import timings
 
@@ -23,7 +24,9 @@ GEN = 8
 
 @pytest.fixture(scope="module")
 def progs() -> dict[str, Path]:
-    proc = subprocess.run(["make", "-s", "llm-host"], cwd=ROOT, capture_output=True, text=True)
+    with build_lock():
+        proc = subprocess.run(["make", "-s", "llm-host"], cwd=ROOT, capture_output=True,
+                              text=True)
     if proc.returncode != 0:
         pytest.fail(f"make llm-host failed:\n{proc.stdout}{proc.stderr}", pytrace=False)
     return {m: ROOT / f"build/host/llmrun_{m}" for m in ("smol", "qwen")}
@@ -209,9 +212,86 @@ def test_math_matches_refmath(progs: dict[str, Path]) -> None:
 
 def test_hot_kernels_share_a_page() -> None:
     """make llm-check-hot: the guest programs' .text.hot kernels lie in one 4 KiB page."""
-    p = subprocess.run(["make", "-s", "llm-check-hot"], cwd=ROOT, capture_output=True,
-                       text=True)
+    with build_lock():
+        p = subprocess.run(["make", "-s", "llm-check-hot"], cwd=ROOT, capture_output=True,
+                           text=True)
     if "no RISC-V cross compiler" in p.stdout + p.stderr:
         pytest.skip("no RISC-V cross compiler")
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.count("kernels,") == 2
+
+
+@pytest.mark.parametrize("args, first", [
+    (["--bogus", "1", "2"], "llmrun_smol: unknown option --bogus"),
+    (["--predict"], "llmrun_smol: missing the value of --predict"),
+    (["--asset-dir"], "llmrun_smol: missing the value of --asset-dir"),
+])
+def test_bad_option_is_named(progs: dict[str, Path], args: list[str], first: str) -> None:
+    p = run(progs["smol"], args)
+    assert p.returncode == 2
+    lines = p.stderr.splitlines()
+    assert lines[0] == first
+    assert lines[1].startswith("usage: llmrun_smol [--asset-dir DIR]")
+    assert p.stdout == ""
+
+
+SAMPLING = lc.SAMPLING_CASES
+
+
+@pytest.mark.slow
+def test_sampled_ids_match_reference(progs: dict[str, Path]) -> None:
+    assets = smol_or_skip("v3")
+    prompt = lc.FRANCE["smol"]
+    for case in SAMPLING:
+        want = lc.sampled_reference(assets, prompt, GEN, case)
+        p = run(progs["smol"], ["--asset-dir", str(assets), "--predict", str(GEN),
+                                *lc.sampling_args(case), *map(str, prompt)])
+        assert p.returncode == 0, p.stderr
+        assert ids_lines(p.stdout) == [want], case
+    # Different seeds give different continuations; greedy is unchanged.
+    outs = {tuple(lc.sampled_reference(assets, prompt, GEN, ("1", 0, "1", s))) for s in range(4)}
+    assert len(outs) > 1
+    greedy = run(progs["smol"], ["--asset-dir", str(assets), "--predict", str(GEN),
+                                 *map(str, prompt)])
+    assert ids_lines(greedy.stdout) == lc.reference_ids(assets, [prompt], GEN)
+
+
+def test_stop_id_ends_the_request(progs: dict[str, Path]) -> None:
+    assets = lc.qwen_tiny_dir("v3")
+    prompt = lc.qwen_prompts()[0]
+    want = lc.reference_ids(assets, [prompt], GEN)[0]
+    stop = want[2]
+    cut = want[:want.index(stop) + 1]
+    for extra in ([], ["--stream"]):
+        p = run(progs["qwen"], ["--asset-dir", str(assets), "--predict", str(GEN),
+                                "--stop", "1", "--stop", str(stop), *extra, *map(str, prompt)])
+        assert p.returncode == 0, p.stderr
+        assert p.stdout == " ".join(map(str, cut)) + "\n"
+        assert [t["gen"] for t in timings(p.stderr)] == [len(cut)]
+    p = run(progs["qwen"], ["--asset-dir", str(assets), "--stop", "999999999", "1"])
+    assert p.returncode == 1
+    assert "--stop: id 999999999 is not below vocab_size" in p.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--temp", "1e-3"], "--temp: '1e-3' is not a decimal such as 0.8"),
+    (["--temp", "0.1234567890123456"], "--temp: '0.1234567890123456' is not a decimal"),
+    (["--top-p", "0"], "--top-p: '0' is not a decimal above 0 and at most 1"),
+    (["--top-p", "1.5"], "--top-p: '1.5' is not a decimal above 0 and at most 1"),
+    (["--seed", "18446744073709551616"], "--seed: '18446744073709551616' is not a number"),
+    (["--top-k", "-1"], "--top-k: '-1' is not a number"),
+])
+def test_bad_sampling_values(progs: dict[str, Path], args: list[str], message: str) -> None:
+    p = run(progs["smol"], [*args, "1"])
+    assert p.returncode == 2
+    assert p.stderr.startswith(f"llmrun_smol: {message}")
+
+
+def test_sampler_parse_decimal_matches_guest_rule() -> None:
+    from pyaisvc.sampling import SamplingError, parse_decimal
+
+    assert parse_decimal("0.8", "t") == 0.8
+    assert parse_decimal("007.50", "t") == 7.5
+    for bad in ("1e-3", ".5", "5.", "-1", "0.1234567890123456", ""):
+        with pytest.raises(SamplingError):
+            parse_decimal(bad, "t")

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
+from pyaisvc import tokenizer
 from pyaisvc.cli import main
-from pyaisvc.tokenizer import TokenizerError, load_tokenizer
+from pyaisvc.tokenizer import TokenizerError, load_smol_from_gguf, load_tokenizer
 from pyaisvc.translate import TokenIdError, decode_ids, encode_text, parse_ids
 
 PROMPT = "The capital of France is"
@@ -89,7 +90,7 @@ def test_decode_beyond_vocab_is_refused():
 def test_tokenizer_file(tmp_path):
     # A local tokenizer.json (saved from the GGUF tokenizer) gives the same ids.
     path = tmp_path / "tokenizer.json"
-    load_tokenizer("smol")._tok.backend_tokenizer.save(str(path))
+    load_smol_from_gguf()._tok.backend_tokenizer.save(str(path))
     assert encode_text(PROMPT, "smol", str(path)) == EXPECTED["smol"]
     assert decode_ids(EXPECTED["smol"], "qwen", str(path)) == PROMPT
     with pytest.raises(TokenizerError, match="--tokenizer-file .*: no such file"):
@@ -133,9 +134,42 @@ def test_cli_files_and_stdin(tmp_path, capsys):
 def test_cli_bad_ids_exit_1_naming_the_field(tmp_path, capsys):
     rc, out, err = _cli(["translate", "decode", "--tokens", "504 abc"], capsys)
     assert rc == 1 and out == ""
-    assert "pyaisvc: --tokens: item 2 'abc' is not a number" in err
+    assert "pyaisvc translate: --tokens: item 2 'abc' is not a number" in err
     (tmp_path / "ids").write_text("1 2 -5")
     rc, _, err = _cli(["translate", "decode", "--token-file", str(tmp_path / "ids")], capsys)
     assert rc == 1 and "--token-file: item 3 -5 is negative" in err
     rc, _, err = _cli(["translate", "decode", "--token-file", str(tmp_path / "nope")], capsys)
     assert rc == 1 and "--token-file" in err and "nope" in err
+
+
+# ---------------------------------------------------------------- the tokenizer cache
+
+def test_cached_smol_tokenizer_equals_the_gguf_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("AISVC_CACHE", str(tmp_path))
+    load_tokenizer.cache_clear()
+    try:
+        cached = load_tokenizer("smol")
+        entry = tokenizer.smol_cache_dir(tokenizer.default_gguf())
+        assert entry.parent.parent == tmp_path and (entry / "tokenizer.json").is_file()
+        gguf = load_smol_from_gguf()
+        assert type(cached) is not type(gguf)  # really read from the cache
+        text = "\n".join(ROUND_TRIP) + " <|im_start|>user\nhi<|im_end|>"
+        ids = gguf.encode(text)
+        assert cached.encode(text) == ids and cached.vocab_size == gguf.vocab_size
+        every = list(range(0, gguf.vocab_size, 7)) + [0, 1, 2]
+        for skip in (False, True):
+            assert cached.decode(ids, skip) == gguf.decode(ids, skip)
+            assert cached.decode(every, skip) == gguf.decode(every, skip)
+        assert cached.chat_template == gguf.chat_template and cached.chat_template
+    finally:
+        load_tokenizer.cache_clear()
+
+
+def test_tokenizer_cache_is_keyed_by_the_model_files_content(tmp_path, monkeypatch):
+    monkeypatch.setenv("AISVC_CACHE", str(tmp_path))
+    a, b = tmp_path / "a.gguf", tmp_path / "b.gguf"
+    a.write_bytes(b"GGUF one")
+    b.write_bytes(b"GGUF one")
+    assert tokenizer.smol_cache_dir(a) == tokenizer.smol_cache_dir(b)
+    b.write_bytes(b"GGUF two")
+    assert tokenizer.smol_cache_dir(a) != tokenizer.smol_cache_dir(b)

@@ -10,6 +10,48 @@ APT_PKGS=(gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf qemu-system-misc 
   clang-format gdb-multiarch)
 VENV=${VENV:-.venv}
 
+# QEMU 10 or later: the guest then gets the vector extension and the LLM
+# runtime its RVV kernels, about 3x faster than scalar code (docs/PERF_NOTES.md,
+# facts 9 and 17). Debian 12 (bookworm) ships QEMU 7.2, so a machine without
+# QEMU gets it from bookworm-backports, pinned so that only QEMU's packages
+# (and the OpenSBI it requires) come from there. An installed older QEMU is
+# kept, since other work may be using it: the project runs on it with scalar
+# kernels; AISVC_QEMU_UPGRADE=1 make deps upgrades it. Newer Debian ships
+# QEMU 10 itself.
+BACKPORTS_LIST=/etc/apt/sources.list.d/aisvc-bookworm-backports.sources
+BACKPORTS_PIN=/etc/apt/preferences.d/aisvc-qemu-backports
+QEMU_BACKPORTS_PKGS=(qemu-system-misc qemu-system-riscv)
+
+qemu_major() {
+  qemu-system-riscv64 --version 2>/dev/null | sed -n 's/.*version \([0-9][0-9]*\)\..*/\1/p' | head -n1
+}
+
+# Adds bookworm-backports (unless some source has it) and the QEMU pin.
+add_backports() {
+  if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian' 'Suites: bookworm-backports' \
+      'Components: main' 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' > "$BACKPORTS_LIST"
+  fi
+  printf '%s\n' 'Package: src:qemu src:opensbi' 'Pin: release n=bookworm-backports' \
+    'Pin-Priority: 500' > "$BACKPORTS_PIN"
+}
+
+codename=$( (. /etc/os-release && echo "${VERSION_CODENAME:-}") 2>/dev/null || true)
+major=$(qemu_major)
+if [ "$codename" = bookworm ] && { [ -z "$major" ] || { [ "$major" -lt 10 ] && [ "${AISVC_QEMU_UPGRADE:-0}" = 1 ]; }; }; then
+  if [ "$(id -u)" -eq 0 ]; then
+    echo "setup: installing QEMU 10 from bookworm-backports (only QEMU's packages)"
+    add_backports
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${QEMU_BACKPORTS_PKGS[@]}"
+  else
+    echo "setup: QEMU 10 comes from bookworm-backports; as root, run: AISVC_QEMU_UPGRADE=1 make deps"
+    exit 1
+  fi
+elif [ -n "$major" ] && [ "$major" -lt 10 ]; then
+  echo "setup: QEMU $major runs the scalar kernels only (RVV needs QEMU 10: AISVC_QEMU_UPGRADE=1 make deps as root)"
+fi
+
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

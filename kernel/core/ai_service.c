@@ -47,15 +47,17 @@
 //   AIE_NOWORKER and may be retried.
 // - Cancel frees a queued or finished request at once; a running one is
 //   orphaned, as on owner exit, and dropped when the worker reports.
-// - ai_call is submit + wait in the kernel. If the wait fails with
-//   AIE_TOOSMALL or AIE_FAULT, the request is cancelled: the caller never
-//   saw its reqid, so it could not retry.
+// - ai_call is submit + wait in the kernel, and never leaves a request
+//   behind: it takes its result page before submitting (no memory: nothing
+//   is queued), and any failed wait cancels the request, since the caller
+//   never saw its reqid and could neither retry nor cancel it.
 // - The worker hands over the generated ids and the kernel writes the
 //   text, so the result always has llmrun's format. Progress is a token
 //   count; the first report of >= 1 token times the first token.
 // - Times in struct ai_status are the caller's view, from submit.
 // - No copy to or from user memory happens under ai.lock: data goes
-//   through the kernel stack or a kalloc'd page, and after the lock is
+//   through the kernel stack or a kalloc'd page (never for ai_complete, so
+//   that a finished request cannot be stranded by a lack of memory), and after the lock is
 //   taken again the slot is looked up again by its reqid.
 // - If the worker gives ai_next a bad address, the request goes back to
 //   the head of the FIFO: it was not the request's fault.
@@ -434,6 +436,30 @@ wait_locked(int reqid, char *buf, int cap)
   return s->result_len;
 }
 
+// Waits for request reqid and copies its result to user address out
+// through buf, a kalloc'd page (see ai_wait). Returns what ai_wait does.
+// Takes and releases ai.lock.
+static int
+wait_through(int reqid, uint64 out, int cap, char *buf)
+{
+  int err;
+
+  acquire(&ai.lock);
+  int len = wait_locked(reqid, buf, cap);
+  release(&ai.lock);
+  if (len < 0)
+    return len;
+  if (copyout(myproc()->pagetable, out, buf, len < cap ? len + 1 : len) < 0)
+    return -AIE_FAULT;
+  // The lock was dropped: look the slot up again.
+  acquire(&ai.lock);
+  struct ai_slot *s = slot_owned(reqid, &err);
+  if (s != 0 && s->state == AI_DONE)
+    slot_free(s);
+  release(&ai.lock);
+  return len;
+}
+
 // Waits for request reqid and copies its result to user address out (at
 // most cap bytes: the text, and a NUL if it fits). Returns the text's
 // length, the failed request's code, or another negative code; on
@@ -443,27 +469,12 @@ int
 ai_wait(int reqid, uint64 out, int cap)
 {
   char *buf;
-  int err;
 
   if (cap < 0)
     return -AIE_BADARG;
   if ((buf = kalloc()) == 0) // AI_RESULT_MAX + 1 <= PGSIZE
     return -AIE_NOMEM;
-  acquire(&ai.lock);
-  int len = wait_locked(reqid, buf, cap);
-  release(&ai.lock);
-  if (len >= 0) {
-    if (copyout(myproc()->pagetable, out, buf, len < cap ? len + 1 : len) < 0) {
-      len = -AIE_FAULT;
-    } else {
-      // The lock was dropped: look the slot up again.
-      acquire(&ai.lock);
-      struct ai_slot *s = slot_owned(reqid, &err);
-      if (s != 0 && s->state == AI_DONE)
-        slot_free(s);
-      release(&ai.lock);
-    }
-  }
+  int len = wait_through(reqid, out, cap, buf);
   kfree(buf);
   return len;
 }
@@ -504,19 +515,27 @@ ai_cancel(int reqid)
   return s != 0 ? 0 : err;
 }
 
-// Submit, then wait. Returns what ai_wait returns; see the header comment
-// for why a too-small buffer or a fault cancels the request.
+// Submit, then wait. Returns what ai_wait returns. The page the result
+// passes through is taken before the submit, so running out of memory
+// queues nothing; after the submit, any failure of the wait cancels the
+// request (the caller never saw its reqid; a failed request is freed
+// already and the cancel finds nothing).
 int
 ai_call(uint64 tokens, int count, int predict, uint64 out, int cap)
 {
+  char *buf;
+
   if (cap < 0)
     return -AIE_BADARG;
-  int reqid = ai_submit(tokens, count, predict);
-  if (reqid < 0)
-    return reqid;
-  int r = ai_wait(reqid, out, cap);
-  if (r == -AIE_TOOSMALL || r == -AIE_FAULT)
-    ai_cancel(reqid);
+  if ((buf = kalloc()) == 0)
+    return -AIE_NOMEM;
+  int r = ai_submit(tokens, count, predict);
+  if (r > 0) {
+    int reqid = r;
+    if ((r = wait_through(reqid, out, cap, buf)) < 0)
+      ai_cancel(reqid);
+  }
+  kfree(buf);
   return r;
 }
 
@@ -725,29 +744,27 @@ emitted_prefix(struct ai_slot *s, const uint32 *ids, int n)
 }
 
 // Worker only: request reqid generated the n ids at user address ids
-// (beginning with those it emitted). Returns 0 or a negative code.
+// (beginning with those it emitted). Returns 0 or a negative code. The ids
+// come through the kernel stack, not a kalloc'd page: out of memory, the
+// worker could only give up, and the request would stay RUNNING with its
+// caller asleep in ai_wait.
 int
 ai_complete(int reqid, uint64 ids, int n)
 {
+  uint32 buf[AI_MAX_PREDICT]; // 1 KiB of the 16 KiB kernel stack
   struct ai_slot *s;
-  uint32 *buf;
   int err = 0;
 
   if (n < 1 || n > AI_MAX_PREDICT)
     return -AIE_BADARG;
-  if ((buf = kalloc()) == 0)
-    return -AIE_NOMEM;
-  if (copyin(myproc()->pagetable, (char *)buf, ids, n * sizeof(uint32)) < 0) {
-    kfree(buf);
+  if (copyin(myproc()->pagetable, (char *)buf, ids, n * sizeof(uint32)) < 0)
     return -AIE_FAULT;
-  }
   acquire(&ai.lock);
   if ((s = slot_running(reqid, &err)) != 0 && (n > s->predict || !emitted_prefix(s, buf, n)))
     err = -AIE_BADARG;
   else if (s != 0)
     slot_done(s, buf, n);
   release(&ai.lock);
-  kfree(buf);
   return err;
 }
 

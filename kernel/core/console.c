@@ -6,9 +6,29 @@
 // nothing until the user presses Enter, and may still edit the line:
 //   backspace (^H or DEL) erases a character, ^U erases the line,
 //   ^D ends the input (a read at the start of a line returns 0),
-//   ^P prints the process list.
+//   ^C interrupts (below), ^P prints the process list.
 // cons.buf is circular: r is the next byte to read, w the end of the
 // completed lines, e the end of the line being edited (r <= w <= e).
+//
+// ^C and the foreground job. Every process belongs to a process group
+// (p->pgid, inherited by fork, changed with setpgid()). The console has
+// one foreground group, cons.fg, set with setfg(); 0 means none. The
+// interactive shell puts each job (a pipeline, all its commands) into a
+// group of its own, makes it the foreground while it waits for it, and
+// sets 0 again before it prompts; background jobs (&) get their own group
+// and never become the foreground. ^C then:
+//   1. echoes "^C" and a newline, and drops all input not yet read (the
+//      line being edited and lines typed ahead), so nothing of it reaches
+//      the next reader;
+//   2. kills every process of the foreground group, as kill() does: one
+//      asleep in any system call wakes and returns -EINTR, one computing
+//      in user space exits at its next timer interrupt (init is never
+//      killed);
+//   3. if that killed nothing (no foreground job), hands the reader an
+//      empty line instead, so a shell at its prompt prompts again.
+// The shell itself is never in the foreground group, so it survives, and
+// so do background jobs. Anyone may call setfg(): the console trusts its
+// programs as xv6 does.
 #include "kernel/include/types.h"
 #include "kernel/include/param.h"
 #include "kernel/include/errno.h"
@@ -31,6 +51,7 @@ static struct {
   uint r;
   uint w;
   uint e;
+  int fg; // the foreground process group, or 0
 } cons;
 
 // Writes one character; BACKSPACE also erases it on the terminal.
@@ -113,6 +134,38 @@ erase_one(void)
   return 1;
 }
 
+// ^C (see the top of the file). cons.lock is held.
+static void
+interrupt(void)
+{
+  consputc('^');
+  consputc('C');
+  consputc('\n');
+  cons.r = cons.w = cons.e;
+  if (cons.fg != 0 && kill_pgrp(cons.fg) > 0)
+    return;
+  cons.buf[cons.e++ % INPUT_BUF] = '\n';
+  cons.w = cons.e;
+  wakeup(&cons.r);
+}
+
+// setfg(pgid): makes process group pgid the console's foreground (0:
+// none). Returns the previous one, or -EINVAL for pgid < 0.
+uint64
+sys_setfg(void)
+{
+  int pgid;
+
+  argint(0, &pgid);
+  if (pgid < 0)
+    return -EINVAL;
+  acquire(&cons.lock);
+  int old = cons.fg;
+  cons.fg = pgid;
+  release(&cons.lock);
+  return old;
+}
+
 // Called by uartintr() for each byte typed.
 void
 consoleintr(int c)
@@ -121,6 +174,9 @@ consoleintr(int c)
   switch (c) {
   case C('P'):
     procdump();
+    break;
+  case C('C'):
+    interrupt();
     break;
   case C('U'):
     while (erase_one())

@@ -11,6 +11,9 @@
 //
 // The new image: page 0 unmapped, the segments, a guard page (no PTE_U),
 // USTACKSIZE of stack with argv on top, then the heap (p->heapbase).
+// A segment may sit at any page-aligned address up to that limit, however
+// high: the hole below it costs nothing, because fork, exit and this
+// file's teardown walk the page table, not the range below p->sz (vm.c).
 #include "kernel/include/types.h"
 #include "kernel/include/param.h"
 #include "kernel/include/errno.h"
@@ -51,7 +54,7 @@ segment_ok(struct proghdr *ph, uint64 sz)
       ph->off + ph->filesz >= ph->off &&
       ph->vaddr % PGSIZE == 0 &&
       ph->vaddr >= sz &&
-      ph->vaddr + ph->memsz <= TRAPFRAME - PGSIZE - USTACKSIZE;
+      ph->vaddr + ph->memsz <= USERTOP - PGSIZE - USTACKSIZE;
 }
 
 // Reads a segment's file bytes into its pages, which are mapped already.
@@ -136,6 +139,8 @@ exec(char *path, char **argv)
   uint64 sz = USERBASE;
   int err;
 
+  if ((err = thread_exec_prepare()) < 0)
+    return err;
   begin_op();
   if ((err = namei_err(path, &ip)) < 0) {
     end_op();
@@ -176,6 +181,7 @@ exec(char *path, char **argv)
   p->pagetable = pt;
   p->sz = sz;
   p->heapbase = sz;
+  p->tfva = TRAPFRAME;
   p->trapframe->epc = elf.entry;
   p->trapframe->sp = sp;
   p->trapframe->a1 = sp;
@@ -183,6 +189,7 @@ exec(char *path, char **argv)
   // possibly still in this hart's registers, are dropped.
   memset(&p->fpu, 0, sizeof(p->fpu));
   p->fpu_loaded = 0;
+  vector_free(p); // and without vector state until it uses V
   proc_freepagetable(oldpt, oldsz);
   return argc;
 

@@ -44,6 +44,7 @@ main(void)
     kvminit(ram_end);
     kvminithart();
     procinit();
+    vectorinit();
     trapinithart();
     plicinit();
     plicinithart();

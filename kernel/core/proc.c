@@ -10,9 +10,9 @@
 // releases that lock. Timer interrupts make a running process yield, so
 // scheduling is preemptive.
 //
-// Locks: p->lock guards the state, chan, killed, xstate and pid fields;
-// wait_lock guards every p->parent and is taken before any p->lock, so a
-// parent's wait() cannot miss a child's exit.
+// Locks: p->lock guards the state, chan, killed, xstate, pid and pgid
+// fields; wait_lock guards every p->parent and is taken before any
+// p->lock, so a parent's wait() cannot miss a child's exit.
 //
 // Floating point: the harts' f registers hold the running process's
 // values. sched() saves them into p->fpu when sstatus.FS says the process
@@ -37,12 +37,11 @@ static struct proc *initproc;
 static int nextpid = 1;
 static struct spinlock pid_lock;
 
-static struct spinlock wait_lock;
+struct spinlock wait_lock; // also thread.c's
 
 extern char trampoline[]; // trampoline.S
 
 static void forkret(void);
-static void freeproc(struct proc *p);
 
 // Is the slot in use? Read without p->lock, to skip free slots cheaply
 // (each acquire costs two sstatus writes, slow under QEMU). Only for
@@ -73,8 +72,11 @@ procinit(void)
 {
   initlock(&pid_lock, "nextpid");
   initlock(&wait_lock, "wait_lock");
+  threadinit();
   for (int i = 0; i < NPROC; i++) {
     initlock(&proc[i].lock, "proc");
+    initsleeplock(&proc[i].tg.vmlock, "vmlock");
+    initlock(&proc[i].tg.filelock, "filelock");
     proc[i].state = UNUSED;
     proc[i].kstack = KSTACK(i);
   }
@@ -116,8 +118,9 @@ allocpid(void)
 
 // Finds an UNUSED slot and prepares it to run in the kernel: trapframe,
 // empty user page table, context that starts at forkret. Returns the
-// process with p->lock held, or 0 if the table is full or memory ran out.
-static struct proc *
+// process (a main thread) with p->lock held, or 0 if the table is full or
+// memory ran out. thread.c turns it into a thread.
+struct proc *
 allocproc(void)
 {
   struct proc *p;
@@ -132,6 +135,8 @@ allocproc(void)
     return 0;
   p->pid = allocpid();
   p->state = USED;
+  p->leader = p;
+  p->tfva = TRAPFRAME;
   if ((p->trapframe = kalloc()) == 0 || (p->pagetable = proc_pagetable(p)) == 0) {
     freeproc(p);
     release(&p->lock);
@@ -147,7 +152,7 @@ allocproc(void)
 }
 
 // Frees a slot and everything hanging from it. p->lock must be held.
-static void
+void
 freeproc(struct proc *p)
 {
   if (p->trapframe)
@@ -158,12 +163,18 @@ freeproc(struct proc *p)
   p->pagetable = 0;
   p->sz = 0;
   p->heapbase = 0;
+  vector_free(p);
   p->pid = 0;
+  p->pgid = 0;
   p->parent = 0;
   p->name[0] = 0;
   p->chan = 0;
   p->killed = 0;
   p->xstate = 0;
+  p->thread_result = 0;
+  p->tg.stopping = 0;
+  p->tg.exit_requested = 0;
+  p->tg.exec_by = 0;
   p->state = UNUSED;
 }
 
@@ -188,12 +199,13 @@ proc_pagetable(struct proc *p)
   return pt;
 }
 
-// Frees a user page table and the memory below sz it maps.
+// Frees a user page table and the memory below sz it maps. The
+// trampoline and any trapframes left mapped above USERTOP are unmapped,
+// not freed.
 void
 proc_freepagetable(pagetable_t pt, uint64 sz)
 {
-  uvmunmap(pt, TRAMPOLINE, 1, 0);
-  uvmunmap(pt, TRAPFRAME, 1, 0);
+  uvmunmap(pt, USERTOP, (TRAMPOLINE + PGSIZE - USERTOP) / PGSIZE, 0);
   uvmfree(pt, sz);
 }
 
@@ -207,6 +219,7 @@ userinit(void)
   if (p == 0)
     panic("userinit: no memory");
   initproc = p;
+  p->pgid = p->pid;
   safestrcpy(p->name, "init", sizeof(p->name));
   p->state = RUNNABLE;
   release(&p->lock);
@@ -247,28 +260,35 @@ forkret(void)
   usertrapret();
 }
 
-// Grows or shrinks the current process's memory by n bytes. Returns 0,
-// -ENOMEM if memory runs out or the address space would overflow, or
-// -EINVAL if it would shrink below the start of the heap.
+// Grows or shrinks the current process's memory by n bytes, one thread
+// at a time; *oldsz is the size before. Returns 0, -ENOMEM if memory runs
+// out or the address space would overflow, -EINVAL if it would shrink
+// below the start of the heap, or -EBUSY to shrink with several threads
+// (kernel/core/thread.c says why).
 int
-growproc(long n)
+growproc(long n, uint64 *oldsz)
 {
-  struct proc *p = myproc();
-  uint64 sz = p->sz;
+  struct proc *p = myprocess();
+  int err = 0;
 
+  acquiresleep(&p->tg.vmlock);
+  uint64 sz = p->sz;
+  *oldsz = sz;
   if (n > 0) {
-    if (sz + n < sz || sz + n > TRAPFRAME)
-      return -ENOMEM;
-    int err = uvmalloc(p->pagetable, sz, sz + n, PTE_W);
-    if (err < 0)
-      return err;
-    p->sz = sz + n;
+    if (sz + n < sz || sz + n > USERTOP)
+      err = -ENOMEM;
+    else if ((err = uvmalloc(p->pagetable, sz, sz + n, PTE_W)) == 0)
+      p->sz = sz + n;
   } else if (n < 0) {
     if ((uint64)-n > sz - p->heapbase)
-      return -EINVAL;
-    p->sz = uvmdealloc(p->pagetable, sz, sz + n);
+      err = -EINVAL;
+    else if (thread_count(p) > 0)
+      err = -EBUSY;
+    else
+      p->sz = uvmdealloc(p->pagetable, sz, sz + n);
   }
-  return 0;
+  releasesleep(&p->tg.vmlock);
+  return err;
 }
 
 // Saves this hart's FP registers into p->fpu if they hold p's values and
@@ -311,24 +331,41 @@ fpu_enter(struct proc *p)
   }
 }
 
-// Creates a copy of the current process. Returns the child's pid in the
-// parent (the child returns 0 from the system call), -EAGAIN if the
-// process table is full, or -ENOMEM.
+// p's process group, read under p->lock (its parent may change it).
+static int
+pgid_of(struct proc *p)
+{
+  acquire(&p->lock);
+  int pgid = p->pgid;
+  release(&p->lock);
+  return pgid;
+}
+
+// Creates a copy of the current process with one thread, a copy of the
+// caller. Returns the child's pid in the parent (the child returns 0 from
+// the system call), -EAGAIN if the process table is full, or -ENOMEM.
 int
 fork(void)
 {
   struct proc *p = myproc();
+  struct proc *l = p->leader;
+  int pgid = pgid_of(l); // the process's group, also when a thread forks
   struct proc *np = allocproc();
 
   if (np == 0)
     return -EAGAIN;
-  if (uvmcopy(p->pagetable, np->pagetable, p->sz) < 0) {
+  release(&np->lock);
+  acquiresleep(&l->tg.vmlock);
+  int err = uvmcopy(p->pagetable, np->pagetable, l->sz);
+  np->sz = l->sz;
+  releasesleep(&l->tg.vmlock);
+  acquire(&np->lock);
+  if (err < 0) {
     freeproc(np);
     release(&np->lock);
     return -ENOMEM;
   }
-  np->sz = p->sz;
-  np->heapbase = p->heapbase;
+  np->heapbase = l->heapbase;
   *(np->trapframe) = *(p->trapframe);
   np->trapframe->a0 = 0;
 
@@ -337,17 +374,23 @@ fork(void)
   fpu_save_dirty(p);
   pop_off();
   np->fpu = p->fpu;
+  if (vector_fork(p, np) < 0) {
+    freeproc(np);
+    release(&np->lock);
+    return -ENOMEM;
+  }
 
   for (int i = 0; i < NOFILE; i++)
-    if (p->ofile[i])
-      np->ofile[i] = filedup(p->ofile[i]);
-  np->cwd = idup(p->cwd);
+    if (l->ofile[i])
+      np->ofile[i] = filedup(l->ofile[i]);
+  np->cwd = idup(l->cwd);
   safestrcpy(np->name, p->name, sizeof(p->name));
+  np->pgid = pgid;
   int pid = np->pid;
   release(&np->lock);
 
   acquire(&wait_lock);
-  np->parent = p;
+  np->parent = l;
   release(&wait_lock);
 
   acquire(&np->lock);
@@ -376,6 +419,8 @@ exit(int status)
 
   if (p == initproc)
     panic("exit: init exited");
+  // Other threads end first; a thread other than the main one ends here.
+  status = thread_exit_prepare(p, status);
   // Reclaim its AI requests; if it is the AI worker, fail what it ran.
   ai_exit(p);
   for (int fd = 0; fd < NOFILE; fd++) {
@@ -424,7 +469,7 @@ reap(struct proc *pp, uint64 addr)
 int
 wait(uint64 addr)
 {
-  struct proc *p = myproc();
+  struct proc *p = myprocess();
 
   acquire(&wait_lock);
   for (;;) {
@@ -438,7 +483,7 @@ wait(uint64 addr)
         return reap(pp, addr);
       release(&pp->lock);
     }
-    if (!havekids || killed(p)) {
+    if (!havekids || killed(myproc())) {
       release(&wait_lock);
       return havekids ? -EINTR : -ECHILD;
     }
@@ -494,6 +539,7 @@ sched(void)
   if (intr_get())
     panic("sched: interruptible");
   fpu_leave(p);
+  vector_leave(p);
   int intena = mycpu()->intena;
   swtch(&p->context, &mycpu()->context);
   mycpu()->intena = intena;
@@ -515,6 +561,13 @@ yield(void)
 // Because p->lock is taken before lk is released, and wakeup() needs
 // p->lock, a wakeup between the two cannot be missed. Callers loop,
 // rechecking their condition and killed().
+// A killed process never goes to sleep: it only yields the hart once. A
+// kill() from another hart may come after the caller's killed() check
+// and before this point, when the process is not SLEEPING yet, so kill()
+// cannot wake it; p->killed is read here under p->lock, which kill()
+// also holds, so the kill is seen either here or by kill() itself.
+// Sleeps that a kill must not end (disk, sleep locks, the log) loop on
+// their condition and so become polling loops until it holds.
 void
 sleep(void *chan, struct spinlock *lk)
 {
@@ -523,7 +576,7 @@ sleep(void *chan, struct spinlock *lk)
   acquire(&p->lock);
   release(lk);
   p->chan = chan;
-  p->state = SLEEPING;
+  p->state = p->killed ? RUNNABLE : SLEEPING;
   sched();
   p->chan = 0;
   release(&p->lock);
@@ -575,6 +628,59 @@ kill(int pid)
   return -ESRCH;
 }
 
+// Puts process pid (0: the caller) into process group pgid (0: a new
+// group numbered pid). Only the caller itself or one of its children may
+// be moved, so that a shell can place a job it just forked whichever of
+// the two runs first. Returns 0, -EINVAL for pid or pgid < 0, or -ESRCH
+// if pid is neither the caller nor its child.
+int
+setpgid(int pid, int pgid)
+{
+  struct proc *me = myprocess(); // a thread moves its whole process
+
+  if (pid < 0 || pgid < 0)
+    return -EINVAL;
+  if (pid == 0)
+    pid = me->pid;
+  acquire(&wait_lock);
+  for (struct proc *p = proc; p < &proc[NPROC]; p++) {
+    if (!slot_used(p) || (p != me && p->parent != me))
+      continue;
+    acquire(&p->lock);
+    if (p->pid == pid && p->state != UNUSED && p->state != ZOMBIE) {
+      p->pgid = pgid ? pgid : pid;
+      release(&p->lock);
+      release(&wait_lock);
+      return 0;
+    }
+    release(&p->lock);
+  }
+  release(&wait_lock);
+  return -ESRCH;
+}
+
+// Kills every process in group pgid, as kill() does, except init.
+// Returns how many were marked.
+int
+kill_pgrp(int pgid)
+{
+  int n = 0;
+
+  for (struct proc *p = proc; p < &proc[NPROC]; p++) {
+    if (!slot_used(p))
+      continue;
+    acquire(&p->lock);
+    if (p->pgid == pgid && p != initproc && p->state != UNUSED && p->state != ZOMBIE) {
+      p->killed = 1;
+      if (p->state == SLEEPING)
+        p->state = RUNNABLE;
+      n++;
+    }
+    release(&p->lock);
+  }
+  return n;
+}
+
 void
 setkilled(struct proc *p)
 {
@@ -583,13 +689,14 @@ setkilled(struct proc *p)
   release(&p->lock);
 }
 
+// Is p killed, or the process it is a thread of?
 int
 killed(struct proc *p)
 {
   acquire(&p->lock);
   int k = p->killed;
   release(&p->lock);
-  return k;
+  return k || __atomic_load_n(&p->leader->killed, __ATOMIC_RELAXED);
 }
 
 // Copies to a user address (user_dst) or a kernel one. Returns 0 or -EFAULT.
@@ -633,4 +740,15 @@ procdump(void)
     printf("%d %s %s %lu KiB\n", p->pid, states[p->state], p->name, p->sz / 1024);
   }
   printf("free memory: %lu MiB\n", kfreepages() / 256);
+}
+
+// Process table slots in use (zombies included), for sysinfo().
+int
+proc_count(void)
+{
+  int n = 0;
+
+  for (struct proc *p = proc; p < &proc[NPROC]; p++)
+    n += slot_used(p);
+  return n;
 }

@@ -97,6 +97,16 @@ uint64 sys_link(void);
 uint64 sys_mkdir(void);
 uint64 sys_close(void);
 uint64 sys_time_us(void);
+uint64 sys_thread_create(void); // thread.c
+uint64 sys_thread_join(void);
+uint64 sys_thread_exit(void);
+uint64 sys_futex_wait(void);
+uint64 sys_futex_wake(void);
+uint64 sys_nharts(void);
+uint64 sys_sysinfo(void);
+uint64 sys_setpgid(void);
+uint64 sys_setfg(void);     // console.c
+uint64 sys_vlenb(void);     // vector.c
 uint64 sys_ai_submit(void); // ai_service.c
 uint64 sys_ai_wait(void);
 uint64 sys_ai_query(void);
@@ -135,6 +145,16 @@ static uint64 (*syscalls[])(void) = {
   [SYS_mkdir] sys_mkdir,
   [SYS_close] sys_close,
   [SYS_time_us] sys_time_us,
+  [SYS_thread_create] sys_thread_create,
+  [SYS_thread_join] sys_thread_join,
+  [SYS_thread_exit] sys_thread_exit,
+  [SYS_futex_wait] sys_futex_wait,
+  [SYS_futex_wake] sys_futex_wake,
+  [SYS_nharts] sys_nharts,
+  [SYS_sysinfo] sys_sysinfo,
+  [SYS_setpgid] sys_setpgid,
+  [SYS_setfg] sys_setfg,
+  [SYS_vlenb] sys_vlenb,
   [SYS_ai_submit] sys_ai_submit,
   [SYS_ai_wait] sys_ai_wait,
   [SYS_ai_query] sys_ai_query,

@@ -6,6 +6,7 @@
 #include "kernel/include/riscv.h"
 #include "kernel/include/spinlock.h"
 #include "kernel/include/proc.h"
+#include "kernel/include/sysinfo.h"
 #include "kernel/include/defs.h"
 
 uint64
@@ -20,7 +21,7 @@ sys_exit(void)
 uint64
 sys_getpid(void)
 {
-  return myproc()->pid;
+  return myprocess()->pid;
 }
 
 uint64
@@ -45,8 +46,8 @@ sys_sbrk(void)
   long n;
 
   arglong(0, &n);
-  uint64 addr = myproc()->sz;
-  if (growproc(n) < 0)
+  uint64 addr;
+  if (growproc(n, &addr) < 0)
     return -1;
   return addr;
 }
@@ -85,6 +86,17 @@ sys_kill(void)
   return kill(pid);
 }
 
+// setpgid(pid, pgid): see setpgid() in proc.c.
+uint64
+sys_setpgid(void)
+{
+  int pid, pgid;
+
+  argint(0, &pid);
+  argint(1, &pgid);
+  return setpgid(pid, pgid);
+}
+
 // Ticks since boot.
 uint64
 sys_uptime(void)
@@ -97,4 +109,22 @@ uint64
 sys_time_us(void)
 {
   return r_time() / (TIMEBASE_HZ / 1000000);
+}
+
+// sysinfo(st): copies the kernel's resource counts (struct sysinfo) to
+// user address st. Returns 0 or -EFAULT.
+uint64
+sys_sysinfo(void)
+{
+  struct sysinfo si;
+  uint64 dst;
+
+  argaddr(0, &dst);
+  memset(&si, 0, sizeof(si));
+  si.freepages = kfreepages();
+  si.procs = proc_count();
+  si.files = file_count();
+  if (copyout(myproc()->pagetable, dst, &si, sizeof(si)) < 0)
+    return -EFAULT;
+  return 0;
 }

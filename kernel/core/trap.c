@@ -158,7 +158,7 @@ usertrap(void)
     syscall();
   } else if (scause & SCAUSE_INTR) {
     which = devintr(scause);
-  } else {
+  } else if (scause != EXC_ILLEGAL || !vector_trap(p)) {
     user_fault(p, scause, csr_read(stval), p->trapframe->epc);
   }
   if (killed(p))
@@ -178,6 +178,7 @@ usertrapret(void)
   // kernel, so interrupts stay off.
   intr_off();
   fpu_enter(p);
+  vector_enter(p);
   csr_write(stvec, TRAMPOLINE + (uservec - trampoline));
 
   p->trapframe->kernel_satp = csr_read(satp);
@@ -192,8 +193,8 @@ usertrapret(void)
   csr_write(sepc, p->trapframe->epc);
 
   uint64 satp = MAKE_SATP(p->pagetable);
-  void (*ret)(uint64) = (void (*)(uint64))(TRAMPOLINE + (userret - trampoline));
-  ret(satp);
+  void (*ret)(uint64, uint64) = (void (*)(uint64, uint64))(TRAMPOLINE + (userret - trampoline));
+  ret(satp, p->tfva);
 }
 
 // A trap in S-mode, called from kernelvec on the current kernel stack.

@@ -9,12 +9,24 @@
 // A user page table maps the program, its stack and heap from USERBASE
 // up to p->sz in 4 KiB pages with PTE_U, and the trampoline and the
 // process's trapframe (without PTE_U) at the top. The range below p->sz
-// may have holes (page 0 at least); the functions here skip them.
+// may have holes (page 0 at least, and everything below a program that
+// exec placed at a high address); the functions here skip them.
 //
-// copyin/copyout/copyinstr check every user address against the page
-// table: an unmapped page, a kernel-only page or (for copyout) a read-only
-// one gives -EFAULT, so a bad pointer from a user program never reaches a
-// kernel load or store.
+// Cost: fork (uvmcopy), exit and exec's teardown (uvmunmap, uvmfree) walk
+// the page table, not the address range: a missing table page skips the
+// 2 MiB or 1 GiB it would map. So their cost grows with the pages mapped
+// (plus one table scan per leaf table), whatever p->sz is. exec therefore
+// accepts a segment at any address below the stack's top limit; a program
+// at 200 GiB forks as fast as one at 4 KiB.
+//
+// User address ranges: user_range_ok() is the one check that a range
+// [va, va+len) lies inside user space (below TRAPFRAME) without wrapping
+// past 2^64. copyin and copyout apply it before touching anything, and so
+// does fs.c's readi() before it turns a user buffer into DMA segments;
+// then copyin/copyout/copyinstr check every page against the page table:
+// an unmapped page, a kernel-only page or (for copyout) a read-only one
+// gives -EFAULT, so a bad pointer from a user program never reaches a
+// kernel load or store or the disk.
 #include "kernel/include/param.h"
 #include "kernel/include/types.h"
 #include "kernel/include/errno.h"
@@ -121,6 +133,14 @@ mappages(pagetable_t pt, uint64 va, uint64 sz, uint64 pa, int perm)
   return 0;
 }
 
+// Is [va, va + len) inside user space, below TRAPFRAME, without wrapping?
+// An empty range is inside if va is at most the top.
+int
+user_range_ok(uint64 va, uint64 len)
+{
+  return va <= TRAPFRAME && len <= TRAPFRAME - va;
+}
+
 // Returns the physical address of user page va if it is mapped with all
 // of PTE_V, PTE_U and the bits in perm, else 0.
 static uint64
@@ -143,15 +163,39 @@ walkaddr(pagetable_t pt, uint64 va)
   return user_pa(pt, PGROUNDDOWN(va), 0);
 }
 
+// The leaf PTE for user page va (below MAXVA), or 0 if a table page on
+// the way is missing. *next is the next address worth looking at: va's
+// next page, or the end of the range the missing table would map.
+static pte_t *
+walk_skip(pagetable_t pt, uint64 va, uint64 *next)
+{
+  for (int level = 2; level > 0; level--) {
+    pte_t *pte = &pt[PX(level, va)];
+    if ((*pte & PTE_V) == 0) {
+      uint64 span = 1UL << (PGSHIFT + 9 * level);
+      *next = (va & ~(span - 1)) + span;
+      return 0;
+    }
+    if (PTE_LEAF(*pte))
+      panic("walk_skip: megapage in a user page table");
+    pt = (pagetable_t)PTE2PA(*pte);
+  }
+  *next = PGROUNDDOWN(va) + PGSIZE;
+  return &pt[PX(0, va)];
+}
+
 // Removes npages mappings from va (page-aligned), skipping unmapped
-// pages; frees the physical pages if do_free.
+// pages (a missing table page at once); frees the physical pages if
+// do_free.
 void
 uvmunmap(pagetable_t pt, uint64 va, uint64 npages, int do_free)
 {
+  uint64 next;
+
   if (va % PGSIZE != 0)
     panic("uvmunmap: alignment");
-  for (uint64 a = va; a < va + npages * PGSIZE; a += PGSIZE) {
-    pte_t *pte = walk(pt, a, 0);
+  for (uint64 a = va; a < va + npages * PGSIZE; a = next) {
+    pte_t *pte = walk_skip(pt, a, &next);
     if (pte == 0 || (*pte & PTE_V) == 0)
       continue;
     if (do_free)
@@ -225,13 +269,16 @@ uvmfree(pagetable_t pt, uint64 sz)
   freewalk(pt);
 }
 
-// fork: copies the user pages below sz from old to new, same permissions.
-// Returns 0, or -ENOMEM having freed what it copied.
+// fork: copies the user pages below sz from old to new, same permissions,
+// visiting only the table pages that exist. Returns 0, or -ENOMEM having
+// freed what it copied.
 int
 uvmcopy(pagetable_t old, pagetable_t new, uint64 sz)
 {
-  for (uint64 a = 0; a < sz; a += PGSIZE) {
-    pte_t *pte = walk(old, a, 0);
+  uint64 next;
+
+  for (uint64 a = 0; a < sz; a = next) {
+    pte_t *pte = walk_skip(old, a, &next);
     if (pte == 0 || (*pte & PTE_V) == 0)
       continue;
     char *mem = kalloc();
@@ -265,6 +312,8 @@ uvmclear(pagetable_t pt, uint64 va)
 int
 copyout(pagetable_t pt, uint64 dstva, void *src, uint64 len)
 {
+  if (!user_range_ok(dstva, len))
+    return -EFAULT;
   while (len > 0) {
     uint64 va0 = PGROUNDDOWN(dstva);
     uint64 pa0 = user_pa(pt, va0, PTE_W);
@@ -286,6 +335,8 @@ copyout(pagetable_t pt, uint64 dstva, void *src, uint64 len)
 int
 copyin(pagetable_t pt, void *dst, uint64 srcva, uint64 len)
 {
+  if (!user_range_ok(srcva, len))
+    return -EFAULT;
   while (len > 0) {
     uint64 va0 = PGROUNDDOWN(srcva);
     uint64 pa0 = user_pa(pt, va0, PTE_R);

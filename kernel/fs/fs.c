@@ -799,6 +799,10 @@ readi(struct inode *ip, int user_dst, uint64 dst, uint64 off, uint n)
   struct buf *bp;
   int r;
 
+  // The whole user buffer is checked first (vm.c user_range_ok), so no
+  // address below wraps and no DMA segment list comes out empty.
+  if (user_dst && !user_range_ok(dst, n))
+    return -EFAULT;
   if (off > ip->size || off + n < off)
     return 0;
   if (off + n > ip->size)
@@ -942,8 +946,10 @@ dirlookup(struct inode *dp, char *name, uint *poff, struct inode **ipp)
   return -ENOENT;
 }
 
-// Adds entry (name, inum) to directory dp. Returns 0, -EEXIST, -ENFILE,
-// -ENOSPC, -EFBIG or -EIO. Caller holds dp->lock and is inside a transaction.
+// Adds entry (name, inum) to directory dp. Returns 0, -ENOENT (dp was
+// removed meanwhile: an unlinked directory takes no new names, which would
+// be lost with it), -EEXIST, -ENFILE, -ENOSPC, -EFBIG or -EIO. Caller
+// holds dp->lock and is inside a transaction.
 int
 dirlink(struct inode *dp, char *name, uint inum)
 {
@@ -952,6 +958,8 @@ dirlink(struct inode *dp, char *name, uint inum)
   uint64 off;
   int r;
 
+  if (dp->nlink < 1)
+    return -ENOENT;
   if ((r = dirlookup(dp, name, 0, &ip)) == 0) {
     iput(ip);
     return -EEXIST;
@@ -1022,7 +1030,7 @@ namex(char *path, int parent, char *name, struct inode **ipp)
     if ((ip = iget(ROOTDEV, ROOTINO)) == 0)
       return -ENFILE;
   } else {
-    ip = idup(myproc()->cwd);
+    ip = cwd_dup();
   }
   while ((path = skipelem(path, name, &toolong)) != 0) {
     if (toolong) {

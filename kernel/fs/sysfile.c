@@ -30,7 +30,7 @@ argfd(int n, int *pfd, struct file **pf)
   struct file *f;
 
   argint(n, &fd);
-  if (fd < 0 || fd >= NOFILE || (f = myproc()->ofile[fd]) == 0)
+  if (fd < 0 || fd >= NOFILE || (f = myprocess()->ofile[fd]) == 0)
     return -EBADF;
   if (pfd)
     *pfd = fd;
@@ -44,14 +44,17 @@ static int
 fdalloc(struct file *f)
 {
   int fd;
-  struct proc *p = myproc();
+  struct proc *p = myprocess();
 
+  acquire(&p->tg.filelock);
   for (fd = 0; fd < NOFILE; fd++) {
     if (p->ofile[fd] == 0) {
       p->ofile[fd] = f;
+      release(&p->tg.filelock);
       return fd;
     }
   }
+  release(&p->tg.filelock);
   return -EMFILE;
 }
 
@@ -115,11 +118,20 @@ sys_close(void)
   int fd, r;
   struct file *f;
 
+  struct proc *p = myprocess();
+
   if ((r = argfd(0, &fd, &f)) < 0)
     return r;
-  myproc()->ofile[fd] = 0;
-  fileclose(f);
-  return 0;
+  // Another thread may close fd meanwhile: only one of them closes f.
+  acquire(&p->tg.filelock);
+  if (p->ofile[fd] != f)
+    r = -EBADF;
+  else
+    p->ofile[fd] = 0;
+  release(&p->tg.filelock);
+  if (r == 0)
+    fileclose(f);
+  return r;
 }
 
 uint64
@@ -344,7 +356,9 @@ create(char *path, short type, short major, short minor, struct inode **ipp)
     iunlockput(ip);
     return r;
   }
-  if (r != -ENOENT || (r = ialloc(dp->dev, type, &ip)) < 0) {
+  // dp may have been removed while this call waited for its lock (see
+  // dirlink); checked before dirinit, which would count the new "..".
+  if (r != -ENOENT || (r = dp->nlink < 1 ? -ENOENT : ialloc(dp->dev, type, &ip)) < 0) {
     iunlockput(dp);
     return r;
   }
@@ -478,8 +492,8 @@ uint64
 sys_chdir(void)
 {
   char path[MAXPATH];
-  struct inode *ip;
-  struct proc *p = myproc();
+  struct inode *ip, *old;
+  struct proc *p = myprocess();
   int r;
 
   if ((r = argstr(0, path, MAXPATH)) < 0)
@@ -495,9 +509,12 @@ sys_chdir(void)
     return r < 0 ? r : -ENOTDIR;
   }
   iunlock(ip);
-  iput(p->cwd);
-  end_op();
+  acquire(&p->tg.filelock);
+  old = p->cwd;
   p->cwd = ip;
+  release(&p->tg.filelock);
+  iput(old);
+  end_op();
   return 0;
 }
 
@@ -507,7 +524,7 @@ sys_pipe(void)
   uint64 fdarray;
   struct file *rf, *wf;
   int fd[2] = { -1, -1 }, r;
-  struct proc *p = myproc();
+  struct proc *p = myprocess();
 
   argaddr(0, &fdarray);
   if ((r = pipealloc(&rf, &wf)) < 0)

@@ -15,10 +15,12 @@ struct spinlock;
 struct sleeplock;
 struct stat;
 struct fpstate;
+struct vecstate;
 
 // start.c
 extern volatile uint64 fdt_pa;
 extern volatile int sstc_ok;
+extern volatile int misa_vector;
 
 // fdt.c
 int fdt_parse(uint64 pa, uint64 *ram_base, uint64 *ram_size, int *nharts);
@@ -63,6 +65,7 @@ void kvmmap(pagetable_t kpt, uint64 va, uint64 pa, uint64 sz, int perm);
 int mappages(pagetable_t pt, uint64 va, uint64 sz, uint64 pa, int perm);
 pte_t *walk(pagetable_t pt, uint64 va, int alloc);
 uint64 walkaddr(pagetable_t pt, uint64 va);
+int user_range_ok(uint64 va, uint64 len);
 pagetable_t uvmcreate(void);
 int uvmalloc(pagetable_t pt, uint64 oldsz, uint64 newsz, int xperm);
 uint64 uvmdealloc(pagetable_t pt, uint64 oldsz, uint64 newsz);
@@ -87,9 +90,14 @@ int fork(void);
 void exit(int status) __attribute__((noreturn));
 int wait(uint64 addr);
 int kill(int pid);
+int kill_pgrp(int pgid);
+int setpgid(int pid, int pgid);
 void setkilled(struct proc *p);
 int killed(struct proc *p);
-int growproc(long n);
+int growproc(long n, uint64 *oldsz);
+struct proc *allocproc(void); // for thread.c
+void freeproc(struct proc *p);
+
 void scheduler(void) __attribute__((noreturn));
 void sched(void);
 void yield(void);
@@ -98,7 +106,16 @@ void wakeup(void *chan);
 int either_copyout(int user_dst, uint64 dst, void *src, uint64 len);
 int either_copyin(void *dst, int user_src, uint64 src, uint64 len);
 void procdump(void);
+int proc_count(void);
 void fpu_enter(struct proc *p);
+
+// thread.c
+void threadinit(void);
+struct proc *myprocess(void);
+struct inode *cwd_dup(void);
+int thread_count(struct proc *l);
+int thread_exit_prepare(struct proc *p, int status);
+int thread_exec_prepare(void);
 
 // swtch.S
 void swtch(struct context *old, struct context *new);
@@ -106,6 +123,19 @@ void swtch(struct context *old, struct context *new);
 // fpu.S
 void fpu_save(struct fpstate *f);
 void fpu_restore(struct fpstate *f);
+
+// vector.c
+void vectorinit(void);
+int vector_trap(struct proc *p);
+void vector_leave(struct proc *p);
+void vector_enter(struct proc *p);
+int vector_fork(struct proc *parent, struct proc *child);
+void vector_free(struct proc *p);
+
+// vector.S
+void vector_save(struct vecstate *v);
+void vector_restore(struct vecstate *v);
+uint64 vector_vlenb(void);
 
 // exec.c
 int exec(char *path, char **argv);

@@ -58,6 +58,7 @@ void stati(struct inode *ip, struct stat *st);
 
 // file.c
 struct file *filealloc(void);
+int file_count(void);
 void fileclose(struct file *f);
 struct file *filedup(struct file *f);
 void fileinit(void);

@@ -13,10 +13,13 @@
 //
 // User virtual, from 0: an unmapped page (so a null pointer faults), the
 // program's segments, a guard page, the user stack (USTACKSIZE), then the
-// heap grown by sbrk; at the top TRAPFRAME and TRAMPOLINE.
+// heap grown by sbrk, all below USERTOP; above it the trapframes of the
+// process's threads (THREADFRAME(slot), one page per process-table slot,
+// kernel/core/thread.c), then TRAPFRAME (the main thread's) and TRAMPOLINE.
 #ifndef AISVC_MEMLAYOUT_H
 #define AISVC_MEMLAYOUT_H
 
+#include "param.h"
 #include "riscv.h"
 
 #define UART0     0x10000000L
@@ -37,6 +40,11 @@
 #define TRAMPOLINE (MAXVA - PGSIZE)
 #define KSTACK(i)  (TRAMPOLINE - ((i) + 1) * (KSTACKPAGES + 1) * PGSIZE)
 #define TRAPFRAME  (TRAMPOLINE - PGSIZE)
+
+// The trapframe of the thread in process-table slot i, and the top of
+// user memory below all of them.
+#define THREADFRAME(i) (TRAPFRAME - ((i) + 1) * PGSIZE)
+#define USERTOP        THREADFRAME(NPROC)
 
 // Lowest user address a program may load at: page 0 stays unmapped.
 #define USERBASE PGSIZE

@@ -5,6 +5,7 @@
 #include "param.h"
 #include "riscv.h"
 #include "spinlock.h"
+#include "sleeplock.h"
 
 // Callee-saved registers for swtch() between kernel threads.
 struct context {
@@ -72,12 +73,44 @@ struct fpstate {
   uint64 fcsr;
 };
 
+// User vector state (kernel/core/vector.c; saved by vector.S, which
+// knows the offsets of the first five fields). A process has none until
+// its first vector instruction: regs is 0 until then, and afterwards one
+// page holding v0-v31 (32 * vlenb bytes). loaded is set while this hart's
+// vector registers hold the values. Everything the vector unit needs per
+// flow of control is here, so it can move to a thread whole.
+struct vecstate {
+  uint64 vstart;
+  uint64 vl;
+  uint64 vtype;
+  uint64 vcsr;
+  char *regs;
+  int loaded;
+};
+
 enum procstate { UNUSED,
   USED,
   SLEEPING,
   RUNNABLE,
   RUNNING,
   ZOMBIE };
+
+// A slot of the process table is one thread: everything in struct proc
+// is per thread (kernel stack, trapframe, context, FP state, scheduling
+// state), and per-thread state added later belongs here too. A process is
+// its main thread, whose slot also holds the state all its threads share
+// (pid, parent, pagetable, sz, heapbase, ofile, cwd, xstate; the
+// struct threadgroup). The other threads point at it (`leader`) and use
+// its shared fields: myprocess() in kernel/core/thread.c.
+struct threadgroup {
+  struct sleeplock vmlock;  // serialises sbrk, fork and exec's address-space changes
+  struct spinlock filelock; // guards ofile[] and cwd against the other threads
+  // wait_lock must be held when using these:
+  int stopping;         // the process is ending its threads (exit, exec)
+  int exit_requested;   // a thread called exit(): its status is exit_status
+  int exit_status;      //
+  struct proc *exec_by; // the thread that is exec()ing, ending the others
+};
 
 struct proc {
   struct spinlock lock;
@@ -88,16 +121,20 @@ struct proc {
   int killed; // if non-zero, the process has been killed
   int xstate; // exit status returned to the parent's wait
   int pid;
+  int pgid; // process group: the console's ^C kills a whole group (console.c)
 
-  // wait_lock must be held when using this:
-  struct proc *parent;
+  // wait_lock must be held when using these:
+  struct proc *parent;  // 0 for a thread other than the main one
+  struct proc *leader;  // the process's main thread (itself if main)
+  uint64 thread_result; // thread_exit()'s value, for thread_join()
 
   // private to the process, so p->lock need not be held:
   uint64 kstack;               // virtual address of the kernel stack
   uint64 sz;                   // size of user memory (bytes)
   uint64 heapbase;             // start of the heap: sbrk cannot shrink below
   pagetable_t pagetable;       // user page table
-  struct trapframe *trapframe; // the page mapped at TRAPFRAME
+  struct trapframe *trapframe; // the page mapped at tfva
+  uint64 tfva;                 // TRAPFRAME (main thread) or THREADFRAME(slot)
   struct context context;      // swtch() here to run the process
   struct file *ofile[NOFILE];  // open files
   struct inode *cwd;           // current directory
@@ -107,6 +144,12 @@ struct proc {
   // process's values (see fpu_leave and fpu_enter in proc.c).
   struct fpstate fpu;
   int fpu_loaded;
+  struct vecstate vec; // private, like fpu (kernel/core/vector.c)
+
+  struct threadgroup tg; // used in the main thread's slot only
 };
+
+extern struct proc proc[NPROC];   // proc.c; thread.c walks it too
+extern struct spinlock wait_lock; // proc.c: guards parent, leader, tg
 
 #endif

@@ -17,6 +17,11 @@
 #define SSTATUS_FS_INIT  (1L << 13)
 #define SSTATUS_FS_CLEAN (2L << 13)
 #define SSTATUS_FS_DIRTY (3L << 13)
+#define SSTATUS_VS_MASK  (3L << 9) // vector unit state, encoded like FS
+#define SSTATUS_VS_OFF   (0L << 9)
+#define SSTATUS_VS_INIT  (1L << 9)
+#define SSTATUS_VS_CLEAN (2L << 9)
+#define SSTATUS_VS_DIRTY (3L << 9)
 #define SSTATUS_SUM      (1L << 18)
 
 // sie / sip / mideleg bits
@@ -28,7 +33,10 @@
 #define SCAUSE_INTR    (1UL << 63)
 #define IRQ_S_TIMER    5
 #define IRQ_S_EXTERNAL 9
+#define EXC_ILLEGAL    2
 #define EXC_ECALL_U    8
+
+#define MISA_V (1L << ('V' - 'A')) // the vector extension
 
 #define MCOUNTEREN_TM (1L << 1)   // lets S (and via scounteren, U) read `time`
 #define MENVCFG_STCE  (1UL << 63) // Sstc: S-mode owns stimecmp

@@ -27,7 +27,18 @@
 #define SYS_mkdir   20
 #define SYS_close   21
 #define SYS_time_us 22
-// 23..31 reserved for the kernel core; 32.. for the AI service
+// Threads (kernel/core/thread.c, docs/THREADS.md):
+#define SYS_thread_create 23
+#define SYS_thread_join   24
+#define SYS_thread_exit   25
+#define SYS_futex_wait    26
+#define SYS_futex_wake    27
+#define SYS_nharts        28
+#define SYS_sysinfo       29 // kernel/include/sysinfo.h
+// (30 and 31: process groups and the console's foreground, console.c)
+#define SYS_setpgid 30
+#define SYS_setfg   31
+// 23..31 and 48.. are the kernel core's; 32..47 the AI service's
 // (docs/AI_SERVICE.md; kernel/core/ai_service.c, kernel/include/aisvc.h):
 #define SYS_ai_submit   32
 #define SYS_ai_wait     33
@@ -43,5 +54,8 @@
 #define SYS_ai_take     43 // worker only: batching (non-blocking take, emit)
 #define SYS_ai_emit     44
 #define SYS_ai_stream   45 // any process: read the ids so far
+
+// The kernel core, continued:
+#define SYS_vlenb 48 // kernel/core/vector.c
 
 #endif

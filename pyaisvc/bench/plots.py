@@ -7,7 +7,9 @@
 
 Points are medians over the repeats (and, for TTFT, over the generated
 lengths, which do not change it); the bars show the minimum and maximum.
-Every panel names the QEMU version, harts and RAM it was measured with. The
+With several harts values (`--cpus 1,2`) each (mode, harts) pair is a
+series of its own. Every panel names the QEMU version, harts and RAM it
+was measured with. The
 figures have fixed sizes (``figure_pixels``) so their layout never depends
 on the data.
 """
@@ -33,7 +35,15 @@ def figure_pixels(name: str, n_models: int) -> tuple[int, int]:
 
 
 def _machine(result: BenchResult, model: str) -> str:
-    return machine_line(result.machines[model])
+    cpus = result.config.cpus
+    return machine_line(result.machines[model], cpus if len(cpus) > 1 else None)
+
+
+def _series_keys(result: BenchResult) -> list[tuple[str, int, str]]:
+    """(mode, harts, legend label) of every series, harts named only in a sweep."""
+    cpus = result.config.cpus
+    return [(mode, h, mode if len(cpus) == 1 else f"{mode}, {h} harts")
+            for mode in result.config.modes for h in cpus]
 
 
 def _series(samples: list[Sample], x_of: str, metric: str) -> tuple[list[int], list[float],
@@ -84,10 +94,11 @@ def plot_ttft(result: BenchResult, path: Path) -> None:
     models = result.config.models
     fig, axes = _figure("ttft", len(models))
     for ax, model in zip(axes[0], models, strict=True):
-        for mode in result.config.modes:
-            ss = [s for s in result.samples if s.model == model and s.mode == mode]
+        for mode, h, label in _series_keys(result):
+            ss = [s for s in result.samples
+                  if (s.model, s.mode, s.harts) == (model, mode, h)]
             xs, med, err = _series(ss, "prompt_len", "ttft_us")
-            ax.errorbar(xs, med, yerr=err, marker=MARKERS[mode], capsize=3, label=mode)
+            ax.errorbar(xs, med, yerr=err, marker=MARKERS[mode], capsize=3, label=label)
         _label(ax, result, model, "TTFT", result.config.prompt_lens,
                "prompt length (tokens)", "time to first token (ms)")
     _save(fig, path)
@@ -97,38 +108,41 @@ def plot_tpot(result: BenchResult, path: Path) -> None:
     models = result.config.models
     fig, axes = _figure("tpot", len(models))
     for ax, model in zip(axes[0], models, strict=True):
-        for mode in result.config.modes:
+        for mode, h, label in _series_keys(result):
             for p in result.config.prompt_lens:
-                key = (model, mode, p)
+                key = (model, mode, h, p)
                 ss = [s for s in result.samples
-                      if (s.model, s.mode, s.prompt_len) == key and s.gen_len > 1]
+                      if (s.model, s.mode, s.harts, s.prompt_len) == key and s.gen_len > 1]
                 if not ss:
                     continue
                 xs, med, err = _series(ss, "gen_len", "tpot_us")
                 ax.errorbar(xs, med, yerr=err, marker=MARKERS[mode], capsize=3,
-                            label=f"{mode}, prompt {p}")
+                            label=f"{label}, prompt {p}")
         _label(ax, result, model, "TPOT", result.config.gen_lens,
                "generated length (tokens)", "time per output token (ms)")
     _save(fig, path)
 
 
 def plot_load(result: BenchResult, path: Path) -> None:
-    models, modes = result.config.models, result.config.modes
+    models, keys = result.config.models, _series_keys(result)
     fig, axes = _figure("load_time", len(models))
     ax = axes[0][0]
-    width = 0.8 / len(modes)
-    for j, mode in enumerate(modes):
+    width = 0.8 / len(keys)
+    for j, (mode, h, _) in enumerate(keys):
         xs, meds, lo, hi = [], [], [], []
         for i, model in enumerate(models):
-            ss = [s.load_us / 1e6 for s in result.samples if s.model == model and s.mode == mode]
+            ss = [s.load_us / 1e6 for s in result.samples
+                  if (s.model, s.mode, s.harts) == (model, mode, h)]
             if not ss:
                 continue
             st = stat(ss)
-            xs.append(i + (j - (len(modes) - 1) / 2) * width)
+            xs.append(i + (j - (len(keys) - 1) / 2) * width)
             meds.append(st.median)
             lo.append(st.median - st.min)
             hi.append(st.max - st.median)
         label = "service (one load, at boot)" if mode == "service" else "cold (every run)"
+        if len(result.config.cpus) > 1:
+            label += f", {h} harts"
         bars = ax.bar(xs, meds, width, yerr=[lo, hi], capsize=4, label=label)
         ax.bar_label(bars, fmt="%.3f s", fontsize=8, padding=2)
     ax.set_xticks(range(len(models)), [result.titles[m] for m in models])

@@ -4,7 +4,10 @@
 - results.json: the machine and set-up (QEMU version, harts, RAM, assets,
   prompts), every sample, and per cell the median, minimum and maximum.
 - results.md: one Markdown table per model, each cell "median (min-max)"
-  in milliseconds, headed by the machine it was measured on.
+  in milliseconds, headed by the machine it was measured on; with several
+  harts values (--cpus 1,2), each cell once per harts, then the speed-up:
+  TTFT and TPOT medians as ratios to the first harts value's, measured in
+  the same run.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from pyaisvc.bench.runner import BenchResult, Machine
 from pyaisvc.bench.sample import PROFILE_FIELDS, Sample
 
 METRICS = ("load_us", "init_us", "ttft_us", "tpot_us")
-CSV_FIELDS = ("model", "mode", "prompt_len", "gen_len", "repeat", *METRICS, "wall_s", "ids",
-              *PROFILE_FIELDS)
+CSV_FIELDS = ("model", "mode", "prompt_len", "gen_len", "harts", "repeat", *METRICS, "wall_s",
+              "ids", *PROFILE_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class CellSummary:
     prompt_len: int
     gen_len: int
     stats: dict[str, Stat]  # metric -> statistics over the repeats
+    harts: int = 1
 
 
 def stat(values: list[float]) -> Stat:
@@ -46,21 +50,22 @@ def stat(values: list[float]) -> Stat:
 
 
 def summarize(samples: list[Sample]) -> list[CellSummary]:
-    """Per cell (model, mode, prompt, gen), in the order cells first appear."""
-    cells: dict[tuple[str, str, int, int], list[Sample]] = {}
+    """Per cell (model, mode, prompt, gen) and harts, sorted."""
+    cells: dict[tuple[str, str, int, int, int], list[Sample]] = {}
     for s in samples:
-        cells.setdefault((s.model, s.mode, s.prompt_len, s.gen_len), []).append(s)
+        cells.setdefault((s.model, s.mode, s.prompt_len, s.gen_len, s.harts), []).append(s)
     out = []
-    for key, group in cells.items():
+    for (model, mode, p, g, harts), group in cells.items():
         stats = {m: stat([float(getattr(s, m)) for s in group]) for m in METRICS}
-        out.append(CellSummary(*key, stats))
-    return sorted(out, key=lambda c: (c.model, c.mode, c.prompt_len, c.gen_len))
+        out.append(CellSummary(model, mode, p, g, stats, harts))
+    return sorted(out, key=lambda c: (c.model, c.mode, c.prompt_len, c.gen_len, c.harts))
 
 
-def machine_line(m: Machine) -> str:
-    """E.g. "QEMU 7.2.22, 1 hart, 512 MiB RAM"."""
-    harts = f"{m.harts} hart" + ("s" if m.harts != 1 else "")
-    return f"{m.qemu}, {harts}, {m.ram_mib} MiB RAM"
+def machine_line(m: Machine, harts: list[int] | None = None) -> str:
+    """E.g. "QEMU 7.2.22, 1 hart, 512 MiB RAM"; harts (a sweep) replaces m.harts."""
+    hs = harts or [m.harts]
+    text = " and ".join(map(str, hs)) + " hart" + ("s" if hs != [1] else "")
+    return f"{m.qemu}, {text}, {m.ram_mib} MiB RAM"
 
 
 def write_csv(path: Path, samples: list[Sample]) -> None:
@@ -82,14 +87,15 @@ def to_json(result: BenchResult) -> dict:
         "seconds": round(result.seconds, 1),
         "host": result.host,
         "matrix": {"models": cfg.models, "modes": cfg.modes, "prompt_lens": cfg.prompt_lens,
-                   "gen_lens": cfg.gen_lens, "repeat": cfg.repeat},
+                   "gen_lens": cfg.gen_lens, "repeat": cfg.repeat, "cpus": cfg.cpus},
         "machines": {k: asdict(v) for k, v in result.machines.items()},
         "assets": result.assets,
         "titles": result.titles,
         "prompts": {m: {str(n): ids for n, ids in p.items()} for m, p in result.prompts.items()},
         "samples": [asdict(s) for s in result.samples],
         "cells": [{"model": c.model, "mode": c.mode, "prompt_len": c.prompt_len,
-                   "gen_len": c.gen_len, **{k: asdict(v) for k, v in c.stats.items()}}
+                   "gen_len": c.gen_len, "harts": c.harts,
+                   **{k: asdict(v) for k, v in c.stats.items()}}
                   for c in summarize(result.samples)],
     }
 
@@ -117,38 +123,66 @@ def markdown(result: BenchResult, command: str = "") -> str:
                   f"at the start and {h.get('loadavg_end')} at the end (other work on the host "
                   "slows QEMU down; compare numbers measured under similar load).", ""]
     cells = summarize(result.samples)
+    sweep = cfg.cpus if len(cfg.cpus) > 1 else None
     for model in cfg.models:
-        lines += [f"## {result.titles[model]}: {machine_line(result.machines[model])}", "",
-                  f"Assets: `{result.assets[model]}`", "",
-                  "| mode | prompt | gen | runs | load (ms) | init (ms) | TTFT (ms) | TPOT (ms) |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"## {result.titles[model]}: {machine_line(result.machines[model], sweep)}",
+                  "", f"Assets: `{result.assets[model]}`", "",
+                  "| mode | prompt | gen | harts | runs | load (ms) | init (ms) | TTFT (ms) "
+                  "| TPOT (ms) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for c in (c for c in cells if c.model == model):
             st = c.stats
-            lines.append(f"| {c.mode} | {c.prompt_len} | {c.gen_len} | {st['ttft_us'].n} | "
-                         f"{_ms(st['load_us'])} | {_ms(st['init_us'])} | {_ms(st['ttft_us'])} | "
-                         f"{_ms(st['tpot_us'])} |")
+            lines.append(f"| {c.mode} | {c.prompt_len} | {c.gen_len} | {c.harts} | "
+                         f"{st['ttft_us'].n} | {_ms(st['load_us'])} | {_ms(st['init_us'])} | "
+                         f"{_ms(st['ttft_us'])} | {_ms(st['tpot_us'])} |")
         lines.append("")
+        if sweep:
+            lines += speedup_table([c for c in cells if c.model == model], sweep)
         lines += profile_table([s for s in result.samples if s.model == model and s.profile])
     return "\n".join(lines)
+
+
+def _ratio(c: CellSummary, ref: CellSummary, metric: str) -> str:
+    """c's median of metric over ref's, two decimals ("-" when ref's is 0)."""
+    den = ref.stats[metric].median
+    return f"{c.stats[metric].median / den:.2f}" if den > 0 else "-"
+
+
+def speedup_table(cells: list[CellSummary], harts: list[int]) -> list[str]:
+    """Markdown lines: per cell, TTFT and TPOT medians with h harts over those with harts[0]."""
+    base = harts[0]
+    lines = [f"Speed-up (median with N harts / median with {base}; below 1 is faster):", "",
+             "| prompt | gen | mode | harts | TTFT ratio | TPOT ratio |",
+             "|---:|---:|---|---:|---:|---:|"]
+    by_key = {(c.mode, c.prompt_len, c.gen_len, c.harts): c for c in cells}
+    for c in cells:
+        ref = by_key.get((c.mode, c.prompt_len, c.gen_len, base))
+        if c.harts == base or ref is None:
+            continue
+        lines.append(f"| {c.prompt_len} | {c.gen_len} | {c.mode} | {c.harts} | "
+                     f"{_ratio(c, ref, 'ttft_us')} | {_ratio(c, ref, 'tpot_us')} |")
+    return [*lines, ""]
 
 
 def profile_table(samples: list[Sample]) -> list[str]:
     """Markdown lines: per cell, the median share of matmul / attention / other time."""
     if not samples:
         return []
+    sweep = len({s.harts for s in samples}) > 1  # then a harts column
     lines = ["Where the time goes (`--profile`; median share of the phase's time):", "",
-             "| prompt | gen | prefill matmul | attention | other | decode matmul | attention "
-             "| other |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    cells = sorted({(s.prompt_len, s.gen_len) for s in samples})
-    for p, g in cells:
-        group = [s for s in samples if (s.prompt_len, s.gen_len) == (p, g)]
+             "| prompt | gen | " + ("harts | " if sweep else "") + "prefill matmul | attention "
+             "| other | decode matmul | attention | other |",
+             "|---:|---:|" + ("---:|" if sweep else "") + "---:|---:|---:|---:|---:|---:|"]
+    cells = sorted({(s.prompt_len, s.gen_len, s.harts) for s in samples})
+    for p, g, h in cells:
+        group = [s for s in samples if (s.prompt_len, s.gen_len, s.harts) == (p, g, h)]
         shares = []
         for phase in ("prefill", "decode"):
             parts = [f"{phase}_{x}_us" for x in ("matmul", "attn", "other")]
             for k in parts:
                 ratios = [s.profile[k] / max(1, sum(s.profile[q] for q in parts)) for s in group]
                 shares.append(f"{100 * statistics.median(ratios):.0f}%")
-        lines.append(f"| {p} | {g} | " + " | ".join(shares) + " |")
+        lines.append(f"| {p} | {g} | " + (f"{h} | " if sweep else "") + " | ".join(shares)
+                     + " |")
     return [*lines, ""]
 
 

@@ -17,20 +17,22 @@ set-up steps to another, and the CLI decides how to show them.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pyaisvc.assets import load_config
 from pyaisvc.bench.matrix import BenchError, Run, check_lengths, plan_runs, prompt_ids
 from pyaisvc.bench.sample import Note, Sample
 from pyaisvc.bench.service import ServiceClient
+from pyaisvc.errors import AisvcError
 from pyaisvc.llmguest import MODELS, Prepared, id_args, parse_output, prepare
-from pyaisvc.qemu import Guest, GuestError, QemuConfig
+from pyaisvc.qemu import Guest, QemuConfig, cpu_option, default_qemu
 from pyaisvc.tokenizer import load_tokenizer
 
 PROFILE = re.compile(r"^(\S+): profile phase=(prefill|decode) matmul_us=(\d+) attn_us=(\d+) "
@@ -65,11 +67,11 @@ class BenchConfig:
     prompt_lens: list[int]
     gen_lens: list[int]
     repeat: int = 3
-    cpus: int = 1
+    cpus: list[int] = field(default_factory=lambda: [1])  # one guest per value, in order
     ram: str | None = None  # None: each model's default (ModelSpec.ram)
     assets: dict[str, Path | None] = field(default_factory=dict)
     root: Path = Path(".")
-    qemu: str = "qemu-system-riscv64"
+    qemu: str = field(default_factory=default_qemu)
     profile: bool = False  # cold runs with --profile: matmul / attention / other split
 
 
@@ -77,7 +79,7 @@ class BenchConfig:
 class BenchResult:
     config: BenchConfig
     samples: list[Sample]
-    machines: dict[str, Machine]  # model -> machine
+    machines: dict[str, Machine]  # model -> machine (its first harts value)
     prompts: dict[str, dict[int, list[int]]]  # model -> prompt length -> ids
     assets: dict[str, str]  # model -> asset directory used
     titles: dict[str, str]  # model -> what the assets hold (INFO.TXT)
@@ -134,7 +136,7 @@ def _prepare_all(cfg: BenchConfig, note: Note) -> tuple[dict[str, Prepared], dic
     for model in cfg.models:
         spec = MODELS[model]
         note(f"{model}: building kernel, programs and image")
-        p = prepare(cfg.root, spec, cfg.assets.get(model))
+        p = prepare(cfg.root, spec, cfg.assets.get(model), flag=f"--assets-{model}")
         seq_len = load_config((p.assets / "CFG.BIN").read_bytes()).runtime_seq_len
         check_lengths(cfg.prompt_lens, cfg.gen_lens, seq_len, model)
         tok = load_tokenizer(model)
@@ -143,20 +145,22 @@ def _prepare_all(cfg: BenchConfig, note: Note) -> tuple[dict[str, Prepared], dic
     return prepared, prompts
 
 
-def _measure_model(cfg: BenchConfig, model: str, p: Prepared, runs: list[Run], version: str,
-                   state: Progress, progress: Callable[[Progress], None] | None,
-                   note: Note) -> tuple[Machine, list[Sample]]:
-    """Boots one guest for model and runs its part of the plan in it."""
+def _measure_model(cfg: BenchConfig, model: str, harts: int, p: Prepared, runs: list[Run],
+                   version: str, state: Progress, progress: Callable[[Progress], None] | None,
+                   note: Note, samples: list[Sample], machines: dict[str, Machine]) -> None:
+    """Boots one guest with `harts` harts for model and runs its part of the plan in it,
+    appending each sample to samples as it is measured (so a failure later keeps it) and
+    the machine to machines once booted (the first harts value's, for the tables)."""
     spec = MODELS[model]
-    qc = QemuConfig(kernel=p.kernel, image=p.image, ram=cfg.ram or spec.ram, cpus=cfg.cpus,
+    qc = QemuConfig(kernel=p.kernel, image=p.image, ram=cfg.ram or spec.ram, cpus=harts,
                     snapshot=True, qemu=cfg.qemu)
-    note(f"{model}: booting the guest ({cfg.cpus} harts, {qc.ram})")
-    samples = []
+    note(f"{model}: booting the guest ({harts} harts, {qc.ram})")
     guest = Guest(qc)
     try:  # not `with`: a failed boot must close QEMU too
         guest.boot()
         assert guest.harts is not None and guest.ram_mib is not None
-        machine = Machine(version, guest.harts, guest.ram_mib, guest.boot_seconds or 0.0)
+        machines.setdefault(model, Machine(f"{version}, -cpu {cpu_option(qc)}", guest.harts,
+                                           guest.ram_mib, guest.boot_seconds or 0.0))
         service = ServiceClient(guest, spec, note) if "service" in cfg.modes else None
         for run in runs:
             state.label = run.cell.label + f" #{run.repeat + 1}"
@@ -164,16 +168,26 @@ def _measure_model(cfg: BenchConfig, model: str, p: Prepared, runs: list[Run], v
                 progress(state)
             timeout = run_timeout(run, p.size_mb)
             if service is not None and run.cell.mode == "service":
-                samples.append(service.run(run, timeout))
+                sample = service.run(run, timeout)
             else:
-                samples.append(run_cold(guest, run, timeout, cfg.profile))
+                sample = run_cold(guest, run, timeout, cfg.profile)
+            samples.append(replace(sample, harts=harts))
             state.done += 1
             state.done_weight += run.weight
             if progress:
                 progress(state)
     finally:
         guest.close()
-    return machine, samples
+
+
+class BenchIncomplete(BenchError):
+    """The benchmark stopped part-way (an error or Ctrl-C); ``partial`` holds what was
+    measured until then (its config lists only the models with a booted guest), and
+    ``interrupted`` says whether it was Ctrl-C."""
+
+    def __init__(self, message: str, partial: BenchResult, interrupted: bool) -> None:
+        super().__init__(message)
+        self.partial, self.interrupted = partial, interrupted
 
 
 def run_bench(cfg: BenchConfig, progress: Callable[[Progress], None] | None = None,
@@ -187,20 +201,29 @@ def run_bench(cfg: BenchConfig, progress: Callable[[Progress], None] | None = No
     prepared, prompts = _prepare_all(cfg, note)
     runs = plan_runs(cfg.models, cfg.modes, cfg.prompt_lens, cfg.gen_lens, cfg.repeat, prompts,
                      {m: p.size_mb for m, p in prepared.items()})
-    state = Progress(0, len(runs), 0.0, sum(r.weight for r in runs), "")
+    n = len(cfg.cpus)
+    state = Progress(0, n * len(runs), 0.0, n * sum(r.weight for r in runs), "")
     samples: list[Sample] = []
     machines: dict[str, Machine] = {}
+
+    def result(models: list[str]) -> BenchResult:
+        host = {"cpus": os.cpu_count(), "loadavg_start": round(load_start, 2),
+                "loadavg_end": round(os.getloadavg()[0], 2)}
+        return BenchResult(dataclasses.replace(cfg, models=models), samples, machines, prompts,
+                           {m: str(prepared[m].assets) for m in models},
+                           {m: prepared[m].title for m in models}, started,
+                           time.monotonic() - t_start, host)
+
     for model in cfg.models:
         mine = [r for r in runs if r.cell.model == model]
-        try:
-            machines[model], got = _measure_model(cfg, model, prepared[model], mine, version,
-                                                  state, progress, note)
-        except GuestError as e:
-            raise BenchError(f"{model}: the guest failed during the benchmark: {e}") from e
-        samples += got
-    host = {"cpus": os.cpu_count(), "loadavg_start": round(load_start, 2),
-            "loadavg_end": round(os.getloadavg()[0], 2)}
-    return BenchResult(cfg, samples, machines, prompts,
-                       {m: str(p.assets) for m, p in prepared.items()},
-                       {m: p.title for m, p in prepared.items()}, started,
-                       time.monotonic() - t_start, host)
+        for harts in cfg.cpus:
+            try:
+                _measure_model(cfg, model, harts, prepared[model], mine, version, state,
+                               progress, note, samples, machines)
+            except (AisvcError, KeyboardInterrupt) as e:
+                done = result([m for m in cfg.models if m in machines])
+                why = ("interrupted" if isinstance(e, KeyboardInterrupt)
+                       else f"{model}: the guest failed during the benchmark ({harts} harts): {e}")
+                raise BenchIncomplete(f"{why} (after {state.done} of {state.total} runs)", done,
+                                      isinstance(e, KeyboardInterrupt)) from e
+    return result(cfg.models)

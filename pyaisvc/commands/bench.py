@@ -3,18 +3,23 @@
     pyaisvc bench --model smol                       # 3 x 3 cells, 3 repeats, cold
     pyaisvc bench --model both --mode both --out results/
     pyaisvc bench --model qwen --assets-qwen build/assets/qwen08/QWEN --repeat 1
+    pyaisvc bench --config docs/bench-example.toml  # a whole plan in one file
+    pyaisvc bench --cpus 1,2 --prompt-lens 32 --gen-lens 32   # harts as a series
     pyaisvc bench --mode service --burst --prompt-lens 5 --gen-lens 32 --batch 1,8
 
 Builds what is missing (kernel, guest programs, image), boots the guest once
 per model, runs every (prompt length, generated length) cell --repeat times
 with a fixed English prompt cut to length, and writes results.csv,
-results.json, results.md and three PNG plots into --out. docs/MEASURE.md
+results.json, results.md and three PNG plots into --out. --out is checked
+(created and written to) before anything is measured; a run that fails or
+is interrupted part-way writes the runs measured so far (csv, json, md). docs/MEASURE.md
 says where each number comes from and how to read the plots.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import time
@@ -24,24 +29,37 @@ from tqdm import tqdm
 
 from pyaisvc.bench import burst, plots, report
 from pyaisvc.bench.matrix import BenchError, parse_lengths
-from pyaisvc.bench.runner import BenchConfig, Progress, run_bench
+from pyaisvc.bench.plan import load_plan
+from pyaisvc.bench.runner import BenchConfig, BenchIncomplete, Progress, run_bench
 from pyaisvc.errors import AisvcError, CommandError
 from pyaisvc.llmguest import MODELS
 
+# Each matrix flag's default; a flag left out takes the --config file's value, then this.
+DEFAULTS: dict[str, object] = {
+    "model": "smol", "mode": "cold", "prompt_lens": "8,16,32", "gen_lens": "8,16,32",
+    "repeat": 3, "cpus": "1", "ram": None, "out": None, "assets_smol": None,
+    "assets_qwen": None, "profile": False,
+}
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", choices=(*MODELS, "both"), default="smol",
+    parser.add_argument("--config", type=Path, metavar="FILE.toml",
+                        help="a measurement plan: any of the flags below as TOML keys "
+                             "(docs/bench-example.toml); flags given here win")
+    parser.add_argument("--model", choices=(*MODELS, "both"),
                         help="which model(s) to measure (default smol)")
-    parser.add_argument("--mode", choices=("cold", "service", "both"), default="cold",
+    parser.add_argument("--mode", choices=("cold", "service", "both"),
                         help="cold: a fresh llmrun process per run (loads every time); "
                              "service: the resident AI worker; both: side by side "
                              "(default cold)")
-    parser.add_argument("--prompt-lens", default="8,16,32", metavar="N,N,...",
+    parser.add_argument("--prompt-lens", metavar="N,N,...",
                         help="prompt lengths in tokens (default 8,16,32)")
-    parser.add_argument("--gen-lens", default="8,16,32", metavar="N,N,...",
+    parser.add_argument("--gen-lens", metavar="N,N,...",
                         help="generated lengths in tokens (default 8,16,32)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per cell (default 3)")
-    parser.add_argument("--cpus", type=int, default=1, help="guest harts (default 1)")
+    parser.add_argument("--repeat", type=int, help="runs per cell (default 3)")
+    parser.add_argument("--cpus", metavar="N,N,...",
+                        help="guest harts; several (e.g. 1,2) boot one guest per value and "
+                             "report each cell per harts with the speed-up (default 1)")
     parser.add_argument("--ram", help="guest RAM, e.g. 512M or 2G (default: " + ", ".join(
         f"{m.ram} for {m.name}" for m in MODELS.values()) + ")")
     parser.add_argument("--out", type=Path,
@@ -51,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--assets-qwen", type=Path, metavar="DIR",
                         help="Qwen3.5 asset directory (default models/QWEN), e.g. "
                              "build/assets/qwen08/QWEN")
-    parser.add_argument("--profile", action="store_true",
+    parser.add_argument("--profile", action="store_true", default=None,
                         help="cold runs also split prefill and decode into matmul, attention "
                              "and other time (adds a little overhead)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -65,19 +83,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "one-at-a-time service; default 1,8)")
 
 
-def _config(args: argparse.Namespace):
-    if args.repeat < 1 or args.cpus < 1:
-        raise CommandError("bench: --repeat and --cpus must be at least 1")
+def apply_plan(args: argparse.Namespace) -> None:
+    """Fills each matrix flag left out from the --config file, then from DEFAULTS."""
     try:
+        plan = load_plan(args.config) if args.config is not None else {}
+    except BenchError as e:
+        raise CommandError(f"bench: {e}") from e
+    for key, default in DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, plan.get(key, default))
+
+
+def _config(args: argparse.Namespace):
+    if args.repeat < 1:
+        raise CommandError("bench: --repeat must be at least 1")
+    try:
+        cpus = parse_lengths(args.cpus, "--cpus")
         prompt_lens = parse_lengths(args.prompt_lens, "--prompt-lens")
         gen_lens = parse_lengths(args.gen_lens, "--gen-lens")
     except BenchError as e:
         raise CommandError(f"bench: {e}") from e
     models = list(MODELS) if args.model == "both" else [args.model]
     modes = ["cold", "service"] if args.mode == "both" else [args.mode]
-    return BenchConfig(models, modes, prompt_lens, gen_lens, args.repeat, args.cpus, args.ram,
+    return BenchConfig(models, modes, prompt_lens, gen_lens, args.repeat, cpus, args.ram,
                        {"smol": args.assets_smol, "qwen": args.assets_qwen}, Path("."),
                        profile=args.profile)
+
+
+def check_out(out: Path) -> None:
+    """Creates out and proves a file can be written there, before anything is measured."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".bench-write-check-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise CommandError(f"bench: --out {out}: cannot write there ({e.strerror or e}); "
+                           "pass --out with a directory you can write") from e
 
 
 def _run_burst(args: argparse.Namespace, out: Path) -> int:
@@ -87,18 +129,21 @@ def _run_burst(args: argparse.Namespace, out: Path) -> int:
         batches = parse_lengths(args.batch, "--batch")
         prompt_len = parse_lengths(args.prompt_lens, "--prompt-lens")[0]
         gen = parse_lengths(args.gen_lens, "--gen-lens")[0]
+        cpus = parse_lengths(args.cpus, "--cpus")
     except BenchError as e:
         raise CommandError(f"bench: {e}") from e
     if any(b > 8 for b in batches):
         raise CommandError("bench: --batch values must be 1..8 (ai_daemon's AI_BATCH)")
+    if len(cpus) != 1:
+        raise CommandError("bench: --burst takes one --cpus value; run it once per value")
+    check_out(out)
     try:
-        bursts = burst.run_bursts(Path("."), args.model, prompt_len, gen, batches, args.cpus,
+        bursts = burst.run_bursts(Path("."), args.model, prompt_len, gen, batches, cpus[0],
                                   args.ram, getattr(args, f"assets_{args.model}"),
                                   lambda t: print(f"bench: {t}", file=sys.stderr))
     except AisvcError as e:
         raise CommandError(f"bench: {e}") from e
     command = "pyaisvc bench " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else [])
-    out.mkdir(parents=True, exist_ok=True)
     text = burst.markdown(bursts, command.strip())
     (out / "burst.md").write_text(text)
     burst.plot_ttft(bursts, out / "burst_ttft.png")
@@ -108,10 +153,12 @@ def _run_burst(args: argparse.Namespace, out: Path) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    apply_plan(args)
     out = args.out or Path("build/bench") / time.strftime("results-%Y%m%d-%H%M%S", time.gmtime())
     if args.burst:
         return _run_burst(args, out)
     cfg = _config(args)
+    check_out(out)
     bar = None
 
     def note(text: str) -> None:
@@ -122,20 +169,28 @@ def run(args: argparse.Namespace) -> int:
         if args.no_progress:
             return
         if bar is None:
-            bar = tqdm(total=round(p.total_weight), unit="w", file=sys.stderr,
-                       bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} units "
-                                  "[{elapsed}<{remaining}]")
+            # disable=None: no bar when stderr is not a terminal (a pipe or a log file).
+            bar = tqdm(total=round(p.total_weight), file=sys.stderr, disable=None,
+                       bar_format="{l_bar}{bar}| [{elapsed}<{remaining}]")
         bar.set_description(f"{p.label} ({p.done}/{p.total} runs)", refresh=False)
         bar.update(round(p.done_weight) - bar.n)
 
+    command = "pyaisvc bench " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else [])
     try:
         result = run_bench(cfg, progress, note)
+    except BenchIncomplete as e:
+        if bar is not None:
+            bar.close()
+        if not e.partial.samples:
+            raise CommandError(f"bench: {e}; nothing was measured, so nothing was written") from e
+        paths = report.write_all(out, e.partial, command.strip() + "  # incomplete")
+        raise CommandError(f"bench: {e}; wrote the {len(e.partial.samples)} runs measured so far "
+                           f"to {out}/ ({', '.join(p.name for p in paths.values())})") from e
     except AisvcError as e:
         raise CommandError(f"bench: {e}") from e
     finally:
         if bar is not None:
             bar.close()
-    command = "pyaisvc bench " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else [])
     paths = report.write_all(out, result, command.strip())
     paths.update(plots.write_plots(out, result))
     sys.stdout.write(report.markdown(result, command.strip()))

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pyaisvc.assets import load_config
 from pyaisvc.chat import ChatConfig, ChatError, ChatSession
+from pyaisvc.commands import add_sampling_arguments, sampling_options
 from pyaisvc.errors import AisvcError, CommandError
 from pyaisvc.llmguest import MODELS, prepare
 from pyaisvc.tokenizer import load_tokenizer
@@ -40,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpus", type=int, default=1, help="guest harts (default 1)")
     parser.add_argument("--ram", help="guest RAM (default " + ", ".join(
         f"{m.ram} for {m.name}" for m in MODELS.values()) + ")")
+    add_sampling_arguments(parser)
 
 
 def stats_line(session: ChatSession) -> str:
@@ -82,6 +84,7 @@ def _loop(session: ChatSession, model: str) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.max_new_tokens < 1:
         raise CommandError("chat: --max-new-tokens must be at least 1")
+    sampling = sampling_options(args, "chat")
     spec = MODELS[args.model]
     try:
         print("chat: building what is missing and booting the guest ...", file=sys.stderr)
@@ -89,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
         seq_len = load_config((p.assets / "CFG.BIN").read_bytes()).runtime_seq_len
         tok = load_tokenizer(args.model)
         cfg = ChatConfig(args.model, p.kernel, p.image, args.ram or spec.ram, args.cpus,
-                         args.max_new_tokens, seq_len)
+                         args.max_new_tokens, seq_len,
+                         llmrun_args=tuple(sampling.guest_args()))
         with ChatSession(cfg, tok) as session:
             g = session.guest
             print(f"chat: {p.title} loaded in {session.load_us / 1e6:.2f} s (QEMU pid "

@@ -1,4 +1,4 @@
-"""`pyaisvc generate --backend reference --model smol "text"`: a greedy continuation.
+"""`pyaisvc generate --backend reference --model smol "text"`: a continuation (greedy or sampled).
 
     pyaisvc generate --model smol --max-new-tokens 8 "The capital of France is"
     prompt ids: 504 3575 282 4649 314
@@ -13,7 +13,10 @@ Backends: `guest` (default: boots the guest under QEMU with the model's image
 and runs `llmrun_smol` / `llmrun_qwen` there, printing its timing line),
 `service` (the same guest, through the kernel AI service: `ai gen` submits
 the request to the resident worker and streams its ids with `ai_stream`)
-and `reference` (the numpy forward pass of docs/ARITHMETIC.md).
+and `reference` (the numpy forward pass of docs/ARITHMETIC.md). `--temp T`
+(with `--top-k`, `--top-p`, `--seed`) samples instead of taking the most likely
+token; the guest samples (user/llm/sample.c) and the reference draws the same
+tokens for the same seed (pyaisvc/sampling.py). The service is greedy only.
 """
 
 from __future__ import annotations
@@ -26,10 +29,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyaisvc.assets import load_assets
+from pyaisvc.commands import add_sampling_arguments, sampling_options
 from pyaisvc.errors import CommandError
-from pyaisvc.llmguest import MODELS, id_args, parse_output, prepare, timing_line
+from pyaisvc.llmguest import (
+    MODELS,
+    check_assets,
+    check_request,
+    id_args,
+    parse_output,
+    prepare,
+    seq_len,
+    timing_line,
+)
 from pyaisvc.qemu import Guest, QemuConfig
 from pyaisvc.reference import Reference
+from pyaisvc.sampling import SamplingOptions
 from pyaisvc.tokenizer import load_tokenizer
 
 
@@ -39,22 +53,25 @@ class Result:
     timings: str  # one line for stderr
 
 
-def _run_reference(assets_dir: Path, prompt: list[int], n_new: int) -> Result:
+def _run_reference(assets_dir: Path, prompt: list[int], n_new: int,
+                   sampling: SamplingOptions) -> Result:
     t0 = time.monotonic()
     ref = Reference(load_assets(assets_dir))
     t1 = time.monotonic()
-    ids = ref.generate(prompt, n_new)
+    ids = ref.generate(prompt, n_new, sampler=sampling.sampler())
     t2 = time.monotonic()
     return Result(ids, f"reference: load {t1 - t0:.2f} s, {len(prompt)} prompt + {len(ids)} new "
                        f"tokens in {t2 - t1:.2f} s")
 
 
-def _run_guest(model: str, assets_dir: Path, prompt: list[int], n_new: int) -> Result:
+def _run_guest(model: str, assets_dir: Path, prompt: list[int], n_new: int,
+               sampling: SamplingOptions) -> Result:
     spec = MODELS[model]
     root = Path(__file__).resolve().parents[2]
     built = prepare(root, spec, assets_dir if assets_dir != spec.assets else None)
     cfg = QemuConfig(kernel=built.kernel, image=built.image, ram=spec.ram, snapshot=True)
-    cmd = f"{spec.program} --predict {n_new} {id_args(prompt)}"
+    cmd = " ".join([spec.program, "--predict", str(n_new), *sampling.guest_args(),
+                    id_args(prompt)])
     with Guest(cfg) as guest:
         # Loading reads the whole model; allow for a slow, busy host.
         output = guest.run(cmd, timeout=120 + 10 * (len(prompt) + n_new))
@@ -62,7 +79,12 @@ def _run_guest(model: str, assets_dir: Path, prompt: list[int], n_new: int) -> R
     return Result(list(ids), timing_line(spec.program, timing))
 
 
-def _run_service(model: str, assets_dir: Path, prompt: list[int], n_new: int) -> Result:
+def _run_service(model: str, assets_dir: Path, prompt: list[int], n_new: int,
+                 sampling: SamplingOptions) -> Result:
+    sampler = sampling.sampler()
+    if sampler is not None and sampler.temp > 0:
+        raise CommandError("generate: the AI service is greedy: drop --temp, "
+                           "or use --backend guest to sample")
     spec = MODELS[model]
     root = Path(__file__).resolve().parents[2]
     built = prepare(root, spec, assets_dir if assets_dir != spec.assets else None)
@@ -82,12 +104,13 @@ def _run_service(model: str, assets_dir: Path, prompt: list[int], n_new: int) ->
 
 
 def _run_reference_backend(model: str, assets_dir: Path, prompt: list[int],
-                           n_new: int) -> Result:
-    return _run_reference(assets_dir, prompt, n_new)
+                           n_new: int, sampling: SamplingOptions) -> Result:
+    return _run_reference(assets_dir, prompt, n_new, sampling)
 
 
-# backend name -> function(model, assets dir, prompt ids, new tokens); one line per backend.
-BACKENDS: dict[str, Callable[[str, Path, list[int], int], Result]] = {
+# backend name -> function(model, assets dir, prompt ids, new tokens, sampling); one line
+# per backend.
+BACKENDS: dict[str, Callable[[str, Path, list[int], int, SamplingOptions], Result]] = {
     "guest": _run_guest,
     "service": _run_service,
     "reference": _run_reference_backend,
@@ -104,18 +127,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=8,
                         help="tokens to generate (default 8)")
     parser.add_argument("--tokenizer-file", help="use this local tokenizer.json instead")
+    add_sampling_arguments(parser)
     parser.add_argument("text", help="the prompt")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.max_new_tokens < 1:
         raise CommandError(f"generate: --max-new-tokens {args.max_new_tokens} must be >= 1")
+    sampling = sampling_options(args, "generate")
     assets_dir = args.assets if args.assets is not None else MODELS[args.model].assets
     tok = load_tokenizer(args.model, args.tokenizer_file)
     prompt = tok.encode(args.text)
     if not prompt:
         raise CommandError("generate: the prompt encodes to no tokens; give some text")
-    result = BACKENDS[args.backend](args.model, assets_dir, prompt, args.max_new_tokens)
+    if args.backend == "guest":  # the runtime's limits, checked before anything boots
+        spec = MODELS[args.model]
+        root = Path(__file__).resolve().parents[2]
+        assets = check_assets(root, spec, args.assets)
+        check_request(len(prompt), args.max_new_tokens, seq_len(assets), "--max-new-tokens")
+    result = BACKENDS[args.backend](args.model, assets_dir, prompt, args.max_new_tokens,
+                                    sampling)
     print("prompt ids: " + " ".join(str(i) for i in prompt))
     print("ids: " + " ".join(str(i) for i in result.ids))
     print("text: " + tok.decode(result.ids))

@@ -2,18 +2,19 @@
 
 Boots the guest on a throw-away overlay of the image (the image is never
 written), runs CMD at the shell prompt, prints its output on stdout and the
-boot time on stderr, and shuts QEMU down.
+boot time on stderr, and shuts QEMU down. A process the kernel kills for a
+fault gets one more stderr line: where its pc lies, as function and
+file:line (pyaisvc.symbolize).
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 
 from pyaisvc.errors import CommandError
-from pyaisvc.qemu import Guest, GuestError, QemuConfig
+from pyaisvc.qemu import Guest, GuestError, GuestTimeout, QemuConfig, default_qemu
 
 DEFAULT_KERNEL = Path("build/kernel/kernel")
 DEFAULT_IMAGE = Path("build/fs.img")
@@ -28,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"kernel ELF (default {DEFAULT_KERNEL})")
     parser.add_argument("--timeout", type=float, default=60.0,
                         help="seconds CMD may run (default 60)")
-    parser.add_argument("--qemu", default=shutil.which("qemu-system-riscv64")
-                        or "qemu-system-riscv64", help="QEMU binary")
+    parser.add_argument("--qemu", default=default_qemu(),
+                        help="QEMU binary (default: $AISVC_QEMU, else qemu-system-riscv64)")
     parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD",
                         help="the shell command line to run")
 
@@ -40,11 +41,18 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("run: no command given; usage: pyaisvc run -- echo hi")
     cfg = QemuConfig(kernel=args.kernel, image=args.image, ram=args.ram, cpus=args.cpus,
                      snapshot=True, qemu=args.qemu)
-    try:
-        with Guest(cfg) as guest:
-            print(f"pyaisvc run: booted to the shell prompt in {guest.boot_seconds:.2f} s "
-                  f"({guest.harts} harts, {guest.ram_mib} MiB)", file=sys.stderr)
-            sys.stdout.write(guest.run(" ".join(words), timeout=args.timeout))
-    except GuestError as e:
-        raise CommandError(f"run: {e}") from e
+    line = " ".join(words)
+    with Guest(cfg) as guest:  # boot errors go to the CLI as they are
+        print(f"pyaisvc run: booted to the shell prompt in {guest.boot_seconds:.2f} s "
+              f"({guest.harts} harts, {guest.ram_mib} MiB)", file=sys.stderr)
+        try:
+            output = guest.run(line, timeout=args.timeout)
+            sys.stdout.write(output)
+            for where in guest.explain(output):  # a fault's pc as function and file:line
+                print(f"pyaisvc run: {where}", file=sys.stderr)
+        except GuestTimeout:
+            raise CommandError(f"run: `{line}` did not finish within --timeout {args.timeout:g} "
+                               "s; raise --timeout if it needs longer") from None
+        except GuestError as e:
+            raise CommandError(f"run: `{line}` stopped the guest: {e}") from e
     return 0

@@ -2,46 +2,51 @@
 
 Code crossing a page boundary runs 3-5x slower under QEMU's TCG
 (docs/PERF_NOTES.md, fact 4). The kernels are the functions that
-user/llm/kernels.o puts in section .text.hot; this finds them in the linked
-program with `nm -S` and fails unless their bytes lie in a single page.
+user/llm/kernels.o puts in section .text.hot; this reads the object's and the
+linked program's symbol tables with pyelftools and fails unless the kernels'
+bytes lie in a single page of the program.
 
-    python3 tests/host/check_hot.py TOOLPREFIX OBJECT ELF
+    python tests/host/check_hot.py OBJECT ELF
 """
 
 from __future__ import annotations
 
-import subprocess
 import sys
+from pathlib import Path
+
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
 
 PAGE = 4096
+HOT = ".text.hot"
 
 
-def hot_names(objdump: str, obj: str) -> set[str]:
+def _symbols(e: ELFFile):
+    for sec in e.iter_sections():
+        if isinstance(sec, SymbolTableSection):
+            yield from sec.iter_symbols()
+
+
+def hot_names(obj: Path) -> set[str]:
     """Function symbols defined in .text.hot of the object file."""
-    out = subprocess.run([objdump, "-t", obj], check=True, capture_output=True, text=True).stdout
-    names = set()
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) >= 6 and parts[-3] == ".text.hot" and "F" in parts[2:-3]:
-            names.add(parts[-1])
-    return names
+    with open(obj, "rb") as f:
+        e = ELFFile(f)
+        hot = {i for i, sec in enumerate(e.iter_sections()) if sec.name == HOT}
+        return {s.name for s in _symbols(e)
+                if s["st_info"]["type"] == "STT_FUNC" and s["st_shndx"] in hot}
 
 
-def extents(nm: str, elf: str, names: set[str]) -> dict[str, tuple[int, int]]:
+def extents(elf: Path, names: set[str]) -> dict[str, tuple[int, int]]:
     """name -> (address, size) in the linked program."""
-    out = subprocess.run([nm, "-S", elf], check=True, capture_output=True, text=True).stdout
-    found = {}
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[3] in names:
-            found[parts[3]] = (int(parts[0], 16), int(parts[1], 16))
-    return found
+    with open(elf, "rb") as f:
+        return {s.name: (s["st_value"], s["st_size"]) for s in _symbols(ELFFile(f))
+                if s.name in names and s["st_info"]["type"] == "STT_FUNC"}
 
 
 def main(argv: list[str]) -> int:
-    prefix, obj, elf = argv
-    names = hot_names(prefix + "objdump", obj)
-    found = extents(prefix + "nm", elf, names)
+    obj, elf = argv
+    names = hot_names(Path(obj))
+    found = extents(Path(elf), names)
     if not names or set(found) != names:
         print(f"check_hot: {elf}: hot kernels missing: {sorted(names - set(found))}")
         return 1

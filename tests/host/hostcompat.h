@@ -8,6 +8,7 @@
 #define AISVC_HOSTCOMPAT_H
 
 #define _GNU_SOURCE
+#include <pthread.h>
 // glibc's struct stat becomes struct host_stat; the guest's is defined below.
 #define stat host_stat
 #include <errno.h>
@@ -85,6 +86,77 @@ static inline int64
 hostcompat_rint(double x)
 {
   return (int64)__builtin_rint(x);
+}
+
+// The thread pool's needs (user/llm/pool.c), on POSIX threads.
+struct barrier {
+  int n;
+  uint64 spin_us; // unused: pthread barriers choose for themselves
+  pthread_barrier_t b;
+};
+
+static inline void
+barrier_init(struct barrier *b, int n)
+{
+  b->n = n;
+  pthread_barrier_init(&b->b, 0, n);
+}
+
+static inline void
+barrier_wait(struct barrier *b)
+{
+  pthread_barrier_wait(&b->b);
+}
+
+struct hc_start {
+  uint64 (*fn)(void *);
+  void *arg;
+};
+
+static pthread_t hc_threads[64];
+static int hc_nthreads;
+
+static inline void *
+hc_thread(void *p)
+{
+  struct hc_start s = *(struct hc_start *)p;
+  free(p);
+  return (void *)s.fn(s.arg);
+}
+
+// Thread ids are 1 + the index in hc_threads.
+static inline int
+uthread_create(uint64 (*fn)(void *), void *arg)
+{
+  struct hc_start *s = malloc(sizeof(*s));
+  if (s == 0 || hc_nthreads == 64) {
+    free(s);
+    return -EAGAIN;
+  }
+  s->fn = fn;
+  s->arg = arg;
+  if (pthread_create(&hc_threads[hc_nthreads], 0, hc_thread, s) != 0) {
+    free(s);
+    return -EAGAIN;
+  }
+  return ++hc_nthreads;
+}
+
+static inline int
+uthread_join(int tid, uint64 *result)
+{
+  void *r;
+  if (tid < 1 || tid > hc_nthreads || pthread_join(hc_threads[tid - 1], &r) != 0)
+    return -ESRCH;
+  if (result)
+    *result = (uint64)r;
+  return 0;
+}
+
+static inline int
+nharts(void)
+{
+  return (int)sysconf(_SC_NPROCESSORS_ONLN);
 }
 
 #define open     hc_open

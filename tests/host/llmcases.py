@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -22,6 +23,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from host.buildlock import build_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / "build/llmtest"
@@ -35,10 +38,11 @@ FRANCE = {"smol": [504, 3575, 282, 4649, 314], "qwen": [760, 6511, 314, 9338, 36
 
 def _export(model: str, fmt: str, out: Path, extra: list[str]) -> Path:
     top = out / model.upper()
-    if not (top / "INFO.TXT").exists():
-        subprocess.run([PYTHON, "-m", "pyaisvc", "export", model, "--format", fmt, "--out",
-                        str(out), "--no-zip", "--no-sample", "-q", *extra],
-                       cwd=ROOT, check=True, capture_output=True)
+    with build_lock("export"):  # parallel workers: one exports, the others then find it
+        if not (top / "INFO.TXT").exists():
+            subprocess.run([PYTHON, "-m", "pyaisvc", "export", model, "--format", fmt, "--out",
+                            str(out), "--no-zip", "--no-sample", "-q", *extra],
+                           cwd=ROOT, check=True, capture_output=True)
     return top
 
 
@@ -94,6 +98,12 @@ def reference_ids(assets: Path, prompts: list[list[int]], n: int) -> list[list[i
     """pyaisvc.reference's greedy continuation of each prompt (n tokens), cached."""
     CACHE.mkdir(parents=True, exist_ok=True)
     path = CACHE / "refcache.json"
+    with build_lock("refcache"):  # parallel workers add to the same cache file
+        return _reference_ids(path, assets, prompts, n)
+
+
+def _reference_ids(path: Path, assets: Path, prompts: list[list[int]],
+                   n: int) -> list[list[int]]:
     cache = json.loads(path.read_text()) if path.exists() else {}
     missing = [p for p in prompts if _key(assets, p, n) not in cache]
     if missing:
@@ -107,6 +117,36 @@ def reference_ids(assets: Path, prompts: list[list[int]], n: int) -> list[list[i
         tmp.write_text(json.dumps(cache))
         os.replace(tmp, path)
     return [cache[_key(assets, p, n)] for p in prompts]
+
+
+# Sampling cases (temp, top_k, top_p, seed), the decimals as typed: each
+# draws differently (all ids, few ids, a 64-bit seed, a hot temperature).
+SAMPLING_CASES = [("0.8", 40, "0.95", 0), ("1", 0, "1", 7),
+                  ("0.7", 5, "0.5", 12345678901234567890), ("1.3", 100, "0.9", 3)]
+
+
+def sampling_args(case: tuple[str, int, str, int]) -> list[str]:
+    """llmrun's options for a sampling case."""
+    temp, k, p, seed = case
+    return ["--temp", temp, "--top-k", str(k), "--top-p", p, "--seed", str(seed)]
+
+
+@functools.cache
+def _reference_model(assets: Path):  # -> pyaisvc.reference.Reference, loaded once
+    from pyaisvc.assets import load_assets
+    from pyaisvc.reference import Reference
+
+    return Reference(load_assets(assets))
+
+
+def sampled_reference(assets: Path, prompt: list[int], n: int,
+                      case: tuple[str, int, str, int]) -> list[int]:
+    """The reference's continuation of prompt with the sampler of case."""
+    from pyaisvc.sampling import Sampler, parse_decimal
+
+    temp, k, p, seed = case
+    sampler = Sampler(parse_decimal(temp, "temp"), k, parse_decimal(p, "top-p"), seed)
+    return _reference_model(assets).generate(prompt, n, sampler=sampler)
 
 
 def request_lines(prompts: list[list[int]], n: int) -> str:

@@ -21,6 +21,7 @@
 //   err CODE               what an error code means (either sign)
 //   child CMD ARGS         run CMD in a child process
 //   sleep TICKS            (10 per second)
+//   help                   list the commands
 
 #include "user/lib/user.h"
 #include "kernel/include/aisvc.h"
@@ -153,6 +154,51 @@ generate(char **w, int n)
   report("wait", ai_wait(r, outbuf, sizeof(outbuf)));
 }
 
+// The commands, for help and for the usage of one with wrong arguments.
+static const struct {
+  const char *name, *args, *what;
+} commands[] = {
+  { "submit", "PREDICT ID...", "queue a request; prints its reqid" },
+  { "query", "REQID", "state, queue position, tokens so far, timings" },
+  { "wait", "REQID", "block until it is done; prints the generated ids" },
+  { "cancel", "REQID", "give the request up" },
+  { "call", "PREDICT ID...", "submit + wait" },
+  { "stream", "REQID", "print its ids as they are produced; wait collects it" },
+  { "gen", "PREDICT ID...", "submit, stream, then wait" },
+  { "info", "", "the kernel's table at a glance" },
+  { "err", "CODE", "what an error code means (either sign)" },
+  { "child", "CMD ARGS", "run CMD in a child process" },
+  { "sleep", "TICKS", "sleep (10 ticks per second)" },
+  { "help", "", "this list" },
+  { "quit", "", "end the session (also: exit, Ctrl-D)" },
+};
+#define NCOMMANDS ((int)(sizeof(commands) / sizeof(commands[0])))
+
+// Lists the commands.
+static void
+help(void)
+{
+  printf("usage: ai [CMD ARGS]   (no CMD: a session, one command per line)\n");
+  for (int i = 0; i < NCOMMANDS; i++) {
+    printf("  %s %s ", commands[i].name, commands[i].args);
+    for (int pad = strlen(commands[i].name) + strlen(commands[i].args); pad < 20; pad++)
+      printf(" ");
+    printf("%s\n", commands[i].what);
+  }
+}
+
+// c is a command with the wrong arguments, or no command at all: say so.
+static void
+bad_command(const char *c)
+{
+  for (int i = 0; i < NCOMMANDS; i++)
+    if (strcmp(c, commands[i].name) == 0) {
+      printf("ai: usage: %s %s\n", c, commands[i].args);
+      return;
+    }
+  printf("ai: unknown command %s (help lists the commands)\n", c);
+}
+
 // One command; w[0] is its name.
 static void
 run(char **w, int n)
@@ -176,7 +222,7 @@ run(char **w, int n)
   } else if (strcmp(c, "cancel") == 0 && n == 2) {
     if (report("cancel", ai_cancel(id)) == 0)
       printf("cancelled %d\n", id);
-  } else if (strcmp(c, "info") == 0)
+  } else if (strcmp(c, "info") == 0 && n == 1)
     print_info();
   else if (strcmp(c, "err") == 0 && n == 2) {
     const char *m = ai_strerror(id);
@@ -185,10 +231,10 @@ run(char **w, int n)
     child(w + 1, n - 1);
   else if (strcmp(c, "sleep") == 0 && n == 2)
     sleep(id);
+  else if (strcmp(c, "help") == 0 && n == 1)
+    help();
   else
-    printf("ai: unknown command or wrong arguments: %s "
-           "(submit call query wait stream gen cancel info err child sleep quit)\n",
-        c);
+    bad_command(c);
 }
 
 // Splits line into words (in place); returns their number.
@@ -214,6 +260,15 @@ main(int argc, char **argv)
 {
   static char line[4096];
   static char *w[MAXWORDS];
+  if (argc > 1 && argv[1][0] == '-') {
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+      help();
+      return 0;
+    }
+    fprintf(2, "ai: unknown option %s\nusage: ai [CMD ARGS]   (ai help lists the commands)\n",
+        argv[1]);
+    return 2;
+  }
   if (argc > 1) {
     run(argv + 1, argc - 1);
     return 0;

@@ -1,7 +1,9 @@
 // ai_daemon: the AI service's worker (kernel/core/ai_service.c).
 //
-//   ai_daemon [--ready-fd N] [--batch B] [asset-dir]  (default /AI/SMOL, else /AI/QWEN)
+//   ai_daemon [--ready-fd FD] [--batch B] [ASSET_DIR]  (default /AI/SMOL, else /AI/QWEN)
 //
+// Each batched step runs on the runtime's thread pool, one thread per
+// hart (user/llm/pool.c); the workers sleep between requests.
 // Loads the model once, with the runtime and models of llmrun_smol /
 // llmrun_qwen (CFG.BIN's model_kind, read by the runtime's loader, picks
 // which), registers with the kernel as the worker, then serves forever,
@@ -39,6 +41,7 @@
 #include "kernel/include/fcntl.h"
 #include "kernel/include/aisvc.h"
 #include "user/llm/session.h"
+#include "user/llm/pool.h"
 #include "user/llm/smol.h"
 #include "user/llm/qwen.h"
 
@@ -233,8 +236,12 @@ main(int argc, char **argv)
     else
       break;
   }
-  if (batch < 1 || batch > AI_BATCH || (i < argc && argv[i][0] == '-')) {
-    fprintf(2, "usage: ai_daemon [--ready-fd N] [--batch 1..%d] [asset-dir]\n", AI_BATCH);
+  if (i < argc && argv[i][0] == '-') {
+    fprintf(2, "ai_daemon: unknown option %s\n", argv[i]);
+    batch = 0;
+  }
+  if (batch < 1 || batch > AI_BATCH) {
+    fprintf(2, "usage: ai_daemon [--ready-fd FD] [--batch 1..%d] [ASSET_DIR]\n", AI_BATCH);
     return 2;
   }
   const char *dir = i < argc ? argv[i] : default_dir();
@@ -246,6 +253,7 @@ main(int argc, char **argv)
   if (places < batch)
     fprintf(2, "ai_daemon: memory for %d of %d KV caches: serving %d at once\n",
         places, batch, places);
+  llm_pool_start(nharts());
   if (register_worker(&rt.cfg) < 0)
     return 1;
   printf("ai_daemon: pid %d serving %s (vocab %d, runtime_seq_len %d), load %lu ms, batch %d\n",

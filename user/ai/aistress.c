@@ -154,6 +154,13 @@ main(int argc, char **argv)
   struct ai_info in;
   if (argc > 2 && strcmp(argv[1], "--bench") == 0)
     return bench(argc, argv);
+  if (argc > 1 && argv[1][0] == '-') {
+    if (strcmp(argv[1], "--bench") != 0)
+      fprintf(2, "aistress: unknown option %s\n", argv[1]);
+    fprintf(2, "usage: aistress [NPROC [NREQ [SEED [MAXPROMPT [MAXPREDICT]]]]] | "
+               "aistress --bench PREDICT ID...\n");
+    return 2;
+  }
   int nproc = argc > 1 ? atoi(argv[1]) : 8;
   int nreq = argc > 2 ? atoi(argv[2]) : 8;
   int seed = argc > 3 ? atoi(argv[3]) : 1;

@@ -118,7 +118,9 @@ main(int argc, char **argv)
     docrc = 0;
     i++;
   }
-  if (i >= argc) {
+  if (i < argc && argv[i][0] == '-' && argv[i][1] != 0)
+    fprintf(2, "cksum: unknown option %s\n", argv[i]);
+  if (i >= argc || (argv[i][0] == '-' && argv[i][1] != 0)) {
     fprintf(2, "usage: cksum [-n] FILE...\n");
     return 2;
   }

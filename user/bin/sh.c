@@ -8,6 +8,14 @@
 // The whole line is parsed before anything runs, so a syntax error runs
 // nothing. Programs live in /: a command without a '/' is looked up
 // there, so it works from any directory; cd and exit are built in.
+//
+// Job control, when the input is the console: each pipeline runs in a
+// process group of its own (numbered by its first command's pid), made
+// the console's foreground while the shell waits for it, so ^C kills that
+// job and nothing else (kernel/core/console.c). Background jobs (&) get a
+// group too but never the foreground; the shell stays in its own group
+// and sets no foreground while it prompts. Reading a script (sh FILE),
+// the shell does none of this, so ^C stops the script with its commands.
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
@@ -54,6 +62,7 @@ struct lexer {
   char *word; // the word just read (T_WORD)
 };
 
+static int jobctl; // the input is the console: run jobs in their own groups
 static char line[MAXLINE + 2];
 static char words[MAXLINE + 2];
 static struct cmd cmds[MAXCMDS];
@@ -260,12 +269,28 @@ waitall(int *pids, int n)
         left--;
 }
 
+// With job control: put pid into the job's group *pgid (a new one when
+// *pgid is 0, which then becomes pid's) and, for a foreground job, make
+// the group the console's foreground. Both the shell and the child call
+// this, so it holds whichever of the two runs first.
+static void
+joinjob(int pid, int *pgid, int bg)
+{
+  if (!jobctl)
+    return;
+  if (*pgid == 0)
+    *pgid = pid;
+  setpgid(pid, *pgid);
+  if (!bg)
+    setfg(*pgid);
+}
+
 // Start the pipeline c[0..n), each command reading the previous one's
 // output; wait for it unless bg.
 static void
 runpipeline(struct cmd *c, int n, int bg)
 {
-  int pids[MAXPIPE], p[2], in = -1, i, r;
+  int pids[MAXPIPE], p[2], in = -1, i, r, pgid = 0;
 
   for (i = 0; i < n; i++) {
     if (i < n - 1 && (r = pipe(p)) < 0) {
@@ -274,6 +299,7 @@ runpipeline(struct cmd *c, int n, int bg)
     }
     pids[i] = fork();
     if (pids[i] == 0) {
+      joinjob(getpid(), &pgid, bg);
       if (in >= 0) {
         close(0);
         dup(in);
@@ -289,6 +315,8 @@ runpipeline(struct cmd *c, int n, int bg)
     }
     if (pids[i] < 0)
       fprintf(2, "sh: fork failed: %s\n", strerror(pids[i]));
+    else
+      joinjob(pids[i], &pgid, bg);
     if (in >= 0)
       close(in);
     if (i < n - 1) {
@@ -300,8 +328,11 @@ runpipeline(struct cmd *c, int n, int bg)
     close(in);
   if (bg && i == n && pids[n - 1] > 0)
     fprintf(2, "[%d]\n", pids[n - 1]);
-  else if (!bg)
+  else if (!bg) {
     waitall(pids, i);
+    if (jobctl)
+      setfg(0);
+  }
 }
 
 // Run the n parsed commands, one pipeline at a time.
@@ -360,6 +391,7 @@ main(int argc, char *argv[])
     close(fd);
   }
   interactive = fstat(0, &st) == 0 && st.type == T_DEVICE;
+  jobctl = interactive;
   for (;;) {
     if (interactive)
       fprintf(2, "$ ");

@@ -11,7 +11,9 @@
 // program break gives the memory back with a negative sbrk. Memory fresh
 // from sbrk is already zero (the kernel zeroes every page it hands out),
 // so calloc clears only memory that was used before: no per-byte work for
-// a big fresh block.
+// a big fresh block. One mutex makes malloc and free safe from several
+// threads; a process with threads keeps its memory (the kernel refuses to
+// shrink it), so the block then stays on the free list.
 
 #include "user/lib/user.h"
 
@@ -26,6 +28,7 @@ struct header {
 
 static struct header base;   // zero-size anchor of the free list
 static struct header *freep; // where the last search stopped
+static struct mutex lock;    // guards the list and the break
 
 // Make the free list an empty circle around base, the first time.
 static void
@@ -76,9 +79,10 @@ trim(void)
   last = prev->next;
   if (last == &base || last->units < BIGBLOCK || (char *)(last + last->units) != sbrk(0))
     return;
+  if (sbrk(-(long)(last->units * UNIT)) == (char *)-1)
+    return;
   prev->next = &base;
   freep = prev;
-  sbrk(-(long)(last->units * UNIT));
 }
 
 // Get a block of units from the kernel, or 0 when it has no memory.
@@ -165,7 +169,10 @@ malloc(uint64 n)
 {
   int fresh;
 
-  return alloc(n, &fresh);
+  mutex_lock(&lock);
+  void *p = alloc(n, &fresh);
+  mutex_unlock(&lock);
+  return p;
 }
 
 // memset takes a 32-bit length: clear n bytes in pieces.
@@ -190,7 +197,9 @@ calloc(uint64 count, uint64 size)
 
   if (size != 0 && count > (1UL << 40) / size)
     return 0;
+  mutex_lock(&lock);
   p = alloc(count * size, &fresh);
+  mutex_unlock(&lock);
   if (p != 0 && !fresh)
     zero(p, count * size);
   return p;
@@ -204,8 +213,10 @@ free(void *ap)
   if (ap == 0)
     return;
   b = (struct header *)ap - 1;
+  mutex_lock(&lock);
   startlist();
   insert(b);
   if (b->units >= BIGBLOCK || freep->units >= BIGBLOCK)
     trim();
+  mutex_unlock(&lock);
 }

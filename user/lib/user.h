@@ -27,10 +27,22 @@ int mkdir(const char *path);
 int chdir(const char *path);
 int dup(int fd);
 int getpid(void);
-char *sbrk(long n);   // (char *)-1 on failure; a negative n releases memory
-int sleep(int ticks); // 10 ticks per second
-int uptime(void);     // ticks since boot
-uint64 time_us(void); // microseconds since boot, from the time CSR
+char *sbrk(long n);             // (char *)-1 on failure; a negative n releases memory
+int sleep(int ticks);           // 10 ticks per second
+int uptime(void);               // ticks since boot
+uint64 time_us(void);           // microseconds since boot, from the time CSR
+int setpgid(int pid, int pgid); // pid 0: the caller; pgid 0: a new group numbered pid
+int setfg(int pgid);            // the console's foreground group (0: none); returns the old one
+struct sysinfo;
+int sysinfo(struct sysinfo *st); // resource counts for leak checks (kernel/include/sysinfo.h)
+int vlenb(void);                 // bytes per vector register (RVV), 0 without the V extension
+// Threads (docs/THREADS.md); user/lib/thread.c wraps the first three.
+int thread_create(void (*entry)(void *), void *arg, void *stack_top); // tid
+int thread_join(int tid, uint64 *result);
+int thread_exit(uint64 result) __attribute__((noreturn));
+int futex_wait(volatile uint32 *addr, uint32 val); // 0, -EAGAIN if *addr != val
+int futex_wake(volatile uint32 *addr, int n);      // threads woken
+int nharts(void);
 
 // The AI service (kernel/include/aisvc.h: limits, states, AIE_ codes and
 // the structs). Each returns a negative AIE_ code on failure.
@@ -76,6 +88,22 @@ const char *strerror(int err); // accepts err or -err
 void printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int snprintf(char *buf, int size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// ---- thread.c: threads with a library-allocated stack, mutex, barrier.
+struct mutex {
+  uint32 word; // 0 free, 1 held, 2 held with waiters; zero-initialised = free
+};
+struct barrier {
+  int n;
+  uint32 count, gen, sleepers;
+  uint64 spin_us; // how long a waiter spins before it sleeps (barrier_init: 50)
+};
+int uthread_create(uint64 (*fn)(void *), void *arg); // tid
+int uthread_join(int tid, uint64 *result);
+void mutex_lock(struct mutex *m);
+void mutex_unlock(struct mutex *m);
+void barrier_init(struct barrier *b, int n);
+void barrier_wait(struct barrier *b);
 
 // ---- umalloc.c
 void *malloc(uint64 n);

@@ -1,25 +1,47 @@
 // The command line shared by llmrun_smol and llmrun_qwen (llm_cli_main):
 //
-//   PROG [--asset-dir DIR] [--predict N] [--quiet] [--profile] [--stream] <id> ...
+//   PROG [--asset-dir DIR] [--predict N] [--threads N] [--quiet] [--profile] [--stream]
+//        [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... <id> ...
 //   PROG [options] --prompt-file F      ids separated by white space
-//   PROG [options] [--stdin]            (also: no ids at all)
+//   PROG [options] [--stdin [--batch B]] (also: no ids at all)
 //
 // --stdin serves one request per line, `<predict> <id0> <id1> ...`, with the
 // model loaded once, until `exit`, `quit` or the end of the input; a bad line
-// gets a message and the loop goes on. Generated ids go to stdout, one line
-// per request; messages and timing to stderr, prefixed with PROG.
+// gets a message and the loop goes on. Without ids or --stdin, a terminal
+// as input is told that lines are awaited (so a forgotten id list is not a
+// silent wait); a pipe or file is served quietly. An unknown option, or
+// one without its value, is named, then the usage line is printed.
+// Generated ids go to stdout, one line per request; messages and timing to
+// stderr, prefixed with PROG.
 // --stream writes each id as soon as it is chosen instead of the whole line
 // at the end (the finished line is the same), so a reader such as
-// `pyaisvc chat` can show a reply as it grows.
+// `pyaisvc chat` can show a reply as it grows. --threads N sizes the
+// thread pool the matmuls are split across (default: one per hart; the
+// ids are the same for any N).
+// Sampling (user/llm/sample.c): greedy unless --temp T > 0 is given; then
+// --top-k (default 40, 0: the whole vocabulary), --top-p (default 0.95,
+// 1: off) and --seed (default 0; every request starts from it, so the same
+// request gives the same ids). T and P are decimals without exponent of at
+// most 15 significant digits, read exactly as Python's float() reads them.
+// --stop ID (up to 8 times) ends a request after ID is generated (it is
+// printed, and gen= in the timing line counts it).
 // --batch B (with --stdin) reads every request line first, then serves them
 // all through the batched steps of ai_daemon (llm_batch_step), at most B
 // at once, admitted in input order; the id lines and timing lines then
 // come in input order, with ttft_us measured from the start of the batch.
+// --batch is greedy (--temp is refused with it: a sampler serves one
+// request at a time); --stop works per request.
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
 #include "kernel/include/stat.h"
 #include "user/llm/cli.h"
+#include "user/llm/kernels_vec.h"
+#include "user/llm/pool.h"
+
+// TEXT_OF(M): macro M's value as a string literal.
+#define TEXT_OF_(x) #x
+#define TEXT_OF(x)  TEXT_OF_(x)
 
 #define MAXIDS  1024 // ids parsed per request (more are counted, not kept)
 #define MAXLINE 8192 // longest --stdin line
@@ -28,18 +50,22 @@
 struct options {
   const char *dir;
   int predict;
+  int threads; // 0: one per hart
   int quiet, profile, use_stdin, stream;
   int batch; // --batch: requests at once (0: one after another)
   const char *prompt_file;
-  int first_id; // argv index of the first id, or argc
+  int first_id;           // argv index of the first id, or argc
+  struct llm_sampler smp; // --temp, --top-k, --top-p, --seed, --stop
 };
 
-// Print the usage line; returns -1.
+// Print "PROG: WHAT OPTION" and the usage line; returns -1.
 static int
-usage(void)
+usage(const char *what, const char *option)
 {
-  fprintf(2, "usage: %s [--asset-dir DIR] [--predict N] [--quiet] [--profile] "
-             "[--stream] [--prompt-file F | --stdin [--batch B] | <id> ...]\n",
+  fprintf(2, "%s: %s %s\n", llm_prog, what, option);
+  fprintf(2, "usage: %s [--asset-dir DIR] [--predict N] [--threads N] [--quiet] [--profile] "
+             "[--stream] [--kernels auto|scalar|vector] [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... "
+             "[--prompt-file F | --stdin [--batch B] | <id> ...]\n",
       llm_prog);
   return -1;
 }
@@ -59,6 +85,51 @@ parse_num(const char *s, int len, int *v)
   if (n > 0x7fffffff)
     return -1;
   *v = (int)n;
+  return 0;
+}
+
+// A decimal "DIGITS[.DIGITS]" of at most 15 significant digits and 22
+// decimals -> 0 and *v, the double nearest to it: m / 10^k with m and
+// 10^k exact doubles, and IEEE division rounds correctly. Else -1.
+static int
+parse_decimal(const char *s, double *v)
+{
+  uint64 m = 0;
+  int digits = 0, sig = 0, frac = -1;
+  for (; *s; s++) {
+    if (*s == '.' && frac < 0 && digits > 0) {
+      frac = 0;
+      continue;
+    }
+    if (*s < '0' || *s > '9')
+      return -1;
+    m = m * 10 + (*s - '0');
+    digits++;
+    if ((m > 0 && ++sig > 15) || (frac >= 0 && ++frac > 22))
+      return -1;
+  }
+  if (digits == 0 || frac == 0)
+    return -1;
+  double p = 1.0;
+  for (int i = 0; i < frac; i++)
+    p *= 10.0;
+  *v = (double)m / p;
+  return 0;
+}
+
+// A decimal number below 2^64 -> 0 and *v; else -1.
+static int
+parse_u64(const char *s, uint64 *v)
+{
+  uint64 n = 0;
+  if (*s == 0)
+    return -1;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9' || n > (~0UL - (*s - '0')) / 10)
+      return -1;
+    n = n * 10 + (*s - '0');
+  }
+  *v = n;
   return 0;
 }
 
@@ -100,16 +171,94 @@ parse_ids(const char *s, int *v, int cap, int *count, const char *where)
   return 0;
 }
 
+// The options that take a value, in value_option's order.
+enum { OPT_DIR,
+  OPT_FILE,
+  OPT_PREDICT,
+  OPT_TEMP,
+  OPT_TOP_K,
+  OPT_TOP_P,
+  OPT_SEED,
+  OPT_STOP,
+  OPT_KERNELS,
+  OPT_THREADS,
+  OPT_BATCH,
+  NVALUE_OPTS };
+static const char *const value_opts[NVALUE_OPTS] = { "--asset-dir", "--prompt-file",
+  "--predict", "--temp", "--top-k", "--top-p", "--seed", "--stop", "--kernels", "--threads", "--batch" };
+
+// Store value v of option a (v is 0 when argv ends after a). Returns 0,
+// 1 if a takes no value, or -1 after a message.
+static int
+value_option(struct options *o, const char *a, const char *v)
+{
+  struct llm_sampler *sp = &o->smp;
+  const char *want = "a number";
+  char range[32];
+  int k = 0, bad = 0;
+  while (k < NVALUE_OPTS && strcmp(a, value_opts[k]) != 0)
+    k++;
+  if (k == NVALUE_OPTS)
+    return 1;
+  if (v == 0)
+    return usage("missing the value of", a);
+  switch (k) {
+  case OPT_DIR: o->dir = v; break;
+  case OPT_FILE: o->prompt_file = v; break;
+  case OPT_PREDICT: bad = parse_num(v, strlen(v), &o->predict); break;
+  case OPT_TEMP:
+    want = "a decimal such as 0.8 (at most 15 digits, no exponent)";
+    bad = parse_decimal(v, &sp->temp);
+    break;
+  case OPT_TOP_K: bad = parse_num(v, strlen(v), &sp->top_k); break;
+  case OPT_TOP_P:
+    want = "a decimal above 0 and at most 1, such as 0.9";
+    bad = parse_decimal(v, &sp->top_p) < 0 || sp->top_p <= 0.0 || sp->top_p > 1.0 ? -1 : 0;
+    break;
+  case OPT_SEED:
+    want = "a number below 2^64";
+    bad = parse_u64(v, &sp->seed);
+    break;
+  case OPT_STOP:
+    if (sp->nstop == LLM_MAX_STOP) {
+      fprintf(2, "%s: --stop: at most %d ids\n", llm_prog, LLM_MAX_STOP);
+      return -1;
+    }
+    bad = parse_num(v, strlen(v), &sp->stop[sp->nstop++]);
+    break;
+  case OPT_KERNELS:
+    if (llm_kernels_select(llm_prog, v) < 0)
+      return -1; // it has named the choices
+    break;
+  case OPT_THREADS:
+    want = "a number from 1 to " TEXT_OF(LLM_MAX_THREADS);
+    bad = parse_num(v, strlen(v), &o->threads) < 0 || o->threads < 1 || o->threads > LLM_MAX_THREADS ? -1 : 0;
+    break;
+  case OPT_BATCH:
+    snprintf(range, sizeof(range), "a number from 1 to %d", LLM_MAXCACHE);
+    want = range;
+    bad = parse_num(v, strlen(v), &o->batch) < 0 || o->batch < 1 || o->batch > LLM_MAXCACHE ? -1 : 0;
+    break;
+  }
+  if (bad < 0) {
+    fprintf(2, "%s: %s: '%s' is not %s\n", llm_prog, a, v, want);
+    return -1;
+  }
+  return 0;
+}
+
 // Fill o from the --options of argv (defaults: md's directory, predict 1,
-// stdin when no ids and no file). Returns 0, or -1 after a message.
+// greedy, stdin when no ids and no file). Returns 0, or -1 after a message.
 static int
 parse_options(int argc, char **argv, struct options *o)
 {
   o->predict = 1;
+  o->smp.top_k = 40;
+  o->smp.top_p = 0.95;
   int i;
   for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
     const char *a = argv[i];
-    int more = i + 1 < argc;
+    int r;
     if (strcmp(a, "--quiet") == 0)
       o->quiet = 1;
     else if (strcmp(a, "--profile") == 0)
@@ -118,50 +267,47 @@ parse_options(int argc, char **argv, struct options *o)
       o->use_stdin = 1;
     else if (strcmp(a, "--stream") == 0)
       o->stream = 1;
-    else if (strcmp(a, "--asset-dir") == 0 && more)
-      o->dir = argv[++i];
-    else if (strcmp(a, "--prompt-file") == 0 && more)
-      o->prompt_file = argv[++i];
-    else if (strcmp(a, "--predict") == 0 && more) {
-      const char *n = argv[++i];
-      if (parse_num(n, strlen(n), &o->predict) < 0) {
-        fprintf(2, "%s: --predict: '%s' is not a number\n", llm_prog, n);
-        return -1;
-      }
-    } else if (strcmp(a, "--batch") == 0 && more) {
-      const char *n = argv[++i];
-      if (parse_num(n, strlen(n), &o->batch) < 0 || o->batch < 1 || o->batch > LLM_MAXCACHE) {
-        fprintf(2, "%s: --batch: '%s' is not a number from 1 to %d\n", llm_prog, n, LLM_MAXCACHE);
-        return -1;
-      }
-    } else
-      return usage();
+    else if ((r = value_option(o, a, i + 1 < argc ? argv[i + 1] : 0)) < 0)
+      return -1;
+    else if (r == 0)
+      i++;
+    else
+      return usage("unknown option", a);
   }
   o->first_id = i;
   if ((o->prompt_file != 0) + o->use_stdin + (i < argc) > 1) {
     fprintf(2, "%s: give ids, --prompt-file or --stdin, not several\n", llm_prog);
     return -1;
   }
-  if (i == argc && o->prompt_file == 0)
+  if (i == argc && o->prompt_file == 0 && !o->use_stdin) {
     o->use_stdin = 1;
-  if (o->batch && (!o->use_stdin || o->stream || o->profile)) {
-    fprintf(2, "%s: --batch serves --stdin only, without --stream or --profile\n", llm_prog);
+    struct stat st = { 0 };
+    if (fstat(0, &st) == 0 && st.type == T_DEVICE)
+      fprintf(2, "%s: no ids given: reading requests from the terminal, one per line: "
+                 "<predict> <id0> <id1> ... (exit or Ctrl-D ends)\n",
+          llm_prog);
+  }
+  if (o->batch && (!o->use_stdin || o->stream || o->profile || o->smp.temp > 0)) {
+    fprintf(2, "%s: --batch serves --stdin only, greedy, without --stream or --profile\n",
+        llm_prog);
     return -1;
   }
   return 0;
 }
 
-static int stream_last; // --stream: index of the request's last id
+static int stream_last;                 // --stream: index of the request's last id
+static struct llm_sampler *stream_stop; // --stream: the --stop ids, or 0
 
 // --stream's llm_token_hook: id i of the request goes out at once, in
 // print_ids' format (space before all but the first, newline after the
-// last). One write per id, straight to fd 1: nothing buffers it.
+// last, which is a stop id or the predict-th). One write per id, straight
+// to fd 1: nothing buffers it.
 static void
 stream_id(int i, int id)
 {
   char buf[16];
   int n = snprintf(buf, sizeof(buf), i ? " %d" : "%d", id);
-  if (i == stream_last)
+  if (i == stream_last || llm_is_stop(stream_stop, id))
     buf[n++] = '\n';
   write(1, buf, n);
 }
@@ -216,6 +362,7 @@ read_line(char *line, int max)
 struct breq {
   int *ids; // prompt, then (once served) the generated ids after it
   int n, predict;
+  int gen;                 // ids generated (fewer than predict after a stop id)
   int ok;                  // served
   uint64 first_us, end_us; // first and last id, from the start of the batch
 };
@@ -267,8 +414,10 @@ serve_batch(const struct llm_model *md, struct llm_runtime *rt,
           if (req[i].kv == kv)
             kv = 0;
       }
-      if (llm_req_start(rt, &req[nrun], kv, b->ids, b->n, b->predict) == 0)
+      if (llm_req_start(rt, &req[nrun], kv, b->ids, b->n, b->predict) == 0) {
+        req[nrun].sampler = s->sampler; // greedy here: its --stop ids only
         who[nrun++] = next;
+      }
       next++;
     }
     if (nrun == 0)
@@ -279,9 +428,10 @@ serve_batch(const struct llm_model *md, struct llm_runtime *rt,
       struct breq *b = &breqs[who[i]];
       if (req[i].gen == 1 && b->first_us == 0)
         b->first_us = now;
-      if (req[i].gen < req[i].predict)
+      if (!req[i].done)
         continue;
-      memmove(b->ids + b->n, req[i].kv->seq + b->n, b->predict * sizeof(int));
+      b->gen = req[i].gen;
+      memmove(b->ids + b->n, req[i].kv->seq + b->n, b->gen * sizeof(int));
       b->end_us = now;
       b->ok = 1;
       for (int j = i; j + 1 < nrun; j++) { // keep the others in order
@@ -296,13 +446,13 @@ serve_batch(const struct llm_model *md, struct llm_runtime *rt,
     struct breq *b = &breqs[k];
     if (!b->ok)
       continue;
-    llm_print_ids(b->ids + b->n, b->predict);
+    llm_print_ids(b->ids + b->n, b->gen);
     if (!quiet)
       fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
-                 "prompt=%d gen=%d\n",
+                 "prompt=%d gen=%d kernels=%s threads=%d\n",
           llm_prog, s->tm.load_us, s->tm.init_us, b->first_us,
-          b->predict > 1 ? (b->end_us - b->first_us) / (b->predict - 1) : 0,
-          b->n, b->predict);
+          b->gen > 1 ? (b->end_us - b->first_us) / (b->gen - 1) : 0,
+          b->n, b->gen, llm_kernels_name(), llm_pool_threads());
   }
   return 0;
 }
@@ -383,6 +533,23 @@ prompt_from_args(int argc, char **argv, int first, int *ids, int *count)
   return 0;
 }
 
+// Check the --stop ids against the vocabulary and, when sampling, give
+// the sampler its workspace. Returns 0, or -1 after a message.
+static int
+use_sampler(struct llm_sampler *sp, int vocab)
+{
+  for (int i = 0; i < sp->nstop; i++)
+    if (sp->stop[i] >= vocab) {
+      fprintf(2, "%s: --stop: id %d is not below vocab_size %d\n", llm_prog, sp->stop[i], vocab);
+      return -1;
+    }
+  if (sp->temp > 0 && llm_sampler_alloc(sp, vocab) < 0) {
+    fprintf(2, "%s: out of memory for the sampler\n", llm_prog);
+    return -1;
+  }
+  return 0;
+}
+
 // (contract in user/llm/cli.h)
 int
 llm_cli_main(const struct llm_model *md, int argc, char **argv)
@@ -404,12 +571,21 @@ llm_cli_main(const struct llm_model *md, int argc, char **argv)
   if (llm_session_init(&s, &rt, o.dir, md->model_kind) < 0)
     return 1;
   s.tm.profile = o.profile;
-  if (o.stream)
+  if (use_sampler(&o.smp, rt.cfg.vocab_size) < 0) {
+    llm_session_free(&s, &rt);
+    return 1;
+  }
+  s.sampler = &o.smp;
+  llm_pool_start(o.threads ? o.threads : nharts());
+  if (o.stream) {
     llm_token_hook = stream_id; // llm_session_run then prints no id line
+    stream_stop = &o.smp;
+  }
   if (o.use_stdin)
     r = serve_stdin(md, &rt, &s, o.quiet, o.batch);
   else
     r = run(md, &rt, &s, ids, count, o.predict, o.quiet);
+  llm_sampler_free(&o.smp);
   llm_session_free(&s, &rt);
   return r < 0 ? 1 : 0;
 }

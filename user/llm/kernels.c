@@ -17,6 +17,7 @@
 
 #include "user/lib/user.h"
 #include "user/llm/kernels.h"
+#include "user/llm/kernels_vec.h"
 
 #define HOT __attribute__((section(".text.hot")))
 
@@ -233,12 +234,12 @@ dot32(const uint64 *w, const uint64 *x)
 // or wm[r][g] * m_g (v3, at most 2^30); y_r = ((double)T_r * f) * ws_r with
 // f = xs/32768 or xs/2^30.
 HOT __attribute__((optimize("no-schedule-insns"))) static void
-matmul1(const struct llm_qmat *w, const struct llm_qact *a, double *y)
+matmul1(const struct llm_qmat *w, const struct llm_qact *a, double *y, int r0, int r1)
 {
   int ng = w->cols / LLM_GS;
   const uint64 *x = (const uint64 *)a->q;
   double f = w->wm ? a->xs[0] / 1073741824.0 : a->xs[0] / 32768.0;
-  for (int r = 0; r < w->rows; r++) {
+  for (int r = r0; r < r1; r++) {
     const uint64 *wr = (const uint64 *)(w->q + (uint64)r * w->cols);
     int64 t = 0;
     if (w->wm) {
@@ -300,14 +301,14 @@ group8(const uint64 *wg, const int64 *X, int64 *acc)
 // Up to 8 positions at once, each with exactly matmul1's arithmetic.
 HOT __attribute__((optimize("no-schedule-insns"))) static void
 matmul8(const struct llm_qmat *w, const struct llm_qact *a, double *y,
-    int ystride)
+    int ystride, int r0, int r1)
 {
   int ng = w->cols / LLM_GS;
   const int64 *X = (const int64 *)a->pairs;
   double f[LLM_BATCH];
   for (int p = 0; p < a->count; p++)
     f[p] = w->wm ? a->xs[p] / 1073741824.0 : a->xs[p] / 32768.0;
-  for (int r = 0; r < w->rows; r++) {
+  for (int r = r0; r < r1; r++) {
     const uint64 *wr = (const uint64 *)(w->q + (uint64)r * w->cols);
     const uint16 *wm = w->wm ? w->wm + (uint64)r * ng : 0;
     int64 t[LLM_BATCH] = { 0 }, acc[LLM_BATCH];
@@ -322,14 +323,31 @@ matmul8(const struct llm_qmat *w, const struct llm_qact *a, double *y,
   }
 }
 
+// Rows packed for the vector kernels go to them (kernels_vec.c), the rest
+// (all rows, with scalar kernels) to matmul1 or matmul8.
 HOT void
-llm_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
-    int ystride)
+llm_matmul_rows(const struct llm_qmat *w, const struct llm_qact *a, double *y,
+    int ystride, int r0, int r1)
 {
+  struct llm_qmat tail;
+  if (w->vrows > 0) {
+    llm_vec_matmul(w, a, y, ystride);
+    if (w->vrows == w->rows)
+      return;
+    uint64 r0 = w->vrows;
+    tail = *w;
+    tail.rows = w->rows - w->vrows;
+    tail.ws += r0;
+    tail.wm = w->wm ? w->wm + r0 * (w->cols / LLM_GS) : 0;
+    tail.q += r0 * w->cols;
+    tail.vrows = 0;
+    w = &tail;
+    y += r0;
+  }
   if (a->count == 1)
-    matmul1(w, a, y);
+    matmul1(w, a, y, r0, r1);
   else
-    matmul8(w, a, y, ystride);
+    matmul8(w, a, y, ystride, r0, r1);
 }
 
 // D_t = sum_g (mq_g * mk_{t,g}) * acc_{t,g}, acc the int32 dot of group g

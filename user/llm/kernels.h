@@ -17,6 +17,10 @@ struct llm_qmat {
   const float *ws;  // (rows) row scales
   const uint16 *wm; // (rows, cols/32) group multipliers, v3 only; 0 for v1/v2
   const int8 *q;    // (rows, cols) 8-byte aligned
+  // Vector kernels (kernels_vec.h): the first vrows rows of q are packed
+  // for them, with their group multipliers as int32 in vwm; 0 otherwise.
+  int vrows;
+  const int32 *vwm;
 };
 
 // Up to LLM_BATCH activation vectors of length n, quantised (docs/ARITHMETIC.md
@@ -75,9 +79,11 @@ void llm_rmsnorm(const double *x, const float *w, int n, double eps, double *y);
 void llm_quantize(const double *x, int n, int8 *q, int32 *m, double *xs);
 void llm_qact_fill(struct llm_qact *a, const double *x, int stride, int count);
 
-// y[p][r] = (W x_p)_r for the a->count positions; y has row stride ystride.
-void llm_matmul(const struct llm_qmat *w, const struct llm_qact *a,
-    double *y, int ystride);
+// y[p][r] = (W x_p)_r for the a->count positions and the rows [r0, r1)
+// only (y has row stride ystride): each row's arithmetic is the same
+// whichever range it is in, so the thread pool can split the rows.
+void llm_matmul_rows(const struct llm_qmat *w, const struct llm_qact *a,
+    double *y, int ystride, int r0, int r1);
 
 // Attention: D_t for t in [0, npos) (the integer part of q.k_t) and the
 // value sums A_k = sum_t W_t * v[t][k] over one group of 32 dims.

@@ -9,6 +9,8 @@
 
 #include "user/lib/user.h"
 #include "user/llm/layers.h"
+#include "user/llm/kernels_vec.h"
+#include "user/llm/pool.h"
 
 // (contracts in user/llm/layers.h)
 void
@@ -20,19 +22,54 @@ llm_mm_in(struct llm_session *s, const double *x, int xstride, int len, int n)
   llm_charge(s, &s->tm.matmul_us, t);
 }
 
-// y[p] = W x_p for the vectors given to llm_mm_in; a matrix whose width is
-// not the input's is a bug: message and exit.
+// One pool step of up to LLM_MM_MAX matmuls on the same input: item i is
+// a row of the matrices' rows laid end to end.
+struct mm_step {
+  int count;
+  const struct llm_mm_out *out;
+  const struct llm_qact *a;
+};
+
+static void
+mm_rows(void *arg, int lo, int hi, int t)
+{
+  (void)t;
+  struct mm_step *m = arg;
+  int base = 0;
+  for (int j = 0; j < m->count && base < hi; j++) {
+    const struct llm_mm_out *o = &m->out[j];
+    int r0 = lo > base ? lo - base : 0, r1 = hi - base < o->w->rows ? hi - base : o->w->rows;
+    if (r0 < r1)
+      llm_matmul_rows(o->w, m->a, o->y, o->ystride, r0, r1);
+    base += o->w->rows;
+  }
+}
+
+// (contract in user/llm/layers.h) A matrix whose width is not the input's
+// is a bug: message and exit.
+void
+llm_mm_many(struct llm_session *s, const struct llm_mm_out *out, int count)
+{
+  uint64 t = llm_clock(s);
+  int rows = 0;
+  for (int j = 0; j < count; j++) {
+    if (out[j].w->cols != s->act.n) {
+      fprintf(2, "%s: llm_mm: matrix has %d columns, input %d\n", llm_prog,
+          out[j].w->cols, s->act.n);
+      exit(1);
+    }
+    rows += out[j].w->rows;
+  }
+  struct mm_step m = { count, out, &s->act };
+  llm_pool_run(mm_rows, &m, rows);
+  llm_charge(s, &s->tm.matmul_us, t);
+}
+
 void
 llm_mm(struct llm_session *s, const struct llm_qmat *w, double *y, int ystride)
 {
-  uint64 t = llm_clock(s);
-  if (w->cols != s->act.n) {
-    fprintf(2, "%s: llm_mm: matrix has %d columns, input %d\n", llm_prog,
-        w->cols, s->act.n);
-    exit(1);
-  }
-  llm_matmul(w, &s->act, y, ystride);
-  llm_charge(s, &s->tm.matmul_us, t);
+  struct llm_mm_out o = { w, y, ystride };
+  llm_mm_many(s, &o, 1);
 }
 
 // x[p] = row st->kv[p]->seq[st->pos[p]] of EMB, dequantised:
@@ -44,12 +81,11 @@ llm_embed(struct llm_runtime *rt, struct llm_session *s, const struct llm_step *
   const struct llm_qmat *e = &rt->emb;
   for (int p = 0; p < st->n; p++) {
     uint64 tok = st->kv[p]->seq[st->pos[p]];
-    const int8 *q = e->q + tok * dim;
     double ws = (double)e->ws[tok], *x = s->x + p * dim;
     for (int g = 0; g < ng; g++) {
       double sg = e->wm ? (ws * (double)e->wm[tok * ng + g]) / 32768.0 : ws;
       for (int k = g * LLM_GS; k < (g + 1) * LLM_GS; k++)
-        x[k] = sg * (double)q[k];
+        x[k] = sg * (double)llm_qmat_weight(e, tok, k);
     }
   }
 }
@@ -104,31 +140,31 @@ prepare_heads(struct llm_runtime *rt, struct llm_cache *c,
 }
 
 // Steps 5-6 for one query head: scores against positions 0..pos of cache
-// c, then s->score[t] = e_t = exp(score_t - max); returns inv = 1 / sum e_t.
+// c, then sc->score[t] = e_t = exp(score_t - max); returns inv = 1 / sum e_t.
 static double
-head_softmax(struct llm_runtime *rt, struct llm_session *s, const struct llm_cache *c,
+head_softmax(struct llm_runtime *rt, struct llm_head_scratch *sc, const struct llm_cache *c,
     int slot, int kvh, const double *qh, int pos)
 {
   const struct llm_config *g = &rt->cfg;
   int hd = g->head_dim, kvd = g->n_kv_heads * hd, npos = pos + 1;
   double xsq;
-  llm_quantize(qh, hd, s->qhead_q, s->qhead_m, &xsq);
+  llm_quantize(qh, hd, sc->qhead_q, sc->qhead_m, &xsq);
   double a = (xsq * (1.0 / llm_sqrt((double)hd))) / 1073741824.0;
   uint64 row = kv_row(rt, slot, 0);
-  llm_attn_scores(s->qhead_q, s->qhead_m, hd / LLM_GS, c->kq + row * kvd + kvh * hd,
+  llm_attn_scores(sc->qhead_q, sc->qhead_m, hd / LLM_GS, c->kq + row * kvd + kvh * hd,
       c->km + row * (kvd / LLM_GS) + kvh * (hd / LLM_GS),
-      kvd, kvd / LLM_GS, npos, s->dot);
+      kvd, kvd / LLM_GS, npos, sc->dot);
   const double *kxs = c->kxs + row * g->n_kv_heads + kvh;
   double mx = 0.0;
   for (int t = 0; t < npos; t++) {
-    s->score[t] = ((double)s->dot[t] * kxs[t * g->n_kv_heads]) * a;
-    if (t == 0 || s->score[t] > mx)
-      mx = s->score[t];
+    sc->score[t] = ((double)sc->dot[t] * kxs[t * g->n_kv_heads]) * a;
+    if (t == 0 || sc->score[t] > mx)
+      mx = sc->score[t];
   }
   double sum = 0.0;
   for (int t = 0; t < npos; t++) {
-    s->score[t] = llm_exp(s->score[t] - mx);
-    sum = sum + s->score[t];
+    sc->score[t] = llm_exp(sc->score[t] - mx);
+    sum = sum + sc->score[t];
   }
   return 1.0 / sum;
 }
@@ -137,7 +173,7 @@ head_softmax(struct llm_runtime *rt, struct llm_session *s, const struct llm_cac
 // re-quantised to integers W_t in [0, 32767], A_k = sum_t W_t qv_{t,k},
 // out_k = (A_k * (wmax / 32767)) * inv.
 static void
-head_values(struct llm_runtime *rt, struct llm_session *s, const struct llm_cache *kc,
+head_values(struct llm_runtime *rt, struct llm_head_scratch *sc, const struct llm_cache *kc,
     int slot, int kvh, int grp, int pos, double inv, double *out)
 {
   const struct llm_config *g = &rt->cfg;
@@ -147,9 +183,9 @@ head_values(struct llm_runtime *rt, struct llm_session *s, const struct llm_cach
   double wmax = 0.0;
   for (int t = 0; t < npos; t++) {
     double sv = (kc->vxs[(row + t) * g->n_kv_heads + kvh] * (double)kc->vm[(row + t) * (kvd / LLM_GS) + gi]) / 32768.0;
-    s->val_w[t] = s->score[t] * sv;
-    if (s->val_w[t] > wmax)
-      wmax = s->val_w[t];
+    sc->val_w[t] = sc->score[t] * sv;
+    if (sc->val_w[t] > wmax)
+      wmax = sc->val_w[t];
   }
   if (wmax == 0.0) {
     memset(out, 0, LLM_GS * sizeof(double));
@@ -157,29 +193,42 @@ head_values(struct llm_runtime *rt, struct llm_session *s, const struct llm_cach
   }
   double c = 32767.0 / wmax, f = wmax / 32767.0;
   for (int t = 0; t < npos; t++)
-    s->val_wq[t] = (int32)llm_rint(s->val_w[t] * c);
+    sc->val_wq[t] = (int32)llm_rint(sc->val_w[t] * c);
   int64 acc[LLM_GS];
-  llm_attn_values(s->val_wq, kc->vq + row * kvd + gi * LLM_GS, kvd, npos, acc);
+  llm_attn_values(sc->val_wq, kc->vq + row * kvd + gi * LLM_GS, kvd, npos, acc);
   for (int k = 0; k < LLM_GS; k++)
     out[k] = ((double)acc[k] * f) * inv;
 }
 
-// Steps 5-8 for every query head of position pos of cache c; q holds the
-// heads (each followed by its gate when flags & LLM_GATED), out gets
-// n_heads*head_dim.
+// Steps 5-8 for the query heads of the step's positions, one pool step:
+// item i is head i % n_heads of step position p = i / n_heads (position
+// st->pos[p] of cache st->kv[p]), with the thread's own scratch. s->q
+// holds the heads (each followed by its gate when flags & LLM_GATED);
+// s->mixed gets n_heads*head_dim per position.
+struct attend_step {
+  struct llm_runtime *rt;
+  struct llm_session *s;
+  const struct llm_step *st;
+  int slot, qrows; // qrows: s->q's row stride
+};
+
 static void
-attend(struct llm_runtime *rt, struct llm_session *s, const struct llm_cache *c,
-    int slot, int pos, const double *q, double *out)
+attend_heads(void *arg, int lo, int hi, int t)
 {
+  struct attend_step *a = arg;
+  struct llm_runtime *rt = a->rt;
+  struct llm_session *s = a->s;
   const struct llm_config *g = &rt->cfg;
-  int hd = g->head_dim, gated = g->flags & LLM_GATED;
-  int qstep = hd * (gated ? 2 : 1), rep = g->n_heads / g->n_kv_heads;
-  for (int h = 0; h < g->n_heads; h++) {
-    const double *qh = q + h * qstep;
-    double *o = out + h * hd;
-    double inv = head_softmax(rt, s, c, slot, h / rep, qh, pos);
+  int hd = g->head_dim, gated = g->flags & LLM_GATED, nh = g->n_heads;
+  int qstep = hd * (gated ? 2 : 1), rep = nh / g->n_kv_heads;
+  for (int i = lo; i < hi; i++) {
+    int p = i / nh, h = i % nh, pos = a->st->pos[p];
+    const struct llm_cache *c = a->st->kv[p];
+    const double *qh = s->q + p * a->qrows + h * qstep;
+    double *o = s->mixed + p * nh * hd + h * hd;
+    double inv = head_softmax(rt, &s->head[t], c, a->slot, h / rep, qh, pos);
     for (int grp = 0; grp < hd / LLM_GS; grp++)
-      head_values(rt, s, c, slot, h / rep, grp, pos, inv, o + grp * LLM_GS);
+      head_values(rt, &s->head[t], c, a->slot, h / rep, grp, pos, inv, o + grp * LLM_GS);
     if (gated)
       for (int k = 0; k < hd; k++)
         o[k] = o[k] * llm_sigmoid(qh[hd + k]);
@@ -210,22 +259,44 @@ llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s, int l,
   for (int p = 0; p < n; p++)
     llm_rmsnorm(s->x + p * dim, L->input_norm, dim, (double)g->rms_eps, s->xn + p * dim);
   llm_mm_in(s, s->xn, dim, dim, n);
-  llm_mm(s, &L->wq, s->q, qrows);
-  llm_mm(s, &L->wk, s->k, kvd);
-  llm_mm(s, &L->wv, s->v, kvd);
+  struct llm_mm_out qkv[] = { { &L->wq, s->q, qrows }, { &L->wk, s->k, kvd }, { &L->wv, s->v, kvd } };
+  llm_mm_many(s, qkv, 3);
   // 2-8. norms, RoPE, cache, attention (keys of the whole batch first:
   // position p attends to its request's earlier positions in the batch too)
   uint64 t = llm_clock(s);
   for (int p = 0; p < n; p++)
     prepare_heads(rt, st->kv[p], L, slot, st->pos[p], s->q + p * qrows,
         s->k + p * kvd, s->v + p * kvd);
-  for (int p = 0; p < n; p++)
-    attend(rt, s, st->kv[p], slot, st->pos[p], s->q + p * qrows, s->mixed + p * qd);
+  struct attend_step a = { rt, s, st, slot, qrows };
+  llm_pool_run(attend_heads, &a, n * g->n_heads);
   llm_charge(s, &s->tm.attn_us, t);
   // 9. x = x + Wo out
   llm_mm_in(s, s->mixed, qd, qd, n);
   llm_mm(s, &L->wo, s->proj, dim);
   llm_residual(rt, s, s->proj, n);
+}
+
+// The MLP's first pool step, item r of hidden_dim: rows r of Wgate and
+// Wup for every position, then xn = silu(gate) * up at r, which needs
+// nothing from the other rows, so it costs no barrier of its own.
+struct gate_up_step {
+  struct llm_session *s;
+  const struct llm_layer *L;
+  int hid;
+};
+
+static void
+gate_up_silu(void *arg, int lo, int hi, int t)
+{
+  struct gate_up_step *m = arg;
+  struct llm_session *s = m->s;
+  int hid = m->hid;
+  (void)t;
+  llm_matmul_rows(&m->L->gate, &s->act, s->gate, hid, lo, hi);
+  llm_matmul_rows(&m->L->up, &s->act, s->up, hid, lo, hi);
+  for (int p = 0; p < s->act.count; p++)
+    for (int i = p * hid + lo; i < p * hid + hi; i++)
+      s->xn[i] = llm_silu(s->gate[i]) * s->up[i];
 }
 
 // MLP: x = x + Wdown (silu(Wgate xn) * (Wup xn)), xn = rmsnorm(x, post_norm).
@@ -238,17 +309,45 @@ llm_apply_ffn(struct llm_runtime *rt, struct llm_session *s, int l, int n)
   for (int p = 0; p < n; p++)
     llm_rmsnorm(s->x + p * dim, L->post_norm, dim, (double)g->rms_eps, s->xn + p * dim);
   llm_mm_in(s, s->xn, dim, dim, n);
-  llm_mm(s, &L->gate, s->gate, hid);
-  llm_mm(s, &L->up, s->up, hid);
-  for (int i = 0; i < n * hid; i++)
-    s->xn[i] = llm_silu(s->gate[i]) * s->up[i];
+  uint64 t = llm_clock(s);
+  struct gate_up_step gu = { s, L, hid };
+  llm_pool_run(gate_up_silu, &gu, hid);
+  llm_charge(s, &s->tm.matmul_us, t);
   llm_mm_in(s, s->xn, hid, hid, n);
   llm_mm(s, &L->down, s->proj, dim);
   llm_residual(rt, s, s->proj, n);
 }
 
+// The head's pool step: logits rows [lo, hi) of every position, then per
+// position i the first index of their maximum into best[t][i] (thread t's
+// range lies after thread t-1's; -1 for a thread without rows).
+struct head_step {
+  struct llm_runtime *rt;
+  struct llm_session *s;
+  int n;
+  int best[LLM_MAX_THREADS][LLM_BATCH];
+};
+
+static void
+head_rows(void *arg, int lo, int hi, int t)
+{
+  struct head_step *h = arg;
+  int V = h->rt->cfg.vocab_size;
+  llm_matmul_rows(&h->rt->emb, &h->s->act, h->s->logits, V, lo, hi);
+  for (int i = 0; i < h->n; i++) {
+    const double *lg = h->s->logits + (uint64)i * V;
+    int best = lo;
+    for (int k = lo + 1; k < hi; k++)
+      if (lg[k] > lg[best])
+        best = k;
+    h->best[t][i] = lo < hi ? best : -1;
+  }
+}
+
 // Output head at batch positions at[0..n): logits_i = EMB rmsnorm(x[at[i]],
-// NRM) in one matmul; ids[i] is the first index of the maximum of logits_i.
+// NRM) in one pool step; ids[i] is the first index of the maximum of
+// logits_i: each thread's first maximum, then the first of those,
+// strictly greater winning, as one pass would.
 void
 llm_heads(struct llm_runtime *rt, struct llm_session *s, const int *at, int n,
     int *ids)
@@ -260,13 +359,20 @@ llm_heads(struct llm_runtime *rt, struct llm_session *s, const int *at, int n,
   for (int i = 0; i < n; i++)
     llm_rmsnorm(s->x + at[i] * dim, rt->final_norm, dim, (double)g->rms_eps, s->xn + i * dim);
   llm_mm_in(s, s->xn, dim, dim, n);
-  llm_mm(s, &rt->emb, s->logits, V);
+  uint64 t = llm_clock(s);
+  struct head_step h = { rt, s, n };
+  int nt = llm_pool_threads();
+  for (int k = 0; k < nt; k++)
+    for (int i = 0; i < n; i++)
+      h.best[k][i] = -1;
+  llm_pool_run(head_rows, &h, V);
+  llm_charge(s, &s->tm.matmul_us, t);
   for (int i = 0; i < n; i++) {
     const double *lg = s->logits + (uint64)i * V;
-    int best = 0;
-    for (int k = 1; k < V; k++)
-      if (lg[k] > lg[best])
-        best = k;
+    int best = -1;
+    for (int k = 0; k < nt; k++)
+      if (h.best[k][i] >= 0 && (best < 0 || lg[h.best[k][i]] > lg[best]))
+        best = h.best[k][i];
     ids[i] = best;
   }
 }

@@ -31,5 +31,13 @@ void llm_mm_in(struct llm_session *s, const double *x, int xstride, int len,
     int n);
 void llm_mm(struct llm_session *s, const struct llm_qmat *w, double *y,
     int ystride);
+// Several matmuls of the same input in one step of the thread pool (one
+// barrier instead of one per matrix): out[j].y = out[j].w x_p.
+struct llm_mm_out {
+  const struct llm_qmat *w;
+  double *y;
+  int ystride;
+};
+void llm_mm_many(struct llm_session *s, const struct llm_mm_out *out, int count);
 
 #endif

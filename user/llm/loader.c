@@ -15,6 +15,7 @@
 #include "kernel/include/param.h"
 #include "kernel/include/stat.h"
 #include "user/llm/loader.h"
+#include "user/llm/kernels_vec.h"
 
 #define CFG_MAGIC    0x31474643u // "CFG1"
 #define CFG_MAXBYTES 88          // the longest header (version 3)
@@ -239,7 +240,7 @@ cfg_check_sizes(const struct llm_config *c)
     if (f[i].v > MAXDIM)
       return bad_field(f[i].name, f[i].v, "is too large");
   }
-  if (c->n_layers > LLM_MAXBUF / 2)
+  if (c->n_layers > LLM_MAXBUF / 10)
     return bad_field("n_layers", c->n_layers, "is too large");
   return 0;
 }
@@ -416,6 +417,13 @@ take_qmat(struct cursor *c, struct llm_qmat *m, int rows, int cols)
   if (c->rt->cfg.version == 3)
     m->wm = take(c, 2ul * rows * (cols / LLM_GS), 2);
   m->q = take(c, (uint64)rows * cols, 8);
+  m->vrows = 0;
+  uint64 n = m->q ? llm_vec_wm_bytes(m) : 0;
+  if (n > 0) {
+    int32 *vwm = rt_alloc(c->rt, n);
+    if (vwm == 0 || llm_vec_pack(m, vwm) < 0)
+      c->fail = 1;
+  }
 }
 
 // The MLP of a layer: gate, up, down.

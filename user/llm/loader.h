@@ -59,7 +59,7 @@ struct llm_layer {
   struct llm_qmat down;     // (dim, hidden_dim)
 };
 
-#define LLM_MAXBUF 300 // asset files + aligned copies
+#define LLM_MAXBUF 1500 // asset files, aligned copies, vector multipliers: 10 a layer
 
 struct llm_runtime {
   struct llm_config cfg;

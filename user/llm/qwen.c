@@ -102,11 +102,10 @@ apply_linear_layer(struct llm_runtime *rt, struct llm_session *s, int l,
   for (int p = 0; p < n; p++)
     llm_rmsnorm(s->x + p * dim, L->input_norm, dim, (double)g->rms_eps, s->xn + p * dim);
   llm_mm_in(s, s->xn, dim, dim, n);
-  llm_mm(s, &L->qkv, s->qkv, cd);
-  llm_mm(s, &L->z, s->z, vdim);
   double *a = s->ab, *b = s->ab + LLM_BATCH * vh;
-  llm_mm(s, &L->a, a, vh);
-  llm_mm(s, &L->b, b, vh);
+  struct llm_mm_out in[] = { { &L->qkv, s->qkv, cd }, { &L->z, s->z, vdim }, { &L->a, a, vh },
+    { &L->b, b, vh } };
+  llm_mm_many(s, in, 4);
   uint64 t = llm_clock(s);
   for (int p = 0; p < n; p++) {
     if (st->pos[p] == 0)

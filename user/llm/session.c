@@ -4,21 +4,30 @@
 //
 // Serving (llm_session_run -> llm_drive_decode): prefill runs the prompt
 // through the layers LLM_BATCH positions at a time, the head gives the
-// first token; decode then feeds back one token per step (greedy).
+// first token; decode then feeds back one token per step (greedy, or
+// sampled: user/llm/sample.c), until the request's length or a stop id.
 // Timing, on one stderr line per request:
-//   PROG: timing load_us=L init_us=I ttft_us=F tpot_us=P prompt=N gen=G
+//   PROG: timing load_us=L init_us=I ttft_us=F tpot_us=P prompt=N gen=G kernels=K threads=T
 // load_us: llm_runtime_init; init_us: llm_session_init (which includes the
 // load); ttft_us: request start to the first generated token; tpot_us: mean
-// time of each following token (0 when G is 1). With --profile, two more
-// lines split the prefill and the decode time into matmuls (quantising
-// their inputs included), attention (for Qwen also the Gated DeltaNet
-// recurrence) and the rest:
+// time of each following token (0 when G is 1); kernels: the matmul
+// kernels that ran (scalar, or vector: kernels_vec.c); threads: the thread pool's
+// size (user/llm/pool.c: the matmuls' rows are split across them). With
+// --profile, more lines split the prefill and the decode time into matmuls
+// (quantising their inputs included), attention (for Qwen also the Gated
+// DeltaNet recurrence) and the rest, and say per thread how long it
+// worked in pool steps and waited at their end barrier for the others
+// (thread 0, the caller, waits inside matmul_us and attn_us):
 //   PROG: profile phase=prefill matmul_us=M attn_us=A other_us=O tokens=N
+//   PROG: profile phase=prefill threads=T steps=S busy_us=B0,B1 wait_us=W0,W1
 //   PROG: profile phase=decode matmul_us=M attn_us=A other_us=O tokens=G-1
+//   PROG: profile phase=decode threads=T steps=S busy_us=B0,B1 wait_us=W0,W1
 
 #include "user/lib/user.h"
 #include "user/llm/session.h"
+#include "user/llm/kernels_vec.h"
 #include "user/llm/layers.h"
+#include "user/llm/pool.h"
 
 void (*llm_token_hook)(int i, int id);
 
@@ -119,12 +128,20 @@ session_alloc(struct llm_session *s, const struct llm_runtime *rt)
   s->act.m = s_alloc(s, B * (maxin / LLM_GS) * sizeof(int32));
   s->act.xs = s_alloc(s, B * sizeof(double));
   s->act.pairs = s_alloc(s, (uint64)maxin * LLM_PAIRS * sizeof(int64));
-  s->qhead_q = s_alloc(s, g->head_dim);
-  s->qhead_m = s_alloc(s, (g->head_dim / LLM_GS) * sizeof(int32));
-  s->dot = s_alloc(s, T * sizeof(int64));
-  s->score = s_alloc(s, T * sizeof(double));
-  s->val_w = s_alloc(s, T * sizeof(double));
-  s->val_wq = s_alloc(s, T * sizeof(int32));
+  // per-thread attention scratch, carved from one block, 8-byte aligned
+  uint64 hd = (g->head_dim + 7) & ~7UL, hm = ((g->head_dim / LLM_GS) * sizeof(int32) + 7) & ~7UL;
+  uint64 one = hd + hm + T * (sizeof(int64) + 2 * sizeof(double)) + ((T * sizeof(int32) + 7) & ~7UL);
+  char *blk = s_alloc(s, LLM_MAX_THREADS * one);
+  for (int t = 0; blk && t < LLM_MAX_THREADS; t++) {
+    struct llm_head_scratch *h = &s->head[t];
+    char *c = blk + t * one;
+    h->qhead_q = (int8 *)c;
+    h->qhead_m = (int32 *)(c + hd);
+    h->dot = (int64 *)(c + hd + hm);
+    h->score = (double *)(h->dot + T);
+    h->val_w = h->score + T;
+    h->val_wq = (int32 *)(h->val_w + T);
+  }
   s->delta_kv = s_alloc(s, (uint64)maxout * sizeof(double));
   s->logits = s_alloc(s, B * g->vocab_size * sizeof(double));
   return s->oom ? -1 : 0;
@@ -167,6 +184,7 @@ llm_session_init(struct llm_session *s, struct llm_runtime *rt,
 void
 llm_session_free(struct llm_session *s, struct llm_runtime *rt)
 {
+  llm_pool_stop();
   while (s->nbuf > 0)
     free(s->buf[--s->nbuf]);
   llm_runtime_free(rt);
@@ -199,21 +217,33 @@ profile_line(const char *phase, struct llm_session *s, uint64 total, int tokens)
       llm_prog, phase, t->matmul_us, t->attn_us,
       total > known ? total - known : 0, tokens);
   t->matmul_us = t->attn_us = 0;
+  struct llm_pool_stats st;
+  llm_pool_take_stats(&st);
+  char busy[16 * LLM_MAX_THREADS], wait[16 * LLM_MAX_THREADS];
+  int nb = 0, nw = 0, n = llm_pool_threads();
+  for (int i = 0; i < n; i++) {
+    nb += snprintf(busy + nb, sizeof(busy) - nb, i ? ",%lu" : "%lu", st.busy_us[i]);
+    nw += snprintf(wait + nw, sizeof(wait) - nw, i ? ",%lu" : "%lu", st.wait_us[i]);
+  }
+  fprintf(2, "%s: profile phase=%s threads=%d steps=%lu busy_us=%s wait_us=%s\n",
+      llm_prog, phase, n, st.steps, busy, wait);
 }
 
-// Prefill, then greedy decode, as batched steps of this one request
-// (llm_batch_step): the course's loop runs `pos` over every position and
-// starts writing results once pos >= n - 1; here the prompt positions go
-// through the layers LLM_BATCH at a time (the head only at the last one),
-// and each generated token is fed back at the next position.
-// r->kv->seq[0..n) holds the prompt; the predict tokens land after it.
+// Prefill, then decode, as batched steps of this one request
+// (llm_batch_step; greedy unless r->sampler says otherwise): the course's
+// loop runs `pos` over every position and starts writing results once
+// pos >= n - 1; here the prompt positions go through the layers LLM_BATCH
+// at a time (the head only at the last one), and each generated token is
+// fed back at the next position, until predict tokens or a stop id.
+// r->kv->seq[0..n) holds the prompt; the tokens land after it. Returns how
+// many were generated.
 static int
 llm_drive_decode(const struct llm_model *md, struct llm_runtime *rt,
     struct llm_session *s, struct llm_req *r, uint64 t0,
     uint64 *ttft, uint64 *tpot)
 {
   uint64 t1 = 0;
-  while (r->gen < r->predict) {
+  while (!r->done) {
     int had = r->gen;
     llm_batch_step(md, rt, s, &r, 1);
     if (r->gen == had)
@@ -228,10 +258,10 @@ llm_drive_decode(const struct llm_model *md, struct llm_runtime *rt,
       profile_line("prefill", s, *ttft, r->n);
   }
   uint64 t2 = time_us();
-  *tpot = r->predict > 1 ? (t2 - t1) / (r->predict - 1) : 0;
+  *tpot = r->gen > 1 ? (t2 - t1) / (r->gen - 1) : 0;
   if (s->tm.profile)
-    profile_line("decode", s, t2 - t1, r->predict - 1);
-  return 0;
+    profile_line("decode", s, t2 - t1, r->gen - 1);
+  return r->gen;
 }
 
 // Check a request against the limits; -1 after a message naming the limit.
@@ -291,7 +321,8 @@ llm_req_start(const struct llm_runtime *rt, struct llm_req *r,
   r->kv = kv;
   r->n = n;
   r->predict = predict;
-  r->fed = r->gen = 0;
+  r->fed = r->gen = r->done = 0;
+  r->sampler = 0;
   return 0;
 }
 
@@ -304,6 +335,10 @@ llm_session_generate(const struct llm_model *md, struct llm_runtime *rt,
   struct llm_req r;
   if (llm_req_start(rt, &r, &s->kv[0], ids, n, predict) < 0)
     return -1;
+  llm_pool_profile(s->tm.profile);
+  r.sampler = s->sampler;
+  if (s->sampler)
+    llm_sampler_reset(s->sampler);
   return llm_drive_decode(md, rt, s, &r, t0, ttft, tpot);
 }
 
@@ -313,15 +348,16 @@ llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
     int quiet)
 {
   uint64 ttft, tpot;
-  if (llm_session_generate(md, rt, s, ids, n, predict, &ttft, &tpot) < 0)
+  int gen = llm_session_generate(md, rt, s, ids, n, predict, &ttft, &tpot);
+  if (gen < 0)
     return -1;
   if (llm_token_hook == 0) // else the hook has written them (the CLI's --stream)
-    llm_print_ids(s->kv[0].seq + n, predict);
+    llm_print_ids(s->kv[0].seq + n, gen);
   if (!quiet)
     fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
-               "prompt=%d gen=%d\n",
+               "prompt=%d gen=%d kernels=%s threads=%d\n",
         llm_prog, s->tm.load_us, s->tm.init_us,
-        ttft, tpot, n, predict);
+        ttft, tpot, n, gen, llm_kernels_name(), llm_pool_threads());
   return 0;
 }
 
@@ -358,6 +394,20 @@ batch_plan(struct llm_req **r, int nr, int *take)
   }
 }
 
+// Append request r's next id: the head's greedy id, or a sample from its
+// logits (row k of s->logits) when r->sampler has a temperature; r is done
+// at predict ids or after a stop id.
+static void
+req_next(struct llm_runtime *rt, struct llm_session *s, struct llm_req *r,
+    int greedy, int k)
+{
+  int V = rt->cfg.vocab_size, id = greedy;
+  if (r->sampler && r->sampler->temp > 0)
+    id = llm_sample(r->sampler, s->logits + (uint64)k * V, V);
+  r->kv->seq[r->n + r->gen++] = id;
+  r->done = r->gen >= r->predict || llm_is_stop(r->sampler, id);
+}
+
 void
 llm_batch_step(const struct llm_model *md, struct llm_runtime *rt,
     struct llm_session *s, struct llm_req **r, int nr)
@@ -383,5 +433,5 @@ llm_batch_step(const struct llm_model *md, struct llm_runtime *rt,
   }
   llm_heads(rt, s, at, nh, ids);
   for (int k = 0; k < nh; k++)
-    who[k]->kv->seq[who[k]->n + who[k]->gen++] = ids[k];
+    req_next(rt, s, who[k], ids[k], k);
 }

@@ -11,6 +11,8 @@
 
 #include "kernel/include/aisvc.h" // AI_MAX_PROMPT: most prompt ids per request
 #include "user/llm/loader.h"
+#include "user/llm/sample.h"
+#include "user/llm/pool.h"
 
 struct llm_timing {
   uint64 load_us, init_us;   // llm_runtime_init, llm_session_init
@@ -47,7 +49,6 @@ struct llm_session {
   struct llm_cache kv[LLM_MAXCACHE]; // kv[0] serves the single-request path
   int ncache;                        // caches allocated
   // workspace for LLM_BATCH positions
-  int *seq;   // (runtime_seq_len) prompt then generated ids
   double *x;  // (LLM_BATCH, dim) hidden state
   double *xn; // (LLM_BATCH, maxin) input of the next matmuls: normed x, or
               // the MLP's silu(gate) * up
@@ -68,21 +69,26 @@ struct llm_session {
     double *v;  // full attention: values
     double *ab; // Gated DeltaNet: a (LLM_BATCH, v_heads), then b
   };
-  double *mixed;                // (LLM_BATCH, maxin) attention or DeltaNet heads,
-                                // input of the output projection
-  struct llm_qact act;          // (LLM_BATCH, maxin) quantised activations
-  int8 *qhead_q;                // (head_dim) a quantised query head
-  int32 *qhead_m;               // (head_dim/32) its group multipliers
-  int64 *dot;                   // (runtime_seq_len) attention integer scores D_t
-  double *score;                // (runtime_seq_len) scores, then exp
-  double *val_w;                // (runtime_seq_len) value weights of one group
-  int32 *val_wq;                // (runtime_seq_len) the same, rounded
+  double *mixed;       // (LLM_BATCH, maxin) attention or DeltaNet heads,
+                       // input of the output projection
+  struct llm_qact act; // (LLM_BATCH, maxin) quantised activations
+  // attention scratch of one query head, one per pool thread
+  struct llm_head_scratch {
+    int8 *qhead_q;  // (head_dim) a quantised query head
+    int32 *qhead_m; // (head_dim/32) its group multipliers
+    int64 *dot;     // (runtime_seq_len) attention integer scores D_t
+    double *score;  // (runtime_seq_len) scores, then exp
+    double *val_w;  // (runtime_seq_len) value weights of one group
+    int32 *val_wq;  // (runtime_seq_len) the same, rounded
+  } head[LLM_MAX_THREADS];
   double *delta_kv;             // (maxout) llm_delta_step's kv
-  double *logits;               // (LLM_BATCH, vocab_size)
+  double *logits;               // (LLM_BATCH, vocab_size) llm_heads' logits
   void *buf[32 + LLM_MAXCACHE]; // every allocation, freed by llm_session_free
   int nbuf;
   int oom; // an allocation failed
   struct llm_timing tm;
+  struct llm_sampler *sampler; // the single-request path's: 0 greedy, no
+                               // stop ids (set by the caller)
 };
 
 // What differs between the models (user/llm/smol.c, user/llm/qwen.c).
@@ -105,7 +111,8 @@ extern void (*llm_token_hook)(int i, int id);
 // Returns 0, or -1 after a message with everything freed.
 int llm_session_init(struct llm_session *s, struct llm_runtime *rt,
     const char *dir, int model_kind);
-// Free the session and the weights.
+// Free the session and the weights, and stop the thread pool
+// (user/llm/pool.h: llm_pool_start after llm_session_init starts it).
 void llm_session_free(struct llm_session *s, struct llm_runtime *rt);
 
 // Allocate caches until the session has `want` (at most LLM_MAXCACHE) or
@@ -113,13 +120,14 @@ void llm_session_free(struct llm_session *s, struct llm_runtime *rt);
 int llm_session_add_caches(struct llm_session *s, const struct llm_runtime *rt,
     int want);
 
-// Check one request and generate: the ids land in s->kv[0].seq[n..n+predict).
-// Returns 0, or -1 after a message.
+// Check one request and generate: the ids land in s->kv[0].seq[n..n+predict),
+// fewer if s->sampler's stop id comes first (it is kept). Returns how many
+// were generated, or -1 after a message.
 int llm_session_generate(const struct llm_model *md, struct llm_runtime *rt,
     struct llm_session *s, const int *ids, int n,
     int predict, uint64 *ttft, uint64 *tpot);
 // The same, then print the ids (unless llm_token_hook is set) and, unless
-// quiet, the timing line.
+// quiet, the timing line (gen= counts the ids generated).
 int llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
     struct llm_session *s, const int *ids, int n, int predict,
     int quiet);
@@ -130,21 +138,26 @@ int llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
 
 // One request of the batched path.
 struct llm_req {
-  struct llm_cache *kv; // its own cache; kv->seq holds prompt, then output
-  int n, predict;       // prompt ids, ids to generate
-  int fed;              // positions already run through the layers
-  int gen;              // ids generated so far: kv->seq[n..n+gen)
+  struct llm_cache *kv;        // its own cache; kv->seq holds prompt, then output
+  int n, predict;              // prompt ids, ids to generate
+  int fed;                     // positions already run through the layers
+  int gen;                     // ids generated so far: kv->seq[n..n+gen)
+  int done;                    // predict ids generated, or the last is a stop id
+  struct llm_sampler *sampler; // 0: greedy, no stop ids (llm_req_start)
 };
 
 // Check a request (as llm_session_generate does) and set r up on cache kv
-// with the prompt ids. Returns 0, or -1 after a message.
+// with the prompt ids, greedy (the caller may set r->sampler after, which
+// then chooses and stops its ids; a sampler serves one request at a time).
+// Returns 0, or -1 after a message.
 int llm_req_start(const struct llm_runtime *rt, struct llm_req *r,
     struct llm_cache *kv, const int *ids, int n, int predict);
 // One batched step for the unfinished requests r[0..nr) (nr <=
 // LLM_MAXCACHE, oldest first): every request in decode runs its next
 // position, requests in prefill share what is left of LLM_BATCH positions
 // (oldest first, at least one position each step), then every request
-// whose known ids are all run gets its next id (r->gen grows by one).
+// whose known ids are all run gets its next id (r->gen grows by one;
+// r->done is set once it has predict ids or a stop id).
 void llm_batch_step(const struct llm_model *md, struct llm_runtime *rt,
     struct llm_session *s, struct llm_req **r, int nr);
 

@@ -28,8 +28,12 @@
 #include "kernel/include/param.h"
 #include "kernel/include/fs.h"
 #include "kernel/include/memlayout.h"
+#include "kernel/include/elf.h"
+#include "kernel/include/aisvc.h"
+#include "kernel/include/sysinfo.h"
 
-#define MB (1024L * 1024)
+#define MB       (1024L * 1024)
+#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static int failfd = -1; // the runner reads failure reasons here
 
@@ -835,6 +839,95 @@ t_fpregs(void)
   waitchildren(NFPPROC);
 }
 
+// ---------------------------------------------------------------- vector unit
+
+// Load v0-v31 from in (32 * vlenb bytes), set vtype, vl = avl and vxrm,
+// spin for iters loop turns (the timer preempts us many times), then
+// store v0-v31 into out and vl, vtype and vcsr into csr[0..3]. One asm
+// statement, so nothing else can touch the vector unit in between.
+static void
+vecspin(const char *in, uint64 vtype, uint64 avl, uint64 vxrm, char *out, uint64 *csr, long iters)
+{
+  asm volatile(
+      ".option push\n .option arch, +v\n"
+      "csrr t1, vlenb\n slli t1, t1, 3\n mv t0, %[in]\n"
+      "vl8r.v v0, (t0)\n add t0, t0, t1\n vl8r.v v8, (t0)\n add t0, t0, t1\n"
+      "vl8r.v v16, (t0)\n add t0, t0, t1\n vl8r.v v24, (t0)\n"
+      "vsetvl zero, %[avl], %[vtype]\n csrw vxrm, %[vxrm]\n"
+      "1: addi %[iters], %[iters], -1\n bnez %[iters], 1b\n"
+      "csrr t2, vl\n sd t2, 0(%[csr])\n csrr t2, vtype\n sd t2, 8(%[csr])\n"
+      "csrr t2, vcsr\n sd t2, 16(%[csr])\n mv t0, %[out]\n"
+      "vs8r.v v0, (t0)\n add t0, t0, t1\n vs8r.v v8, (t0)\n add t0, t0, t1\n"
+      "vs8r.v v16, (t0)\n add t0, t0, t1\n vs8r.v v24, (t0)\n"
+      ".option pop\n"
+      : [iters] "+r"(iters)
+      : [in] "r"(in), [out] "r"(out), [csr] "r"(csr), [avl] "r"(avl), [vtype] "r"(vtype),
+      [vxrm] "r"(vxrm)
+      : "memory", "t0", "t1", "t2");
+}
+
+// Several processes hold distinct contents in all vector registers and
+// distinct vl, vtype (element width, register grouping) and vxrm while
+// they take turns on the harts for about two seconds each; a kernel that
+// does not keep the vector state per process mixes them up.
+#define NVPROC 4
+
+static void
+vecworker(int id, int vlenb)
+{
+  static char in[32 * 128], out[32 * 128];
+  uint64 csr[3], t0 = time_us();
+  int i, n = 32 * vlenb, round;
+
+  for (round = 0; time_us() - t0 < 2000000; round++) {
+    for (i = 0; i < n; i++)
+      in[i] = (char)(id * 37 + i * 7 + round);
+    uint64 sew = (id + round) % 4, lmul = id % 4; // e8..e64, m1..m8
+    uint64 vlmax = (uint64)vlenb * 8 * (1 << lmul) / (8 << sew);
+    uint64 avl = 1 + (id * 5 + round) % vlmax, vxrm = (id + round) % 4;
+    uint64 vtype = (1 << 7) | (sew << 3) | lmul; // vma set, vta clear
+    vecspin(in, vtype, avl, vxrm, out, csr, 5000000);
+    for (i = 0; i < n; i++)
+      expect(out[i] == in[i], "process %d round %d: v%d byte %d changed", id, round,
+          i / vlenb, i % vlenb);
+    expect(csr[0] == avl, "process %d round %d: vl %lu became %lu", id, round, avl, csr[0]);
+    expect(csr[1] == vtype, "process %d: vtype %lx became %lx", id, vtype, csr[1]);
+    expect(csr[2] >> 1 == vxrm, "process %d: vxrm %lu became vcsr %lx", id, vxrm, csr[2]);
+  }
+}
+
+// With V: processes keep their vector state (vecworker), and an illegal
+// instruction that is not a vector one still kills. Without V: vlenb() is
+// 0, and a vector instruction kills the process like any illegal one.
+static void
+t_vecregs(void)
+{
+  int i, pid, n = vlenb();
+
+  expect(n == 0 || (n >= 16 && n <= 128 && (n & (n - 1)) == 0), "vlenb() = %d", n);
+  pid = EXPECT_OK(fork());
+  if (pid == 0) {
+    if (n == 0)
+      asm volatile(".option push\n .option arch, +v\n vsetvli t0, zero, e8, m1, ta, ma\n"
+                   ".option pop\n" ::
+                       : "t0");
+    else
+      asm volatile(".word 0"); // all-zero bits: illegal on every RISC-V
+    exit(0);
+  }
+  WAITKILLED(pid);
+  if (n == 0)
+    return;
+  for (i = 0; i < NVPROC; i++) {
+    pid = EXPECT_OK(fork());
+    if (pid == 0) {
+      vecworker(i + 1, n);
+      exit(0);
+    }
+  }
+  waitchildren(NVPROC);
+}
+
 static uint64
 bits(double d)
 {
@@ -1544,6 +1637,250 @@ t_badnums(void)
   EXPECT_ERR(r, ENOSYS);
 }
 
+// ---------------------------------------------------------------- issue 12
+
+// Buffers whose range wraps past 2^64 or runs past the top of user space
+// fail with EFAULT on every path: copyout/copyin, and the file read that
+// hands whole blocks to the disk (it panicked with "bad segment count").
+static void
+t_wraprange(void)
+{
+  static const uint64 base[] = {
+    -(uint64)PGSIZE,      // wraps within the first block
+    -(uint64)(4 * BSIZE), // wraps at the end of the run
+    TRAPFRAME - PGSIZE,   // runs into the trap frame
+    MAXVA - 2 * PGSIZE,   // runs past the top of Sv39
+    (uint64)1 << 63,      // not a user address at all
+  };
+  int n = 8 * BSIZE, fd, pp[2], i;
+  char ok[16];
+
+  close(makefile("ut_wrap", n, 'w'));
+  EXPECT_OK(pipe(pp));
+  for (i = 0; i < NELEM(base); i++) {
+    fd = EXPECT_OK(open("ut_wrap", O_RDONLY));
+    EXPECT_ERR(read(fd, (void *)base[i], n), EFAULT);
+    EXPECT_ERR(fstat(fd, (struct stat *)base[i]), EFAULT);
+    close(fd);
+    fd = EXPECT_OK(open("ut_wrap", O_WRONLY));
+    EXPECT_ERR(write(fd, (void *)base[i], n), EFAULT);
+    close(fd);
+    expect(write(pp[1], "abc", 3) == 3, "pipe write");
+    EXPECT_ERR(read(pp[0], (void *)base[i], 3), EFAULT);
+  }
+  // The system still reads the file.
+  fd = EXPECT_OK(open("ut_wrap", O_RDONLY));
+  expect(read(fd, ok, sizeof(ok)) == sizeof(ok) && ok[0] == 'w', "read after the bad ones");
+  close(fd);
+  close(pp[0]);
+  close(pp[1]);
+  unlink("ut_wrap");
+}
+
+// A program whose one segment sits at 192 GiB: fork and exit must cost
+// what is mapped, not the 48 million pages below the segment (a page-by-
+// page walk took 7.6 s for each). The program forks, and both exit.
+static void
+t_highexec(void)
+{
+  static const uint32 code[] = {
+    0x00100893, // li a7, SYS_fork
+    0x00000073, // ecall
+    0x00200893, // li a7, SYS_exit
+    0x00000513, // li a0, 0
+    0x00000073, // ecall
+  };
+  struct {
+    struct elfhdr eh;
+    struct proghdr ph;
+    uint32 code[NELEM(code)];
+  } img;
+  uint64 va = 0x3000000000UL;
+  char *argv[] = { "ut_high", 0 };
+  int fd, pid, t0;
+
+  memset(&img, 0, sizeof(img));
+  img.eh.magic = ELF_MAGIC;
+  img.eh.class = ELFCLASS64;
+  img.eh.data = ELFDATA2LSB;
+  img.eh.ident_version = 1;
+  img.eh.type = ET_EXEC;
+  img.eh.machine = EM_RISCV;
+  img.eh.version = 1;
+  img.eh.entry = va + ((char *)img.code - (char *)&img);
+  img.eh.phoff = sizeof(img.eh);
+  img.eh.ehsize = sizeof(img.eh);
+  img.eh.phentsize = sizeof(img.ph);
+  img.eh.phnum = 1;
+  img.ph.type = ELF_PROG_LOAD;
+  img.ph.flags = ELF_PROG_FLAG_R | ELF_PROG_FLAG_X;
+  img.ph.off = 0;
+  img.ph.vaddr = va;
+  img.ph.filesz = sizeof(img);
+  img.ph.memsz = sizeof(img);
+  memmove(img.code, code, sizeof(code));
+  fd = EXPECT_OK(open("ut_high", O_CREATE | O_TRUNC | O_WRONLY));
+  expect(write(fd, &img, sizeof(img)) == sizeof(img), "write ut_high");
+  close(fd);
+  t0 = uptime();
+  pid = EXPECT_OK(fork());
+  if (pid == 0) {
+    exec("ut_high", argv);
+    exit(99);
+  }
+  WAITSTATUS(pid, 0);
+  // Well below the seconds that one walk of the address range takes.
+  expect(uptime() - t0 < 2 * TICK_HZ, "fork+exec+exit of a program at 192 GiB took %d ticks",
+      uptime() - t0);
+  unlink("ut_high");
+}
+
+// Memory starvation for the AI cases: the heap grows until sbrk fails,
+// then pipes take what is left (the last sbrk may stop with a page free,
+// when that page needed a table page too). Returns the bytes grown;
+// *np pipes are open in pfd. starve_end() gives it all back.
+static long
+starve(int pfd[][2], int max, int *np)
+{
+  struct sysinfo si;
+  long chunk, got = 0;
+
+  for (chunk = 64 * MB; chunk >= PGSIZE; chunk /= 2)
+    while (!sbrkfailed(sbrk(chunk)))
+      got += chunk;
+  for (*np = 0; *np < max && sysinfo(&si) == 0 && si.freepages > 0; (*np)++)
+    if (pipe(pfd[*np]) < 0)
+      break;
+  return got;
+}
+
+static void
+starve_end(long got, int pfd[][2], int np)
+{
+  sbrk(-got);
+  for (int i = 0; i < np; i++) {
+    close(pfd[i][0]);
+    close(pfd[i][1]);
+  }
+}
+
+static int
+freepages(void)
+{
+  struct sysinfo si;
+
+  memset(&si, 0, sizeof(si));
+  sysinfo(&si);
+  return (int)si.freepages;
+}
+
+// ai_call that runs out of kernel memory must leave no request behind:
+// usertests registers as the worker (there is none without a model),
+// starves the kernel, and calls. The request must not stay queued,
+// counted against this process's cap until exit.
+static void
+t_aicallnomem(void)
+{
+  static const uint32 ids[] = { 1, 2, 3 };
+  struct ai_info in;
+  char out[64];
+  long got;
+  int r, left, np, pfd[6][2];
+
+  r = ai_register(1000, 64);
+  if (r == -AIE_BUSY)
+    return; // a real worker serves this system: nothing to test here
+  EXPECT_OK(r);
+  got = starve(pfd, NELEM(pfd), &np);
+  // With memory left the call would wait for a worker that is this process.
+  left = freepages();
+  r = left == 0 ? ai_call(ids, NELEM(ids), 2, out, sizeof(out)) : 0;
+  starve_end(got, pfd, np);
+  expect(left == 0, "could not use up the memory: %d pages left", left);
+  EXPECT_OK(ai_info(&in));
+  EXPECT_OK(ai_register(0, 0));
+  expect(r == -AIE_NOMEM, "ai_call without memory returned %d, expected -%d", r, AIE_NOMEM);
+  expect(in.used == 0 && in.queued == 0, "ai_call left %d requests (%d queued)", in.used,
+      in.queued);
+}
+
+// The worker's ai_complete must not fail for lack of kernel memory: the
+// daemon cannot do better than give up, and the request would stay
+// RUNNING, its caller blocked in ai_wait, until the worker dies.
+static void
+t_aicompletenomem(void)
+{
+  static const uint32 ids[] = { 1, 2, 3 }, gen[] = { 7, 8 };
+  static struct ai_job job;
+  struct ai_status st;
+  char out[64];
+  long got;
+  int r, reqid, left, np, pfd[6][2];
+
+  r = ai_register(1000, 64);
+  if (r == -AIE_BUSY)
+    return; // a real worker serves this system: nothing to test here
+  EXPECT_OK(r);
+  reqid = EXPECT_OK(ai_submit(ids, NELEM(ids), 2));
+  expect(ai_next(&job) == reqid, "ai_next did not give the request");
+  got = starve(pfd, NELEM(pfd), &np);
+  left = freepages();
+  r = ai_complete(reqid, gen, NELEM(gen));
+  starve_end(got, pfd, np);
+  expect(left == 0, "could not use up the memory: %d pages left", left);
+  expect(r == 0, "ai_complete without memory returned %d (%s)", r, ai_strerror(r));
+  EXPECT_OK(ai_query(reqid, &st));
+  expect(st.state == AI_DONE, "request state %d after the complete", st.state);
+  r = ai_wait(reqid, out, sizeof(out));
+  EXPECT_OK(ai_register(0, 0));
+  expect(r == 3 && strcmp(out, "7 8") == 0, "ai_wait returned %d", r);
+}
+
+// A kill must end a sleep it races with, on any hart: children block in
+// read() on a pipe nobody writes; each is killed at once. Before the fix
+// a kill landing between the child's killed() check and its sleep() was
+// lost, and the child slept forever.
+static void
+t_killrace(void)
+{
+  int i, pid, pp[2];
+  char c;
+
+  EXPECT_OK(pipe(pp));
+  for (i = 0; i < 300; i++) {
+    pid = EXPECT_OK(fork());
+    if (pid == 0) {
+      read(pp[0], &c, 1);
+      exit(0);
+    }
+    for (volatile int j = 0; j < (i * 37) % 2000; j++) // vary where the kill lands
+      ;
+    EXPECT_OK(kill(pid));
+    WAITKILLED(pid);
+  }
+  close(pp[0]);
+  close(pp[1]);
+}
+
+// A directory removed while a process still uses it (its cwd here) takes
+// no new names: they would vanish with it, leaving inodes no directory
+// names (the fuzzer found this as a race between create and unlink).
+static void
+t_deaddir(void)
+{
+  char cwd[] = "ut_dead";
+
+  EXPECT_OK(mkdir(cwd));
+  EXPECT_OK(chdir(cwd));
+  EXPECT_OK(unlink("../ut_dead"));
+  EXPECT_ERR(open("f", O_CREATE | O_RDWR), ENOENT);
+  EXPECT_ERR(mkdir("d"), ENOENT);
+  EXPECT_ERR(mknod("n", 9, 0), ENOENT);
+  EXPECT_ERR(link("/usertests", "l"), ENOENT);
+  EXPECT_OK(chdir("/"));
+  EXPECT_ERR(chdir(cwd), ENOENT);
+}
+
 // ---------------------------------------------------------------- runner
 
 struct test {
@@ -1576,6 +1913,7 @@ static struct test tests[] = {
   { t_stackoverflow, "stackoverflow" },
   { t_fpregs, "fpregs" },
   { t_fpmath, "fpmath" },
+  { t_vecregs, "vecregs" },
   { t_sleep, "sleep" },
   { t_files, "files" },
   { t_fstat, "fstat" },
@@ -1600,6 +1938,12 @@ static struct test tests[] = {
   { t_badpaths, "badpaths" },
   { t_badsizes, "badsizes" },
   { t_badnums, "badnums" },
+  { t_wraprange, "wraprange" },
+  { t_highexec, "highexec" },
+  { t_aicallnomem, "aicallnomem" },
+  { t_aicompletenomem, "aicompletenomem" },
+  { t_killrace, "killrace" },
+  { t_deaddir, "deaddir" },
   { 0, 0 },
 };
 

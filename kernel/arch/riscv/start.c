@@ -22,6 +22,9 @@ volatile uint64 fdt_pa;
 // Set if this machine's harts implement Sstc; main() checks it.
 volatile int sstc_ok;
 
+// Set if misa has the vector extension (kernel/core/vector.c).
+volatile int misa_vector;
+
 void
 start(uint64 hartid, uint64 dtb)
 {
@@ -46,6 +49,7 @@ start(uint64 hartid, uint64 dtb)
   if (hartid == 0) {
     sstc_ok = (csr_read(CSR_MENVCFG) & MENVCFG_STCE) != 0;
     fdt_pa = dtb;
+    misa_vector = (csr_read(misa) & MISA_V) != 0;
   }
   // No timer interrupt until trapinithart() arms one.
   csr_write(CSR_STIMECMP, -1UL);

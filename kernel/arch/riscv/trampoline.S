@@ -4,12 +4,14 @@
 # running while satp switches between them.
 #
 # uservec: stvec points here while in user mode. Saves the user registers
-# in the process's trapframe (mapped at TRAPFRAME in the user page table),
+# in the thread's trapframe (mapped at TRAPFRAME or THREADFRAME(slot) in
+# the user page table; sscratch holds that address while in user mode),
 # loads the kernel's stack, hart id and page table from it, and jumps to
 # usertrap().
 #
-# userret(satp): called by usertrapret() to switch to the user page table,
-# restore the user registers from the trapframe and sret to user mode.
+# userret(satp, tfva): called by usertrapret() to switch to the user page
+# table, restore the user registers from the trapframe at tfva, leave
+# tfva in sscratch for the next uservec, and sret to user mode.
 
 #include "kernel/include/memlayout.h"
 
@@ -20,10 +22,9 @@
 trampoline:
 .align 4
 uservec:
-        # a0 is the only register free to point at the trapframe;
-        # park the user's a0 in sscratch meanwhile.
-        csrw sscratch, a0
-        li a0, TRAPFRAME
+        # a0 is the only register free to point at the trapframe:
+        # swap it with sscratch, which parks the user's a0 meanwhile.
+        csrrw a0, sscratch, a0
 
         sd ra, 40(a0)
         sd sp, 48(a0)
@@ -75,7 +76,8 @@ userret:
         csrw satp, a0
         sfence.vma zero, zero
 
-        li a0, TRAPFRAME
+        csrw sscratch, a1
+        mv a0, a1
         ld ra, 40(a0)
         ld sp, 48(a0)
         ld gp, 56(a0)

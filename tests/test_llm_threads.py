@@ -1,0 +1,89 @@
+"""The runtime's thread pool in the guest: the same ids at 1, 2 and 4 threads, equal
+to pyaisvc.reference, for SmolLM2 and the tiny synthetic Qwen3.5.
+
+Each model serves its request file (tests/host/llmcases.py's prompts, crossing the
+8-position prefill batches) once per thread count, on 2 and on 4 harts; the timing
+lines say how many threads ran. --profile adds the per-thread line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from host import llmcases as lc
+
+from pyaisvc import fsimg
+from pyaisvc.llmguest import MODELS, timings
+
+GEN = 8
+THREADS = (1, 2, 4)
+pytestmark = pytest.mark.guest
+THREAD_LINE = re.compile(r"^(\S+): profile phase=(prefill|decode) threads=(\d+) steps=(\d+) "
+                         r"busy_us=([\d,]+) wait_us=([\d,]+)\s*$", re.M)
+
+
+@pytest.fixture(scope="module")
+def thread_image(build, tmp_path_factory) -> tuple[Path, dict]:
+    tmp = tmp_path_factory.mktemp("llmthreads")
+    tree = fsimg.Tree(fsimg.load_layout())
+    for name, elf in build.uprogs.items():
+        tree.add_file(name, elf)
+    reqs = {}
+    smol = lc.smol_dir("v3")
+    if smol is not None:
+        tree.add_dir("AI/SMOL", smol)
+        reqs["smol"] = (smol, lc.smol_prompts()[:4])
+    qwen = lc.qwen_tiny_dir("v3")
+    tree.add_dir("AI/QWEN", qwen)
+    reqs["qwen"] = (qwen, lc.qwen_prompts())
+    for model, (_, prompts) in reqs.items():
+        (tmp / f"{model}.txt").write_text(lc.request_lines(prompts, GEN))
+        tree.add_file(f"REQ/{model.upper()}.TXT", tmp / f"{model}.txt")
+    image = tmp / "threads.img"
+    fsimg.build_image(image, tree)
+    return image, reqs
+
+
+def serve(g, prog: str, model: str, threads: int) -> tuple[list[list[int]], str]:
+    console = g.run(f"{prog} --threads {threads} --asset-dir /AI/{model.upper()} --stdin "
+                    f"< /REQ/{model.upper()}.TXT > /out.txt", timeout=900)
+    out = g.run("cat /out.txt")
+    return [[int(v) for v in line.split()] for line in out.splitlines() if line.strip()], console
+
+
+@pytest.mark.parametrize("cpus", [2, 4])
+@pytest.mark.parametrize("model", [pytest.param("smol", marks=pytest.mark.slow), "qwen"])
+def test_same_ids_at_every_thread_count(boot_guest, thread_image, model: str,
+                                        cpus: int) -> None:
+    image, reqs = thread_image
+    if model not in reqs:
+        pytest.skip("models/SMOL is missing (make smol-assets)")
+    assets, prompts = reqs[model]
+    want = lc.reference_ids(assets, prompts, GEN)
+    ram = MODELS["smol"].ram if model == "smol" else "256M"
+    g = boot_guest(cpus=cpus, ram=ram, image=image)
+    prog = f"llmrun_{model}"
+    for threads in THREADS:
+        got, console = serve(g, prog, model, threads)
+        assert got == want, f"--threads {threads}:\n{console}"
+        assert [t["prompt"] for t in timings(console)] == [len(p) for p in prompts]
+        assert re.findall(r" threads=(\d+)$", console, re.M) == [str(threads)] * len(prompts)
+    # The default is one thread per hart; --profile says how each thread spent the steps.
+    console = g.run(f"{prog} --asset-dir /AI/{model.upper()} --profile --predict 4 "
+                    + " ".join(map(str, prompts[2])), timeout=300)
+    lines = THREAD_LINE.findall(console)
+    assert [(phase, int(n)) for _, phase, n, *_ in lines] == [("prefill", cpus), ("decode", cpus)]
+    for _, _, n, steps, busy, wait in lines:
+        assert int(steps) > 0 and len(busy.split(",")) == len(wait.split(",")) == int(n)
+        assert all(int(b) > 0 for b in busy.split(",")), console
+    assert "panic" not in g.transcript
+
+
+def test_bad_thread_counts(boot_guest, thread_image) -> None:
+    image, _ = thread_image
+    g = boot_guest(ram="256M", image=image)
+    for bad in ("0", "9", "x"):
+        out = g.run(f"llmrun_qwen --asset-dir /AI/QWEN --threads {bad} 1 2")
+        assert f"llmrun_qwen: --threads: '{bad}' is not a number from 1 to 8" in out

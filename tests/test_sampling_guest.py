@@ -1,0 +1,43 @@
+"""Sampling and --stop in the guest (user/llm/sample.c, user/llm/session.c):
+llmrun_smol under QEMU draws exactly the reference's tokens for a seed
+(pyaisvc.sampling over pyaisvc.reference's logits), and stops at a --stop id
+with its timing line."""
+
+from __future__ import annotations
+
+import pytest
+from host import llmcases as lc
+
+from pyaisvc.llmguest import MODELS, timings
+
+GEN = 8
+pytestmark = pytest.mark.guest
+
+
+@pytest.fixture(scope="module")
+def smol() -> object:
+    d = lc.smol_dir("v3")
+    if d is None:
+        pytest.skip("models/SMOL missing: run 'make smol-assets'")
+    return d
+
+
+def test_sampled_ids_and_stop_match_reference(boot_guest, make_image, smol) -> None:
+    files = {f"AI/SMOL/{f.name}": f for f in sorted(smol.iterdir()) if f.is_file()}
+    g = boot_guest(image=make_image(files), ram=MODELS["smol"].ram, timeout=120)
+    prompt = lc.FRANCE["smol"]
+    ids = " ".join(map(str, prompt))
+    for case in lc.SAMPLING_CASES[:3]:
+        want = lc.sampled_reference(smol, prompt, GEN, case)
+        args = " ".join(lc.sampling_args(case))
+        out = g.run(f"llmrun_smol --predict {GEN} {args} {ids} > /out.txt", timeout=120)
+        assert [t["gen"] for t in timings(out)] == [GEN], out
+        assert g.run("cat /out.txt") == " ".join(map(str, want)) + "\n", case
+    # --stop at the greedy continuation's third id: three ids, gen=3.
+    greedy = lc.reference_ids(smol, [prompt], GEN)[0]
+    stop = greedy[2]
+    cut = greedy[:greedy.index(stop) + 1]
+    out = g.run(f"llmrun_smol --predict {GEN} --stop {stop} {ids}", timeout=120)
+    lines = out.splitlines()
+    assert lines[0] == " ".join(map(str, cut))
+    assert [t["gen"] for t in timings(out)] == [len(cut)]

@@ -1,0 +1,70 @@
+"""The guest system-call fuzzer, user/tests/fuzz.c, on one and two harts.
+
+`fuzz -s SEED -p PROCS -n CALLS` runs PROCS worker processes of CALLS checked
+calls each (typed and raw arguments, forked children, AI calls served by a
+fuzzer-run worker), then checks that free pages, open-file slots, process
+slots and AI slots are back to their start values, and prints
+"N passed, N failed" (N counts every call plus the leak checks).
+
+A short run is part of the normal suite; `make fuzz-syscalls` runs the long
+one (AISVC_FUZZ_SYSCALLS=1: 8 x 125,000 = 1,000,000 calls on 1 and on 2 harts)
+and prints the figures. AISVC_FUZZ_SEED changes the seed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+import pytest
+
+pytestmark = pytest.mark.guest
+
+SEED = int(os.environ.get("AISVC_FUZZ_SEED", "20261201"))
+LONG = os.environ.get("AISVC_FUZZ_SYSCALLS") == "1"
+SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed$", re.M)
+CALLS = re.compile(r"^fuzz: (\d+) calls in (\d+) ms", re.M)
+
+
+def _fuzz(guest, seed: int, procs: int, calls: int, timeout: float) -> tuple[int, int]:
+    """Runs the fuzzer; asserts a clean result. Returns (calls, ms)."""
+    out = guest.run(f"fuzz -s {seed} -p {procs} -n {calls}", timeout=timeout)
+    summary = SUMMARY.search(out)
+    figures = CALLS.search(out)
+    assert summary and figures, f"fuzz printed no summary:\n{out}"
+    assert summary.group(2) == "0", out
+    done = int(figures.group(1))
+    assert done >= procs * calls, out  # every worker reported every call
+    assert int(summary.group(1)) == done + 4, out  # the calls and four leak checks
+    assert "panic" not in guest.transcript
+    assert guest.run("echo alive") == "alive\n"
+    # The scratch directory is gone.
+    assert "fuzz.tmp" not in guest.run("ls")
+    return done, int(figures.group(2))
+
+
+@pytest.mark.parametrize("cpus", [1, 2])
+def test_fuzz_brief(boot_guest, cpus: int) -> None:
+    g = boot_guest(cpus=cpus)
+    _fuzz(g, SEED + cpus, procs=8, calls=150, timeout=240)
+
+
+def test_fuzz_bad_arguments(boot_guest) -> None:
+    out = boot_guest().run("fuzz -p 0")
+    assert "usage: fuzz [-s SEED] [-p PROCS] [-n CALLS]" in out
+    assert "passed" not in out
+
+
+# The long run exists only under make fuzz-syscalls.
+if LONG:
+
+    @pytest.mark.fuzz
+    @pytest.mark.parametrize("cpus", [1, 2])
+    def test_fuzz_million(boot_guest, cpus: int) -> None:
+        g = boot_guest(cpus=cpus)
+        t0 = time.monotonic()
+        done, ms = _fuzz(g, SEED + cpus, procs=8, calls=125_000, timeout=4 * 3600)
+        print(f"\nfuzz-syscalls: {cpus} hart(s): {done} calls, guest {ms / 1000:.0f} s "
+              f"({done * 1000 // max(ms, 1)} calls/s), wall {time.monotonic() - t0:.0f} s, "
+              "0 failed, 0 leaks")

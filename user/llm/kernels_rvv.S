@@ -1,0 +1,167 @@
+# RVV 1.0 int8 matrix kernels for the LLM runtime (user/llm/kernels_vec.c
+# packs the weights and calls these; docs/PERF_NOTES.md, facts 9 and 17).
+#
+# Rows lie across vector lanes: each 32-bit lane accumulates one output
+# row. A block of B rows (B = VLMAX for e32 and the caller's LMUL) is
+# packed so that word k4 of lane r holds the 4 int8 weights of row r at
+# columns 4*k4 .. 4*k4+3 (word index k4 * B + r), so one unit-stride load
+# brings 4 columns of all B rows. Each weight byte is sign-extended by a
+# shift pair and multiplied by the activation, a scalar register
+# (vmul.vx, then vadd.vv). The int32 sum of one group of 32 columns is then
+# multiplied by mult = wm[r][g] * m[g] (at most 2^30) into an int64 row
+# total with one widening multiply-add per group: exactly the integers of
+# the scalar kernel (user/llm/kernels.c, matmul1), so every output is the
+# same. vtype arrives in a register (e32, ta, ma, LMUL 1-4); the e64 totals
+# use twice the LMUL.
+#
+# Registers: acc (int32 group sums) v4, or v0-v6 for 4 positions; W v8
+# (packed weights); v12 (one byte per lane, sign-extended), v14; T (int64
+# totals) v24, or v16-v28 for 4 positions. The code sits on a page of its
+# own (PERF_NOTES.md, fact 4).
+
+        .option arch, +v
+        .section .text.hot.rvv, "ax", @progbits
+        .balign 4096
+
+# acc += sext(byte j of each lane of W) * xreg, for the matvec.
+.macro MAC1 shift, xreg
+        .if \shift
+        vsll.vi v12, v8, \shift
+        vsra.vi v12, v12, 24
+        .else
+        vsra.vi v12, v8, 24
+        .endif
+        vmul.vx v12, v12, \xreg
+        vadd.vv v4, v4, v12
+.endm
+
+# void llm_rvv_matvec(const int8 *w, const int32 *wm, const int8 *x,
+#     const int32 *m, long ng, int64 *t, long vtype)
+# One block: t[r] = sum_g (wm[g][r] * m[g]) * (sum_k w[r][32g+k] * x[32g+k]),
+# w and wm the block's packed weights and multipliers (ng groups).
+        .global llm_rvv_matvec
+llm_rvv_matvec:
+        addi t2, a6, 9                  # e64 and twice the LMUL
+        vsetvl t0, zero, t2
+        vmv.v.i v24, 0
+        vsetvl t0, zero, a6             # t0 = B
+        slli t1, t0, 2                  # bytes per packed word vector
+1:      vmv.v.i v4, 0
+        li t4, 8                        # 8 words of 4 columns per group
+2:      vle32.v v8, (a0)
+        add a0, a0, t1
+        lb t5, 0(a2)
+        lb t6, 1(a2)
+        MAC1 24, t5
+        MAC1 16, t6
+        lb t5, 2(a2)
+        lb t6, 3(a2)
+        MAC1 8, t5
+        MAC1 0, t6
+        addi a2, a2, 4
+        addi t4, t4, -1
+        bnez t4, 2b
+        vle32.v v12, (a1)               # mult = wm[g][.] * m[g]
+        add a1, a1, t1
+        lw t5, 0(a3)
+        addi a3, a3, 4
+        vmul.vx v12, v12, t5
+        vwmacc.vv v24, v12, v4
+        addi a4, a4, -1
+        bnez a4, 1b
+        vsetvl t0, zero, t2
+        vse64.v v24, (a5)
+        ret
+
+# One byte of each lane (shift as in MAC1) times the activations of 4
+# positions, at byte offset off of each position's pointer.
+.macro MAC4 shift, off
+        .if \shift
+        vsll.vi v12, v8, \shift
+        vsra.vi v12, v12, 24
+        .else
+        vsra.vi v12, v8, 24
+        .endif
+        lb t5, \off(a2)
+        vmul.vx v14, v12, t5
+        vadd.vv v0, v0, v14
+        lb t5, \off(t3)
+        vmul.vx v14, v12, t5
+        vadd.vv v2, v2, v14
+        lb t5, \off(t4)
+        vmul.vx v14, v12, t5
+        vadd.vv v4, v4, v14
+        lb t5, \off(t6)
+        vmul.vx v14, v12, t5
+        vadd.vv v6, v6, v14
+.endm
+
+# T_p += (wm[g] * m_p[g]) * acc_p, with m_p[g] at t0 (advanced by t2).
+.macro TOTAL acc, tot
+        lw t5, 0(t0)
+        add t0, t0, t2
+        vmul.vx v14, v12, t5
+        vwmacc.vv \tot, v14, \acc
+.endm
+
+# void llm_rvv_matvec4(const int8 *w, const int32 *wm, const int8 *x,
+#     const int32 *m, long ng, int64 *t, long vtype, long n)
+# llm_rvv_matvec for 4 positions (x + p*n, m + p*ng; n = 32 * ng) and
+# half a block: vtype has half the LMUL of the packing's, so a load takes
+# the first half of a packed word vector, and w and wm advance by two.
+# vmul.vx and vadd.vv rather than vmacc.vx: QEMU 10 runs vmacc through a
+# helper call, 2-3x slower. Totals to t[p*H .. p*H+H), H = VLMAX.
+        .global llm_rvv_matvec4
+llm_rvv_matvec4:
+        addi t2, a6, 9
+        vsetvl t0, zero, t2
+        vmv.v.i v16, 0
+        vmv.v.i v20, 0
+        vmv.v.i v24, 0
+        vmv.v.i v28, 0
+        vsetvl t0, zero, a6
+        slli t1, t0, 2                  # bytes per (half) word vector
+        add t3, a2, a7                  # the positions' activations
+        add t4, t3, a7
+        add t6, t4, a7
+        slli t2, a4, 2                  # bytes between positions' multipliers
+1:      vmv.v.i v0, 0
+        vmv.v.i v2, 0
+        vmv.v.i v4, 0
+        vmv.v.i v6, 0
+        li a7, 8
+2:      vle32.v v8, (a0)
+        add a0, a0, t1
+        add a0, a0, t1
+        MAC4 24, 0
+        MAC4 16, 1
+        MAC4 8, 2
+        MAC4 0, 3
+        addi a2, a2, 4
+        addi t3, t3, 4
+        addi t4, t4, 4
+        addi t6, t6, 4
+        addi a7, a7, -1
+        bnez a7, 2b
+        vle32.v v12, (a1)
+        add a1, a1, t1
+        add a1, a1, t1
+        mv t0, a3
+        TOTAL v0, v16
+        TOTAL v2, v20
+        TOTAL v4, v24
+        TOTAL v6, v28
+        addi a3, a3, 4
+        addi a4, a4, -1
+        bnez a4, 1b
+        addi t2, a6, 9
+        vsetvl t0, zero, t2
+        slli t1, t0, 3
+        vse64.v v16, (a5)
+        add a5, a5, t1
+        vse64.v v20, (a5)
+        add a5, a5, t1
+        vse64.v v24, (a5)
+        add a5, a5, t1
+        vse64.v v28, (a5)
+        ret

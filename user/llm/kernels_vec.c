@@ -1,0 +1,204 @@
+// The choice between scalar and RVV matmul kernels, and the C side of the
+// RVV ones: packing the weights at load time and driving the assembly
+// (user/llm/kernels_rvv.S, whose top comment describes the layout).
+//
+// Block size: a block of B rows fills one vector register group of 128
+// bytes per load (B = 32 rows of 4 bytes), the size QEMU 10 turns into
+// inline host SIMD (docs/PERF_NOTES.md, fact 9): LMUL 4 at vlen 256, 2 at
+// vlen 512; vlen 128 uses LMUL 4 too (B = 16), since the int64 totals need
+// twice the LMUL. The packing is in place (same bytes, new order), one
+// block at a time through a scratch buffer; rows after the last full block
+// stay row-major and go to the scalar kernel. The group multipliers are
+// copied into int32 in the same order (vwm), 1/8 of the weights' size.
+//
+// The float steps stay in C and in the scalar kernel's order:
+// y = ((double)T * f) * ws[r] with the assembly's exact int64 T.
+#include "user/lib/user.h"
+#include "user/llm/kernels.h"
+#include "user/llm/kernels_vec.h"
+
+enum { KERNELS_AUTO,
+  KERNELS_SCALAR,
+  KERNELS_VECTOR };
+
+static int choice = KERNELS_AUTO; // from llm_kernels_select
+static int decided = -1;          // KERNELS_SCALAR or _VECTOR, once known
+static int block;                 // rows per packed block (B)
+static long vtype32;              // e32, LMUL for B rows, ta, ma
+
+#define MAXBLOCK 64
+
+#ifdef __riscv
+void llm_rvv_matvec(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
+    long ng, int64 *t, long vtype);
+void llm_rvv_matvec4(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
+    long ng, int64 *t, long vtype, long n);
+
+// Bytes per vector register, 0 without V.
+static int
+machine_vlenb(void)
+{
+  return vlenb();
+}
+#else
+// The host build has no RVV.
+static int
+machine_vlenb(void)
+{
+  return 0;
+}
+#endif
+
+int
+llm_kernels_select(const char *prog, const char *name)
+{
+  if (strcmp(name, "auto") == 0)
+    choice = KERNELS_AUTO;
+  else if (strcmp(name, "scalar") == 0)
+    choice = KERNELS_SCALAR;
+  else if (strcmp(name, "vector") == 0)
+    choice = KERNELS_VECTOR;
+  else {
+    fprintf(2, "%s: --kernels: '%s' is not auto, scalar or vector\n", prog, name);
+    return -1;
+  }
+  int n = machine_vlenb();
+  if (choice == KERNELS_VECTOR && (n < 16 || n > 64)) {
+    fprintf(2, "%s: --kernels vector: %s; use --kernels scalar or auto\n", prog,
+        n ? "the vector registers are longer than 512 bits"
+          : "this machine has no vector extension (QEMU >= 10 gives it: see README)");
+    return -1;
+  }
+  decided = -1;
+  return 0;
+}
+
+// Decides between the kernels, once.
+static int
+kernels(void)
+{
+  if (decided < 0) {
+    int n = machine_vlenb();
+    decided = choice != KERNELS_SCALAR && n >= 16 && n <= 64 ? KERNELS_VECTOR : KERNELS_SCALAR;
+    int lmul = n >= 32 ? 128 / n : 4; // 1 << (vtype & 3) registers per group
+    block = n * lmul / 4;
+    vtype32 = (3 << 6) | (2 << 3) | (lmul == 4 ? 2 : lmul == 2 ? 1
+                                                               : 0);
+  }
+  return decided;
+}
+
+const char *
+llm_kernels_name(void)
+{
+  return kernels() == KERNELS_VECTOR ? "vector" : "scalar";
+}
+
+// Reorders one block of B rows (B * cols bytes at q) into the packed
+// layout, through scratch; wm's multipliers of those rows go to vwm
+// (ng per row), or ones without wm. (Strided vector loads would do it in
+// fewer instructions, but QEMU 10 runs them 10x slower than this loop.)
+static void
+pack_block(int8 *q, const uint16 *wm, int cols, uint32 *scratch, int32 *vwm)
+{
+  int words = cols / 4, ng = cols / LLM_GS, B = block;
+  memmove(scratch, q, (uint64)B * cols);
+  for (int r = 0; r < B; r++) {
+    const uint32 *src = scratch + (uint64)r * words, *end = src + words;
+    uint32 *dst = (uint32 *)q + r;
+    for (; src < end; src++, dst += B)
+      *dst = *src;
+    int32 *m = vwm + r;
+    for (int g = 0; g < ng; g++, m += B)
+      *m = wm ? wm[(uint64)r * ng + g] : 1;
+  }
+}
+
+uint64
+llm_vec_wm_bytes(const struct llm_qmat *m)
+{
+  if (kernels() != KERNELS_VECTOR || m->rows < block)
+    return 0;
+  return (uint64)(m->rows / block) * block * (m->cols / LLM_GS) * sizeof(int32);
+}
+
+int
+llm_vec_pack(struct llm_qmat *m, int32 *vwm)
+{
+  int nb = m->rows / block, ng = m->cols / LLM_GS;
+  uint32 *scratch = malloc((uint64)block * m->cols);
+  if (scratch == 0)
+    return -1;
+  for (int b = 0; b < nb; b++)
+    pack_block((int8 *)m->q + (uint64)b * block * m->cols,
+        m->wm ? m->wm + (uint64)b * block * ng : 0, m->cols, scratch,
+        vwm + (uint64)b * ng * block);
+  free(scratch);
+  m->vrows = nb * block;
+  m->vwm = vwm;
+  return 0;
+}
+
+int
+llm_qmat_weight(const struct llm_qmat *w, int r, int k)
+{
+  if (r >= w->vrows)
+    return w->q[(uint64)r * w->cols + k];
+  const int8 *b = w->q + (uint64)(r / block) * block * w->cols;
+  return b[((uint64)(k / 4) * block + r % block) * 4 + k % 4];
+}
+
+#ifdef __riscv
+// One block of B rows (weights wb, multipliers wmb, from row r0) for one
+// position: y[r0 + r].
+static void
+block1(const struct llm_qmat *w, const struct llm_qact *a, int r0, double f, double *y)
+{
+  int64 t[MAXBLOCK];
+  int ng = w->cols / LLM_GS;
+  llm_rvv_matvec(w->q + (uint64)r0 * w->cols, w->vwm + (uint64)r0 * ng, a->q, a->m, ng, t,
+      vtype32);
+  for (int r = 0; r < block; r++)
+    y[r0 + r] = ((double)t[r] * f) * (double)w->ws[r0 + r];
+}
+
+// Half h of the block of B rows from row r0, for positions p0 .. p0+3.
+static void
+half4(const struct llm_qmat *w, const struct llm_qact *a, int r0, int h, int p0,
+    const double *f, double *y, int ystride)
+{
+  int64 t[4 * MAXBLOCK / 2];
+  int ng = w->cols / LLM_GS, n = w->cols, H = block / 2;
+  llm_rvv_matvec4(w->q + (uint64)r0 * n + 4 * h * H, w->vwm + (uint64)r0 * ng + h * H,
+      a->q + p0 * n, a->m + p0 * ng, ng, t, vtype32 - 1, n);
+  for (int p = p0; p < p0 + 4 && p < a->count; p++)
+    for (int r = 0; r < H; r++)
+      y[p * ystride + r0 + h * H + r] = ((double)t[(p - p0) * H + r] * f[p]) * (double)w->ws[r0 + h * H + r];
+}
+
+void
+llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
+    int ystride)
+{
+  double f[LLM_BATCH];
+  for (int p = 0; p < a->count; p++)
+    f[p] = w->wm ? a->xs[p] / 1073741824.0 : a->xs[p] / 32768.0;
+  for (int r0 = 0; r0 < w->vrows; r0 += block) {
+    if (a->count == 1) {
+      block1(w, a, r0, f[0], y);
+      continue;
+    }
+    for (int h = 0; h < 2; h++)
+      for (int p0 = 0; p0 < a->count; p0 += 4)
+        half4(w, a, r0, h, p0, f, y, ystride);
+  }
+}
+#else
+void
+llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
+    int ystride)
+{
+  fprintf(2, "llm_vec_matmul: this build has no vector kernels\n");
+  exit(1);
+}
+#endif

@@ -1,0 +1,41 @@
+// Which matmul kernels the LLM runtime uses, and the RVV ones
+// (user/llm/kernels_vec.c, user/llm/kernels_rvv.S).
+//
+// The choice is made once per process, before the model loads
+// (llm_kernels_select, the CLI's --kernels): "scalar" (kernels.c), "vector"
+// (RVV 1.0, the machine must have it), or "auto" (the default: vector when
+// the machine has V with 128- to 512-bit registers). With vector kernels,
+// the loader repacks every weight matrix in place (llm_vec_pack), and
+// llm_matmul hands the packed rows to llm_vec_matmul. Both paths compute
+// the same integers, so their tokens are identical.
+#ifndef AISVC_LLM_KERNELS_VEC_H
+#define AISVC_LLM_KERNELS_VEC_H
+
+#include "user/llm/kernels.h"
+
+// Sets the choice from "auto", "scalar" or "vector". Returns 0, or -1
+// after a message starting with prog (an unknown name, or vector on a
+// machine without V).
+int llm_kernels_select(const char *prog, const char *name);
+
+// "scalar" or "vector": what this process runs (decides "auto").
+const char *llm_kernels_name(void);
+
+// With vector kernels, the bytes llm_vec_pack needs for m's multipliers;
+// 0 when m stays as it is (scalar kernels, or fewer rows than a block).
+uint64 llm_vec_wm_bytes(const struct llm_qmat *m);
+
+// Repacks m's weights for the vector kernels (m->vrows rows, a multiple of
+// the block size; the rest stay row-major), with the multipliers in vwm
+// (llm_vec_wm_bytes(m) bytes, which stay m's). Returns 0, or -1 when out
+// of memory (the caller says so).
+int llm_vec_pack(struct llm_qmat *m, int32 *vwm);
+
+// y[p][r] = (W x_p)_r for the packed rows r < w->vrows.
+void llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a,
+    double *y, int ystride);
+
+// The int8 weight at row r, column k, packed or not.
+int llm_qmat_weight(const struct llm_qmat *w, int r, int k);
+
+#endif

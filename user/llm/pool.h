@@ -1,0 +1,37 @@
+// The runtime's thread pool (user/llm/pool.c): started once per process,
+// it splits a range of independent items (a matmul's output rows, attention
+// heads) across its threads and returns when all are done.
+#ifndef AISVC_LLM_POOL_H
+#define AISVC_LLM_POOL_H
+
+#define LLM_MAX_THREADS 8
+
+// Per-thread time under --profile: busy (inside the work) and waiting at
+// the end-of-step barrier for the others (balance).
+struct llm_pool_stats {
+  uint64 busy_us[LLM_MAX_THREADS];
+  uint64 wait_us[LLM_MAX_THREADS];
+  uint64 steps;
+};
+
+// Start n - 1 worker threads (n in 1..LLM_MAX_THREADS; the caller is
+// thread 0). Returns the number of threads running, at least 1: a thread
+// that cannot be created leaves the pool smaller, with a message.
+int llm_pool_start(int n);
+// Stop and join the workers.
+void llm_pool_stop(void);
+// Threads in the pool (1 when not started).
+int llm_pool_threads(void);
+
+// Run fn(arg, lo, hi, t) over [0, n), split into one contiguous part per
+// thread (thread t gets [n*t/T, n*(t+1)/T)); returns when every part is
+// done. Each item must depend only on its index and on memory no other
+// item writes (t picks the thread's own scratch memory), so the result is
+// the same for any thread count.
+void llm_pool_run(void (*fn)(void *arg, int lo, int hi, int t), void *arg, int n);
+
+// --profile: measure (on) and read-and-reset the per-thread times.
+void llm_pool_profile(int on);
+void llm_pool_take_stats(struct llm_pool_stats *st);
+
+#endif
