@@ -4,8 +4,10 @@
   of docs/AI_SERVICE.md section 6), with the tiny synthetic Qwen3.5 at /AI/QWEN (init
   starts ai_daemon) on 1 and 2 harts, and on an image without models (no
   worker at all);
-- aistress: 8 processes x 8 random requests, more than the table holds;
-  every result must equal pyaisvc.reference's tokens for its own prompt;
+- aistress: 8 processes x 8 random requests (prompts up to 24 ids, so that
+  prefill chunks share steps with decoding requests), more than the table
+  holds, through the batching worker; every result must equal
+  pyaisvc.reference's tokens for its own prompt;
 - the `ai` shell tool, as the README walks through it;
 - the real SmolLM2: results through the service equal llmrun_smol's and
   the reference; timing of 8 queued requests against 8 cold runs (slow).
@@ -41,6 +43,16 @@ RULES = [  # one or more aitest cases must cover each of these
     "worker death: the running request fails", "worker death: a queued request stays",
     "real worker killed mid-request", "the restarted daemon serves the queue",
     "no leak: the table fills",
+    # batching (docs/AI_SERVICE.md section 9) and streaming
+    "batch: a full batch runs at once", "batch: full, the next request queues",
+    "cancel: a running request's place goes to the queued one at once",
+    "cancel: the orphan is freed within a step", "owner exit mid-batch: its requests are freed",
+    "owner exit mid-batch: the other requests go on", "take: nothing queued",
+    "stream: running: the ids so far", "stream: done: the rest", "stream: done: 0 at the end",
+    "stream: never consumes", "stream: failed: the ids it produced", "stream: failed: then its",
+    "stream: blocks while queued and running", "emit: a cancelled running request: stop",
+    "complete: must begin with the emitted ids",
+    "fairness: at most B/2 running per process while others wait",
 ]
 
 
@@ -133,7 +145,7 @@ def _parse_stress(out: str) -> dict[tuple[int, int], tuple[list[int], int, list[
 def test_stress_matches_reference(boot_guest, qwen_image, qwen_dir, cpus: int, seed: int) -> None:
     nproc, nreq = 8, 8
     g = boot_guest(cpus=cpus, image=qwen_image)
-    out = g.run(f"aistress {nproc} {nreq} {seed}", timeout=900)
+    out = g.run(f"aistress {nproc} {nreq} {seed} 24 12", timeout=1500)
     m = STRESS.search(out)
     assert m and m.group(2) == "0" and m.group(3) == "0", out
     got = _parse_stress(out)
@@ -159,6 +171,12 @@ def test_shell_tool_walkthrough(boot_guest, qwen_image, qwen_dir) -> None:
     assert "wait: error -105: no such request" in out, out
     assert "-105: no such request" in out
     assert "slots 0/16 used" in out, out
+    # streaming through the service: the ids as they come, then collected
+    ids = " ".join(map(str, lc.FRANCE["qwen"]))
+    out = g.run(f"ai gen 4 {ids}", timeout=120)
+    assert out.splitlines()[0].strip() == want, out
+    assert "error" not in out, out
+    assert "slots 0/16 used" in g.run("ai info")
 
 
 @pytest.mark.slow

@@ -199,3 +199,36 @@ def test_bench_ids_match_the_reference(bench_out: Path):
 def test_bench_plots_are_pngs_of_the_promised_size(bench_out: Path):
     for name, kind in PNGS.items():
         assert png_size(bench_out / name) == figure_pixels(kind, 2), name
+
+
+def _burst_output(ttfts: list[int], gen: int, fail: int | None = None,
+                  odd: int | None = None) -> str:
+    ids = " ".join(str(i) for i in range(gen))
+    lines = [f"bench {k}: reqid {k + 3} n={-112 if k == fail else 11} queued_us={t // 2} "
+             f"ttft_us={t} total_us={t + (gen - 1) * 1000} prefill+1_us=7: "
+             + (ids + " 9" if k == odd else ids)
+             for k, t in enumerate(ttfts)]
+    return "\n".join(lines) + f"\nbench: 8 requests, first submit to last finish {max(ttfts)} ms\n"
+
+
+def test_burst_parse_table_and_plot(tmp_path: Path):
+    """aistress --bench's lines become per-request TTFT, TPOT and total; the table compares
+    each burst's span with B=1's on the same harts; the plot is written."""
+    from pyaisvc.bench import burst
+
+    one = burst.parse_burst(_burst_output([1000 * (k + 1) for k in range(8)], 5), 5, 1, 1)
+    eight = burst.parse_burst(_burst_output([2000] * 8, 5), 5, 8, 1)
+    assert [r.ttft_us for r in one.requests] == [1000 * (k + 1) for k in range(8)]
+    assert one.requests[0].tpot_us == 1000 and one.requests[0].ids == (0, 1, 2, 3, 4)
+    assert (one.span_ms, eight.span_ms) == (8000, 2000)
+    text = burst.markdown([one, eight], "pyaisvc bench --burst")
+    assert "| B=8, 1 harts | 2000 | 1.0x | 0.25x |" in text
+    assert "| B=1, 1 harts | 8000 | 8.0x | 1.00x |" in text
+    burst.plot_ttft([one, eight], tmp_path / "b.png")
+    assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(BenchError, match="failed with -112"):
+        burst.parse_burst(_burst_output([1000] * 8, 5, fail=3), 5, 8, 1)
+    with pytest.raises(BenchError, match="expected 8 request lines"):
+        burst.parse_burst(_burst_output([1000] * 7, 5), 5, 8, 1)
+    with pytest.raises(BenchError, match="did not all give the same 5 ids"):
+        burst.parse_burst(_burst_output([1000] * 8, 5, odd=2), 5, 8, 1)

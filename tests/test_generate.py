@@ -1,4 +1,5 @@
-"""`pyaisvc generate` end to end: text -> ids on the host, llmrun_smol in the guest, ids -> text."""
+"""`pyaisvc generate` end to end: text -> ids on the host, llmrun_smol (or the AI service) in
+the guest, ids -> text."""
 
 from __future__ import annotations
 
@@ -27,6 +28,20 @@ def test_generate_capital_of_france_in_the_guest() -> None:
     assert "llmrun_smol: timing load_us=" in proc.stderr
     assert "prompt=5 gen=8" in proc.stderr
 
+
+@pytest.mark.guest
+def test_generate_through_the_service_streams_the_same_ids() -> None:
+    """--backend service: the resident worker, read with ai_stream (`ai gen`)."""
+    if not (ROOT / "models/SMOL/CFG.BIN").is_file():
+        pytest.fail("models/SMOL is missing: run `make smol-assets` (make test does)")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pyaisvc", "generate", "--backend", "service", "--model", "smol",
+         "--max-new-tokens", "8", "The capital of France is"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[1] == "ids: 7042 30 198 198 504 2988 314 42", proc.stdout
+    assert "streamed through the AI service" in proc.stderr
 
 
 @pytest.mark.guest

@@ -74,6 +74,52 @@ def test_qwen_tiny_matches_reference(progs: dict[str, Path], fmt: str) -> None:
     assert ids_lines(p.stdout) == want
 
 
+def batch_case(assets: Path, prompts: list[list[int]]) -> tuple[str, list]:
+    """Request lines with predicts of different lengths (requests finish at different steps,
+    so later ones join a running batch) and each one's reference ids."""
+    predicts = [(GEN, 3, 5, 2, GEN + 3, 4)[i % 6] for i in range(len(prompts))]
+    want = [lc.reference_ids(assets, [q], n)[0] for q, n in zip(prompts, predicts, strict=True)]
+    lines = "".join(f"{n} {' '.join(map(str, q))}\n" for q, n in zip(prompts, predicts,
+                                                                   strict=True))
+    return lines, want
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch", [4, 8])
+def test_smol_batch_matches_reference(progs: dict[str, Path], batch: int) -> None:
+    """--batch runs several requests per forward pass (ai_daemon's llm_batch_step): each
+    request's ids equal the reference's for its own prompt, whatever else is in the batch."""
+    assets = smol_or_skip("v3")
+    lines, want = batch_case(assets, lc.smol_prompts())
+    p = run(progs["smol"], ["--asset-dir", str(assets), "--stdin", "--batch", str(batch)],
+            lines)
+    assert p.returncode == 0, p.stderr
+    assert ids_lines(p.stdout) == want
+    assert [(t["prompt"], t["gen"]) for t in timings(p.stderr)] == \
+        [(len(q), len(w)) for q, w in zip(lc.smol_prompts(), want, strict=True)]
+
+
+@pytest.mark.parametrize("batch", [2, 3, 8])
+def test_qwen_tiny_batch_matches_reference(progs: dict[str, Path], batch: int) -> None:
+    """The same for the hybrid model: each request's DeltaNet state and KV cache are its own."""
+    assets = lc.qwen_tiny_dir("v3")
+    prompts = lc.qwen_prompts() + lc.qwen_prompts()[::-1]
+    lines, want = batch_case(assets, prompts)
+    p = run(progs["qwen"], ["--asset-dir", str(assets), "--quiet", "--stdin", "--batch",
+                            str(batch)], lines)
+    assert p.returncode == 0, p.stderr
+    assert ids_lines(p.stdout) == want
+
+
+def test_batch_option_refused(progs: dict[str, Path]) -> None:
+    assets = lc.qwen_tiny_dir("v3")
+    for args, msg in ((["--batch", "9", "--stdin"], "not a number from 1 to 8"),
+                      (["--batch", "2", "1", "2"], "--batch serves --stdin only")):
+        p = run(progs["qwen"], ["--asset-dir", str(assets), *args], "")
+        assert p.returncode != 0
+        assert msg in p.stderr
+
+
 def test_argv_and_prompt_file(progs: dict[str, Path], tmp_path: Path) -> None:
     """The ids from the command line and from --prompt-file give the same result."""
     assets = lc.qwen_tiny_dir("v3")

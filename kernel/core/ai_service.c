@@ -1,9 +1,10 @@
 // The AI service: a bounded table of requests, a FIFO of slot indexes and
 // one resident worker process (user/ai/ai_daemon.c) that keeps the model
-// loaded and serves the requests one after another.
+// loaded and serves several requests at once (iteration-level batching).
 //
-//   caller --ai_submit--> slot[] + fifo[] --ai_next--> worker
-//   caller <--ai_wait / ai_query-- slot <--ai_progress / ai_complete / ai_fail--
+//   caller --ai_submit--> slot[] + fifo[] --ai_next / ai_take--> worker
+//   caller <--ai_wait / ai_query / ai_stream-- slot
+//                    <--ai_emit / ai_progress / ai_complete / ai_fail-- worker
 //
 // The slot holds the request (who owns it, its state, prompt, result and
 // times); the FIFO holds only the order in which queued slots are served.
@@ -64,8 +65,18 @@
 //   (ai_daemon then retries every second). ai_register(0, 0) resigns, with
 //   the same effect as the worker's death: aitest uses it to hand the role
 //   back after running its cases as the worker itself.
-// - The worker may run several requests at once (it never does): each
-//   report names its reqid, and its death fails all of them.
+// - The worker may run several requests at once: each report names its
+//   reqid, and its death fails all of them. ai_take never blocks, so a
+//   worker with running requests admits new ones between its steps; it
+//   picks the oldest queued request whose owner runs fewer than half the
+//   worker's places, else the oldest (one process cannot take every place
+//   while others wait; docs/AI_SERVICE.md section 9 gives the policy).
+// - ai_emit reports ids as they are produced and tells the worker to stop
+//   an orphan (cancelled, or owner gone), freeing its slot at once: the
+//   worker emits for every running request after every step, so an
+//   orphan costs at most one more step. The ids stay in the slot, so
+//   ai_stream lets the owner read them while the request runs; streaming
+//   never frees anything (ai_wait still collects the result).
 // - ai.lock is statically initialised, so main() needs no ai_init().
 // Lock order: ai.lock, then a p->lock (killed(), sleep(), wakeup()).
 
@@ -89,6 +100,8 @@ struct ai_slot {
   int result_len;                                          // DONE: bytes of result
   uint64 submit_time, start_time, first_time, finish_time; // us, 0 = not yet
   uint32 prompt[AI_MAX_PROMPT];
+  int nids;                       // ids[] known so far (ai_emit, ai_complete)
+  uint32 ids[AI_MAX_PREDICT];     // the generated ids, for ai_stream
   char result[AI_RESULT_MAX + 1]; // "id id ...", NUL-terminated
 };
 
@@ -275,6 +288,8 @@ slot_done(struct ai_slot *s, const uint32 *ids, int n)
     slot_free(s);
     return;
   }
+  memmove(s->ids, ids, n * sizeof(uint32));
+  s->nids = n;
   int len = 0;
   for (int i = 0; i < n; i++) {
     if (i > 0)
@@ -600,6 +615,21 @@ ai_register(int vocab, int seq_len)
   return r;
 }
 
+// The calling worker starts s (already out of the FIFO): RUNNING, and
+// copied into job. Returns its reqid. ai.lock held.
+static int
+slot_start(struct ai_slot *s, struct ai_job *job)
+{
+  s->state = AI_RUNNING;
+  s->runner = myproc()->pid;
+  s->start_time = now_us();
+  job->reqid = s->reqid;
+  job->count = s->count;
+  job->predict = s->predict;
+  memmove(job->tokens, s->prompt, s->count * sizeof(uint32));
+  return s->reqid;
+}
+
 // Sleeps until a request is queued, then marks the oldest RUNNING and
 // copies it into job. Returns its reqid or a negative code. ai.lock held.
 static int
@@ -616,15 +646,7 @@ next_locked(struct ai_job *job)
       return -AIE_INTR;
     sleep(&ai.queued, &ai.lock);
   }
-  struct ai_slot *s = &ai.slot[fifo_pop()];
-  s->state = AI_RUNNING;
-  s->runner = p->pid;
-  s->start_time = now_us();
-  job->reqid = s->reqid;
-  job->count = s->count;
-  job->predict = s->predict;
-  memmove(job->tokens, s->prompt, s->count * sizeof(uint32));
-  return s->reqid;
+  return slot_start(&ai.slot[fifo_pop()], job);
 }
 
 // The worker could not take job reqid (bad address): back to the FIFO's
@@ -709,10 +731,23 @@ ai_progress(int reqid, int ntokens)
   return s != 0 ? 0 : err;
 }
 
-// Worker only: request reqid generated the n ids at user address ids.
-// Returns 0 or a negative code. The ids come through the kernel stack, not
-// a kalloc'd page: out of memory, the worker could only give up, and the
-// request would stay RUNNING with its caller asleep in ai_wait.
+// The ids already emitted for s are the first of ids[0..n). ai.lock held.
+static int
+emitted_prefix(struct ai_slot *s, const uint32 *ids, int n)
+{
+  if (n < s->nids)
+    return 0;
+  for (int i = 0; i < s->nids; i++)
+    if (ids[i] != s->ids[i])
+      return 0;
+  return 1;
+}
+
+// Worker only: request reqid generated the n ids at user address ids
+// (beginning with those it emitted). Returns 0 or a negative code. The ids
+// come through the kernel stack, not a kalloc'd page: out of memory, the
+// worker could only give up, and the request would stay RUNNING with its
+// caller asleep in ai_wait.
 int
 ai_complete(int reqid, uint64 ids, int n)
 {
@@ -725,7 +760,7 @@ ai_complete(int reqid, uint64 ids, int n)
   if (copyin(myproc()->pagetable, (char *)buf, ids, n * sizeof(uint32)) < 0)
     return -AIE_FAULT;
   acquire(&ai.lock);
-  if ((s = slot_running(reqid, &err)) != 0 && n > s->predict)
+  if ((s = slot_running(reqid, &err)) != 0 && (n > s->predict || !emitted_prefix(s, buf, n)))
     err = -AIE_BADARG;
   else if (s != 0)
     slot_done(s, buf, n);
@@ -753,6 +788,169 @@ ai_fail(int reqid, int err)
     slot_fail(s, err);
   release(&ai.lock);
   return r;
+}
+
+// ---------------------------------------------------------------- batching and streaming
+// A worker that runs several requests at once (ai_daemon) takes new ones
+// without blocking while it has running ones (ai_take, with fairness
+// between processes), reports each id as it is produced (ai_emit), and
+// learns from ai_emit, at its next step, that a request was cancelled or
+// lost its owner. Callers read the ids so far with ai_stream.
+
+// Requests of owner pid that the worker runs. ai.lock held.
+static int
+running_count(int pid)
+{
+  int n = 0;
+
+  for (struct ai_slot *s = ai.slot; s < &ai.slot[AI_NSLOT]; s++)
+    if (s->state == AI_RUNNING && s->owner == pid)
+      n++;
+  return n;
+}
+
+// The slot to start next for a worker with `places` places: the oldest
+// queued request whose owner runs fewer than places/2 (at least 1), else
+// the oldest: a process gets more than half the places only while nobody
+// else's request waits. -1 if none is queued. ai.lock held.
+static int
+fair_pick(int places)
+{
+  int cap = places / 2 > 1 ? places / 2 : 1;
+
+  if (ai.nqueued == 0)
+    return -1;
+  for (int k = 0; k < ai.nqueued; k++) {
+    int i = ai.fifo[(ai.head + k) % AI_NSLOT];
+    if (running_count(ai.slot[i].owner) < cap)
+      return i;
+  }
+  return ai.fifo[ai.head];
+}
+
+// Worker only, never blocks: starts the request fair_pick chooses for a
+// worker with `places` places (its batch size, >= 1) and copies it
+// (struct ai_job) to user address dst. Returns its reqid, 0 if none is
+// queued, or a negative code.
+int
+ai_take(uint64 dst, int places)
+{
+  struct ai_job *job;
+  int r, i;
+
+  if (places < 1)
+    return -AIE_BADARG;
+  if ((job = kalloc()) == 0)
+    return -AIE_NOMEM;
+  acquire(&ai.lock);
+  if (ai.worker != myproc()->pid) {
+    r = -AIE_NOTWORKER;
+  } else if ((i = fair_pick(places)) < 0) {
+    r = 0;
+  } else {
+    fifo_remove(i);
+    r = slot_start(&ai.slot[i], job);
+  }
+  release(&ai.lock);
+  if (r > 0 && copyout(myproc()->pagetable, dst, (char *)job, sizeof(*job)) < 0) {
+    acquire(&ai.lock);
+    next_undo(r);
+    release(&ai.lock);
+    r = -AIE_FAULT;
+  }
+  kfree(job);
+  return r;
+}
+
+// Worker only: request reqid produced the n (>= 0) ids at user address
+// ids, after those already emitted; they wake its ai_stream readers, and
+// the first stamps the first-token time. n == 0 only asks whether to go
+// on. Returns 0 while the request is wanted; -AIE_NOREQ once it is not
+// (cancelled, or its owner exited: the slot is freed by this call, and
+// the worker should stop computing it), or another negative code.
+int
+ai_emit(int reqid, uint64 ids, int n)
+{
+  uint32 buf[AI_MAX_PREDICT]; // 1 KiB of the 16 KiB kernel stack
+  struct ai_slot *s;
+  int err = 0;
+
+  if (n < 0 || n > AI_MAX_PREDICT)
+    return -AIE_BADARG;
+  if (n > 0 && copyin(myproc()->pagetable, (char *)buf, ids, n * sizeof(uint32)) < 0)
+    return -AIE_FAULT;
+  acquire(&ai.lock);
+  if ((s = slot_running(reqid, &err)) == 0) {
+    // err says why
+  } else if (s->owner == 0) {
+    slot_free(s);
+    err = -AIE_NOREQ;
+  } else if (s->nids + n > s->predict) {
+    err = -AIE_BADARG;
+  } else if (n > 0) {
+    memmove(s->ids + s->nids, buf, n * sizeof(uint32));
+    s->nids += n;
+    if (s->nids > s->tokens)
+      s->tokens = s->nids;
+    if (s->first_time == 0)
+      s->first_time = now_us();
+    wakeup(s);
+  }
+  release(&ai.lock);
+  return err;
+}
+
+// Sleeps until the caller's request reqid has more than `from` ids or has
+// ended, then copies up to cap of ids[from..] into buf. Returns how many,
+// 0 at the end of a done request, the code of a failed one. ai.lock held.
+static int
+stream_locked(int reqid, uint32 *buf, int from, int cap)
+{
+  struct proc *p = myproc();
+  struct ai_slot *s;
+  int err;
+
+  for (;;) {
+    if ((s = slot_owned(reqid, &err)) == 0)
+      return err;
+    if (s->nids > from)
+      break;
+    if (s->state == AI_FAILED)
+      return -s->err;
+    if (s->state == AI_DONE)
+      return 0;
+    if (killed(p))
+      return -AIE_INTR;
+    sleep(s, &ai.lock);
+  }
+  int n = s->nids - from < cap ? s->nids - from : cap;
+  memmove(buf, s->ids + from, n * sizeof(uint32));
+  return n;
+}
+
+// Copies ids [from, from+k) of the caller's request reqid to user address
+// dst (k <= cap), blocking until k >= 1 or the request has ended; never
+// frees anything (ai_wait still collects the result). Returns k; 0 once
+// the request is done and all its ids were read; a failed request's code
+// (it stays for ai_wait); or another negative code.
+int
+ai_stream(int reqid, uint64 dst, int from, int cap)
+{
+  uint32 *buf;
+
+  if (from < 0 || cap < 1)
+    return -AIE_BADARG;
+  if (cap > AI_MAX_PREDICT)
+    cap = AI_MAX_PREDICT;
+  if ((buf = kalloc()) == 0) // AI_MAX_PREDICT ids <= PGSIZE
+    return -AIE_NOMEM;
+  acquire(&ai.lock);
+  int n = stream_locked(reqid, buf, from, cap);
+  release(&ai.lock);
+  if (n > 0 && copyout(myproc()->pagetable, dst, (char *)buf, n * sizeof(uint32)) < 0)
+    n = -AIE_FAULT;
+  kfree(buf);
+  return n;
 }
 
 // exit() calls this for every process: its requests are reclaimed
@@ -890,4 +1088,40 @@ sys_ai_fail(void)
   argint(0, &reqid);
   argint(1, &err);
   return ai_fail(reqid, err);
+}
+
+uint64
+sys_ai_take(void)
+{
+  uint64 dst;
+  int places;
+
+  argaddr(0, &dst);
+  argint(1, &places);
+  return ai_take(dst, places);
+}
+
+uint64
+sys_ai_emit(void)
+{
+  uint64 ids;
+  int reqid, n;
+
+  argint(0, &reqid);
+  argaddr(1, &ids);
+  argint(2, &n);
+  return ai_emit(reqid, ids, n);
+}
+
+uint64
+sys_ai_stream(void)
+{
+  uint64 dst;
+  int reqid, from, cap;
+
+  argint(0, &reqid);
+  argaddr(1, &dst);
+  argint(2, &from);
+  argint(3, &cap);
+  return ai_stream(reqid, dst, from, cap);
 }

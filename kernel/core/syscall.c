@@ -118,6 +118,9 @@ uint64 sys_ai_next(void);
 uint64 sys_ai_progress(void);
 uint64 sys_ai_complete(void);
 uint64 sys_ai_fail(void);
+uint64 sys_ai_take(void);
+uint64 sys_ai_emit(void);
+uint64 sys_ai_stream(void);
 
 static uint64 (*syscalls[])(void) = {
   [SYS_fork] sys_fork,
@@ -163,6 +166,9 @@ static uint64 (*syscalls[])(void) = {
   [SYS_ai_progress] sys_ai_progress,
   [SYS_ai_complete] sys_ai_complete,
   [SYS_ai_fail] sys_ai_fail,
+  [SYS_ai_take] sys_ai_take,
+  [SYS_ai_emit] sys_ai_emit,
+  [SYS_ai_stream] sys_ai_stream,
 };
 
 // Runs the system call named by a7; an unknown number returns -ENOSYS.

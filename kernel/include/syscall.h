@@ -51,6 +51,9 @@
 #define SYS_ai_progress 40
 #define SYS_ai_complete 41
 #define SYS_ai_fail     42
+#define SYS_ai_take     43 // worker only: batching (non-blocking take, emit)
+#define SYS_ai_emit     44
+#define SYS_ai_stream   45 // any process: read the ids so far
 
 // The kernel core, continued:
 #define SYS_vlenb 48 // kernel/core/vector.c

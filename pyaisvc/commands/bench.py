@@ -5,6 +5,7 @@
     pyaisvc bench --model qwen --assets-qwen build/assets/qwen08/QWEN --repeat 1
     pyaisvc bench --config docs/bench-example.toml  # a whole plan in one file
     pyaisvc bench --cpus 1,2 --prompt-lens 32 --gen-lens 32   # harts as a series
+    pyaisvc bench --mode service --burst --prompt-lens 5 --gen-lens 32 --batch 1,8
 
 Builds what is missing (kernel, guest programs, image), boots the guest once
 per model, runs every (prompt length, generated length) cell --repeat times
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from pyaisvc.bench import plots, report
+from pyaisvc.bench import burst, plots, report
 from pyaisvc.bench.matrix import BenchError, parse_lengths
 from pyaisvc.bench.plan import load_plan
 from pyaisvc.bench.runner import BenchConfig, BenchIncomplete, Progress, run_bench
@@ -72,6 +73,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cold runs also split prefill and decode into matmul, attention "
                              "and other time (adds a little overhead)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--burst", action="store_true",
+                        help="with --mode service: instead of the matrix, submit 8 requests at "
+                             "once (aistress --bench; the first --prompt-lens and --gen-lens "
+                             "values) once per --batch value; writes burst.md and "
+                             "burst_ttft.png (TTFT by arrival order)")
+    parser.add_argument("--batch", default="1,8", metavar="B,B,...",
+                        help="--burst: the worker's batch sizes to compare (1 = the old "
+                             "one-at-a-time service; default 1,8)")
 
 
 def apply_plan(args: argparse.Namespace) -> None:
@@ -113,10 +122,42 @@ def check_out(out: Path) -> None:
                            "pass --out with a directory you can write") from e
 
 
+def _run_burst(args: argparse.Namespace, out: Path) -> int:
+    if args.mode != "service" or args.model == "both":
+        raise CommandError("bench: --burst needs --mode service and one --model")
+    try:
+        batches = parse_lengths(args.batch, "--batch")
+        prompt_len = parse_lengths(args.prompt_lens, "--prompt-lens")[0]
+        gen = parse_lengths(args.gen_lens, "--gen-lens")[0]
+        cpus = parse_lengths(args.cpus, "--cpus")
+    except BenchError as e:
+        raise CommandError(f"bench: {e}") from e
+    if any(b > 8 for b in batches):
+        raise CommandError("bench: --batch values must be 1..8 (ai_daemon's AI_BATCH)")
+    if len(cpus) != 1:
+        raise CommandError("bench: --burst takes one --cpus value; run it once per value")
+    check_out(out)
+    try:
+        bursts = burst.run_bursts(Path("."), args.model, prompt_len, gen, batches, cpus[0],
+                                  args.ram, getattr(args, f"assets_{args.model}"),
+                                  lambda t: print(f"bench: {t}", file=sys.stderr))
+    except AisvcError as e:
+        raise CommandError(f"bench: {e}") from e
+    command = "pyaisvc bench " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else [])
+    text = burst.markdown(bursts, command.strip())
+    (out / "burst.md").write_text(text)
+    burst.plot_ttft(bursts, out / "burst_ttft.png")
+    sys.stdout.write(text)
+    print(f"bench: wrote burst.md, burst_ttft.png to {out}/", file=sys.stderr)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     apply_plan(args)
-    cfg = _config(args)
     out = args.out or Path("build/bench") / time.strftime("results-%Y%m%d-%H%M%S", time.gmtime())
+    if args.burst:
+        return _run_burst(args, out)
+    cfg = _config(args)
     check_out(out)
     bar = None
 

@@ -10,11 +10,13 @@
 The text is encoded with the model's tokenizer, the backend produces the new
 token ids, and they are decoded back. Data goes to stdout, timings to stderr.
 Backends: `guest` (default: boots the guest under QEMU with the model's image
-and runs `llmrun_smol` / `llmrun_qwen` there, printing its timing line) and
-`reference` (the numpy forward pass of docs/ARITHMETIC.md). `--temp T`
+and runs `llmrun_smol` / `llmrun_qwen` there, printing its timing line),
+`service` (the same guest, through the kernel AI service: `ai gen` submits
+the request to the resident worker and streams its ids with `ai_stream`)
+and `reference` (the numpy forward pass of docs/ARITHMETIC.md). `--temp T`
 (with `--top-k`, `--top-p`, `--seed`) samples instead of taking the most likely
 token; the guest samples (user/llm/sample.c) and the reference draws the same
-tokens for the same seed (pyaisvc/sampling.py).
+tokens for the same seed (pyaisvc/sampling.py). The service is greedy only.
 """
 
 from __future__ import annotations
@@ -77,6 +79,30 @@ def _run_guest(model: str, assets_dir: Path, prompt: list[int], n_new: int,
     return Result(list(ids), timing_line(spec.program, timing))
 
 
+def _run_service(model: str, assets_dir: Path, prompt: list[int], n_new: int,
+                 sampling: SamplingOptions) -> Result:
+    sampler = sampling.sampler()
+    if sampler is not None and sampler.temp > 0:
+        raise CommandError("generate: the AI service is greedy: drop --temp, "
+                           "or use --backend guest to sample")
+    spec = MODELS[model]
+    root = Path(__file__).resolve().parents[2]
+    built = prepare(root, spec, assets_dir if assets_dir != spec.assets else None)
+    cfg = QemuConfig(kernel=built.kernel, image=built.image, ram=spec.ram, snapshot=True)
+    with Guest(cfg) as guest:
+        t0 = time.monotonic()
+        # one word per id: the ai tool reads one id per argument
+        output = guest.run(f"ai gen {n_new} {' '.join(map(str, prompt))}",
+                           timeout=120 + 10 * (len(prompt) + n_new))
+        wall = time.monotonic() - t0
+    first = output.strip().splitlines()[0] if output.strip() else ""
+    if "error" in output or not first.replace(" ", "").isdigit():
+        raise CommandError(f"generate: the AI service refused the request: {output.strip()}")
+    ids = [int(v) for v in first.split()]
+    return Result(ids, f"service: {len(prompt)} prompt + {len(ids)} new tokens streamed "
+                       f"through the AI service in {wall:.2f} s (host wall clock)")
+
+
 def _run_reference_backend(model: str, assets_dir: Path, prompt: list[int],
                            n_new: int, sampling: SamplingOptions) -> Result:
     return _run_reference(assets_dir, prompt, n_new, sampling)
@@ -86,6 +112,7 @@ def _run_reference_backend(model: str, assets_dir: Path, prompt: list[int],
 # per backend.
 BACKENDS: dict[str, Callable[[str, Path, list[int], int, SamplingOptions], Result]] = {
     "guest": _run_guest,
+    "service": _run_service,
     "reference": _run_reference_backend,
 }
 

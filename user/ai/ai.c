@@ -14,6 +14,9 @@
 //   wait REQID             block until it is done; prints the generated ids
 //   cancel REQID           give the request up
 //   call PREDICT ID...     submit + wait
+//   stream REQID           print its ids as they are produced (ai_stream),
+//                          one line; the request stays for `wait`
+//   gen PREDICT ID...      submit, stream, then collect (wait) the request
 //   info                   the kernel's table at a glance
 //   err CODE               what an error code means (either sign)
 //   child CMD ARGS         run CMD in a child process
@@ -117,6 +120,40 @@ submit_or_call(char **w, int n, int call)
     printf("%s\n(%lu ms)\n", outbuf, (time_us() - t0) / 1000);
 }
 
+// Print request id's ids as they come, on one line; returns 0 at its end
+// (done) or the negative code that ended the stream.
+static int
+stream(int id)
+{
+  static uint32 ids[AI_MAX_PREDICT];
+  char text[16];
+  int from = 0, k;
+  while ((k = ai_stream(id, ids, from, AI_MAX_PREDICT)) > 0) {
+    for (int i = 0; i < k; i++) {
+      int len = snprintf(text, sizeof(text), from + i ? " %d" : "%d", ids[i]);
+      write(1, text, len);
+    }
+    from += k;
+  }
+  printf("\n");
+  return report("stream", k);
+}
+
+// submit, stream, then wait (which collects the request and frees it).
+static void
+generate(char **w, int n)
+{
+  static uint32 ids[MAXWORDS];
+  int count, predict;
+  if (parse_request(w, n, ids, &count, &predict) < 0)
+    return;
+  int r = ai_submit(ids, count, predict);
+  if (report("submit", r) < 0)
+    return;
+  stream(r);
+  report("wait", ai_wait(r, outbuf, sizeof(outbuf)));
+}
+
 // The commands, for help and for the usage of one with wrong arguments.
 static const struct {
   const char *name, *args, *what;
@@ -126,6 +163,8 @@ static const struct {
   { "wait", "REQID", "block until it is done; prints the generated ids" },
   { "cancel", "REQID", "give the request up" },
   { "call", "PREDICT ID...", "submit + wait" },
+  { "stream", "REQID", "print its ids as they are produced; wait collects it" },
+  { "gen", "PREDICT ID...", "submit, stream, then wait" },
   { "info", "", "the kernel's table at a glance" },
   { "err", "CODE", "what an error code means (either sign)" },
   { "child", "CMD ARGS", "run CMD in a child process" },
@@ -176,6 +215,10 @@ run(char **w, int n)
     int r = ai_wait(id, outbuf, sizeof(outbuf));
     if (report("wait", r) >= 0)
       printf("%s\n", outbuf);
+  } else if (strcmp(c, "stream") == 0 && n == 2) {
+    stream(id);
+  } else if (strcmp(c, "gen") == 0) {
+    generate(w + 1, n - 1);
   } else if (strcmp(c, "cancel") == 0 && n == 2) {
     if (report("cancel", ai_cancel(id)) == 0)
       printf("cancelled %d\n", id);

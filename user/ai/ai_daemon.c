@@ -1,20 +1,41 @@
 // ai_daemon: the AI service's worker (kernel/core/ai_service.c).
 //
-//   ai_daemon [--ready-fd N] [asset-dir]    (default /AI/SMOL, else /AI/QWEN)
+//   ai_daemon [--ready-fd FD] [--batch B] [ASSET_DIR]  (default /AI/SMOL, else /AI/QWEN)
 //
-// Each request runs on the runtime's thread pool, one thread per hart
-// (user/llm/pool.c); the workers sleep between requests.
+// Each batched step runs on the runtime's thread pool, one thread per
+// hart (user/llm/pool.c); the workers sleep between requests.
 // Loads the model once, with the runtime and models of llmrun_smol /
 // llmrun_qwen (CFG.BIN's model_kind, read by the runtime's loader, picks
-// which), registers with the kernel as the worker, then serves forever:
-// ai_next, generate (reporting each token with ai_progress), ai_complete;
-// a request the runtime refuses gets ai_fail and the daemon goes on. With
-// --ready-fd, one byte is written to fd N once registered, and N closed:
-// init waits for it before starting the shell. If the model cannot be
-// loaded, it says so once and idles (init would restart it every second).
-// If another worker is registered (aitest takes the role for its
-// deterministic cases), the daemon keeps the model and retries every
-// second.
+// which), registers with the kernel as the worker, then serves forever,
+// up to B requests at once (iteration-level, "continuous" batching; B is
+// AI_BATCH = 8 unless --batch says otherwise; --batch 1 is the old
+// one-at-a-time service, kept for comparison). With --ready-fd, one byte
+// is written to fd N once registered, and N closed: init waits for it
+// before starting the shell. If the model cannot be loaded, it says so
+// once and idles (init would restart it every second). If another worker
+// is registered (aitest takes the role for its deterministic cases), the
+// daemon keeps the model and retries every second.
+//
+// The scheduler (docs/AI_SERVICE.md, section 9, says why):
+// - Places: B KV caches, allocated at start from CFG.BIN's sizes (fewer if
+//   memory is short: the daemon says how many). A request holds one from
+//   its admission to its end; the next request gets it at once.
+// - Admission, before every step, while a place is free: with nothing
+//   running the daemon sleeps in ai_next; otherwise it takes requests with
+//   ai_take, which never blocks. The kernel hands them out in FIFO order,
+//   except that a process already running B/2 requests is passed over
+//   while another process's request waits (fairness; kernel side).
+// - The step: one batched forward pass over at most LLM_BATCH positions
+//   (llm_batch_step): every request in decode contributes its next
+//   position, requests in prefill share the rest, oldest first, in chunks
+//   (so a long prompt never stalls the decoders); all matrices are read
+//   once per step for all of them.
+// - Reports, after every step, for every running request: the new id
+//   (ai_emit: streaming readers see it at once), or an empty ai_emit
+//   during prefill; either answers -AIE_NOREQ once the request was
+//   cancelled or its owner exited, and the daemon drops it: its place is
+//   free for the next step. A request that has all its ids gets
+//   ai_complete; one the runtime refuses gets ai_fail.
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
@@ -24,14 +45,19 @@
 #include "user/llm/smol.h"
 #include "user/llm/qwen.h"
 
-static int cur_reqid; // the request being generated
+#define AI_BATCH 8 // B: requests the worker runs at once (<= LLM_MAXCACHE)
 
-// Called by the runtime after each generated id: the kernel counts it.
-static void
-on_token(int i, int id)
-{
-  ai_progress(cur_reqid, i + 1);
-}
+_Static_assert(AI_BATCH <= LLM_MAXCACHE, "AI_BATCH above the session's caches");
+
+// One running request.
+struct running {
+  int reqid;
+  int reported;     // ids handed to the kernel (ai_emit)
+  struct llm_req r; // the runtime's view: cache, prompt, progress
+};
+
+static struct running run[AI_BATCH]; // oldest first
+static int nrun, places;
 
 // The model for dir's CFG.BIN (version 1 files are all Llama); 0 after a
 // message if it cannot be read or checked.
@@ -74,26 +100,102 @@ register_worker(const struct llm_config *g)
   return r;
 }
 
-// One request: generate, then hand the ids (or the failure) to the kernel.
+// A free cache: one no running request holds.
+static struct llm_cache *
+free_cache(struct llm_session *s)
+{
+  for (int c = 0; c < places; c++) {
+    int used = 0;
+    for (int i = 0; i < nrun; i++)
+      used |= run[i].r.kv == &s->kv[c];
+    if (!used)
+      return &s->kv[c];
+  }
+  return 0;
+}
+
+// Start job in a free place, or fail it if the runtime refuses it.
 static void
-serve_one(const struct llm_model *md, struct llm_runtime *rt,
-    struct llm_session *s, struct ai_job *job)
+admit(struct llm_runtime *rt, struct llm_session *s, struct ai_job *job)
 {
   static int ids[AI_MAX_PROMPT];
-  static uint32 out[AI_MAX_PREDICT];
-  uint64 ttft, tpot;
+  struct running *u = &run[nrun];
   for (int i = 0; i < job->count; i++)
     ids[i] = job->tokens[i] > 0x7fffffff ? -1 : (int)job->tokens[i];
-  cur_reqid = job->reqid;
-  if (llm_session_generate(md, rt, s, ids, job->count, job->predict, &ttft, &tpot) < 0) {
+  if (llm_req_start(rt, &u->r, free_cache(s), ids, job->count, job->predict) < 0) {
     ai_fail(job->reqid, -AIE_RUNTIME);
     return;
   }
-  for (int i = 0; i < job->predict; i++)
-    out[i] = s->seq[job->count + i];
-  int r = ai_complete(job->reqid, out, job->predict);
+  u->reqid = job->reqid;
+  u->reported = 0;
+  nrun++;
+}
+
+// Take requests while a place is free: sleep for one if none runs, never
+// block otherwise. Exits when this process is no longer the worker.
+static void
+admit_all(struct llm_runtime *rt, struct llm_session *s)
+{
+  static struct ai_job job;
+  while (nrun < places) {
+    int r = nrun == 0 ? ai_next(&job) : ai_take(&job, places);
+    if (r == -AIE_NOTWORKER) {
+      fprintf(2, "ai_daemon: no longer the worker; exiting\n");
+      exit(1);
+    }
+    if (r == 0)
+      return;
+    if (r < 0) {
+      fprintf(2, "ai_daemon: next: %s\n", ai_strerror(r));
+      if (nrun == 0)
+        sleep(100);
+      return;
+    }
+    admit(rt, s, &job);
+  }
+}
+
+// Hand request i's new ids to the kernel (nothing new during prefill: then
+// only ask whether to go on), and complete it once it has them all.
+// Returns 1 if it ended (done, or no longer wanted), else 0.
+static int
+report(struct running *u)
+{
+  static uint32 out[AI_MAX_PREDICT];
+  const int *gen = u->r.kv->seq + u->r.n;
+  int k = u->r.gen - u->reported;
+  for (int i = 0; i < k; i++)
+    out[i] = gen[u->reported + i];
+  int r = ai_emit(u->reqid, out, k);
+  if (r == -AIE_NOREQ)
+    return 1; // cancelled, or its owner exited: stop computing it
+  if (r < 0)
+    fprintf(2, "ai_daemon: request %d: emit: %s\n", u->reqid, ai_strerror(r));
+  u->reported = u->r.gen;
+  if (u->r.gen < u->r.predict)
+    return 0;
+  for (int i = 0; i < u->r.predict; i++)
+    out[i] = gen[i];
+  r = ai_complete(u->reqid, out, u->r.predict);
   if (r < 0 && r != -AIE_NOREQ)
-    fprintf(2, "ai_daemon: request %d: complete: %s\n", job->reqid, ai_strerror(r));
+    fprintf(2, "ai_daemon: request %d: complete: %s\n", u->reqid, ai_strerror(r));
+  return 1;
+}
+
+// One step for the running requests, then their reports; the ended ones
+// leave (the others keep their order).
+static void
+step(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s)
+{
+  struct llm_req *rq[AI_BATCH];
+  for (int i = 0; i < nrun; i++)
+    rq[i] = &run[i].r;
+  llm_batch_step(md, rt, s, rq, nrun);
+  int kept = 0;
+  for (int i = 0; i < nrun; i++)
+    if (!report(&run[i]))
+      run[kept++] = run[i];
+  nrun = kept;
 }
 
 // The model cannot be loaded: rather than exit and be restarted by init
@@ -109,23 +211,14 @@ idle(int ready_fd)
     sleep(1000);
 }
 
-// Take and serve requests until this process is no longer the worker.
+// Serve until this process is no longer the worker.
 static void
 serve(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s)
 {
-  static struct ai_job job;
   for (;;) {
-    int r = ai_next(&job);
-    if (r == -AIE_NOTWORKER) {
-      fprintf(2, "ai_daemon: no longer the worker; exiting\n");
-      exit(1);
-    }
-    if (r < 0) {
-      fprintf(2, "ai_daemon: next: %s\n", ai_strerror(r));
-      sleep(1);
-      continue;
-    }
-    serve_one(md, rt, s, &job);
+    admit_all(rt, s);
+    if (nrun > 0)
+      step(md, rt, s);
   }
 }
 
@@ -134,14 +227,21 @@ main(int argc, char **argv)
 {
   static struct llm_runtime rt;
   static struct llm_session s;
-  int ready_fd = -1, i = 1;
-  if (argc > 2 && strcmp(argv[1], "--ready-fd") == 0) {
-    ready_fd = atoi(argv[2]);
-    i = 3;
+  int ready_fd = -1, batch = AI_BATCH, i = 1;
+  for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
+    if (strcmp(argv[i], "--ready-fd") == 0)
+      ready_fd = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--batch") == 0)
+      batch = atoi(argv[i + 1]);
+    else
+      break;
   }
   if (i < argc && argv[i][0] == '-') {
-    fprintf(2, "ai_daemon: unknown option %s\nusage: ai_daemon [--ready-fd FD] [ASSET_DIR]\n",
-        argv[i]);
+    fprintf(2, "ai_daemon: unknown option %s\n", argv[i]);
+    batch = 0;
+  }
+  if (batch < 1 || batch > AI_BATCH) {
+    fprintf(2, "usage: ai_daemon [--ready-fd FD] [--batch 1..%d] [ASSET_DIR]\n", AI_BATCH);
     return 2;
   }
   const char *dir = i < argc ? argv[i] : default_dir();
@@ -149,12 +249,15 @@ main(int argc, char **argv)
   const struct llm_model *md = model_for(dir);
   if (md == 0 || llm_session_init(&s, &rt, dir, md->model_kind) < 0)
     idle(ready_fd);
-  llm_token_hook = on_token;
+  places = llm_session_add_caches(&s, &rt, batch);
+  if (places < batch)
+    fprintf(2, "ai_daemon: memory for %d of %d KV caches: serving %d at once\n",
+        places, batch, places);
   llm_pool_start(nharts());
   if (register_worker(&rt.cfg) < 0)
     return 1;
-  printf("ai_daemon: pid %d serving %s (vocab %d, runtime_seq_len %d), load %lu ms\n",
-      getpid(), dir, rt.cfg.vocab_size, rt.cfg.runtime_seq_len, s.tm.init_us / 1000);
+  printf("ai_daemon: pid %d serving %s (vocab %d, runtime_seq_len %d), load %lu ms, batch %d\n",
+      getpid(), dir, rt.cfg.vocab_size, rt.cfg.runtime_seq_len, s.tm.init_us / 1000, places);
   if (ready_fd >= 0) {
     write(ready_fd, "r", 1);
     close(ready_fd);

@@ -3,13 +3,16 @@
 // One "PASS name" or "FAIL name (got ...)" line per rule, then
 // "N passed, M failed". Phases:
 //   1. no worker since boot (an image without models): submit fails at once;
-//   2. with the real ai_daemon: ai_call end to end, timing, every bad
-//      argument (the worker must keep running);
+//   2. with the real ai_daemon: ai_call end to end, timing, batching (a
+//      full batch, a request queued behind it, a cancel and an owner exit
+//      mid-batch freeing places within a step), every bad argument (the
+//      worker must keep running);
 //   3. aitest takes the worker role itself (it kills the daemon, whose
 //      restart then waits for the role) so that every state can be reached
 //      on purpose: query in each state, one-shot, buffers, failures,
 //      ownership, the cap, backpressure woken by each kind of slot release,
-//      owner exit, kill in submit and wait, the worker's sleep and death;
+//      owner exit, kill in submit and wait, streaming in every state,
+//      ai_take's fairness, the worker's sleep and death;
 //   4. it gives the role back; the restarted ai_daemon serves again, and is
 //      killed in the middle of a request: its caller gets AIE_WORKERDIED
 //      and the queued requests are served by the next daemon;
@@ -298,6 +301,113 @@ real_worker(void)
       st.state);
   n = ai_wait(r, buf, sizeof(buf));
   result("call and submit + wait give the same result", n > 0 && strcmp(buf, first_result) == 0, n);
+}
+
+// Waits up to ticks for request reqid to leave state `from`; its state.
+static int
+wait_leave(int reqid, int from, int ticks)
+{
+  int s = state_of(reqid);
+  for (int i = 0; i < ticks && s == from; i++) {
+    sleep(1);
+    s = state_of(reqid);
+  }
+  return s;
+}
+
+// Waits up to ticks for the table to hold `n` used slots and no orphan.
+static int
+wait_used(int n, int ticks)
+{
+  struct ai_info in = info();
+  for (int i = 0; i < ticks && (in.used != n || in.orphans != 0); i++) {
+    sleep(1);
+    in = info();
+  }
+  return in.used;
+}
+
+// A child whose request queues behind the full batch: it says when it is
+// submitted (a byte on fd[1]), then sends its start time (8 bytes) once
+// the request is done and collected; exit status 0 if the result is the
+// one expected for Q.
+static int
+queued_child(int *fd)
+{
+  int pid = fork();
+  if (pid == 0) {
+    struct ai_status st;
+    int r = ai_submit(Q, 2, 4);
+    write(fd[1], "q", 1);
+    while (ai_query(r, &st) == 0 && st.state < AI_DONE)
+      sleep(1);
+    int n = ai_wait(r, buf, sizeof(buf));
+    write(fd[1], &st.start_time, sizeof(st.start_time));
+    exit(n > 0 && is_id_text(buf, n, 4) ? 0 : 1);
+  }
+  return pid;
+}
+
+// A child that owns two long requests and exits once both run or queue.
+static int
+exiting_child(int predict)
+{
+  int pid = fork();
+  if (pid == 0) {
+    int a = ai_submit(P, 3, predict), b = ai_submit(Q, 2, predict);
+    wait_leave(a, AI_QUEUED, 500);
+    exit(a > 0 && b > 0 ? 0 : 1);
+  }
+  return pid;
+}
+
+// Batching with the real daemon (AI_BATCH = AI_PERPROC = 8 places): a
+// full batch, a request queued behind it, a cancel that frees a place at
+// the next step, an owner exiting mid-batch.
+static void
+batching_real(void)
+{
+  int big[AI_PERPROC], fd[2], st = -1, predict = seqlen - 3 < 200 ? seqlen - 3 : 200;
+  uint64 qstart = 0;
+  for (int k = 0; k < AI_PERPROC; k++)
+    big[k] = ai_submit(P, 3, predict);
+  for (int k = 0; k < AI_PERPROC; k++)
+    wait_leave(big[k], AI_QUEUED, 1000);
+  expect("batch: a full batch runs at once (8 running)", info().running, AI_PERPROC);
+  pipe(fd);
+  int pid = queued_child(fd);
+  char x;
+  read(fd[0], &x, 1);
+  struct ai_info in = info();
+  result("batch: full, the next request queues", in.queued == 1 && in.running == AI_PERPROC,
+      in.queued);
+  ai_cancel(big[AI_PERPROC - 1]);
+  read(fd[0], &qstart, sizeof(qstart));
+  int exited = wait_for(pid, 1000, &st);
+  int later = 1;
+  for (int k = 0; k < AI_PERPROC - 1; k++) {
+    struct ai_status s;
+    ai_query(big[k], &s);
+    later = later && (s.state == AI_RUNNING || s.finish_time > qstart);
+  }
+  result("cancel: a running request's place goes to the queued one at once "
+         "(it runs and finishes while the batch goes on)",
+      exited && st == 0 && qstart != 0 && later, st);
+  expect("cancel: the orphan is freed within a step", wait_used(AI_PERPROC - 1, 200),
+      AI_PERPROC - 1);
+  close(fd[0]);
+  close(fd[1]);
+  pid = exiting_child(predict);
+  exited = wait_for(pid, 1000, &st);
+  result("owner exit mid-batch: its requests are freed within a step",
+      exited && st == 0 && wait_used(AI_PERPROC - 1, 200) == AI_PERPROC - 1, st);
+  int running = 1;
+  for (int k = 0; k < AI_PERPROC - 1; k++)
+    running = running && wait_leave(big[k], AI_QUEUED, 0) >= AI_RUNNING;
+  result("owner exit mid-batch: the other requests go on", running, 0);
+  for (int k = 0; k < AI_PERPROC - 1; k++)
+    ai_cancel(big[k]);
+  expect("batch: cancelled, the table empties within a step", wait_used(0, 200), 0);
 }
 
 static void
@@ -670,6 +780,109 @@ kills(void)
 }
 
 // Worker-side rules, with a second worker process W.
+// A child that owns a request of 2 ids and streams it: it sends the reqid
+// on fd[1], then reads id by id (each read blocks: queued, running, then
+// until the end); exit status 0 if it saw 21, 22, the end, and the text.
+static int
+streaming_child(int *fd)
+{
+  int pid = fork();
+  if (pid == 0) {
+    uint32 got[4];
+    int r = ai_submit(P, 3, 2);
+    write(fd[1], &r, sizeof(r));
+    int ok = ai_stream(r, got, 0, 4) == 1 && got[0] == 21;
+    ok = ok && ai_stream(r, got + 1, 1, 4) == 1 && got[1] == 22;
+    ok = ok && ai_stream(r, got, 2, 4) == 0;
+    ok = ok && ai_wait(r, buf, sizeof(buf)) == 5;
+    exit(ok ? 0 : 1);
+  }
+  return pid;
+}
+
+// Streaming, ai_take and ai_emit with aitest as the worker: every state.
+static void
+streaming(void)
+{
+  uint32 ids[8], two[2] = { 21, 22 }, three[3] = { 21, 22, 23 }, bad[3] = { 21, 99, 23 };
+  int fd[2], st = -1, r;
+  expect("take: nothing queued: 0 at once", ai_take(&job, 8), 0);
+  expect("take: places < 1 refused", ai_take(&job, 0), -AIE_BADARG);
+  int a = sub(P, 3, 3);
+  expect("stream: from < 0 refused", ai_stream(a, ids, -1, 8), -AIE_BADARG);
+  r = ai_take(&job, 8);
+  result("take: a queued request, now RUNNING", r == a && state_of(a) == AI_RUNNING, r);
+  expect("emit: no id yet: go on", ai_emit(a, two, 0), 0);
+  expect("emit: two ids", ai_emit(a, two, 2), 0);
+  int n = ai_stream(a, ids, 0, 8);
+  result("stream: running: the ids so far", n == 2 && ids[0] == 21 && ids[1] == 22, n);
+  n = ai_stream(a, ids, 1, 1);
+  result("stream: running: from 1, cap 1", n == 1 && ids[0] == 22, n);
+  expect("emit: beyond predict refused", ai_emit(a, three, 2), -AIE_BADARG);
+  expect("complete: must begin with the emitted ids", ai_complete(a, bad, 3), -AIE_BADARG);
+  expect("complete: with the emitted ids first", ai_complete(a, three, 3), 0);
+  n = ai_stream(a, ids, 2, 8);
+  result("stream: done: the rest", n == 1 && ids[0] == 23, n);
+  expect("stream: done: 0 at the end", ai_stream(a, ids, 3, 8), 0);
+  expect("stream: never consumes: wait gets the text", ai_wait(a, buf, sizeof(buf)), 8);
+  expect("stream: collected: no such request", ai_stream(a, ids, 0, 8), -AIE_NOREQ);
+  a = sub(P, 3, 3);
+  ai_take(&job, 8);
+  ai_emit(a, two, 1);
+  ai_fail(a, AIE_RUNTIME);
+  n = ai_stream(a, ids, 0, 8);
+  result("stream: failed: the ids it produced", n == 1 && ids[0] == 21, n);
+  expect("stream: failed: then its code", ai_stream(a, ids, 1, 8), -AIE_RUNTIME);
+  expect("stream: failed: kept for wait, which reports it once", ai_wait(a, buf, sizeof(buf)),
+      -AIE_RUNTIME);
+  a = sub(P, 3, 3);
+  ai_take(&job, 8);
+  int u = used();
+  ai_cancel(a);
+  expect("emit: a cancelled running request: stop (AIE_NOREQ)", ai_emit(a, two, 0),
+      -AIE_NOREQ);
+  expect("emit: ...its slot is free at once", used(), u - 1);
+  pipe(fd);
+  int pid = streaming_child(fd);
+  read(fd[0], &a, sizeof(a));
+  int blocked = !wait_for(pid, 5, &st);
+  r = ai_take(&job, 8);
+  sleep(2);
+  blocked = blocked && !wait_for(pid, 5, &st);
+  ai_emit(r, two, 1);
+  sleep(5);
+  ai_emit(r, two + 1, 1);
+  sleep(5);
+  ai_complete(r, two, 2);
+  result("stream: blocks while queued and running, wakes at each id and at the end",
+      r == a && blocked && wait_for(pid, 200, &st) && st == 0, st);
+  close(fd[0]);
+  close(fd[1]);
+}
+
+// Fairness as the worker with 4 places (bound 2 per process while others
+// wait): aitest queues 3, a child 2; the order taken is aitest's first
+// two, the child's two, then aitest's third (nobody else waits).
+static void
+fairness(void)
+{
+  struct filler f = { 0 };
+  int p1 = sub(P, 3, 1), p2 = sub(P, 3, 1), p3 = sub(P, 3, 1), got[5];
+  filler_start(&f, 2);
+  for (int k = 0; k < 5; k++)
+    got[k] = ai_take(&job, 4);
+  result("fairness: at most B/2 running per process while others wait",
+      got[0] == p1 && got[1] == p2 && got[2] == f.last - 1 && got[3] == f.last && got[4] == p3,
+      got[2]);
+  for (int k = 0; k < 5; k++)
+    finish(got[k], 1);
+  ai_wait(p1, buf, sizeof(buf));
+  ai_wait(p2, buf, sizeof(buf));
+  ai_wait(p3, buf, sizeof(buf));
+  filler_stop(&f);
+  expect("fairness: the table is empty again", wait_used(0, 100), 0);
+}
+
 static void
 worker_rules(void)
 {
@@ -724,31 +937,75 @@ worker_rules(void)
 
 // ---------------------------------------------------------------- phase 4
 
+// A child that owns requests b = (P, 4 ids) and c = (Q, 4 ids), queued
+// behind the batch that fills the worker's places: it says when they are
+// submitted (a byte on rp), waits for the go (a byte on cp: the worker was
+// killed), then checks them; exit status bit 0: b was still queued (or
+// served), bit 1: b got first_result, bit 2: c got 4 ids.
+static int
+queued_pair(int *rp, int *cp)
+{
+  int pid = fork();
+  if (pid == 0) {
+    char x = 0;
+    int b = ai_submit(P, 3, 4), c = ai_submit(Q, 2, 4), st = 0;
+    write(rp[1], &x, 1);
+    read(cp[0], &x, 1);
+    int sb = state_of(b);
+    st |= sb == AI_QUEUED || sb == AI_RUNNING || sb == AI_DONE;
+    int n = ai_wait(b, buf, sizeof(buf));
+    st |= (n > 0 && strcmp(buf, first_result) == 0) << 1;
+    n = ai_wait(c, buf, sizeof(buf));
+    st |= (n > 0 && is_id_text(buf, n, 4)) << 2;
+    exit(st);
+  }
+  return pid;
+}
+
 static void
 real_worker_death(int old)
 {
   struct ai_status st;
-  int r = -1;
+  int r = -1, rp[2], cp[2], big[AI_PERPROC], status = 0;
   for (int i = 0; i < 600 && ((r = info().worker_pid) == 0 || r == old); i++)
     sleep(1);
   result("the restarted ai_daemon registers again", r != 0 && r != old, r);
+  // Fill every place of the batching daemon with long requests (at most
+  // AI_BATCH = AI_PERPROC run at once), so that the pair stays queued.
   int predict = seqlen - 3 < 200 ? seqlen - 3 : 200;
-  int a = ai_submit(P, 3, predict), b = ai_submit(P, 3, 4), c = ai_submit(Q, 2, 4);
+  for (int k = 0; k < AI_PERPROC; k++)
+    big[k] = ai_submit(P, 3, predict);
+  for (int i = 0, k = 0; i < 6000 && k < AI_PERPROC; i++) {
+    if (ai_query(big[k], &st) < 0 || st.state != AI_QUEUED)
+      k++;
+    else
+      sleep(1);
+  }
   for (int i = 0; i < 6000; i++) {
-    if (ai_query(a, &st) < 0 || (st.state == AI_RUNNING && st.tokens >= 1))
+    if (ai_query(big[0], &st) < 0 || (st.state == AI_RUNNING && st.tokens >= 1))
       break;
     sleep(1);
   }
+  pipe(rp);
+  pipe(cp);
+  int pid = queued_pair(rp, cp);
+  char x;
+  read(rp[0], &x, 1);
   kill(r);
   expect("real worker killed mid-request: the caller gets AIE_WORKERDIED",
-      ai_wait(a, buf, sizeof(buf)), -AIE_WORKERDIED);
-  int sb = state_of(b);
-  result("real worker killed: queued requests kept", sb == AI_QUEUED || sb == AI_RUNNING || sb == AI_DONE, sb);
-  int n = ai_wait(b, buf, sizeof(buf));
+      ai_wait(big[0], buf, sizeof(buf)), -AIE_WORKERDIED);
+  for (int k = 1; k < AI_PERPROC; k++)
+    ai_wait(big[k], buf, sizeof(buf));
+  write(cp[1], &x, 1);
+  int exited = wait_for(pid, 6000, &status);
+  result("real worker killed: queued requests kept", exited && (status & 1), status);
   result("real worker killed: the restarted daemon serves the queue, same result",
-      n > 0 && strcmp(buf, first_result) == 0, n);
-  n = ai_wait(c, buf, sizeof(buf));
-  result("real worker killed: ...every queued request", n > 0 && is_id_text(buf, n, 4), n);
+      exited && (status & 2), status);
+  result("real worker killed: ...every queued request", exited && (status & 4), status);
+  close(rp[0]);
+  close(rp[1]);
+  close(cp[0]);
+  close(cp[1]);
 }
 
 // ---------------------------------------------------------------- phase 5
@@ -784,6 +1041,7 @@ main(void)
     vocab = in.vocab;
     seqlen = in.seq_len;
     real_worker();
+    batching_real();
     bad_arguments();
     if (!take_over(daemon))
       goto done;
@@ -804,6 +1062,8 @@ main(void)
   backpressure("backpressure: ... by the worker's death (orphan freed)", BY_DEATH);
   owner_exit();
   kills();
+  streaming();
+  fairness();
   worker_rules();
   if (daemon) {
     ai_register(0, 0);

@@ -55,12 +55,17 @@ int ai_query(int reqid, struct ai_status *st);                             // 0;
 int ai_call(const uint32 *tokens, int n, int predict, char *out, int cap); // submit + wait
 int ai_cancel(int reqid);
 int ai_info(struct ai_info *in); // the table at a glance
+// ids [from, from+k) of the caller's request, k <= cap; blocks until k >= 1
+// or the end; 0 at the end of a done request
+int ai_stream(int reqid, uint32 *ids, int from, int cap);
 // Worker only (user/ai/ai_daemon.c):
 int ai_register(int vocab, int seq_len); // (0, 0) resigns the role
 int ai_next(struct ai_job *job);         // reqid; blocks while none queued
 int ai_progress(int reqid, int ntokens);
 int ai_complete(int reqid, const uint32 *ids, int n);
 int ai_fail(int reqid, int err);
+int ai_take(struct ai_job *job, int places);      // reqid, 0 if none queued; never blocks
+int ai_emit(int reqid, const uint32 *ids, int n); // 0 = go on; -AIE_NOREQ = stop it
 
 // ---- ulib.c
 int stat(const char *path, struct stat *st);

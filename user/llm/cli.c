@@ -3,7 +3,7 @@
 //   PROG [--asset-dir DIR] [--predict N] [--threads N] [--quiet] [--profile] [--stream]
 //        [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... <id> ...
 //   PROG [options] --prompt-file F      ids separated by white space
-//   PROG [options] [--stdin]            (also: no ids at all)
+//   PROG [options] [--stdin [--batch B]] (also: no ids at all)
 //
 // --stdin serves one request per line, `<predict> <id0> <id1> ...`, with the
 // model loaded once, until `exit`, `quit` or the end of the input; a bad line
@@ -25,6 +25,12 @@
 // most 15 significant digits, read exactly as Python's float() reads them.
 // --stop ID (up to 8 times) ends a request after ID is generated (it is
 // printed, and gen= in the timing line counts it).
+// --batch B (with --stdin) reads every request line first, then serves them
+// all through the batched steps of ai_daemon (llm_batch_step), at most B
+// at once, admitted in input order; the id lines and timing lines then
+// come in input order, with ttft_us measured from the start of the batch.
+// --batch is greedy (--temp is refused with it: a sampler serves one
+// request at a time); --stop works per request.
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
@@ -39,12 +45,14 @@
 
 #define MAXIDS  1024 // ids parsed per request (more are counted, not kept)
 #define MAXLINE 8192 // longest --stdin line
+#define MAXBREQ 64   // --batch: requests read before serving
 
 struct options {
   const char *dir;
   int predict;
   int threads; // 0: one per hart
   int quiet, profile, use_stdin, stream;
+  int batch; // --batch: requests at once (0: one after another)
   const char *prompt_file;
   int first_id;           // argv index of the first id, or argc
   struct llm_sampler smp; // --temp, --top-k, --top-p, --seed, --stop
@@ -57,7 +65,7 @@ usage(const char *what, const char *option)
   fprintf(2, "%s: %s %s\n", llm_prog, what, option);
   fprintf(2, "usage: %s [--asset-dir DIR] [--predict N] [--threads N] [--quiet] [--profile] "
              "[--stream] [--kernels auto|scalar|vector] [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... "
-             "[--prompt-file F | --stdin | <id> ...]\n",
+             "[--prompt-file F | --stdin [--batch B] | <id> ...]\n",
       llm_prog);
   return -1;
 }
@@ -174,9 +182,10 @@ enum { OPT_DIR,
   OPT_STOP,
   OPT_KERNELS,
   OPT_THREADS,
+  OPT_BATCH,
   NVALUE_OPTS };
 static const char *const value_opts[NVALUE_OPTS] = { "--asset-dir", "--prompt-file",
-  "--predict", "--temp", "--top-k", "--top-p", "--seed", "--stop", "--kernels", "--threads" };
+  "--predict", "--temp", "--top-k", "--top-p", "--seed", "--stop", "--kernels", "--threads", "--batch" };
 
 // Store value v of option a (v is 0 when argv ends after a). Returns 0,
 // 1 if a takes no value, or -1 after a message.
@@ -185,6 +194,7 @@ value_option(struct options *o, const char *a, const char *v)
 {
   struct llm_sampler *sp = &o->smp;
   const char *want = "a number";
+  char range[32];
   int k = 0, bad = 0;
   while (k < NVALUE_OPTS && strcmp(a, value_opts[k]) != 0)
     k++;
@@ -223,6 +233,11 @@ value_option(struct options *o, const char *a, const char *v)
   case OPT_THREADS:
     want = "a number from 1 to " TEXT_OF(LLM_MAX_THREADS);
     bad = parse_num(v, strlen(v), &o->threads) < 0 || o->threads < 1 || o->threads > LLM_MAX_THREADS ? -1 : 0;
+    break;
+  case OPT_BATCH:
+    snprintf(range, sizeof(range), "a number from 1 to %d", LLM_MAXCACHE);
+    want = range;
+    bad = parse_num(v, strlen(v), &o->batch) < 0 || o->batch < 1 || o->batch > LLM_MAXCACHE ? -1 : 0;
     break;
   }
   if (bad < 0) {
@@ -271,6 +286,11 @@ parse_options(int argc, char **argv, struct options *o)
       fprintf(2, "%s: no ids given: reading requests from the terminal, one per line: "
                  "<predict> <id0> <id1> ... (exit or Ctrl-D ends)\n",
           llm_prog);
+  }
+  if (o->batch && (!o->use_stdin || o->stream || o->profile || o->smp.temp > 0)) {
+    fprintf(2, "%s: --batch serves --stdin only, greedy, without --stream or --profile\n",
+        llm_prog);
+    return -1;
   }
   return 0;
 }
@@ -338,10 +358,110 @@ read_line(char *line, int max)
   return toolong ? -2 : n;
 }
 
-// Serve `<predict> <id> ...` lines until exit/quit/end of input.
+// --batch: the requests read, then served together.
+struct breq {
+  int *ids; // prompt, then (once served) the generated ids after it
+  int n, predict;
+  int gen;                 // ids generated (fewer than predict after a stop id)
+  int ok;                  // served
+  uint64 first_us, end_us; // first and last id, from the start of the batch
+};
+static struct breq breqs[MAXBREQ];
+static int nbreq;
+
+// Keep one request for serve_batch; -1 after a message if there are too
+// many or no memory.
+static int
+batch_add(const int *ids, int count, int predict)
+{
+  if (count > MAXIDS) {
+    fprintf(2, "%s: request: prompt of %d ids exceeds the limit of %d prompt ids\n",
+        llm_prog, count, AI_MAX_PROMPT);
+    return -1;
+  }
+  struct breq *b = &breqs[nbreq];
+  if (nbreq == MAXBREQ || (b->ids = malloc((count + (uint64)predict) * sizeof(int))) == 0) {
+    fprintf(2, "%s: --batch: at most %d requests (or out of memory)\n", llm_prog, MAXBREQ);
+    return -1;
+  }
+  memmove(b->ids, ids, count * sizeof(int));
+  b->n = count;
+  b->predict = predict;
+  nbreq++;
+  return 0;
+}
+
+// Serve the kept requests at most `batch` at once (FIFO admission; a
+// finished request's cache goes to the next one at once), then print
+// their id lines and timing lines in input order.
+static int
+serve_batch(const struct llm_model *md, struct llm_runtime *rt,
+    struct llm_session *s, int batch, int quiet)
+{
+  struct llm_req req[LLM_MAXCACHE], *run[LLM_MAXCACHE];
+  int who[LLM_MAXCACHE], nrun = 0, next = 0;
+  int ncache = llm_session_add_caches(s, rt, batch);
+  for (int i = 0; i < LLM_MAXCACHE; i++)
+    run[i] = &req[i];
+  uint64 t0 = time_us();
+  while (next < nbreq || nrun > 0) {
+    while (nrun < ncache && next < nbreq) { // admit, in input order
+      struct breq *b = &breqs[next];
+      struct llm_cache *kv = 0;
+      for (int c = 0; c < ncache && kv == 0; c++) { // one no running request holds
+        kv = &s->kv[c];
+        for (int i = 0; i < nrun; i++)
+          if (req[i].kv == kv)
+            kv = 0;
+      }
+      if (llm_req_start(rt, &req[nrun], kv, b->ids, b->n, b->predict) == 0) {
+        req[nrun].sampler = s->sampler; // greedy here: its --stop ids only
+        who[nrun++] = next;
+      }
+      next++;
+    }
+    if (nrun == 0)
+      break;
+    llm_batch_step(md, rt, s, run, nrun);
+    uint64 now = time_us() - t0;
+    for (int i = 0; i < nrun; i++) {
+      struct breq *b = &breqs[who[i]];
+      if (req[i].gen == 1 && b->first_us == 0)
+        b->first_us = now;
+      if (!req[i].done)
+        continue;
+      b->gen = req[i].gen;
+      memmove(b->ids + b->n, req[i].kv->seq + b->n, b->gen * sizeof(int));
+      b->end_us = now;
+      b->ok = 1;
+      for (int j = i; j + 1 < nrun; j++) { // keep the others in order
+        req[j] = req[j + 1];
+        who[j] = who[j + 1];
+      }
+      nrun--;
+      i--;
+    }
+  }
+  for (int k = 0; k < nbreq; k++) {
+    struct breq *b = &breqs[k];
+    if (!b->ok)
+      continue;
+    llm_print_ids(b->ids + b->n, b->gen);
+    if (!quiet)
+      fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
+                 "prompt=%d gen=%d kernels=%s threads=%d\n",
+          llm_prog, s->tm.load_us, s->tm.init_us, b->first_us,
+          b->gen > 1 ? (b->end_us - b->first_us) / (b->gen - 1) : 0,
+          b->n, b->gen, llm_kernels_name(), llm_pool_threads());
+  }
+  return 0;
+}
+
+// Serve `<predict> <id> ...` lines until exit/quit/end of input (with
+// --batch: keep them, then serve them together).
 static int
 serve_stdin(const struct llm_model *md, struct llm_runtime *rt,
-    struct llm_session *s, int quiet)
+    struct llm_session *s, int quiet, int batch)
 {
   static char line[MAXLINE];
   static int ids[MAXIDS + 1];
@@ -366,9 +486,12 @@ serve_stdin(const struct llm_model *md, struct llm_runtime *rt,
       fprintf(2, "%s: %s: expected '<predict> <id0> <id1> ...'\n", llm_prog, where);
       continue;
     }
-    run(md, rt, s, ids + 1, count - 1, ids[0], quiet);
+    if (batch)
+      batch_add(ids + 1, count - 1, ids[0]);
+    else
+      run(md, rt, s, ids + 1, count - 1, ids[0], quiet);
   }
-  return 0;
+  return batch ? serve_batch(md, rt, s, batch, quiet) : 0;
 }
 
 // The ids of --prompt-file: read whole, then parsed.
@@ -459,7 +582,7 @@ llm_cli_main(const struct llm_model *md, int argc, char **argv)
     stream_stop = &o.smp;
   }
   if (o.use_stdin)
-    r = serve_stdin(md, &rt, &s, o.quiet);
+    r = serve_stdin(md, &rt, &s, o.quiet, o.batch);
   else
     r = run(md, &rt, &s, ids, count, o.predict, o.quiet);
   llm_sampler_free(&o.smp);

@@ -4,7 +4,8 @@
 // computes it). A block works on n <= LLM_BATCH consecutive positions at
 // once: the matmuls take all of them together (faster: each weight byte is
 // decoded once for the batch), everything else runs per position, so each
-// position's arithmetic is the same as alone.
+// position's arithmetic is the same as alone. The positions may belong to
+// different requests, each with its own cache (struct llm_step).
 
 #include "user/lib/user.h"
 #include "user/llm/layers.h"
@@ -71,15 +72,15 @@ llm_mm(struct llm_session *s, const struct llm_qmat *w, double *y, int ystride)
   llm_mm_many(s, &o, 1);
 }
 
-// x[p] = row seq[pos+p] of EMB, dequantised:
+// x[p] = row st->kv[p]->seq[st->pos[p]] of EMB, dequantised:
 // v1/v2 x_k = ws * q_k; v3 x_k = ((ws * wm_g) / 32768) * q_k.
 void
-llm_embed(struct llm_runtime *rt, struct llm_session *s, int pos, int n)
+llm_embed(struct llm_runtime *rt, struct llm_session *s, const struct llm_step *st)
 {
   int dim = rt->cfg.dim, ng = dim / LLM_GS;
   const struct llm_qmat *e = &rt->emb;
-  for (int p = 0; p < n; p++) {
-    uint64 tok = s->seq[pos + p];
+  for (int p = 0; p < st->n; p++) {
+    uint64 tok = st->kv[p]->seq[st->pos[p]];
     double ws = (double)e->ws[tok], *x = s->x + p * dim;
     for (int g = 0; g < ng; g++) {
       double sg = e->wm ? (ws * (double)e->wm[tok * ng + g]) / 32768.0 : ws;
@@ -112,9 +113,9 @@ kv_row(const struct llm_runtime *rt, int slot, int t)
 }
 
 // Steps 2-4 for one position: q/k norms, RoPE, and the quantised K and V
-// of every kv head stored at `pos`.
+// of every kv head stored at `pos` of cache c.
 static void
-prepare_heads(struct llm_runtime *rt, struct llm_session *s,
+prepare_heads(struct llm_runtime *rt, struct llm_cache *c,
     const struct llm_layer *L, int slot, int pos,
     double *q, double *k, double *v)
 {
@@ -133,15 +134,15 @@ prepare_heads(struct llm_runtime *rt, struct llm_session *s,
       llm_rmsnorm(k + h * hd, L->k_norm, hd, eps, k + h * hd);
     rope(rt, k + h * hd, pos);
     uint64 qo = row * kvd + h * hd, mo = row * (kvd / LLM_GS) + h * (hd / LLM_GS);
-    llm_quantize(k + h * hd, hd, s->kq + qo, s->km + mo, &s->kxs[row * g->n_kv_heads + h]);
-    llm_quantize(v + h * hd, hd, s->vq + qo, s->vm + mo, &s->vxs[row * g->n_kv_heads + h]);
+    llm_quantize(k + h * hd, hd, c->kq + qo, c->km + mo, &c->kxs[row * g->n_kv_heads + h]);
+    llm_quantize(v + h * hd, hd, c->vq + qo, c->vm + mo, &c->vxs[row * g->n_kv_heads + h]);
   }
 }
 
-// Steps 5-6 for one query head: scores against cache positions 0..pos,
-// then s->score[t] = e_t = exp(score_t - max); returns inv = 1 / sum e_t.
+// Steps 5-6 for one query head: scores against positions 0..pos of cache
+// c, then sc->score[t] = e_t = exp(score_t - max); returns inv = 1 / sum e_t.
 static double
-head_softmax(struct llm_runtime *rt, struct llm_session *s, struct llm_head_scratch *sc,
+head_softmax(struct llm_runtime *rt, struct llm_head_scratch *sc, const struct llm_cache *c,
     int slot, int kvh, const double *qh, int pos)
 {
   const struct llm_config *g = &rt->cfg;
@@ -150,10 +151,10 @@ head_softmax(struct llm_runtime *rt, struct llm_session *s, struct llm_head_scra
   llm_quantize(qh, hd, sc->qhead_q, sc->qhead_m, &xsq);
   double a = (xsq * (1.0 / llm_sqrt((double)hd))) / 1073741824.0;
   uint64 row = kv_row(rt, slot, 0);
-  llm_attn_scores(sc->qhead_q, sc->qhead_m, hd / LLM_GS, s->kq + row * kvd + kvh * hd,
-      s->km + row * (kvd / LLM_GS) + kvh * (hd / LLM_GS),
+  llm_attn_scores(sc->qhead_q, sc->qhead_m, hd / LLM_GS, c->kq + row * kvd + kvh * hd,
+      c->km + row * (kvd / LLM_GS) + kvh * (hd / LLM_GS),
       kvd, kvd / LLM_GS, npos, sc->dot);
-  const double *kxs = s->kxs + row * g->n_kv_heads + kvh;
+  const double *kxs = c->kxs + row * g->n_kv_heads + kvh;
   double mx = 0.0;
   for (int t = 0; t < npos; t++) {
     sc->score[t] = ((double)sc->dot[t] * kxs[t * g->n_kv_heads]) * a;
@@ -168,11 +169,11 @@ head_softmax(struct llm_runtime *rt, struct llm_session *s, struct llm_head_scra
   return 1.0 / sum;
 }
 
-// Step 7 for one group of 32 dims of one head: weights w_t = e_t * sv_t
+// Step 7 for one group of 32 dims of one head (values from cache kc): weights w_t = e_t * sv_t
 // re-quantised to integers W_t in [0, 32767], A_k = sum_t W_t qv_{t,k},
 // out_k = (A_k * (wmax / 32767)) * inv.
 static void
-head_values(struct llm_runtime *rt, struct llm_session *s, struct llm_head_scratch *sc,
+head_values(struct llm_runtime *rt, struct llm_head_scratch *sc, const struct llm_cache *kc,
     int slot, int kvh, int grp, int pos, double inv, double *out)
 {
   const struct llm_config *g = &rt->cfg;
@@ -181,7 +182,7 @@ head_values(struct llm_runtime *rt, struct llm_session *s, struct llm_head_scrat
   uint64 row = kv_row(rt, slot, 0);
   double wmax = 0.0;
   for (int t = 0; t < npos; t++) {
-    double sv = (s->vxs[(row + t) * g->n_kv_heads + kvh] * (double)s->vm[(row + t) * (kvd / LLM_GS) + gi]) / 32768.0;
+    double sv = (kc->vxs[(row + t) * g->n_kv_heads + kvh] * (double)kc->vm[(row + t) * (kvd / LLM_GS) + gi]) / 32768.0;
     sc->val_w[t] = sc->score[t] * sv;
     if (sc->val_w[t] > wmax)
       wmax = sc->val_w[t];
@@ -194,19 +195,21 @@ head_values(struct llm_runtime *rt, struct llm_session *s, struct llm_head_scrat
   for (int t = 0; t < npos; t++)
     sc->val_wq[t] = (int32)llm_rint(sc->val_w[t] * c);
   int64 acc[LLM_GS];
-  llm_attn_values(sc->val_wq, s->vq + row * kvd + gi * LLM_GS, kvd, npos, acc);
+  llm_attn_values(sc->val_wq, kc->vq + row * kvd + gi * LLM_GS, kvd, npos, acc);
   for (int k = 0; k < LLM_GS; k++)
     out[k] = ((double)acc[k] * f) * inv;
 }
 
-// Steps 5-8 for query heads of the batch's positions, one pool step: item
-// i is head i % n_heads of batch position i / n_heads (at pos + that), with
-// the thread's own scratch. s->q holds the heads (each followed by its gate
-// when flags & LLM_GATED); s->mixed gets n_heads*head_dim per position.
+// Steps 5-8 for the query heads of the step's positions, one pool step:
+// item i is head i % n_heads of step position p = i / n_heads (position
+// st->pos[p] of cache st->kv[p]), with the thread's own scratch. s->q
+// holds the heads (each followed by its gate when flags & LLM_GATED);
+// s->mixed gets n_heads*head_dim per position.
 struct attend_step {
   struct llm_runtime *rt;
   struct llm_session *s;
-  int slot, pos, qrows; // qrows: s->q's row stride
+  const struct llm_step *st;
+  int slot, qrows; // qrows: s->q's row stride
 };
 
 static void
@@ -219,12 +222,13 @@ attend_heads(void *arg, int lo, int hi, int t)
   int hd = g->head_dim, gated = g->flags & LLM_GATED, nh = g->n_heads;
   int qstep = hd * (gated ? 2 : 1), rep = nh / g->n_kv_heads;
   for (int i = lo; i < hi; i++) {
-    int p = i / nh, h = i % nh;
+    int p = i / nh, h = i % nh, pos = a->st->pos[p];
+    const struct llm_cache *c = a->st->kv[p];
     const double *qh = s->q + p * a->qrows + h * qstep;
     double *o = s->mixed + p * nh * hd + h * hd;
-    double inv = head_softmax(rt, s, &s->head[t], a->slot, h / rep, qh, a->pos + p);
+    double inv = head_softmax(rt, &s->head[t], c, a->slot, h / rep, qh, pos);
     for (int grp = 0; grp < hd / LLM_GS; grp++)
-      head_values(rt, s, &s->head[t], a->slot, h / rep, grp, a->pos + p, inv, o + grp * LLM_GS);
+      head_values(rt, &s->head[t], c, a->slot, h / rep, grp, pos, inv, o + grp * LLM_GS);
     if (gated)
       for (int k = 0; k < hd; k++)
         o[k] = o[k] * llm_sigmoid(qh[hd + k]);
@@ -240,12 +244,13 @@ llm_residual(struct llm_runtime *rt, struct llm_session *s, const double *y, int
     s->x[i] = s->x[i] + y[i];
 }
 
-// Full attention (docs/ARITHMETIC.md, "Full attention") for positions
-// [pos, pos+n) of layer l.
+// Full attention (docs/ARITHMETIC.md, "Full attention") of layer l for
+// the positions of st.
 void
 llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s, int l,
-    int pos, int n)
+    const struct llm_step *st)
 {
+  int n = st->n;
   const struct llm_config *g = &rt->cfg;
   const struct llm_layer *L = &rt->layers[l];
   int dim = g->dim, kvd = g->n_kv_heads * g->head_dim;
@@ -257,12 +262,12 @@ llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s, int l,
   struct llm_mm_out qkv[] = { { &L->wq, s->q, qrows }, { &L->wk, s->k, kvd }, { &L->wv, s->v, kvd } };
   llm_mm_many(s, qkv, 3);
   // 2-8. norms, RoPE, cache, attention (keys of the whole batch first:
-  // position p attends to the batch's earlier positions too)
+  // position p attends to its request's earlier positions in the batch too)
   uint64 t = llm_clock(s);
   for (int p = 0; p < n; p++)
-    prepare_heads(rt, s, L, slot, pos + p, s->q + p * qrows, s->k + p * kvd,
-        s->v + p * kvd);
-  struct attend_step a = { rt, s, slot, pos, qrows };
+    prepare_heads(rt, st->kv[p], L, slot, st->pos[p], s->q + p * qrows,
+        s->k + p * kvd, s->v + p * kvd);
+  struct attend_step a = { rt, s, st, slot, qrows };
   llm_pool_run(attend_heads, &a, n * g->n_heads);
   llm_charge(s, &s->tm.attn_us, t);
   // 9. x = x + Wo out
@@ -313,46 +318,61 @@ llm_apply_ffn(struct llm_runtime *rt, struct llm_session *s, int l, int n)
   llm_residual(rt, s, s->proj, n);
 }
 
-// The head's pool step: logits rows [lo, hi), then the first index of
-// their maximum into best[t] (thread t's range lies after thread t-1's;
-// -1 for a thread without rows).
+// The head's pool step: logits rows [lo, hi) of every position, then per
+// position i the first index of their maximum into best[t][i] (thread t's
+// range lies after thread t-1's; -1 for a thread without rows).
 struct head_step {
   struct llm_runtime *rt;
   struct llm_session *s;
-  int best[LLM_MAX_THREADS];
+  int n;
+  int best[LLM_MAX_THREADS][LLM_BATCH];
 };
 
 static void
 head_rows(void *arg, int lo, int hi, int t)
 {
   struct head_step *h = arg;
-  const double *lg = h->s->logits;
-  llm_matmul_rows(&h->rt->emb, &h->s->act, h->s->logits, h->rt->cfg.vocab_size, lo, hi);
-  int best = lo;
-  for (int i = lo + 1; i < hi; i++)
-    if (lg[i] > lg[best])
-      best = i;
-  h->best[t] = best;
+  int V = h->rt->cfg.vocab_size;
+  llm_matmul_rows(&h->rt->emb, &h->s->act, h->s->logits, V, lo, hi);
+  for (int i = 0; i < h->n; i++) {
+    const double *lg = h->s->logits + (uint64)i * V;
+    int best = lo;
+    for (int k = lo + 1; k < hi; k++)
+      if (lg[k] > lg[best])
+        best = k;
+    h->best[t][i] = lo < hi ? best : -1;
+  }
 }
 
-// Output head at batch slot p: logits = EMB rmsnorm(x, NRM); the next
-// token is the first index of the maximum: each thread's first maximum,
-// then the first of those, strictly greater winning, as one pass would.
-int
-llm_head(struct llm_runtime *rt, struct llm_session *s, int p)
+// Output head at batch positions at[0..n): logits_i = EMB rmsnorm(x[at[i]],
+// NRM) in one pool step; ids[i] is the first index of the maximum of
+// logits_i: each thread's first maximum, then the first of those,
+// strictly greater winning, as one pass would.
+void
+llm_heads(struct llm_runtime *rt, struct llm_session *s, const int *at, int n,
+    int *ids)
 {
   const struct llm_config *g = &rt->cfg;
-  llm_rmsnorm(s->x + p * g->dim, rt->final_norm, g->dim, (double)g->rms_eps, s->xn);
-  llm_mm_in(s, s->xn, g->dim, g->dim, 1);
+  int dim = g->dim, V = g->vocab_size;
+  if (n == 0)
+    return;
+  for (int i = 0; i < n; i++)
+    llm_rmsnorm(s->x + at[i] * dim, rt->final_norm, dim, (double)g->rms_eps, s->xn + i * dim);
+  llm_mm_in(s, s->xn, dim, dim, n);
   uint64 t = llm_clock(s);
-  struct head_step h = { rt, s };
-  int n = llm_pool_threads(), best = -1;
-  for (int i = 0; i < n; i++)
-    h.best[i] = -1;
-  llm_pool_run(head_rows, &h, g->vocab_size);
+  struct head_step h = { rt, s, n };
+  int nt = llm_pool_threads();
+  for (int k = 0; k < nt; k++)
+    for (int i = 0; i < n; i++)
+      h.best[k][i] = -1;
+  llm_pool_run(head_rows, &h, V);
   llm_charge(s, &s->tm.matmul_us, t);
-  for (int i = 0; i < n; i++)
-    if (h.best[i] >= 0 && (best < 0 || s->logits[h.best[i]] > s->logits[best]))
-      best = h.best[i];
-  return best;
+  for (int i = 0; i < n; i++) {
+    const double *lg = s->logits + (uint64)i * V;
+    int best = -1;
+    for (int k = 0; k < nt; k++)
+      if (h.best[k][i] >= 0 && (best < 0 || lg[h.best[k][i]] > lg[best]))
+        best = h.best[k][i];
+    ids[i] = best;
+  }
 }

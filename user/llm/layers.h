@@ -1,24 +1,28 @@
 // Building blocks of a forward pass (user/llm/layers.c), shared by the
 // models: embedding, full attention, MLP, output head, and the batched
-// matmul step every block uses. Each works on n <= LLM_BATCH consecutive
-// positions of a session (docs/ARITHMETIC.md names the steps).
+// matmul step every block uses. Each works on the n <= LLM_BATCH positions
+// of a step (struct llm_step: positions of one or several requests, each
+// with its own cache; docs/ARITHMETIC.md names the steps).
 #ifndef AISVC_LLM_LAYERS_H
 #define AISVC_LLM_LAYERS_H
 
 #include "user/llm/session.h"
 
-// x[p] = the embedding of seq[pos+p], for p < n.
-void llm_embed(struct llm_runtime *rt, struct llm_session *s, int pos, int n);
-// x = x + full attention of layer l over positions [pos, pos+n).
+// x[p] = the embedding of the id at step position p.
+void llm_embed(struct llm_runtime *rt, struct llm_session *s,
+    const struct llm_step *st);
+// x = x + full attention of layer l for the positions of st.
 void llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s,
-    int l, int pos, int n);
+    int l, const struct llm_step *st);
 // x = x + the MLP of layer l, for n positions.
 void llm_apply_ffn(struct llm_runtime *rt, struct llm_session *s, int l, int n);
 // x = x + y for n positions: a block's output joins the residual stream.
 void llm_residual(struct llm_runtime *rt, struct llm_session *s, const double *y,
     int n);
-// The next token (greedy) from the hidden state at batch slot p.
-int llm_head(struct llm_runtime *rt, struct llm_session *s, int p);
+// The next token (greedy) from the hidden state at each of the batch
+// positions at[0..n) (n <= LLM_BATCH), into ids[0..n), in one matmul.
+void llm_heads(struct llm_runtime *rt, struct llm_session *s, const int *at,
+    int n, int *ids);
 
 // Quantise n vectors of length len (row stride xstride) as the input of
 // the next llm_mm calls; llm_mm then writes y[p] = W x_p (row stride

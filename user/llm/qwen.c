@@ -48,14 +48,14 @@ l2norm(double *x, int n, double c)
 // in_proj_qkv row (conv_dim), z its value-head gates (v_heads*v_dim),
 // a and b one value each per value head; out gets v_heads*v_dim.
 static void
-delta_position(struct llm_runtime *rt, struct llm_session *s,
+delta_position(struct llm_runtime *rt, struct llm_session *s, struct llm_cache *kc,
     const struct llm_layer *L, int slot, double *y, const double *z,
     const double *a, const double *b, double *out)
 {
   const struct llm_config *g = &rt->cfg;
   int kh = g->lin_k_heads, kd = g->lin_k_dim, vh = g->lin_v_heads, vd = g->lin_v_dim;
   uint64 ssize = (uint64)vh * kd * vd;
-  conv_step(g, L->conv_w, s->conv + (uint64)slot * (g->conv_kernel - 1) * llm_conv_dim(g), y);
+  conv_step(g, L->conv_w, kc->conv + (uint64)slot * (g->conv_kernel - 1) * llm_conv_dim(g), y);
   double *q = y, *k = y + kh * kd, *v = y + 2 * kh * kd;
   for (int h = 0; h < kh; h++) {
     l2norm(q + h * kd, kd, 1.0 / llm_sqrt((double)kd));
@@ -66,7 +66,7 @@ delta_position(struct llm_runtime *rt, struct llm_session *s,
     double beta = llm_sigmoid(b[h]);
     double decay = llm_exp(-(llm_exp((double)L->a_log[h]) * llm_softplus(a[h] + (double)L->dt_bias[h])));
     double *o = out + h * vd;
-    llm_delta_step(s->state + slot * ssize + (uint64)h * kd * vd, k + hk * kd,
+    llm_delta_step(kc->state + slot * ssize + (uint64)h * kd * vd, k + hk * kd,
         q + hk * kd, v + h * vd, beta, decay, kd, vd, s->delta_kv, o);
     // o = rmsnorm(o, norm) * silu(z)
     llm_rmsnorm(o, L->norm, vd, (double)g->rms_eps, o);
@@ -75,23 +75,30 @@ delta_position(struct llm_runtime *rt, struct llm_session *s,
   }
 }
 
-// Gated DeltaNet layer l (LLM_LAYER_DELTANET) for positions [pos, pos+n). The
+// Cache c's conv window and state of linear layer `slot` start from zero
+// (at a request's position 0).
+static void
+linear_reset(const struct llm_config *g, struct llm_cache *c, int slot)
+{
+  int cd = llm_conv_dim(g);
+  uint64 ssize = (uint64)g->lin_v_heads * g->lin_k_dim * g->lin_v_dim;
+  memset(c->conv + (uint64)slot * (g->conv_kernel - 1) * cd, 0,
+      (g->conv_kernel - 1) * cd * sizeof(double));
+  memset(c->state + slot * ssize, 0, ssize * sizeof(double));
+}
+
+// Gated DeltaNet layer l (LLM_LAYER_DELTANET) for the positions of st. The
 // projections run batched; the conv and the recurrence go position by
-// position. Position 0 starts from a zero state.
+// position, each on its request's cache. Position 0 starts from a zero
+// state.
 static void
 apply_linear_layer(struct llm_runtime *rt, struct llm_session *s, int l,
-    int pos, int n)
+    const struct llm_step *st)
 {
   const struct llm_config *g = &rt->cfg;
   const struct llm_layer *L = &rt->layers[l];
   int dim = g->dim, cd = llm_conv_dim(g), slot = rt->slot[l];
-  int vh = g->lin_v_heads, vdim = vh * g->lin_v_dim;
-  if (pos == 0) {
-    memset(s->conv + (uint64)slot * (g->conv_kernel - 1) * cd, 0,
-        (g->conv_kernel - 1) * cd * sizeof(double));
-    memset(s->state + (uint64)slot * vh * g->lin_k_dim * g->lin_v_dim, 0,
-        (uint64)vh * g->lin_k_dim * g->lin_v_dim * sizeof(double));
-  }
+  int vh = g->lin_v_heads, vdim = vh * g->lin_v_dim, n = st->n;
   for (int p = 0; p < n; p++)
     llm_rmsnorm(s->x + p * dim, L->input_norm, dim, (double)g->rms_eps, s->xn + p * dim);
   llm_mm_in(s, s->xn, dim, dim, n);
@@ -100,27 +107,30 @@ apply_linear_layer(struct llm_runtime *rt, struct llm_session *s, int l,
     { &L->b, b, vh } };
   llm_mm_many(s, in, 4);
   uint64 t = llm_clock(s);
-  for (int p = 0; p < n; p++)
-    delta_position(rt, s, L, slot, s->qkv + p * cd, s->z + p * vdim,
+  for (int p = 0; p < n; p++) {
+    if (st->pos[p] == 0)
+      linear_reset(g, st->kv[p], slot);
+    delta_position(rt, s, st->kv[p], L, slot, s->qkv + p * cd, s->z + p * vdim,
         a + p * vh, b + p * vh, s->mixed + p * vdim);
+  }
   llm_charge(s, &s->tm.attn_us, t);
   llm_mm_in(s, s->mixed, vdim, vdim, n);
   llm_mm(s, &L->out, s->proj, dim);
   llm_residual(rt, s, s->proj, n);
 }
 
-// Positions [pos, pos+n): embedding, then per layer its token mixer (by
+// The positions of st: embedding, then per layer its token mixer (by
 // LTY.BIN) and the MLP.
 static void
-qwen_forward(struct llm_runtime *rt, struct llm_session *s, int pos, int n)
+qwen_forward(struct llm_runtime *rt, struct llm_session *s, const struct llm_step *st)
 {
-  llm_embed(rt, s, pos, n);
+  llm_embed(rt, s, st);
   for (int l = 0; l < rt->cfg.n_layers; l++) {
     if (rt->layers[l].kind == LLM_LAYER_DELTANET)
-      apply_linear_layer(rt, s, l, pos, n);
+      apply_linear_layer(rt, s, l, st);
     else
-      llm_apply_full_layer(rt, s, l, pos, n);
-    llm_apply_ffn(rt, s, l, n);
+      llm_apply_full_layer(rt, s, l, st);
+    llm_apply_ffn(rt, s, l, st->n);
   }
 }
 

@@ -55,27 +55,69 @@ max2(int a, int b)
   return a > b ? a : b;
 }
 
-// The KV cache, the Gated DeltaNet state and the workspace, sized for the
-// longest vector each buffer holds. Returns 0, or -1 if out of memory.
+// Round n up to a multiple of 8 bytes.
+static uint64
+align8(uint64 n)
+{
+  return (n + 7) & ~7UL;
+}
+
+// Lay out (base != 0) or size (base == 0) one cache at base; returns its
+// bytes. Every buffer starts 8-byte aligned.
+static uint64
+cache_layout(struct llm_cache *c, const struct llm_runtime *rt, char *base)
+{
+  const struct llm_config *g = &rt->cfg;
+  uint64 T = g->runtime_seq_len, nf = rt->n_full;
+  uint64 kv = (uint64)g->n_kv_heads * g->head_dim;
+  uint64 size[] = {
+    nf * T * kv, nf * T * kv,
+    nf * T * (kv / LLM_GS) * sizeof(int32), nf * T * (kv / LLM_GS) * sizeof(int32),
+    nf * T * g->n_kv_heads * sizeof(double), nf * T * g->n_kv_heads * sizeof(double),
+    rt->n_linear * (uint64)max2(g->conv_kernel - 1, 0) * llm_conv_dim(g) * sizeof(double),
+    rt->n_linear * (uint64)g->lin_v_heads * g->lin_k_dim * g->lin_v_dim * sizeof(double),
+    T * sizeof(int)
+  };
+  void **field[] = { (void **)&c->kq, (void **)&c->vq, (void **)&c->km, (void **)&c->vm,
+    (void **)&c->kxs, (void **)&c->vxs, (void **)&c->conv, (void **)&c->state,
+    (void **)&c->seq };
+  uint64 off = 0;
+  for (int i = 0; i < sizeof(size) / sizeof(size[0]); i++) {
+    if (base)
+      *field[i] = base + off;
+    off += align8(size[i]);
+  }
+  return off;
+}
+
+// One more cache, in one allocation. Returns 0, or -1 if out of memory
+// (nothing allocated; s->oom stays as it was).
+static int
+cache_alloc(struct llm_session *s, const struct llm_runtime *rt)
+{
+  int oom = s->oom;
+  char *base = s_alloc(s, cache_layout(&s->kv[s->ncache], rt, 0));
+  if (base == 0) {
+    s->oom = oom;
+    return -1;
+  }
+  cache_layout(&s->kv[s->ncache++], rt, base);
+  return 0;
+}
+
+// The first cache and the workspace (for LLM_BATCH positions), sized for
+// the longest vector each buffer holds. Returns 0, or -1 if out of memory.
 static int
 session_alloc(struct llm_session *s, const struct llm_runtime *rt)
 {
   const struct llm_config *g = &rt->cfg;
   uint64 T = g->runtime_seq_len, B = LLM_BATCH;
-  uint64 kv = (uint64)g->n_kv_heads * g->head_dim, nf = rt->n_full;
   uint64 vdim = (uint64)g->lin_v_heads * g->lin_v_dim;
   int maxin = max2(max2(g->dim, g->hidden_dim), max2(g->n_heads * g->head_dim, vdim));
   int conv_dim = llm_conv_dim(g);
   int maxout = max2(max2(maxin, 2 * g->n_heads * g->head_dim), conv_dim);
-  s->kq = s_alloc(s, nf * T * kv);
-  s->vq = s_alloc(s, nf * T * kv);
-  s->km = s_alloc(s, nf * T * (kv / LLM_GS) * sizeof(int32));
-  s->vm = s_alloc(s, nf * T * (kv / LLM_GS) * sizeof(int32));
-  s->kxs = s_alloc(s, nf * T * g->n_kv_heads * sizeof(double));
-  s->vxs = s_alloc(s, nf * T * g->n_kv_heads * sizeof(double));
-  s->conv = s_alloc(s, rt->n_linear * (uint64)max2(g->conv_kernel - 1, 0) * conv_dim * sizeof(double));
-  s->state = s_alloc(s, rt->n_linear * (uint64)g->lin_v_heads * g->lin_k_dim * g->lin_v_dim * sizeof(double));
-  s->seq = s_alloc(s, T * sizeof(int));
+  if (cache_alloc(s, rt) < 0)
+    return -1;
   s->x = s_alloc(s, B * g->dim * sizeof(double));
   s->xn = s_alloc(s, B * maxin * sizeof(double));
   s->q = s_alloc(s, B * maxout * sizeof(double)); // also gate, qkv, proj
@@ -101,8 +143,19 @@ session_alloc(struct llm_session *s, const struct llm_runtime *rt)
     h->val_wq = (int32 *)(h->val_w + T);
   }
   s->delta_kv = s_alloc(s, (uint64)maxout * sizeof(double));
-  s->logits = s_alloc(s, (uint64)g->vocab_size * sizeof(double));
+  s->logits = s_alloc(s, B * g->vocab_size * sizeof(double));
   return s->oom ? -1 : 0;
+}
+
+int
+llm_session_add_caches(struct llm_session *s, const struct llm_runtime *rt,
+    int want)
+{
+  if (want > LLM_MAXCACHE)
+    want = LLM_MAXCACHE;
+  while (s->ncache < want && cache_alloc(s, rt) == 0)
+    ;
+  return s->ncache;
 }
 
 int
@@ -176,54 +229,39 @@ profile_line(const char *phase, struct llm_session *s, uint64 total, int tokens)
       llm_prog, phase, n, st.steps, busy, wait);
 }
 
-// The token that follows position p of the batch: llm_head's greedy
-// choice, or a sample when s->sampler has a temperature.
-static int
-next_token(struct llm_runtime *rt, struct llm_session *s, int p)
-{
-  int id = llm_head(rt, s, p);
-  if (s->sampler && s->sampler->temp > 0)
-    id = llm_sample(s->sampler, s->logits, rt->cfg.vocab_size);
-  return id;
-}
-
-// Prefill, then decode (greedy unless s->sampler says otherwise). The
-// course's loop runs `pos` over every position and starts writing results
-// once pos >= n - 1; here the prompt positions go through the layers in
-// batches (the head only at the last one), and each generated token is fed
-// back at the next position, until predict tokens or a stop id.
-// s->seq[0..n) holds the prompt; the tokens land in s->seq[n..). Returns
-// how many were generated.
+// Prefill, then decode, as batched steps of this one request
+// (llm_batch_step; greedy unless r->sampler says otherwise): the course's
+// loop runs `pos` over every position and starts writing results once
+// pos >= n - 1; here the prompt positions go through the layers LLM_BATCH
+// at a time (the head only at the last one), and each generated token is
+// fed back at the next position, until predict tokens or a stop id.
+// r->kv->seq[0..n) holds the prompt; the tokens land after it. Returns how
+// many were generated.
 static int
 llm_drive_decode(const struct llm_model *md, struct llm_runtime *rt,
-    struct llm_session *s, int n, int predict, uint64 t0,
+    struct llm_session *s, struct llm_req *r, uint64 t0,
     uint64 *ttft, uint64 *tpot)
 {
-  int c = 0;
-  for (int pos = 0; pos < n; pos += c) { // prefill
-    c = n - pos < LLM_BATCH ? n - pos : LLM_BATCH;
-    md->forward(rt, s, pos, c);
-  }
-  s->seq[n] = next_token(rt, s, c - 1); // the first generated token
-  uint64 t1 = time_us();
-  if (llm_token_hook)
-    llm_token_hook(0, s->seq[n]);
-  *ttft = t1 - t0;
-  if (s->tm.profile)
-    profile_line("prefill", s, *ttft, n);
-  int gen = 1;
-  for (; gen < predict && !llm_is_stop(s->sampler, s->seq[n + gen - 1]); gen++) { // decode
-    int pos = n + gen - 1;
-    md->forward(rt, s, pos, 1);
-    s->seq[pos + 1] = next_token(rt, s, 0);
+  uint64 t1 = 0;
+  while (!r->done) {
+    int had = r->gen;
+    llm_batch_step(md, rt, s, &r, 1);
+    if (r->gen == had)
+      continue; // a prefill chunk before the last
+    if (had == 0) {
+      t1 = time_us();
+      *ttft = t1 - t0;
+    }
     if (llm_token_hook)
-      llm_token_hook(gen, s->seq[pos + 1]);
+      llm_token_hook(had, r->kv->seq[r->n + had]);
+    if (had == 0 && s->tm.profile)
+      profile_line("prefill", s, *ttft, r->n);
   }
   uint64 t2 = time_us();
-  *tpot = gen > 1 ? (t2 - t1) / (gen - 1) : 0;
+  *tpot = r->gen > 1 ? (t2 - t1) / (r->gen - 1) : 0;
   if (s->tm.profile)
-    profile_line("decode", s, t2 - t1, gen - 1);
-  return gen;
+    profile_line("decode", s, t2 - t1, r->gen - 1);
+  return r->gen;
 }
 
 // Check a request against the limits; -1 after a message naming the limit.
@@ -257,9 +295,8 @@ request_check(const struct llm_config *g, const int *ids, int n, int predict)
   return 0;
 }
 
-// Print the generated ids on one stdout line.
-static void
-print_ids(const int *ids, int n)
+void
+llm_print_ids(const int *ids, int n)
 {
   char line[512];
   int len = 0;
@@ -275,18 +312,34 @@ print_ids(const int *ids, int n)
 }
 
 int
+llm_req_start(const struct llm_runtime *rt, struct llm_req *r,
+    struct llm_cache *kv, const int *ids, int n, int predict)
+{
+  if (request_check(&rt->cfg, ids, n, predict) < 0)
+    return -1;
+  memmove(kv->seq, ids, n * sizeof(int));
+  r->kv = kv;
+  r->n = n;
+  r->predict = predict;
+  r->fed = r->gen = r->done = 0;
+  r->sampler = 0;
+  return 0;
+}
+
+int
 llm_session_generate(const struct llm_model *md, struct llm_runtime *rt,
     struct llm_session *s, const int *ids, int n, int predict,
     uint64 *ttft, uint64 *tpot)
 {
   uint64 t0 = time_us();
-  if (request_check(&rt->cfg, ids, n, predict) < 0)
+  struct llm_req r;
+  if (llm_req_start(rt, &r, &s->kv[0], ids, n, predict) < 0)
     return -1;
   llm_pool_profile(s->tm.profile);
-  memmove(s->seq, ids, n * sizeof(int));
+  r.sampler = s->sampler;
   if (s->sampler)
     llm_sampler_reset(s->sampler);
-  return llm_drive_decode(md, rt, s, n, predict, t0, ttft, tpot);
+  return llm_drive_decode(md, rt, s, &r, t0, ttft, tpot);
 }
 
 int
@@ -299,11 +352,86 @@ llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
   if (gen < 0)
     return -1;
   if (llm_token_hook == 0) // else the hook has written them (the CLI's --stream)
-    print_ids(s->seq + n, gen);
+    llm_print_ids(s->kv[0].seq + n, gen);
   if (!quiet)
     fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
                "prompt=%d gen=%d kernels=%s threads=%d\n",
         llm_prog, s->tm.load_us, s->tm.init_us,
         ttft, tpot, n, gen, llm_kernels_name(), llm_pool_threads());
   return 0;
+}
+
+// ---------------------------------------------------------------- batched steps
+// A step runs at most LLM_BATCH positions, so that every matrix is read
+// once per step (llm_matmul takes up to LLM_BATCH positions at once) and
+// each position gets exactly the arithmetic it gets alone (the matmul
+// treats positions independently; attention, norms and the recurrences
+// run per position, on the position's own cache). The plan:
+// - every request in decode (its prompt all run) runs its next position:
+//   a running request gets one id per step, whatever else is in the batch;
+// - requests in prefill share the positions left, oldest first, each
+//   taking as much of its prompt as fits (a chunk), but leaving one
+//   position for every younger request in prefill. nr <= LLM_BATCH, so
+//   every request moves every step, and a long prompt never stalls the
+//   others: it takes only what the decoders leave.
+
+// Positions each of r[0..nr) runs this step (the plan above).
+static void
+batch_plan(struct llm_req **r, int nr, int *take)
+{
+  int left = LLM_BATCH, nprefill = 0;
+  for (int i = 0; i < nr; i++) {
+    take[i] = r[i]->fed >= r[i]->n ? 1 : 0;
+    left -= take[i];
+    nprefill += !take[i];
+  }
+  for (int i = 0; i < nr; i++) {
+    if (take[i])
+      continue;
+    int c = r[i]->n - r[i]->fed, room = left - --nprefill;
+    take[i] = c < room ? c : room;
+    left -= take[i];
+  }
+}
+
+// Append request r's next id: the head's greedy id, or a sample from its
+// logits (row k of s->logits) when r->sampler has a temperature; r is done
+// at predict ids or after a stop id.
+static void
+req_next(struct llm_runtime *rt, struct llm_session *s, struct llm_req *r,
+    int greedy, int k)
+{
+  int V = rt->cfg.vocab_size, id = greedy;
+  if (r->sampler && r->sampler->temp > 0)
+    id = llm_sample(r->sampler, s->logits + (uint64)k * V, V);
+  r->kv->seq[r->n + r->gen++] = id;
+  r->done = r->gen >= r->predict || llm_is_stop(r->sampler, id);
+}
+
+void
+llm_batch_step(const struct llm_model *md, struct llm_runtime *rt,
+    struct llm_session *s, struct llm_req **r, int nr)
+{
+  struct llm_step st = { 0 };
+  int take[LLM_MAXCACHE], at[LLM_MAXCACHE], ids[LLM_MAXCACHE];
+  struct llm_req *who[LLM_MAXCACHE];
+  batch_plan(r, nr, take);
+  for (int i = 0; i < nr; i++)
+    for (int j = 0; j < take[i]; j++) {
+      st.kv[st.n] = r[i]->kv;
+      st.pos[st.n++] = r[i]->fed + j;
+    }
+  md->forward(rt, s, &st);
+  int nh = 0, p = 0;
+  for (int i = 0; i < nr; i++) {
+    p += take[i];
+    r[i]->fed += take[i];
+    if (r[i]->fed == r[i]->n + r[i]->gen) { // its last known id is run
+      at[nh] = p - 1;
+      who[nh++] = r[i];
+    }
+  }
+  llm_heads(rt, s, at, nh, ids);
+  for (int k = 0; k < nh; k++)
+    req_next(rt, s, who[k], ids[k], k);
 }

@@ -20,7 +20,10 @@ struct llm_timing {
   int profile;
 };
 
-struct llm_session {
+// One request's own state: its KV cache, its Gated DeltaNet state and its
+// ids. A session has one per request it can run at once (llm_session_init:
+// one; llm_session_add_caches: more, for the batched path).
+struct llm_cache {
   // KV cache of the full-attention layers, int8 with group multipliers
   int8 *kq, *vq;     // (n_full, runtime_seq_len, kv_dim)
   int32 *km, *vm;    // (n_full, runtime_seq_len, kv_dim/32)
@@ -28,8 +31,24 @@ struct llm_session {
   // Gated DeltaNet state
   double *conv;  // (n_linear, conv_kernel-1, conv_dim) last inputs, oldest first
   double *state; // (n_linear, lin_v_heads, lin_k_dim, lin_v_dim)
+  int *seq;      // (runtime_seq_len) prompt then generated ids
+};
+
+#define LLM_MAXCACHE LLM_BATCH // requests one session can run at once
+
+// The positions one forward pass runs (at most LLM_BATCH): position p of
+// the batch is position pos[p] of the request whose cache is kv[p]. The
+// positions of one request are consecutive and in order.
+struct llm_step {
+  int n;
+  struct llm_cache *kv[LLM_BATCH];
+  int pos[LLM_BATCH];
+};
+
+struct llm_session {
+  struct llm_cache kv[LLM_MAXCACHE]; // kv[0] serves the single-request path
+  int ncache;                        // caches allocated
   // workspace for LLM_BATCH positions
-  int *seq;   // (runtime_seq_len) prompt then generated ids
   double *x;  // (LLM_BATCH, dim) hidden state
   double *xn; // (LLM_BATCH, maxin) input of the next matmuls: normed x, or
               // the MLP's silu(gate) * up
@@ -62,13 +81,14 @@ struct llm_session {
     double *val_w;  // (runtime_seq_len) value weights of one group
     int32 *val_wq;  // (runtime_seq_len) the same, rounded
   } head[LLM_MAX_THREADS];
-  double *delta_kv; // (maxout) llm_delta_step's kv
-  double *logits;   // (vocab_size)
-  void *buf[32];    // every allocation, freed by llm_session_free
+  double *delta_kv;             // (maxout) llm_delta_step's kv
+  double *logits;               // (LLM_BATCH, vocab_size) llm_heads' logits
+  void *buf[32 + LLM_MAXCACHE]; // every allocation, freed by llm_session_free
   int nbuf;
   int oom; // an allocation failed
   struct llm_timing tm;
-  struct llm_sampler *sampler; // 0: greedy, no stop ids (set by the caller)
+  struct llm_sampler *sampler; // the single-request path's: 0 greedy, no
+                               // stop ids (set by the caller)
 };
 
 // What differs between the models (user/llm/smol.c, user/llm/qwen.c).
@@ -76,8 +96,9 @@ struct llm_model {
   const char *name;        // program name for messages
   const char *default_dir; // /AI/SMOL or /AI/QWEN
   int model_kind;          // the CFG.BIN model_kind it runs
-  // run positions [pos, pos+n) (n <= LLM_BATCH) through all layers
-  void (*forward)(struct llm_runtime *, struct llm_session *, int pos, int n);
+  // run the positions of st through all layers
+  void (*forward)(struct llm_runtime *, struct llm_session *,
+      const struct llm_step *st);
 };
 
 // If set, called with each generated id as soon as it exists (i counts
@@ -94,7 +115,12 @@ int llm_session_init(struct llm_session *s, struct llm_runtime *rt,
 // (user/llm/pool.h: llm_pool_start after llm_session_init starts it).
 void llm_session_free(struct llm_session *s, struct llm_runtime *rt);
 
-// Check one request and generate: the ids land in s->seq[n..n+predict),
+// Allocate caches until the session has `want` (at most LLM_MAXCACHE) or
+// memory runs out; returns how many it has (>= 1).
+int llm_session_add_caches(struct llm_session *s, const struct llm_runtime *rt,
+    int want);
+
+// Check one request and generate: the ids land in s->kv[0].seq[n..n+predict),
 // fewer if s->sampler's stop id comes first (it is kept). Returns how many
 // were generated, or -1 after a message.
 int llm_session_generate(const struct llm_model *md, struct llm_runtime *rt,
@@ -105,6 +131,38 @@ int llm_session_generate(const struct llm_model *md, struct llm_runtime *rt,
 int llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
     struct llm_session *s, const int *ids, int n, int predict,
     int quiet);
+
+// ---------------------------------------------------------------- batching
+// Several requests at once, each with its own cache, sharing every forward
+// pass (user/llm/session.c, "Batched steps").
+
+// One request of the batched path.
+struct llm_req {
+  struct llm_cache *kv;        // its own cache; kv->seq holds prompt, then output
+  int n, predict;              // prompt ids, ids to generate
+  int fed;                     // positions already run through the layers
+  int gen;                     // ids generated so far: kv->seq[n..n+gen)
+  int done;                    // predict ids generated, or the last is a stop id
+  struct llm_sampler *sampler; // 0: greedy, no stop ids (llm_req_start)
+};
+
+// Check a request (as llm_session_generate does) and set r up on cache kv
+// with the prompt ids, greedy (the caller may set r->sampler after, which
+// then chooses and stops its ids; a sampler serves one request at a time).
+// Returns 0, or -1 after a message.
+int llm_req_start(const struct llm_runtime *rt, struct llm_req *r,
+    struct llm_cache *kv, const int *ids, int n, int predict);
+// One batched step for the unfinished requests r[0..nr) (nr <=
+// LLM_MAXCACHE, oldest first): every request in decode runs its next
+// position, requests in prefill share what is left of LLM_BATCH positions
+// (oldest first, at least one position each step), then every request
+// whose known ids are all run gets its next id (r->gen grows by one;
+// r->done is set once it has predict ids or a stop id).
+void llm_batch_step(const struct llm_model *md, struct llm_runtime *rt,
+    struct llm_session *s, struct llm_req **r, int nr);
+
+// Print ids on one stdout line, one space between two ids.
+void llm_print_ids(const int *ids, int n);
 
 // --profile: llm_clock() starts a span (0 when not profiling), llm_charge
 // adds the time since it to *part.

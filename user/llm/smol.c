@@ -6,15 +6,15 @@
 #include "user/llm/layers.h"
 #include "user/llm/smol.h"
 
-// Positions [pos, pos+n): embedding, then attention and MLP per layer. The
-// head (llm_head) runs afterwards, on the last position only.
+// The positions of st: embedding, then attention and MLP per layer. The
+// head (llm_heads) runs afterwards, on the positions that need it.
 static void
-smol_forward(struct llm_runtime *rt, struct llm_session *s, int pos, int n)
+smol_forward(struct llm_runtime *rt, struct llm_session *s, const struct llm_step *st)
 {
-  llm_embed(rt, s, pos, n);
+  llm_embed(rt, s, st);
   for (int l = 0; l < rt->cfg.n_layers; l++) {
-    llm_apply_full_layer(rt, s, l, pos, n);
-    llm_apply_ffn(rt, s, l, n);
+    llm_apply_full_layer(rt, s, l, st);
+    llm_apply_ffn(rt, s, l, st->n);
   }
 }
 

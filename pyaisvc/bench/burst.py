@@ -1,0 +1,201 @@
+"""Bursts through the kernel AI service: 8 requests submitted at once.
+
+The worker (``ai_daemon``) runs up to B requests per forward pass
+(docs/AI_SERVICE.md section 9). A burst is measured in the guest by
+``aistress --bench G ID...``: one process submits 8 copies of the prompt at
+once, then prints, in arrival order, one line per request with the kernel's
+timestamps (from submit) and its ids, and a summary line::
+
+    bench K: reqid R n=N queued_us=Q ttft_us=F total_us=T prefill+1_us=P: IDS
+    bench: 8 requests, first submit to last finish S ms
+
+TPOT = (total_us - ttft_us) / (G - 1). For each worker batch size B the
+guest's worker is replaced by ``ai_daemon --batch B`` (B=1 is the old
+one-at-a-time service): the new daemon loads the model and waits for the
+role, then the old one is killed; init restarts a default daemon, which
+finds the role taken and waits (it needs the time of a model load to get
+there, the new daemon polls every 100 ms).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyaisvc.bench.matrix import BenchError, prompt_ids
+from pyaisvc.bench.sample import Note
+from pyaisvc.llmguest import MODELS, prepare
+from pyaisvc.qemu import PROMPT, Guest, QemuConfig
+from pyaisvc.tokenizer import load_tokenizer
+
+N_BURST = 8  # aistress --bench submits 8 copies at once (AI_PERPROC)
+LINE = re.compile(r"^bench (\d+): reqid (\d+) n=(-?\d+) queued_us=(\d+) ttft_us=(\d+) "
+                  r"total_us=(\d+) prefill\+1_us=(\d+): ([\d ]*)\r?$", re.M)
+SUMMARY = re.compile(r"^bench: (\d+) requests, first submit to last finish (\d+) ms", re.M)
+WAITING = "another worker is registered"
+DAEMON = re.compile(r"ai_daemon: pid (\d+) serving \S+ \(.*\), load \d+ ms, batch (\d+)")
+
+
+@dataclass(frozen=True)
+class BurstRequest:
+    """One request of a burst, times in microseconds from its submit."""
+
+    k: int  # arrival order (0 = submitted first)
+    queued_us: int
+    ttft_us: int
+    tpot_us: int
+    total_us: int
+    ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Burst:
+    """One burst: the worker's batch size, the harts, every request and the span."""
+
+    batch: int
+    harts: int
+    requests: list[BurstRequest]
+    span_ms: int  # first submit to last finish
+
+
+def parse_burst(out: str, gen: int, batch: int, harts: int) -> Burst:
+    """The Burst in aistress --bench's output; BenchError if a request is missing or failed."""
+    reqs = []
+    for m in LINE.finditer(out):
+        n = int(m.group(3))
+        if n < 0:
+            raise BenchError(f"aistress --bench: request {m.group(1)} failed with {n}")
+        ttft, total = int(m.group(5)), int(m.group(6))
+        reqs.append(BurstRequest(int(m.group(1)), int(m.group(4)), ttft,
+                                 (total - ttft) // (gen - 1) if gen > 1 else 0, total,
+                                 tuple(int(v) for v in m.group(8).split())))
+    summary = SUMMARY.search(out)
+    if len(reqs) != N_BURST or summary is None:
+        raise BenchError(f"aistress --bench: expected {N_BURST} request lines and the summary, "
+                         f"got:\n{out[-2000:]}")
+    if len({r.ids for r in reqs}) != 1 or len(reqs[0].ids) != gen:
+        raise BenchError(f"aistress --bench: the {N_BURST} copies of one request did not all "
+                         f"give the same {gen} ids:\n{out[-2000:]}")
+    return Burst(batch, harts, reqs, int(summary.group(2)))
+
+
+def worker_batch(guest: Guest) -> tuple[int, int]:
+    """(pid, batch) of the worker that registered last, from the boot transcript on."""
+    found = DAEMON.findall(guest.transcript)
+    if not found:
+        raise BenchError("--burst: no 'ai_daemon: pid N serving ..., batch B' line: the image "
+                         "needs an ai_daemon that batches (make all)")
+    return int(found[-1][0]), int(found[-1][1])
+
+
+def set_batch(guest: Guest, batch: int, note: Note) -> None:
+    """Makes the guest's worker an ai_daemon --batch `batch` (see the module doc)."""
+    old, have = worker_batch(guest)
+    if have == batch:
+        return
+    note(f"replacing the worker (pid {old}, batch {have}) by ai_daemon --batch {batch}")
+    waiting = guest.transcript.count(WAITING)
+    guest.send_line(f"ai_daemon --batch {batch} &")  # (run() would append "; echo")
+    guest.expect([re.escape(PROMPT)], time.monotonic() + 30, "the shell prompt")
+    _poll(guest, lambda: guest.transcript.count(WAITING) > waiting,
+          f"ai_daemon --batch {batch} loading the model")
+    guest.run(f"kill {old}", timeout=30)
+    _poll(guest, lambda: worker_batch(guest)[0] != old,
+          f"ai_daemon --batch {batch} taking the worker role")
+    if worker_batch(guest)[1] != batch:
+        raise BenchError(f"--burst: the restarted default daemon took the worker role before "
+                         f"ai_daemon --batch {batch}; run the benchmark again")
+
+
+def _poll(guest: Guest, done: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
+    """Lets the guest run (sleep 2 at the shell) until done() or BenchError after timeout."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise BenchError(f"--burst: timed out waiting for {what}")
+        guest.run("sleep 2", timeout=30)
+
+
+def run_burst(guest: Guest, prompt: list[int], gen: int, batch: int, harts: int,
+              note: Note, timeout: float) -> Burst:
+    """One burst of 8 requests (prompt, gen ids each) with the worker at batch size `batch`."""
+    set_batch(guest, batch, note)
+    note(f"burst: {N_BURST} x ({len(prompt)} prompt + {gen} generated ids), worker batch "
+         f"{batch}, {harts} harts")
+    # one word per id: aistress reads one id per argument (llmguest.id_args quotes
+    # several ids into one word, for llmrun)
+    out = guest.run(f"aistress --bench {gen} {' '.join(map(str, prompt))}", timeout=timeout)
+    return parse_burst(out, gen, batch, harts)
+
+
+def run_bursts(root: Path, model: str, prompt_len: int, gen: int, batches: list[int],
+               cpus: int, ram: str | None, assets: Path | None, note: Note) -> list[Burst]:
+    """Boots one guest with `model` and measures one burst per worker batch size (returned
+    smallest first)."""
+    spec = MODELS[model]
+    note(f"{model}: building kernel, programs and image")
+    p = prepare(root, spec, assets)
+    prompt = prompt_ids(load_tokenizer(model).encode, prompt_len)
+    qc = QemuConfig(kernel=p.kernel, image=p.image, ram=ram or spec.ram, cpus=cpus,
+                    snapshot=True)
+    timeout = 60.0 + 4.0 * N_BURST * gen * p.size_mb / 10
+    bursts = []
+    guest = Guest(qc)
+    try:  # not `with`: a failed boot must close QEMU too
+        note(f"{model}: booting the guest ({cpus} harts, {qc.ram})")
+        guest.boot()
+        # the largest first: the boot's worker (AI_BATCH) serves it without a switch
+        for b in sorted(batches, reverse=True):
+            bursts.append(run_burst(guest, prompt, gen, b, cpus, note, timeout))
+    finally:
+        guest.close()
+    return sorted(bursts, key=lambda b: b.batch)
+
+
+def markdown(bursts: list[Burst], command: str) -> str:
+    """The burst table: per request TTFT, TPOT and total (ms) for every burst, then spans."""
+    lines = [f"# Burst of {N_BURST} requests through the AI service", "", f"`{command}`", "",
+             "Times in ms from each request's submit (kernel timestamps); requests in "
+             "arrival order.", ""]
+    head = "| request |" + "".join(f" B={b.batch} {b.harts}h TTFT | TPOT | total |"
+                                   for b in bursts)
+    lines += [head, "|---|" + "---|---|---|" * len(bursts)]
+    for k in range(N_BURST):
+        row = f"| {k + 1} |"
+        for b in bursts:
+            r = b.requests[k]
+            row += f" {r.ttft_us / 1000:.0f} | {r.tpot_us / 1000:.0f} | {r.total_us / 1000:.0f} |"
+        lines.append(row)
+    lines += ["", "| burst | all 8 done (ms) | 8th / 1st TTFT | vs B=1 (same harts) |",
+              "|---|---|---|---|"]
+    for b in bursts:
+        base = next((x for x in bursts if x.batch == 1 and x.harts == b.harts), None)
+        ratio = f"{b.span_ms / base.span_ms:.2f}x" if base and base.span_ms else "-"
+        first = b.requests[0].ttft_us or 1
+        lines.append(f"| B={b.batch}, {b.harts} harts | {b.span_ms} | "
+                     f"{b.requests[-1].ttft_us / first:.1f}x | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_ttft(bursts: list[Burst], path: Path) -> None:
+    """PNG: TTFT (ms) against arrival order, one line per burst."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4.5), dpi=100)
+    for b in bursts:
+        ax.plot([r.k + 1 for r in b.requests], [r.ttft_us / 1000 for r in b.requests],
+                marker="o", label=f"worker batch {b.batch}, {b.harts} harts")
+    ax.set_xlabel("arrival order in the burst")
+    ax.set_ylabel("TTFT from submit (ms)")
+    ax.set_title(f"{N_BURST} requests submitted at once")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
