@@ -210,6 +210,12 @@ class Guest:
                                f"with -m {self.cfg.ram} (too little RAM for the kernel?) or "
                                f"{self.cfg.kernel} is not an aisvc kernel; boot with more RAM "
                                "(e.g. 256M)", self.transcript) from None
+        except GuestCrashed as e:
+            said = [ln.strip() for ln in self.transcript.splitlines() if ln.strip()]
+            why = f" ({said[-1]})" if said else ""
+            raise GuestCrashed(f"QEMU exited before the kernel's boot banner{why}: it cannot "
+                               f"boot with -m {self.cfg.ram} or this kernel; boot with more RAM "
+                               "(e.g. 256M)", self.transcript) from e
         self.harts, self.ram_mib = int(self.match.group(1)), int(self.match.group(2))
         if self.expect([re.escape(PROMPT), SHELL_FAILED], deadline, "the shell prompt") == 1:
             raise GuestCrashed(f"the kernel booted but init cannot start the shell "
