@@ -39,10 +39,6 @@
 #include "user/llm/kernels_vec.h"
 #include "user/llm/pool.h"
 
-// TEXT_OF(M): macro M's value as a string literal.
-#define TEXT_OF_(x) #x
-#define TEXT_OF(x)  TEXT_OF_(x)
-
 #define MAXIDS  1024 // ids parsed per request (more are counted, not kept)
 #define MAXLINE 8192 // longest --stdin line
 #define MAXBREQ 64   // --batch: requests read before serving
@@ -171,6 +167,15 @@ parse_ids(const char *s, int *v, int cap, int *count, const char *where)
   return 0;
 }
 
+// Parse v into *out if it is a number from 1 to hi; range gets the text
+// "a number from 1 to HI" for the message. Returns 0, or -1 if not.
+static int
+in_range(const char *v, int hi, int *out, char *range, int size)
+{
+  snprintf(range, size, "a number from 1 to %d", hi);
+  return parse_num(v, strlen(v), out) < 0 || *out < 1 || *out > hi ? -1 : 0;
+}
+
 // The options that take a value, in value_option's order.
 enum { OPT_DIR,
   OPT_FILE,
@@ -231,13 +236,12 @@ value_option(struct options *o, const char *a, const char *v)
       return -1; // it has named the choices
     break;
   case OPT_THREADS:
-    want = "a number from 1 to " TEXT_OF(LLM_MAX_THREADS);
-    bad = parse_num(v, strlen(v), &o->threads) < 0 || o->threads < 1 || o->threads > LLM_MAX_THREADS ? -1 : 0;
+    bad = in_range(v, LLM_MAX_THREADS, &o->threads, range, sizeof(range));
+    want = range;
     break;
   case OPT_BATCH:
-    snprintf(range, sizeof(range), "a number from 1 to %d", LLM_MAXCACHE);
+    bad = in_range(v, LLM_MAXCACHE, &o->batch, range, sizeof(range));
     want = range;
-    bad = parse_num(v, strlen(v), &o->batch) < 0 || o->batch < 1 || o->batch > LLM_MAXCACHE ? -1 : 0;
     break;
   }
   if (bad < 0) {
