@@ -16,7 +16,7 @@
 #include "user/llm/loader.h"
 #include "user/llm/pool.h"
 
-#define POOL_SPIN_US 200
+#define POOL_SPIN_US 1000
 
 static struct {
   int n; // threads, the caller included
@@ -75,10 +75,12 @@ llm_pool_start(int n)
   barrier_init(&pool.start, n);
   barrier_init(&pool.done, n);
   // Steps follow each other within tens of microseconds (the serial
-  // parts: norms, quantising, the K/V cache): workers spin that long, so
-  // a step rarely waits for a sleeping hart's timer tick. Longer spins
-  // measured slower on a host running more vCPUs than it has cores: a
-  // spinning vCPU takes host time from the one doing the work.
+  // parts: norms, quantising, the K/V cache), and the two halves of a step
+  // finish within a few hundred of each other: with a 1 ms spin a decode
+  // token of SmolLM2 (151 steps) sleeps about once instead of 150 times
+  // with 200 us (docs/PERF_NOTES.md fact 18). Much longer spins measured
+  // slower: a spinning vCPU takes host time from the one doing the work
+  // when the host has other work too.
   pool.start.spin_us = pool.done.spin_us = POOL_SPIN_US;
   for (int t = 1; t < n; t++) {
     int tid = uthread_create(worker, (void *)(uint64)t);
