@@ -507,8 +507,9 @@ ipi_send(int hart)
   *(volatile uint32 *)CLINT_MSIP(hart) = 1;
 }
 
-// Marks p RUNNABLE and, if some other hart is idle, wakes one to run it.
-// The caller holds p->lock.
+// Marks p RUNNABLE and, if some other hart is idle, wakes one to run it:
+// several wake-ups in a row (futex_wake of n threads) go to several idle
+// harts. The caller holds p->lock.
 void
 make_runnable(struct proc *p)
 {
@@ -516,7 +517,8 @@ make_runnable(struct proc *p)
   __sync_synchronize();
   int me = r_tp();
   for (int i = 0; i < NCPU; i++) {
-    if (i != me && __atomic_load_n(&cpus[i].idle, __ATOMIC_RELAXED)) {
+    // Claiming the hart (idle 1 -> 0) sends the next wake-up elsewhere.
+    if (i != me && __atomic_exchange_n(&cpus[i].idle, 0, __ATOMIC_ACQ_REL)) {
       ipi_send(i);
       return;
     }

@@ -318,15 +318,24 @@ llm_apply_ffn(struct llm_runtime *rt, struct llm_session *s, int l, int n)
   llm_residual(rt, s, s->proj, n);
 }
 
-// The head's pool step: logits rows [lo, hi) of every position, then per
-// position i the first index of their maximum into best[t][i] (thread t's
-// range lies after thread t-1's; -1 for a thread without rows).
+// The head's pool step: logits rows [lo, hi) of every position, merged
+// per position i into best[t][i], thread t's first index of the maximum
+// over the chunks it ran (-1 before any).
 struct head_step {
   struct llm_runtime *rt;
   struct llm_session *s;
   int n;
   int best[LLM_MAX_THREADS][LLM_BATCH];
 };
+
+// Does index c beat index b (-1: none yet) as the first index of the
+// maximum of lg? A larger value wins, an equal one the smaller index: the
+// answer then does not depend on which chunks were merged first.
+static int
+beats(const double *lg, int c, int b)
+{
+  return b < 0 || lg[c] > lg[b] || (lg[c] == lg[b] && c < b);
+}
 
 static void
 head_rows(void *arg, int lo, int hi, int t)
@@ -336,18 +345,16 @@ head_rows(void *arg, int lo, int hi, int t)
   llm_matmul_rows(&h->rt->emb, &h->s->act, h->s->logits, V, lo, hi);
   for (int i = 0; i < h->n; i++) {
     const double *lg = h->s->logits + (uint64)i * V;
-    int best = lo;
-    for (int k = lo + 1; k < hi; k++)
-      if (lg[k] > lg[best])
-        best = k;
-    h->best[t][i] = lo < hi ? best : -1;
+    for (int k = lo; k < hi; k++)
+      if (beats(lg, k, h->best[t][i]))
+        h->best[t][i] = k;
   }
 }
 
 // Output head at batch positions at[0..n): logits_i = EMB rmsnorm(x[at[i]],
 // NRM) in one pool step; ids[i] is the first index of the maximum of
-// logits_i: each thread's first maximum, then the first of those,
-// strictly greater winning, as one pass would.
+// logits_i: each thread's first maximum over its chunks, then the first
+// of those, as one pass would.
 void
 llm_heads(struct llm_runtime *rt, struct llm_session *s, const int *at, int n,
     int *ids)
@@ -371,7 +378,7 @@ llm_heads(struct llm_runtime *rt, struct llm_session *s, const int *at, int n,
     const double *lg = s->logits + (uint64)i * V;
     int best = -1;
     for (int k = 0; k < nt; k++)
-      if (h.best[k][i] >= 0 && (best < 0 || lg[h.best[k][i]] > lg[best]))
+      if (h.best[k][i] >= 0 && beats(lg, h.best[k][i], best))
         best = h.best[k][i];
     ids[i] = best;
   }

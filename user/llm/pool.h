@@ -6,8 +6,8 @@
 
 #define LLM_MAX_THREADS 8
 
-// Per-thread time under --profile: busy (inside the work) and waiting at
-// the end-of-step barrier for the others (balance).
+// Per-thread time under --profile: busy (running chunks) and waiting:
+// thread 0 for the step's last chunk, a worker for the next step.
 struct llm_pool_stats {
   uint64 busy_us[LLM_MAX_THREADS];
   uint64 wait_us[LLM_MAX_THREADS];
@@ -23,11 +23,12 @@ void llm_pool_stop(void);
 // Threads in the pool (1 when not started).
 int llm_pool_threads(void);
 
-// Run fn(arg, lo, hi, t) over [0, n), split into one contiguous part per
-// thread (thread t gets [n*t/T, n*(t+1)/T)); returns when every part is
-// done. Each item must depend only on its index and on memory no other
-// item writes (t picks the thread's own scratch memory), so the result is
-// the same for any thread count.
+// Run fn(arg, lo, hi, t) over [0, n), cut into chunks (contiguous ranges)
+// that the threads claim in turn, so a thread t may run several chunks of
+// one step, in any order; returns when every chunk is done. Each item must
+// depend only on its index and on memory no other item writes (t picks
+// the thread's own scratch memory), so the result is the same for any
+// thread count and any assignment of chunks to threads.
 void llm_pool_run(void (*fn)(void *arg, int lo, int hi, int t), void *arg, int n);
 
 // --profile: measure (on) and read-and-reset the per-thread times.
