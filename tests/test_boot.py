@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pyaisvc.qemu import QemuConfig, qemu_argv
+from pyaisvc.qemu import CONSOLE_AI_WORKER, QemuConfig, qemu_argv
 
 ELF_PHDR_SIZE = 56
 
@@ -37,6 +37,23 @@ def test_qemu_argv_snapshot_and_gdb() -> None:
     assert "file=i.img,if=none,format=raw,id=x0,snapshot=on" in argv
     assert argv[-3:] == ["-S", "-gdb", "tcp::26000"]
     assert "-drive" not in qemu_argv(QemuConfig(kernel=Path("k")))
+
+
+def test_boot_arguments_reach_qemu(repo_root: Path) -> None:
+    """QemuConfig.append and make's BOOTARGS= become -append; a normal boot has none."""
+    argv = qemu_argv(QemuConfig(kernel=Path("k"), append=CONSOLE_AI_WORKER))
+    assert argv[argv.index("-append") + 1] == "aiworker=console"
+    assert "-append" not in qemu_argv(QemuConfig(kernel=Path("k")))
+    dry = subprocess.run(["make", "-n", "qemu", "BOOTARGS=aiworker=console ai.reqid_max=20"],
+                         cwd=repo_root, capture_output=True, text=True, check=True).stdout
+    line = next(x for x in dry.splitlines() if "-m pyaisvc.qemu" in x)
+    printed = subprocess.run(shlex.split(line) + ["--print"], cwd=repo_root,
+                             capture_output=True, text=True, check=True).stdout
+    assert "-append aiworker=console ai.reqid_max=20" in printed
+    dry = subprocess.run(["make", "-n", "qemu-smol"], cwd=repo_root, capture_output=True,
+                         text=True).stdout
+    line = next(x for x in dry.splitlines() if "-m pyaisvc.qemu" in x)
+    assert "--append" not in line
 
 
 @pytest.mark.guest
