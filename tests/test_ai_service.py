@@ -143,8 +143,8 @@ def test_console_program_cannot_become_the_worker(boot_guest, qwen_image, qwen_d
     ids = " ".join(map(str, lc.FRANCE["qwen"]))
     want = " ".join(map(str, lc.reference_ids(qwen_dir, [lc.FRANCE["qwen"]], 4)[0]))
     g = boot_guest(image=qwen_image)
-    assert g.run("ai right") == "AI worker right: no\n"
     assert g.run("ai register 1000 64") == refused
+    assert g.run("ai right") == "AI worker right: no\n"
     assert g.run(f"ai call 4 {ids}", timeout=120).splitlines()[0] == want
     daemon = int(re.search(r"worker pid (\d+)", g.run("ai info")).group(1))
     assert daemon > 0
@@ -178,10 +178,10 @@ def test_reqids_wrap_skipping_live_ones(boot_guest, build, qwen_dir, tmp_path) -
     image = _image(build, tmp_path, {"AI/QWEN": qwen_dir},
                    {"REQ/WRAP.TXT": "\n".join(lines) + "\n"})
     g = boot_guest(image=image, append="ai.reqid_max=17")
-    assert "ai: reqids wrap after 17 (ai.reqid_max)" in g.transcript
     out = g.run("ai < /REQ/WRAP.TXT", timeout=300).replace("ai> ", "\n")
     issued = [int(v) for v in re.findall(r"^reqid (\d+)$", out, re.M)]
     assert issued == list(range(1, 18)) + [2, 3], out
+    assert "ai: reqids wrap after 17 (ai.reqid_max)" in g.transcript
     assert out.splitlines().count(want) == 18, out  # 2..17, then 1 and the new 2
     assert re.search(r"^reqid 1: done", out, re.M), out
     assert "error" not in out, out
