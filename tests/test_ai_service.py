@@ -145,6 +145,8 @@ def test_console_program_cannot_become_the_worker(boot_guest, qwen_image, qwen_d
     g = boot_guest(image=qwen_image)
     assert g.run("ai register 1000 64") == refused
     assert g.run("ai right") == "AI worker right: no\n"
+    assert g.run("ai_daemon").startswith(  # says so before loading the model
+        "ai_daemon: cannot register: not entitled to the AI worker role"), g.transcript
     assert g.run(f"ai call 4 {ids}", timeout=120).splitlines()[0] == want
     daemon = int(re.search(r"worker pid (\d+)", g.run("ai info")).group(1))
     assert daemon > 0
