@@ -57,6 +57,19 @@ def test_boot_arguments_reach_qemu(repo_root: Path) -> None:
 
 
 @pytest.mark.guest
+def test_bad_boot_arguments_are_named_and_ignored(boot_guest) -> None:
+    """A kernel boot argument out of range or malformed is named and ignored; the
+    system boots with the default (kernel/core/bootargs.c); init ignores unknown words."""
+    g = boot_guest(append="ai.reqid_max=5 ai.reqid_max=x bogus")
+    assert "aisvc: boot arguments: ai.reqid_max=5 ai.reqid_max=x bogus" in g.transcript
+    assert ("aisvc: ignoring boot argument ai.reqid_max=5 (want ai.reqid_max=N, "
+            "17 <= N <= 2147483647)") in g.transcript
+    assert "reqids wrap after" not in g.transcript
+    assert g.run("echo hi | cat") == "hi\n"
+    assert g.run("ai right") == "AI worker right: no\n"  # bogus is not aiworker=console
+
+
+@pytest.mark.guest
 @pytest.mark.parametrize("cpus,ram,mib", [(1, "128M", 128), (2, "2G", 2048), (2, "4G", 4096)])
 def test_boot_reports_harts_and_ram(boot_guest, cpus: int, ram: str, mib: int) -> None:
     g = boot_guest(cpus=cpus, ram=ram)
