@@ -8,7 +8,8 @@
 #   make test-quick  one test per area, a few minutes
 #
 # Knobs (override on the command line, e.g. `make qemu CPUS=2 RAM=2G`; also
-# QEMU=/path, AISVC_QEMU=/path in the environment, CPU=rv64,v=true,vlen=512):
+# QEMU=/path, AISVC_QEMU=/path in the environment, CPU=rv64,v=true,vlen=512,
+# BOOTARGS=aiworker=console the kernel's command line, docs/AI_SERVICE.md rule 13):
 CPUS    ?= 1
 RAM     ?= 256M
 VENV    ?= .venv
@@ -82,6 +83,7 @@ KERNEL_CORE_SRCS := \
 	$(K)/arch/riscv/vector.S \
 	$(K)/core/main.c \
 	$(K)/core/fdt.c \
+	$(K)/core/bootargs.c \
 	$(K)/core/printf.c \
 	$(K)/core/console.c \
 	$(K)/core/spinlock.c \
@@ -250,7 +252,8 @@ print-%:
 QEMU_IMAGE = $(FSIMG)
 QEMU_RAM   = $(RAM)
 QEMU_PY    = $(PYTHON) -m pyaisvc.qemu --qemu "$(QEMU)" --kernel $(KERNEL_ELF) \
-	--image $(QEMU_IMAGE) --cpus $(CPUS) --ram $(QEMU_RAM) $(if $(CPU),--cpu $(CPU))
+	--image $(QEMU_IMAGE) --cpus $(CPUS) --ram $(QEMU_RAM) $(if $(CPU),--cpu $(CPU)) \
+	$(if $(BOOTARGS),--append "$(BOOTARGS)")
 GDBPORT := $(shell expr `id -u` % 5000 + 25000)
 
 .PHONY: qemu qemu-gdb

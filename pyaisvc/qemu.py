@@ -64,6 +64,10 @@ QEMU_NAME = "qemu-system-riscv64"
 VECTOR_CPU = "rv64,v=true,vlen=256"  # vlen chosen by measurement: PERF_NOTES.md, fact 17
 VECTOR_QEMU = (10, 0)  # the first QEMU whose RVV beats scalar code (facts 8-9)
 QEMU_DEFAULT_CPU = "default"  # QemuConfig.cpu: no -cpu option
+# The boot argument (QemuConfig.append) that lets the console shell keep the AI
+# worker right, for tests that act as the worker (aitest, usertests' AI cases, the
+# syscall fuzzer's worker): docs/AI_SERVICE.md, rule 13. Never in a normal boot.
+CONSOLE_AI_WORKER = "aiworker=console"
 
 
 def default_qemu() -> str:
@@ -119,6 +123,7 @@ class QemuConfig:
     snapshot: bool = False  # write to a throw-away overlay, never to the image
     qemu: str = field(default_factory=default_qemu)
     cpu: str | None = None  # -cpu value; None: default_cpu(qemu); "default": no -cpu
+    append: str = ""  # the boot command line (-append; kernel/core/bootargs.c), "" for none
 
 
 def cpu_option(cfg: QemuConfig) -> str:
@@ -147,6 +152,8 @@ def qemu_argv(cfg: QemuConfig) -> list[str]:
         if cfg.snapshot:
             drive += ",snapshot=on"
         argv += ["-drive", drive, "-device", "virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0"]
+    if cfg.append:
+        argv += ["-append", cfg.append]
     if cfg.gdb_port is not None:
         argv += ["-S", "-gdb", f"tcp::{cfg.gdb_port}"]
     return argv
@@ -319,11 +326,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cpus", type=int, default=1)
     p.add_argument("--gdb", type=int, metavar="PORT", help="wait for gdb on PORT")
     p.add_argument("--snapshot", action="store_true", help="do not write to the image")
+    p.add_argument("--append", default="", metavar="ARGS",
+                   help=f"boot arguments, e.g. {CONSOLE_AI_WORKER} (docs/AI_SERVICE.md)")
     p.add_argument("--print", action="store_true", help="print the command, do not run it")
     a = p.parse_args(argv)
     cfg = QemuConfig(kernel=a.kernel, image=a.image, ram=a.ram, cpus=a.cpus,
                      gdb_port=a.gdb, snapshot=a.snapshot, qemu=a.qemu,
-                     cpu=a.cpu or None)
+                     cpu=a.cpu or None, append=a.append)
     cmd = qemu_argv(cfg)
     if a.print:
         print(" ".join(cmd))

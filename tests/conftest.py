@@ -20,8 +20,10 @@ Fixtures (name -> what it gives):
 
 ``boot_guest`` -> callable
     ``boot_guest(cpus: int = 1, ram: str = "256M", image: Path | None = None,
-    timeout: float = 60.0) -> pyaisvc.qemu.Guest`` boots QEMU (image defaults
-    to build/fs.img) and returns the guest at the shell prompt. Disks are
+    timeout: float = 60.0, append: str = "") -> pyaisvc.qemu.Guest`` boots QEMU
+    (image defaults to build/fs.img; ``append`` is the boot command line, e.g.
+    ``pyaisvc.qemu.CONSOLE_AI_WORKER`` for a test whose console programs act as
+    the AI worker) and returns the guest at the shell prompt. Disks are
     opened with snapshot=on: writes go to a throw-away overlay, so tests never
     change an image and several QEMUs can share one. Every guest is closed at
     teardown, also when the test fails.
@@ -168,9 +170,9 @@ def boot_guest(build: Build) -> Iterator[Callable[..., Guest]]:
     guests: list[Guest] = []
 
     def boot(cpus: int = 1, ram: str = "256M", image: Path | None = None,
-             timeout: float = 60.0) -> Guest:
+             timeout: float = 60.0, append: str = "") -> Guest:
         cfg = QemuConfig(kernel=build.kernel, image=image or build.image, ram=ram,
-                         cpus=cpus, snapshot=True)
+                         cpus=cpus, snapshot=True, append=append)
         guest = Guest(cfg)
         guests.append(guest)
         guest.boot(timeout=timeout)

@@ -9,6 +9,12 @@
   holds, through the batching worker; every result must equal
   pyaisvc.reference's tokens for its own prompt;
 - the `ai` shell tool, as the README walks through it;
+- rule 13, the worker right: in a normal boot a program started at the console
+  cannot register as the worker, not even while init restarts the killed
+  daemon (aitest and the fuzzer act as the worker, so their boots pass
+  CONSOLE_AI_WORKER);
+- rule 2, reqids wrap past their maximum (lowered by the boot argument
+  ai.reqid_max) and skip the ids of live requests;
 - the real SmolLM2: results through the service equal llmrun_smol's and
   the reference; timing of 8 queued requests against 8 cold runs (slow).
 """
@@ -24,6 +30,7 @@ from host import llmcases as lc
 
 from pyaisvc import fsimg
 from pyaisvc.llmguest import MODELS, timings
+from pyaisvc.qemu import CONSOLE_AI_WORKER
 
 pytestmark = pytest.mark.guest
 
@@ -53,6 +60,9 @@ RULES = [  # one or more aitest cases must cover each of these
     "stream: blocks while queued and running", "emit: a cancelled running request: stop",
     "complete: must begin with the emitted ids",
     "fairness: at most B/2 running per process while others wait",
+    # the worker right (rule 13)
+    "right: a process that dropped the worker right gets AIE_PERM",
+    "right: no worker registered after the refusals", "right: the parent keeps it",
 ]
 
 
@@ -98,7 +108,7 @@ def run_aitest(g, timeout: float) -> str:
 
 @pytest.mark.parametrize("cpus", [1, 2])
 def test_aitest_with_worker(boot_guest, qwen_image, cpus: int) -> None:
-    g = boot_guest(cpus=cpus, image=qwen_image)
+    g = boot_guest(cpus=cpus, image=qwen_image, append=CONSOLE_AI_WORKER)
     out = run_aitest(g, timeout=600)
     passes = [line for line in out.splitlines() if line.startswith("PASS")]
     missing = [r for r in RULES if r != "no worker" and not any(r in p for p in passes)]
@@ -108,12 +118,76 @@ def test_aitest_with_worker(boot_guest, qwen_image, cpus: int) -> None:
 
 def test_aitest_without_models(boot_guest, build) -> None:
     """No model in the image: init starts no worker, submit fails at once."""
-    g = boot_guest(image=build.image)
+    g = boot_guest(image=build.image, append=CONSOLE_AI_WORKER)
     assert "worker pid 0 (none since boot)" in g.run("ai info")
     assert "call: error -108: no AI worker" in g.run("ai call 4 1 2 3")
     out = run_aitest(g, timeout=300)
     assert "PASS no worker: submit fails at once with AIE_NOWORKER" in out
     assert "call: error -108: no AI worker" in g.run("ai call 4 1 2 3")
+
+
+def test_aitest_needs_the_worker_right(boot_guest, build) -> None:
+    """In a normal boot the console has no worker right: aitest says what to do."""
+    out = boot_guest(image=build.image).run("aitest")
+    assert "aitest: this process lacks the AI worker right" in out, out
+    assert "boot with aiworker=console" in out, out
+    assert SUMMARY.search(out).groups() == ("0", "1"), out
+
+
+def test_console_program_cannot_become_the_worker(boot_guest, qwen_image, qwen_dir) -> None:
+    """Rule 13 in a normal boot: a program started at the console gets AIE_PERM from
+    ai_register, the real daemon keeps serving, and once the daemon is killed and
+    init restarts it, the role still goes to the daemon, never to the impostor.
+    The old kernel let any process take the role whenever no worker held it."""
+    refused = "register: error -118: not entitled to the AI worker role (no worker right)\n"
+    ids = " ".join(map(str, lc.FRANCE["qwen"]))
+    want = " ".join(map(str, lc.reference_ids(qwen_dir, [lc.FRANCE["qwen"]], 4)[0]))
+    g = boot_guest(image=qwen_image)
+    assert g.run("ai register 1000 64") == refused
+    assert g.run("ai right") == "AI worker right: no\n"
+    assert g.run("ai_daemon").startswith(  # says so before loading the model
+        "ai_daemon: cannot register: not entitled to the AI worker role"), g.transcript
+    assert g.run(f"ai call 4 {ids}", timeout=120).splitlines()[0] == want
+    daemon = int(re.search(r"worker pid (\d+)", g.run("ai info")).group(1))
+    assert daemon > 0
+    # Right after the kill no worker holds the role (init restarts the daemon,
+    # which loads the model first): the impostor tries then, and again later.
+    out = g.run(f"kill {daemon} ; ai register 1000 64 ; ai register 1000 64")
+    assert out.count(refused) == 2, out  # (init's restart line may come in between)
+    deadline = time.monotonic() + 60
+    worker = daemon
+    while worker in (0, daemon) and time.monotonic() < deadline:
+        worker = int(re.search(r"worker pid (\d+)", g.run("ai info")).group(1))
+    assert worker not in (0, daemon), g.transcript
+    assert g.run("ai register 1000 64") == refused
+    assert g.run(f"ai call 4 {ids}", timeout=120).splitlines()[0] == want
+    assert "registered as the AI worker" not in g.transcript
+
+
+def test_reqids_wrap_skipping_live_ones(boot_guest, build, qwen_dir, tmp_path) -> None:
+    """Rule 2 across the wrap: booted with ai.reqid_max=17, one `ai` session keeps
+    request 1 (done, not waited for) and collects 2..17; the next submit's id
+    wraps to 1, which is live, so it gets 2; request 1 is untouched. The old
+    kernel had no wrap (it would have failed every submit with AIE_NOIDS after
+    2^31-1) and ignored the boot argument: it issued 18."""
+    ids = " ".join(map(str, lc.FRANCE["qwen"]))
+    want = " ".join(map(str, lc.reference_ids(qwen_dir, [lc.FRANCE["qwen"]], 1)[0]))
+    lines = [f"submit 1 {ids}"]
+    for k in range(2, 18):
+        lines += [f"submit 1 {ids}", f"wait {k}"]
+    lines += [f"submit 1 {ids}", "query 1", "wait 1", "wait 2", f"submit 1 {ids}", "info",
+              "quit"]
+    image = _image(build, tmp_path, {"AI/QWEN": qwen_dir},
+                   {"REQ/WRAP.TXT": "\n".join(lines) + "\n"})
+    g = boot_guest(image=image, append="ai.reqid_max=17")
+    out = g.run("ai < /REQ/WRAP.TXT", timeout=300).replace("ai> ", "\n")
+    issued = [int(v) for v in re.findall(r"^reqid (\d+)$", out, re.M)]
+    assert issued == list(range(1, 18)) + [2, 3], out
+    assert "ai: reqids wrap after 17 (ai.reqid_max)" in g.transcript
+    assert out.splitlines().count(want) == 18, out  # 2..17, then 1 and the new 2
+    assert re.search(r"^reqid 1: done", out, re.M), out
+    assert "error" not in out, out
+    assert "slots 1/16 used" in out, out  # the request that got 3, queued or running
 
 
 def test_unloadable_model_no_worker(boot_guest, build, tmp_path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pyaisvc.qemu import QemuConfig, qemu_argv
+from pyaisvc.qemu import CONSOLE_AI_WORKER, QemuConfig, qemu_argv
 
 ELF_PHDR_SIZE = 56
 
@@ -37,6 +37,36 @@ def test_qemu_argv_snapshot_and_gdb() -> None:
     assert "file=i.img,if=none,format=raw,id=x0,snapshot=on" in argv
     assert argv[-3:] == ["-S", "-gdb", "tcp::26000"]
     assert "-drive" not in qemu_argv(QemuConfig(kernel=Path("k")))
+
+
+def test_boot_arguments_reach_qemu(repo_root: Path) -> None:
+    """QemuConfig.append and make's BOOTARGS= become -append; a normal boot has none."""
+    argv = qemu_argv(QemuConfig(kernel=Path("k"), append=CONSOLE_AI_WORKER))
+    assert argv[argv.index("-append") + 1] == "aiworker=console"
+    assert "-append" not in qemu_argv(QemuConfig(kernel=Path("k")))
+    dry = subprocess.run(["make", "-n", "qemu", "BOOTARGS=aiworker=console ai.reqid_max=20"],
+                         cwd=repo_root, capture_output=True, text=True, check=True).stdout
+    line = next(x for x in dry.splitlines() if "-m pyaisvc.qemu" in x)
+    printed = subprocess.run(shlex.split(line) + ["--print"], cwd=repo_root,
+                             capture_output=True, text=True, check=True).stdout
+    assert "-append aiworker=console ai.reqid_max=20" in printed
+    dry = subprocess.run(["make", "-n", "qemu-smol"], cwd=repo_root, capture_output=True,
+                         text=True).stdout
+    line = next(x for x in dry.splitlines() if "-m pyaisvc.qemu" in x)
+    assert "--append" not in line
+
+
+@pytest.mark.guest
+def test_bad_boot_arguments_are_named_and_ignored(boot_guest) -> None:
+    """A kernel boot argument out of range or malformed is named and ignored; the
+    system boots with the default (kernel/core/bootargs.c); init ignores unknown words."""
+    g = boot_guest(append="ai.reqid_max=5 ai.reqid_max=x bogus")
+    assert "aisvc: boot arguments: ai.reqid_max=5 ai.reqid_max=x bogus" in g.transcript
+    assert ("aisvc: ignoring boot argument ai.reqid_max=5 (want ai.reqid_max=N, "
+            "17 <= N <= 2147483647)") in g.transcript
+    assert "reqids wrap after" not in g.transcript
+    assert g.run("echo hi | cat") == "hi\n"
+    assert g.run("ai right") == "AI worker right: no\n"  # bogus is not aiworker=console
 
 
 @pytest.mark.guest

@@ -2,7 +2,8 @@
 
 `fuzz -s SEED -p PROCS -n CALLS` runs PROCS worker processes of CALLS checked
 calls each (typed and raw arguments, forked children, AI calls served by a
-fuzzer-run worker), then checks that free pages, open-file slots, process
+fuzzer-run worker: the boots pass CONSOLE_AI_WORKER so that it may register,
+docs/AI_SERVICE.md rule 13), then checks that free pages, open-file slots, process
 slots and AI slots are back to their start values, and prints
 "N passed, N failed" (N counts every call plus the leak checks).
 
@@ -18,6 +19,8 @@ import re
 import time
 
 import pytest
+
+from pyaisvc.qemu import CONSOLE_AI_WORKER
 
 pytestmark = pytest.mark.guest
 
@@ -46,7 +49,7 @@ def _fuzz(guest, seed: int, procs: int, calls: int, timeout: float) -> tuple[int
 
 @pytest.mark.parametrize("cpus", [1, 2])
 def test_fuzz_brief(boot_guest, cpus: int) -> None:
-    g = boot_guest(cpus=cpus)
+    g = boot_guest(cpus=cpus, append=CONSOLE_AI_WORKER)
     _fuzz(g, SEED + cpus, procs=8, calls=150, timeout=240)
 
 
@@ -62,7 +65,7 @@ if LONG:
     @pytest.mark.fuzz
     @pytest.mark.parametrize("cpus", [1, 2])
     def test_fuzz_million(boot_guest, cpus: int) -> None:
-        g = boot_guest(cpus=cpus)
+        g = boot_guest(cpus=cpus, append=CONSOLE_AI_WORKER)
         t0 = time.monotonic()
         done, ms = _fuzz(g, SEED + cpus, procs=8, calls=125_000, timeout=4 * 3600)
         print(f"\nfuzz-syscalls: {cpus} hart(s): {done} calls, guest {ms / 1000:.0f} s "

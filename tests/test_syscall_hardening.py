@@ -27,6 +27,8 @@ import re
 
 import pytest
 
+from pyaisvc.qemu import CONSOLE_AI_WORKER
+
 pytestmark = pytest.mark.guest
 
 CASES = ["wraprange", "highexec", "aicallnomem", "aicompletenomem", "killrace", "deaddir"]
@@ -34,7 +36,7 @@ CASES = ["wraprange", "highexec", "aicallnomem", "aicompletenomem", "killrace", 
 
 @pytest.mark.parametrize("cpus", [1, 2])
 def test_issue12_cases_pass(boot_guest, cpus: int) -> None:
-    g = boot_guest(cpus=cpus)
+    g = boot_guest(cpus=cpus, append=CONSOLE_AI_WORKER)  # the AI cases act as the worker
     out = g.run("usertests " + " ".join(CASES), timeout=180)
     for name in CASES:
         assert f"test {name}: OK" in out, out

@@ -4,7 +4,8 @@ usertests prints one line per case, "test NAME: OK" or "test NAME: FAILED (why)"
 then "N passed, N failed" and, when nothing failed, "ALL TESTS PASSED". Its
 bigfile case writes 110 MB and sbrkbig grows the heap by as much as RAM allows,
 so the guest gets an image of its own, IMAGE_MIB whatever size build/fs.img
-has, and 1-2 GiB of RAM.
+has, and 1-2 GiB of RAM. Its AI cases act as the worker, so the boots pass
+CONSOLE_AI_WORKER (docs/AI_SERVICE.md, rule 13).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pyaisvc import fsimg
+from pyaisvc.qemu import CONSOLE_AI_WORKER
 
 IMAGE_MIB = 512
 SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed$", re.M)
@@ -55,7 +57,7 @@ def check_report(out: str, want_cases: list[str]) -> None:
 @pytest.mark.guest
 @pytest.mark.parametrize("cpus,ram", [(1, "1G"), (2, "2G")])
 def test_usertests_all_pass(boot_guest, big_image, repo_root, cpus: int, ram: str) -> None:
-    g = boot_guest(cpus=cpus, ram=ram, image=big_image)
+    g = boot_guest(cpus=cpus, ram=ram, image=big_image, append=CONSOLE_AI_WORKER)
     out = g.run("usertests", timeout=900)
     check_report(out, table_names(repo_root))
     # The kernel lived through every bad argument; so did the shell.
@@ -65,7 +67,7 @@ def test_usertests_all_pass(boot_guest, big_image, repo_root, cpus: int, ram: st
 
 @pytest.mark.guest
 def test_usertests_options(boot_guest, repo_root) -> None:
-    g = boot_guest()
+    g = boot_guest(append=CONSOLE_AI_WORKER)
     check_report(g.run("usertests pipe dup", timeout=120), ["pipe", "dup", "memleak", "fileleak"])
     out = g.run("usertests nosuchcase")
     assert "usertests: no test named nosuchcase" in out

@@ -21,11 +21,19 @@
 // ai_exit() reclaims whatever it owned.
 //
 // Design choices (docs/AI_SERVICE.md states the contract and the reasons):
-// - Reqids come from a counter starting at 1. The user API's reqid is an
-//   int, so rather than wrap, submit fails with AIE_NOIDS after 2^31-1
-//   requests (at 100 requests a second, eight months of uptime): an id is
-//   never issued twice, whatever slot a request lands in. Calls find a
-//   slot by scanning the 16 slots for its reqid.
+// - Reqids never run out and never alias a live request. The kernel counts
+//   submits in a 64-bit sequence (no wrap in any uptime) and maps each
+//   sequence number to the user API's positive int by reqid_of(): 1..max,
+//   then 1 again, where max is AI_REQID_MAX = 2^31-1 (the boot argument
+//   ai.reqid_max=N lowers it, for tests of the wrap). reqid_next() skips
+//   every id that a live request still has (queued, running, orphaned, or
+//   finished and not yet waited for): at most AI_NSLOT ids are live and
+//   max > AI_NSLOT, so a free one is found within AI_NSLOT + 1 steps. An
+//   id is issued again only after 2^31-1 later submits, and only once its
+//   request is gone; a process that kept such a stale id can reach a new
+//   request with it only if it owns that request too, because every call
+//   checks ownership by pid (rule 1), so another process's request gets
+//   AIE_NOTOWNER. Calls find a slot by scanning the 16 slots for its reqid.
 // - Ownership is the submitter's pid: proc.c never reuses a pid.
 // - No deadlock in submit: a finished request's slot is freed only by its
 //   owner's wait, so a submitter that slept while owning requests could
@@ -61,6 +69,15 @@
 //   taken again the slot is looked up again by its reqid.
 // - If the worker gives ai_next a bad address, the request goes back to
 //   the head of the FIFO: it was not the request's fault.
+// - The worker role needs the AI worker right, a per-process flag
+//   (proc.ai_right, on the main thread): the first process holds it,
+//   fork copies it, exec keeps it, and ai_right(1) drops it for good (no
+//   call gives it back). init keeps it for ai_daemon and drops it in the
+//   shell's child before the exec, so a program started at the console
+//   gets AIE_PERM from ai_register, also while the real worker restarts
+//   (a boot with aiworker=console lets the shell keep it: the tests that
+//   act as the worker). Only registering checks it: every other worker
+//   call checks that the caller is the registered worker.
 // - One worker at a time; registering while another lives gets AIE_BUSY
 //   (ai_daemon then retries every second). ai_register(0, 0) resigns, with
 //   the same effect as the worker's death: aitest uses it to hand the role
@@ -77,7 +94,8 @@
 //   orphan costs at most one more step. The ids stay in the slot, so
 //   ai_stream lets the owner read them while the request runs; streaming
 //   never frees anything (ai_wait still collects the result).
-// - ai.lock is statically initialised, so main() needs no ai_init().
+// - ai.lock is statically initialised; ai_init() only reads the boot
+//   argument.
 // Lock order: ai.lock, then a p->lock (killed(), sleep(), wakeup()).
 
 #include "kernel/include/types.h"
@@ -115,10 +133,25 @@ static struct {
   int worker;         // pid of the registered worker, 0 if none
   int worker_seen;    // a worker has registered since boot
   int vocab, seq_len; // its model's limits
-  uint64 nextid;      // the next reqid
+  uint64 seq;         // the next submit's sequence number (from 1)
+  int reqid_max;      // reqids run 1..reqid_max, then wrap (reqid_of)
   int completed;      // requests completed since boot
   char freed, queued; // sleep channels (only their addresses matter)
-} ai = { .lock = { 0, "ai", 0 }, .nextid = 1 };
+} ai = { .lock = { 0, "ai", 0 }, .seq = 1, .reqid_max = AI_REQID_MAX };
+
+// Boot, before any process: the boot argument ai.reqid_max=N (AI_NSLOT <
+// N <= AI_REQID_MAX) makes reqids wrap after N instead, so that tests can
+// reach the wrap.
+void
+ai_init(void)
+{
+  uint64 max;
+
+  if (bootarg_num("ai.reqid_max", AI_NSLOT + 1, AI_REQID_MAX, &max)) {
+    ai.reqid_max = max;
+    printf("ai: reqids wrap after %d (ai.reqid_max)\n", ai.reqid_max);
+  }
+}
 
 static uint64
 now_us(void)
@@ -188,6 +221,27 @@ slot_find(int reqid, int orphans_too)
     if (s->state != AI_FREE && s->reqid == reqid && (s->owner != 0 || orphans_too))
       return s;
   return 0;
+}
+
+// The reqid of sequence number seq (>= 1): 1..max, then 1 again.
+static int
+reqid_of(uint64 seq, int max)
+{
+  return 1 + (int)((seq - 1) % (uint64)max);
+}
+
+// Takes sequence numbers until one maps to a reqid that no live request
+// (orphans included) has, and returns that reqid. Ends within AI_NSLOT + 1
+// steps, since ai.reqid_max > AI_NSLOT. ai.lock held.
+static int
+reqid_next(void)
+{
+  int id;
+
+  do
+    id = reqid_of(ai.seq++, ai.reqid_max);
+  while (slot_find(id, 1) != 0);
+  return id;
 }
 
 // The caller's request reqid, or 0 with *err set to -AIE_NOREQ or
@@ -369,11 +423,10 @@ submit_locked(const uint32 *ids, int count, int predict)
       return -AIE_INTR;
     sleep(&ai.freed, &ai.lock);
   }
-  if (ai.nextid > 0x7fffffff)
-    return -AIE_NOIDS;
+  int reqid = reqid_next();
   memset(s, 0, sizeof(*s) - sizeof(s->result));
   s->state = AI_QUEUED;
-  s->reqid = ai.nextid++;
+  s->reqid = reqid;
   s->owner = p->pid;
   s->count = count;
   s->predict = predict;
@@ -585,7 +638,8 @@ worker_gone(int pid)
 
 // Makes the caller the worker, for a model with vocab ids and room for
 // seq_len positions; (0, 0) resigns, as if the worker died. Returns 0,
-// -AIE_BADARG, -AIE_BUSY, or -AIE_NOTWORKER (resigning a role it lacks).
+// -AIE_PERM (the caller lacks the worker right), -AIE_BADARG, -AIE_BUSY,
+// or -AIE_NOTWORKER (resigning a role it lacks).
 int
 ai_register(int vocab, int seq_len)
 {
@@ -600,6 +654,8 @@ ai_register(int vocab, int seq_len)
     release(&ai.lock);
     return r;
   }
+  if (!myprocess()->ai_right)
+    return -AIE_PERM;
   if (vocab < 1 || seq_len < 2)
     return -AIE_BADARG;
   acquire(&ai.lock);
@@ -613,6 +669,19 @@ ai_register(int vocab, int seq_len)
   }
   release(&ai.lock);
   return r;
+}
+
+// Whether the calling process holds the AI worker right (1 or 0), after
+// giving it up for good if drop is non-zero. The flag is the process's
+// own (its main thread's): only the process itself and fork write it.
+int
+ai_right(int drop)
+{
+  struct proc *l = myprocess();
+
+  if (drop)
+    l->ai_right = 0;
+  return l->ai_right;
 }
 
 // The calling worker starts s (already out of the FIFO): RUNNING, and
@@ -1047,6 +1116,15 @@ sys_ai_register(void)
   argint(0, &vocab);
   argint(1, &seq_len);
   return ai_register(vocab, seq_len);
+}
+
+uint64
+sys_ai_right(void)
+{
+  int drop;
+
+  argint(0, &drop);
+  return ai_right(drop);
 }
 
 uint64

@@ -1,7 +1,8 @@
 // A minimal reader of the flattened device tree (FDT) that QEMU passes
-// in a1 at boot. The kernel needs two facts from it: where RAM is and how
-// big (the `reg` property of the /memory node), and how many harts the
-// machine has (the /cpus/cpu@N nodes).
+// in a1 at boot. The kernel needs three facts from it: where RAM is and
+// how big (the `reg` property of the /memory node), how many harts the
+// machine has (the /cpus/cpu@N nodes), and the boot command line
+// (/chosen's `bootargs`, QEMU's -append text; bootargs.c reads it).
 //
 // The blob (devicetree specification, "Flattened Devicetree Format") is a
 // big-endian header, a structure block of 4-byte-aligned tokens (begin
@@ -36,9 +37,12 @@ struct fdt_scan {
   int size_cells; // the root's #size-cells
   int in_memory;  // inside a /memory node
   int in_cpus;    // inside /cpus
+  int in_chosen;  // inside /chosen
   uint64 ram_base;
   uint64 ram_size;
   int nharts;
+  const char *bootargs; // /chosen's bootargs value, 0 if none
+  uint32 bootargs_len;  // its length in the blob, NUL included
 };
 
 static uint32
@@ -72,6 +76,8 @@ begin_node(struct fdt_scan *s, const char *name)
     s->in_memory = 1;
   if (s->depth == 2 && strncmp(name, "cpus", 5) == 0)
     s->in_cpus = 1;
+  if (s->depth == 2 && strncmp(name, "chosen", 7) == 0)
+    s->in_chosen = 1;
   if (s->depth == 3 && s->in_cpus && prefix(name, "cpu@"))
     s->nharts++;
 }
@@ -80,7 +86,7 @@ static void
 end_node(struct fdt_scan *s)
 {
   if (s->depth == 2)
-    s->in_memory = s->in_cpus = 0;
+    s->in_memory = s->in_cpus = s->in_chosen = 0;
   s->depth--;
 }
 
@@ -96,17 +102,19 @@ property(struct fdt_scan *s, const char *name, const uchar *val, uint32 len)
       len >= 4 * (s->addr_cells + s->size_cells)) {
     s->ram_base = cells(val, s->addr_cells);
     s->ram_size = cells(val + 4 * s->addr_cells, s->size_cells);
+  } else if (s->depth == 2 && s->in_chosen && strncmp(name, "bootargs", 9) == 0) {
+    s->bootargs = (const char *)val;
+    s->bootargs_len = len;
   }
 }
 
 // Walks the device tree at physical address pa (the kernel runs with
-// paging off or 1:1). Returns 0 and fills in RAM base/size and the number
-// of harts, or -1 if the blob is not a device tree or has no RAM.
-int
-fdt_parse(uint64 pa, uint64 *ram_base, uint64 *ram_size, int *nharts)
+// paging off or 1:1) into s. Returns 0, or -1 if the blob is not a device
+// tree.
+static int
+fdt_walk(uint64 pa, struct fdt_scan *s)
 {
   const struct fdt_header *h = (const struct fdt_header *)pa;
-  struct fdt_scan s = { .addr_cells = 2, .size_cells = 1 };
 
   if (pa == 0 || be32(&h->magic) != FDT_MAGIC)
     return -1;
@@ -117,13 +125,13 @@ fdt_parse(uint64 pa, uint64 *ram_base, uint64 *ram_size, int *nharts)
     uint32 tok = be32(p);
     p += 4;
     if (tok == FDT_BEGIN_NODE) {
-      begin_node(&s, (const char *)p);
+      begin_node(s, (const char *)p);
       p += (strlen((const char *)p) + 1 + 3) & ~3;
     } else if (tok == FDT_END_NODE) {
-      end_node(&s);
+      end_node(s);
     } else if (tok == FDT_PROP) {
       uint32 len = be32(p);
-      property(&s, strings + be32(p + 4), p + 8, len);
+      property(s, strings + be32(p + 4), p + 8, len);
       p += 8 + ((len + 3) & ~3);
     } else if (tok == FDT_END) {
       break;
@@ -131,12 +139,39 @@ fdt_parse(uint64 pa, uint64 *ram_base, uint64 *ram_size, int *nharts)
       return -1;
     }
   }
-  if (s.ram_size == 0)
+  return 0;
+}
+
+// Fills in RAM base/size and the number of harts from the device tree at
+// pa. Returns 0, or -1 if the blob is not a device tree or has no RAM.
+int
+fdt_parse(uint64 pa, uint64 *ram_base, uint64 *ram_size, int *nharts)
+{
+  struct fdt_scan s = { .addr_cells = 2, .size_cells = 1 };
+
+  if (fdt_walk(pa, &s) < 0 || s.ram_size == 0)
     return -1;
   *ram_base = s.ram_base;
   *ram_size = s.ram_size;
   *nharts = s.nharts;
   return 0;
+}
+
+// Copies /chosen's bootargs from the device tree at pa into buf (at most
+// n - 1 bytes and a NUL). Returns the length copied; 0 when there are none.
+int
+fdt_bootargs(uint64 pa, char *buf, int n)
+{
+  struct fdt_scan s = { .addr_cells = 2, .size_cells = 1 };
+  int len = 0;
+
+  if (fdt_walk(pa, &s) == 0 && s.bootargs != 0)
+    while (len < n - 1 && len < (int)s.bootargs_len && s.bootargs[len] != 0) {
+      buf[len] = s.bootargs[len];
+      len++;
+    }
+  buf[len] = 0;
+  return len;
 }
 
 // The size in bytes of the device tree at pa (already checked by fdt_parse).

@@ -1,7 +1,8 @@
 // S-mode entry for every hart (start() mrets here).
 //
-// Hart 0 reads the device tree, prints the boot banner, and initialises
-// every subsystem, then creates the first process. The other harts wait
+// Hart 0 reads the device tree (and the boot command line), prints the
+// boot banner, and initialises every subsystem, then creates the first
+// process. The other harts wait
 // for it and only set up their own state (paging, trap vector, timer,
 // PLIC). Then all of them run the scheduler.
 #include "kernel/include/types.h"
@@ -30,6 +31,7 @@ probe(void)
   printf("\naisvc: %d harts, %lu MiB RAM\n", nharts, size >> 20);
   if (nharts > NCPU)
     printf("aisvc: only %d harts will be used (NCPU)\n", NCPU);
+  bootargs_init(fdt_pa);
   return base + size;
 }
 
@@ -52,6 +54,7 @@ main(void)
     iinit();
     fileinit();
     virtio_disk_init();
+    ai_init();
     userinit();
     __sync_synchronize();
     kernel_ready = 1;

@@ -229,6 +229,7 @@ userinit(void)
     panic("userinit: no memory");
   initproc = p;
   p->pgid = p->pid;
+  p->ai_right = 1; // init hands it on to the AI worker only (ai_service.c)
   safestrcpy(p->name, "init", sizeof(p->name));
   make_runnable(p);
   release(&p->lock);
@@ -239,8 +240,9 @@ userinit(void)
 static void
 start_init(struct proc *p)
 {
-  char *argv[] = { "init", 0 };
+  char *argv[24] = { "init" }; // and the command line's words for init (bootargs.c)
 
+  bootargs_for_init(argv, NELEM(argv));
   fsinit(ROOTDEV);
   p->cwd = namei("/");
   int argc = exec("/init", argv);
@@ -394,6 +396,7 @@ fork(void)
       np->ofile[i] = filedup(l->ofile[i]);
   np->cwd = idup(l->cwd);
   safestrcpy(np->name, p->name, sizeof(p->name));
+  np->ai_right = l->ai_right;
   np->pgid = pgid;
   int pid = np->pid;
   release(&np->lock);

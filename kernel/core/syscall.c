@@ -121,6 +121,7 @@ uint64 sys_ai_fail(void);
 uint64 sys_ai_take(void);
 uint64 sys_ai_emit(void);
 uint64 sys_ai_stream(void);
+uint64 sys_ai_right(void);
 
 static uint64 (*syscalls[])(void) = {
   [SYS_fork] sys_fork,
@@ -169,6 +170,7 @@ static uint64 (*syscalls[])(void) = {
   [SYS_ai_take] sys_ai_take,
   [SYS_ai_emit] sys_ai_emit,
   [SYS_ai_stream] sys_ai_stream,
+  [SYS_ai_right] sys_ai_right,
 };
 
 // Runs the system call named by a7; an unknown number returns -ENOSYS.

@@ -11,6 +11,7 @@
 #define AI_MAX_PROMPT  255                   // most prompt ids per request
 #define AI_MAX_PREDICT 255                   // most generated ids per request
 #define AI_RESULT_MAX  (AI_MAX_PREDICT * 11) // "id id ...": 10 digits + space each
+#define AI_REQID_MAX   0x7fffffff            // reqids run 1..2^31-1, then wrap, skipping live ones
 
 // Request states, as ai_query reports them.
 #define AI_FREE    0 // (internal) slot unused
@@ -40,7 +41,9 @@
 #define AIE_BUSY       114 // another worker is already registered
 #define AIE_BADARG     115 // other invalid argument (negative out_cap, ...)
 #define AIE_NOMEM      116 // the kernel ran out of memory
-#define AIE_NOIDS      117 // all 2^31-1 request ids have been issued
+// 117 is reserved: it was AIE_NOIDS (ids exhausted), which reqids that wrap
+// made impossible; it is never returned and never given another meaning.
+#define AIE_PERM 118 // the process lacks the AI worker right (ai_register)
 
 // Progress and timing of one request (ai_query). Times are microseconds
 // since boot, 0 while the event has not happened; the *_us spans are
@@ -98,7 +101,7 @@ ai_strerror(int err)
     [AIE_BUSY - 100] "an AI worker is already registered",
     [AIE_BADARG - 100] "invalid argument",
     [AIE_NOMEM - 100] "out of kernel memory",
-    [AIE_NOIDS - 100] "request ids exhausted",
+    [AIE_PERM - 100] "not entitled to the AI worker role (no worker right)",
   };
   if (err < 0)
     err = -err;

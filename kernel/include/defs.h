@@ -25,6 +25,12 @@ extern volatile int misa_vector;
 // fdt.c
 int fdt_parse(uint64 pa, uint64 *ram_base, uint64 *ram_size, int *nharts);
 uint64 fdt_size(uint64 pa);
+int fdt_bootargs(uint64 pa, char *buf, int n);
+
+// bootargs.c
+void bootargs_init(uint64 fdt);
+int bootargs_for_init(char **argv, int max);
+int bootarg_num(const char *key, uint64 lo, uint64 hi, uint64 *val);
 
 // console.c
 void consoleinit(void);
@@ -149,6 +155,7 @@ void trapinithart(void);
 void usertrapret(void);
 
 // ai_service.c
+void ai_init(void);
 void ai_exit(struct proc *p);
 
 // syscall.c

@@ -54,6 +54,7 @@
 #define SYS_ai_take     43 // worker only: batching (non-blocking take, emit)
 #define SYS_ai_emit     44
 #define SYS_ai_stream   45 // any process: read the ids so far
+#define SYS_ai_right    46 // any process: hold or drop the AI worker right
 
 // The kernel core, continued:
 #define SYS_vlenb 48 // kernel/core/vector.c

@@ -19,6 +19,10 @@
 //   gen PREDICT ID...      submit, stream, then collect (wait) the request
 //   info                   the kernel's table at a glance
 //   err CODE               what an error code means (either sign)
+//   register VOCAB SEQLEN  try to become the AI worker (and resign at once
+//                          if that worked): only a process with the worker
+//                          right may (docs/AI_SERVICE.md, rule 13)
+//   right                  whether this process holds the worker right
 //   child CMD ARGS         run CMD in a child process
 //   sleep TICKS            (10 per second)
 //   help                   list the commands
@@ -154,6 +158,17 @@ generate(char **w, int n)
   report("wait", ai_wait(r, outbuf, sizeof(outbuf)));
 }
 
+// Tries to take the worker role, as an impostor would; gives it back at
+// once if it got it.
+static void
+try_register(int vocab, int seq_len)
+{
+  if (report("register", ai_register(vocab, seq_len)) == 0) {
+    printf("registered as the AI worker; resigning\n");
+    ai_register(0, 0);
+  }
+}
+
 // The commands, for help and for the usage of one with wrong arguments.
 static const struct {
   const char *name, *args, *what;
@@ -167,6 +182,8 @@ static const struct {
   { "gen", "PREDICT ID...", "submit, stream, then wait" },
   { "info", "", "the kernel's table at a glance" },
   { "err", "CODE", "what an error code means (either sign)" },
+  { "register", "VOCAB SEQLEN", "try to become the worker (resigns if it did)" },
+  { "right", "", "whether this process may become the worker" },
   { "child", "CMD ARGS", "run CMD in a child process" },
   { "sleep", "TICKS", "sleep (10 ticks per second)" },
   { "help", "", "this list" },
@@ -227,7 +244,11 @@ run(char **w, int n)
   else if (strcmp(c, "err") == 0 && n == 2) {
     const char *m = ai_strerror(id);
     printf("%d: %s\n", id, m ? m : strerror(id));
-  } else if (strcmp(c, "child") == 0 && n > 1)
+  } else if (strcmp(c, "register") == 0 && n == 3)
+    try_register(id, atoi(w[2]));
+  else if (strcmp(c, "right") == 0 && n == 1)
+    printf("AI worker right: %s\n", ai_right(0) ? "yes" : "no");
+  else if (strcmp(c, "child") == 0 && n > 1)
     child(w + 1, n - 1);
   else if (strcmp(c, "sleep") == 0 && n == 2)
     sleep(id);

@@ -244,6 +244,12 @@ main(int argc, char **argv)
     fprintf(2, "usage: ai_daemon [--ready-fd FD] [--batch 1..%d] [ASSET_DIR]\n", AI_BATCH);
     return 2;
   }
+  if (!ai_right(0)) { // say so before loading a model for nothing
+    fprintf(2, "ai_daemon: cannot register: %s; only the ai_daemon that init starts may "
+               "serve (docs/AI_SERVICE.md, rule 13)\n",
+        ai_strerror(AIE_PERM));
+    return 1;
+  }
   const char *dir = i < argc ? argv[i] : default_dir();
   llm_prog = "ai_daemon";
   const struct llm_model *md = model_for(dir);

@@ -17,6 +17,9 @@
 //      killed in the middle of a request: its caller gets AIE_WORKERDIED
 //      and the queued requests are served by the next daemon;
 //   5. no slot leaked: the table is empty and fills to AI_NSLOT again.
+// Phases 3 and 4 act as the worker, so aitest needs the AI worker right:
+// boot with aiworker=console (rule 13); without it aitest says so and
+// fails at once.
 // Children report through their exit status; waits on children are bounded.
 
 #include "user/lib/user.h"
@@ -883,11 +886,42 @@ fairness(void)
   expect("fairness: the table is empty again", wait_used(0, 100), 0);
 }
 
+// The worker right (docs/AI_SERVICE.md, rule 13), with no worker
+// registered: a child that dropped it gets AIE_PERM from ai_register, and
+// so does its own child (fork copies the flag); the parent keeps it.
+// Exit status bit 0: the child's register, bit 1: its flag, bit 2: the
+// grandchild's register.
+static int
+dropped_child(void)
+{
+  int pid = fork();
+  if (pid == 0) {
+    int bad = 0, st = -1;
+    ai_right(1);
+    bad |= ai_register(vocab, seqlen) != -AIE_PERM;
+    bad |= (ai_right(0) != 0) << 1;
+    int g = fork();
+    if (g == 0)
+      exit(ai_register(vocab, seqlen) == -AIE_PERM ? 0 : 1);
+    wait_for(g, 100, &st);
+    bad |= (st != 0) << 2;
+    exit(bad);
+  }
+  int st = -1;
+  wait_for(pid, 100, &st);
+  return st;
+}
+
 static void
 worker_rules(void)
 {
   int st = -1;
   ai_register(0, 0);
+  expect("right: a process that dropped the worker right gets AIE_PERM (and its child too)",
+      dropped_child(), 0);
+  result("right: no worker registered after the refusals", info().worker_pid == 0,
+      info().worker_pid);
+  expect("right: the parent keeps it", ai_right(0), 1);
   int w = fork();
   if (w == 0) { // W: register, serve one request, exit
     ai_register(vocab, seqlen);
@@ -1035,6 +1069,14 @@ main(void)
   struct ai_info in = info();
   int daemon = in.worker_pid;
   printf("aitest: worker pid %d, vocab %d, runtime_seq_len %d\n", daemon, in.vocab, in.seq_len);
+  if (!ai_right(0)) {
+    printf("aitest: this process lacks the AI worker right, which its cases need: boot with "
+           "aiworker=console (make qemu BOOTARGS=aiworker=console; docs/AI_SERVICE.md, rule "
+           "13)\n");
+    expect("the AI worker right", 0, 1);
+    printf("%d passed, %d failed\n", npass, nfail);
+    return 1;
+  }
   if (!in.worker_seen)
     no_worker();
   if (daemon) {

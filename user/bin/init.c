@@ -1,9 +1,20 @@
 // init: the first user process.
 //
+//   init [aiworker=console]   (its arguments are the boot command line's
+//                              words without a dot: kernel/core/bootargs.c)
+//
 // It opens the console as fds 0, 1 and 2 (creating /console on a fresh
 // image), then starts every program in the services table and keeps it
 // running: when one exits, init starts it again. init is also the parent
 // of every orphan, so its wait loop reaps them.
+//
+// The AI worker right (docs/AI_SERVICE.md, rule 13): init holds it from
+// the kernel and hands it on only to the services marked ai_worker
+// (ai_daemon); every other service's child drops it before its exec, so
+// the shell and whatever it starts can never register as the worker. The
+// boot argument aiworker=console keeps it for the shell too: the tests
+// that run aitest, usertests' AI cases and the fuzzer's worker from the
+// console boot that way.
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
@@ -17,6 +28,7 @@ struct service {
   char *argv[4];
   int (*wanted)(void); // if set, started only while it returns 1
   int notify;          // init waits for a byte on its fd 3 (or its exit)
+  int ai_worker;       // keeps the AI worker right
   int pid;             // 0 while not running
   int started;         // uptime() when last started
 };
@@ -34,9 +46,10 @@ have_model(void)
 // when it is ready (model loaded, registered), so the shell starts only
 // after that.
 static struct service services[] = {
-  { "/ai_daemon", { "ai_daemon", "--ready-fd", "3", 0 }, have_model, 1 },
+  { "/ai_daemon", { "ai_daemon", "--ready-fd", "3", 0 }, have_model, 1, 1 },
   { "/sh", { "sh", 0 } },
 };
+#define SHELL    (&services[1])
 #define NSERVICE (sizeof(services) / sizeof(services[0]))
 
 // Make fds 0, 1 and 2 the console. Without a console nothing can be
@@ -95,6 +108,8 @@ start(struct service *s)
   if (s->notify)
     await_ready(pid, fds);
   if (pid == 0) {
+    if (!s->ai_worker)
+      ai_right(1);
     err = exec(s->path, s->argv);
     fprintf(2, "init: cannot run %s: %s\n", s->path, strerror(err));
     exit(1);
@@ -105,11 +120,14 @@ start(struct service *s)
 }
 
 int
-main(void)
+main(int argc, char *argv[])
 {
   struct service *s;
   int pid, status;
 
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "aiworker=console") == 0)
+      SHELL->ai_worker = 1;
   openconsole();
   for (;;) {
     for (s = services; s < services + NSERVICE; s++)

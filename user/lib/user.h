@@ -58,6 +58,9 @@ int ai_info(struct ai_info *in); // the table at a glance
 // ids [from, from+k) of the caller's request, k <= cap; blocks until k >= 1
 // or the end; 0 at the end of a done request
 int ai_stream(int reqid, uint32 *ids, int from, int cap);
+// 1 while this process holds the AI worker right, else 0; drop != 0 first
+// gives it up for good (docs/AI_SERVICE.md, rule 13)
+int ai_right(int drop);
 // Worker only (user/ai/ai_daemon.c):
 int ai_register(int vocab, int seq_len); // (0, 0) resigns the role
 int ai_next(struct ai_job *job);         // reqid; blocks while none queued

@@ -317,7 +317,7 @@ check(struct call *c, long r)
   }
   if (c->nr == SYS_sbrk)
     return; // an address, or -1
-  if (r < 0 && !(is_ai(c->nr) ? (-r >= AIE_COUNT && -r <= AIE_NOIDS) : known_errno(-r))) {
+  if (r < 0 && !(is_ai(c->nr) ? ai_strerror(r) != 0 : known_errno(-r))) {
     fail(c, r, "not an error code this call can return");
     return;
   }
