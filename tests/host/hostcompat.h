@@ -8,7 +8,9 @@
 #define AISVC_HOSTCOMPAT_H
 
 #define _GNU_SOURCE
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 // glibc's struct stat becomes struct host_stat; the guest's is defined below.
 #define stat host_stat
 #include <errno.h>
@@ -88,24 +90,18 @@ hostcompat_rint(double x)
   return (int64)__builtin_rint(x);
 }
 
-// The thread pool's needs (user/llm/pool.c), on POSIX threads.
-struct barrier {
-  int n;
-  uint64 spin_us; // unused: pthread barriers choose for themselves
-  pthread_barrier_t b;
-};
-
-static inline void
-barrier_init(struct barrier *b, int n)
+// The thread pool's needs (user/llm/pool.c): futexes on Linux's, threads
+// on POSIX threads.
+static inline int
+futex_wait(volatile uint32 *addr, uint32 val)
 {
-  b->n = n;
-  pthread_barrier_init(&b->b, 0, n);
+  return syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, 0, 0, 0) < 0 ? -errno : 0;
 }
 
-static inline void
-barrier_wait(struct barrier *b)
+static inline int
+futex_wake(volatile uint32 *addr, int n)
 {
-  pthread_barrier_wait(&b->b);
+  return (int)syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, 0, 0, 0);
 }
 
 struct hc_start {

@@ -331,18 +331,23 @@ llm_matmul_rows(const struct llm_qmat *w, const struct llm_qact *a, double *y,
 {
   struct llm_qmat tail;
   if (w->vrows > 0) {
-    llm_vec_matmul(w, a, y, ystride);
-    if (w->vrows == w->rows)
+    // Packed rows by the vector kernels, the rest as a row-major matrix
+    // of its own starting at row vrows.
+    int v = w->vrows;
+    if (r0 < v)
+      llm_vec_matmul(w, a, y, ystride, r0, r1);
+    if (r1 <= v)
       return;
-    uint64 r0 = w->vrows;
     tail = *w;
-    tail.rows = w->rows - w->vrows;
-    tail.ws += r0;
-    tail.wm = w->wm ? w->wm + r0 * (w->cols / LLM_GS) : 0;
-    tail.q += r0 * w->cols;
+    tail.rows = w->rows - v;
+    tail.ws += v;
+    tail.wm = w->wm ? w->wm + (uint64)v * (w->cols / LLM_GS) : 0;
+    tail.q += (uint64)v * w->cols;
     tail.vrows = 0;
     w = &tail;
-    y += r0;
+    y += v;
+    r0 = r0 > v ? r0 - v : 0;
+    r1 -= v;
   }
   if (a->count == 1)
     matmul1(w, a, y, r0, r1);

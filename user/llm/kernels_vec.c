@@ -149,54 +149,62 @@ llm_qmat_weight(const struct llm_qmat *w, int r, int k)
 }
 
 #ifdef __riscv
-// One block of B rows (weights wb, multipliers wmb, from row r0) for one
-// position: y[r0 + r].
+// One block of B rows from row b0 for one position: y[r] for the rows r
+// of the block in [lo, hi) (a thread's range may cut a block).
 static void
-block1(const struct llm_qmat *w, const struct llm_qact *a, int r0, double f, double *y)
+block1(const struct llm_qmat *w, const struct llm_qact *a, int b0, int lo, int hi, double f,
+    double *y)
 {
   int64 t[MAXBLOCK];
   int ng = w->cols / LLM_GS;
-  llm_rvv_matvec(w->q + (uint64)r0 * w->cols, w->vwm + (uint64)r0 * ng, a->q, a->m, ng, t,
+  llm_rvv_matvec(w->q + (uint64)b0 * w->cols, w->vwm + (uint64)b0 * ng, a->q, a->m, ng, t,
       vtype32);
-  for (int r = 0; r < block; r++)
-    y[r0 + r] = ((double)t[r] * f) * (double)w->ws[r0 + r];
+  for (int r = lo; r < hi; r++)
+    y[r] = ((double)t[r - b0] * f) * (double)w->ws[r];
 }
 
-// Half h of the block of B rows from row r0, for positions p0 .. p0+3.
+// Half h of the block of B rows from row b0, for positions p0 .. p0+3:
+// the rows in [lo, hi).
 static void
-half4(const struct llm_qmat *w, const struct llm_qact *a, int r0, int h, int p0,
-    const double *f, double *y, int ystride)
+half4(const struct llm_qmat *w, const struct llm_qact *a, int b0, int h, int lo, int hi,
+    int p0, const double *f, double *y, int ystride)
 {
   int64 t[4 * MAXBLOCK / 2];
-  int ng = w->cols / LLM_GS, n = w->cols, H = block / 2;
-  llm_rvv_matvec4(w->q + (uint64)r0 * n + 4 * h * H, w->vwm + (uint64)r0 * ng + h * H,
+  int ng = w->cols / LLM_GS, n = w->cols, H = block / 2, h0 = b0 + h * H;
+  if (h0 >= hi || h0 + H <= lo)
+    return;
+  llm_rvv_matvec4(w->q + (uint64)b0 * n + 4 * h * H, w->vwm + (uint64)b0 * ng + h * H,
       a->q + p0 * n, a->m + p0 * ng, ng, t, vtype32 - 1, n);
+  int r0 = h0 > lo ? h0 : lo, r1 = h0 + H < hi ? h0 + H : hi;
   for (int p = p0; p < p0 + 4 && p < a->count; p++)
-    for (int r = 0; r < H; r++)
-      y[p * ystride + r0 + h * H + r] = ((double)t[(p - p0) * H + r] * f[p]) * (double)w->ws[r0 + h * H + r];
+    for (int r = r0; r < r1; r++)
+      y[p * ystride + r] = ((double)t[(p - p0) * H + r - h0] * f[p]) * (double)w->ws[r];
 }
 
 void
 llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
-    int ystride)
+    int ystride, int lo, int hi)
 {
   double f[LLM_BATCH];
   for (int p = 0; p < a->count; p++)
     f[p] = w->wm ? a->xs[p] / 1073741824.0 : a->xs[p] / 32768.0;
-  for (int r0 = 0; r0 < w->vrows; r0 += block) {
+  if (hi > w->vrows)
+    hi = w->vrows;
+  for (int b0 = lo - lo % block; b0 < hi; b0 += block) {
+    int r0 = b0 > lo ? b0 : lo, r1 = b0 + block < hi ? b0 + block : hi;
     if (a->count == 1) {
-      block1(w, a, r0, f[0], y);
+      block1(w, a, b0, r0, r1, f[0], y);
       continue;
     }
     for (int h = 0; h < 2; h++)
       for (int p0 = 0; p0 < a->count; p0 += 4)
-        half4(w, a, r0, h, p0, f, y, ystride);
+        half4(w, a, b0, h, r0, r1, p0, f, y, ystride);
   }
 }
 #else
 void
 llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
-    int ystride)
+    int ystride, int lo, int hi)
 {
   fprintf(2, "llm_vec_matmul: this build has no vector kernels\n");
   exit(1);

@@ -31,9 +31,11 @@ uint64 llm_vec_wm_bytes(const struct llm_qmat *m);
 // of memory (the caller says so).
 int llm_vec_pack(struct llm_qmat *m, int32 *vwm);
 
-// y[p][r] = (W x_p)_r for the packed rows r < w->vrows.
+// y[p][r] = (W x_p)_r for the packed rows r in [lo, hi), r < w->vrows. A
+// block that the range cuts is computed whole and stored only in part, so
+// callers that split rows should cut at multiples of LLM_ROW_GRAIN.
 void llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a,
-    double *y, int ystride);
+    double *y, int ystride, int lo, int hi);
 
 // The int8 weight at row r, column k, packed or not.
 int llm_qmat_weight(const struct llm_qmat *w, int r, int k);

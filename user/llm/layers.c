@@ -61,7 +61,7 @@ llm_mm_many(struct llm_session *s, const struct llm_mm_out *out, int count)
     rows += out[j].w->rows;
   }
   struct mm_step m = { count, out, &s->act };
-  llm_pool_run(mm_rows, &m, rows);
+  llm_pool_run(mm_rows, &m, rows, LLM_ROW_GRAIN);
   llm_charge(s, &s->tm.matmul_us, t);
 }
 
@@ -268,7 +268,7 @@ llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s, int l,
     prepare_heads(rt, st->kv[p], L, slot, st->pos[p], s->q + p * qrows,
         s->k + p * kvd, s->v + p * kvd);
   struct attend_step a = { rt, s, st, slot, qrows };
-  llm_pool_run(attend_heads, &a, n * g->n_heads);
+  llm_pool_run(attend_heads, &a, n * g->n_heads, 1);
   llm_charge(s, &s->tm.attn_us, t);
   // 9. x = x + Wo out
   llm_mm_in(s, s->mixed, qd, qd, n);
@@ -311,7 +311,7 @@ llm_apply_ffn(struct llm_runtime *rt, struct llm_session *s, int l, int n)
   llm_mm_in(s, s->xn, dim, dim, n);
   uint64 t = llm_clock(s);
   struct gate_up_step gu = { s, L, hid };
-  llm_pool_run(gate_up_silu, &gu, hid);
+  llm_pool_run(gate_up_silu, &gu, hid, LLM_ROW_GRAIN);
   llm_charge(s, &s->tm.matmul_us, t);
   llm_mm_in(s, s->xn, hid, hid, n);
   llm_mm(s, &L->down, s->proj, dim);
@@ -372,7 +372,7 @@ llm_heads(struct llm_runtime *rt, struct llm_session *s, const int *at, int n,
   for (int k = 0; k < nt; k++)
     for (int i = 0; i < n; i++)
       h.best[k][i] = -1;
-  llm_pool_run(head_rows, &h, V);
+  llm_pool_run(head_rows, &h, V, LLM_ROW_GRAIN);
   llm_charge(s, &s->tm.matmul_us, t);
   for (int i = 0; i < n; i++) {
     const double *lg = s->logits + (uint64)i * V;

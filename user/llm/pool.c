@@ -44,6 +44,8 @@ static struct {
   void (*fn)(void *, int, int, int);
   void *arg;
   int items, chunks;
+  int grain;      // chunks start at multiples of grain
+  int units;      // items / grain, rounded up
   uint64 claim;   // (step << 32) | next chunk to claim
   uint32 step;    // the posted step's number: workers wait on it
   uint32 done;    // chunks of this step finished: thread 0 waits on it
@@ -81,6 +83,14 @@ learn:
   return waited;
 }
 
+// The first item of chunk k of the posted step (k = chunks: the end).
+static int
+chunk_start(int k)
+{
+  long i = (long)pool.units * k / pool.chunks * pool.grain;
+  return i < pool.items ? (int)i : pool.items;
+}
+
 // Claims and runs chunks of step `step` as thread t until none is left.
 static void
 run_chunks(uint32 step, int t)
@@ -93,8 +103,7 @@ run_chunks(uint32 step, int t)
     if (!__atomic_compare_exchange_n(&pool.claim, &c, c + 1, 0, __ATOMIC_ACQ_REL,
             __ATOMIC_ACQUIRE))
       continue;
-    int lo = (int)((long)pool.items * k / pool.chunks);
-    int hi = (int)((long)pool.items * (k + 1) / pool.chunks);
+    int lo = chunk_start(k), hi = chunk_start(k + 1);
     uint64 t0 = pool.profile ? time_us() : 0;
     pool.fn(pool.arg, lo, hi, t);
     if (pool.profile)
@@ -166,6 +175,7 @@ llm_pool_stop(void)
     return;
   pool.quit = 1;
   pool.chunks = 0;
+  pool.units = 1;
   post();
   for (int t = 1; t < pool.n; t++)
     uthread_join(pool.tids[t], 0);
@@ -179,17 +189,19 @@ llm_pool_threads(void)
 }
 
 void
-llm_pool_run(void (*fn)(void *arg, int lo, int hi, int t), void *arg, int n)
+llm_pool_run(void (*fn)(void *arg, int lo, int hi, int t), void *arg, int n, int grain)
 {
   if (pool.n == 1) {
     fn(arg, 0, n, 0);
     return;
   }
-  int chunks = pool.n * CHUNKS_PER_THREAD;
+  int units = (n + grain - 1) / grain, chunks = pool.n * CHUNKS_PER_THREAD;
   pool.fn = fn;
   pool.arg = arg;
   pool.items = n;
-  pool.chunks = chunks < n ? chunks : n;
+  pool.grain = grain;
+  pool.units = units;
+  pool.chunks = chunks < units ? chunks : units;
   pool.done = 0;
   post();
   run_chunks(pool.step, 0);

@@ -23,13 +23,14 @@ void llm_pool_stop(void);
 // Threads in the pool (1 when not started).
 int llm_pool_threads(void);
 
-// Run fn(arg, lo, hi, t) over [0, n), cut into chunks (contiguous ranges)
-// that the threads claim in turn, so a thread t may run several chunks of
-// one step, in any order; returns when every chunk is done. Each item must
-// depend only on its index and on memory no other item writes (t picks
-// the thread's own scratch memory), so the result is the same for any
-// thread count and any assignment of chunks to threads.
-void llm_pool_run(void (*fn)(void *arg, int lo, int hi, int t), void *arg, int n);
+// Run fn(arg, lo, hi, t) over [0, n), cut into chunks (contiguous ranges
+// starting at multiples of grain) that the threads claim in turn, so a
+// thread t may run several chunks of one step, in any order; returns when
+// every chunk is done. Each item must depend only on its index and on
+// memory no other item writes (t picks the thread's own scratch memory),
+// so the result is the same for any thread count and any assignment of
+// chunks to threads.
+void llm_pool_run(void (*fn)(void *arg, int lo, int hi, int t), void *arg, int n, int grain);
 
 // --profile: measure (on) and read-and-reset the per-thread times.
 void llm_pool_profile(int on);
