@@ -164,6 +164,17 @@ def test_console_program_cannot_become_the_worker(boot_guest, qwen_image, qwen_d
     assert "registered as the AI worker" not in g.transcript
 
 
+def test_boot_argument_sets_the_worker_batch(boot_guest, qwen_image, qwen_dir) -> None:
+    """aibatch=B makes init start ai_daemon --batch B (how bench --burst compares batch
+    sizes); the worker serves at that size, its results equal the reference's."""
+    ids = " ".join(map(str, lc.FRANCE["qwen"]))
+    want = " ".join(map(str, lc.reference_ids(qwen_dir, [lc.FRANCE["qwen"]], 4)[0]))
+    g = boot_guest(image=qwen_image, append="aibatch=3")
+    assert re.search(r"ai_daemon: pid \d+ serving /AI/QWEN .*, batch 3\r?$", g.transcript,
+                     re.M), g.transcript
+    assert g.run(f"ai call 4 {ids}", timeout=120).splitlines()[0] == want
+
+
 def test_reqids_wrap_skipping_live_ones(boot_guest, build, qwen_dir, tmp_path) -> None:
     """Rule 2 across the wrap: booted with ai.reqid_max=17, one `ai` session keeps
     request 1 (done, not waited for) and collects 2..17; the next submit's id

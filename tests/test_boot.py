@@ -67,6 +67,7 @@ def test_bad_boot_arguments_are_named_and_ignored(boot_guest) -> None:
     assert "reqids wrap after" not in g.transcript
     assert g.run("echo hi | cat") == "hi\n"
     assert g.run("ai right") == "AI worker right: no\n"  # bogus is not aiworker=console
+    assert "init: unknown argument 'bogus' ignored" in g.transcript
 
 
 @pytest.mark.guest

@@ -9,33 +9,27 @@ timestamps (from submit) and its ids, and a summary line::
     bench K: reqid R n=N queued_us=Q ttft_us=F total_us=T prefill+1_us=P: IDS
     bench: 8 requests, first submit to last finish S ms
 
-TPOT = (total_us - ttft_us) / (G - 1). For each worker batch size B the
-guest's worker is replaced by ``ai_daemon --batch B`` (B=1 is the old
-one-at-a-time service): the new daemon loads the model and waits for the
-role, then the old one is killed; init restarts a default daemon, which
-finds the role taken and waits (it needs the time of a model load to get
-there, the new daemon polls every 100 ms).
+TPOT = (total_us - ttft_us) / (G - 1). For each worker batch size B one
+guest boots with the boot argument ``aibatch=B``, so that init starts the
+worker as ``ai_daemon --batch B`` (B=1 is the old one-at-a-time service).
 """
 
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pyaisvc.bench.matrix import BenchError, prompt_ids
 from pyaisvc.bench.sample import Note
 from pyaisvc.llmguest import MODELS, prepare
-from pyaisvc.qemu import PROMPT, Guest, QemuConfig
+from pyaisvc.qemu import Guest, QemuConfig
 from pyaisvc.tokenizer import load_tokenizer
 
 N_BURST = 8  # aistress --bench submits 8 copies at once (AI_PERPROC)
 LINE = re.compile(r"^bench (\d+): reqid (\d+) n=(-?\d+) queued_us=(\d+) ttft_us=(\d+) "
                   r"total_us=(\d+) prefill\+1_us=(\d+): ([\d ]*)\r?$", re.M)
 SUMMARY = re.compile(r"^bench: (\d+) requests, first submit to last finish (\d+) ms", re.M)
-WAITING = "another worker is registered"
 DAEMON = re.compile(r"ai_daemon: pid (\d+) serving \S+ \(.*\), load \d+ ms, batch (\d+)")
 
 
@@ -82,47 +76,22 @@ def parse_burst(out: str, gen: int, batch: int, harts: int) -> Burst:
     return Burst(batch, harts, reqs, int(summary.group(2)))
 
 
-def worker_batch(guest: Guest) -> tuple[int, int]:
-    """(pid, batch) of the worker that registered last, from the boot transcript on."""
+def worker_batch(guest: Guest) -> int:
+    """The batch size of the worker that registered at boot, from the transcript."""
     found = DAEMON.findall(guest.transcript)
     if not found:
         raise BenchError("--burst: no 'ai_daemon: pid N serving ..., batch B' line: the image "
                          "needs an ai_daemon that batches (make all)")
-    return int(found[-1][0]), int(found[-1][1])
-
-
-def set_batch(guest: Guest, batch: int, note: Note) -> None:
-    """Makes the guest's worker an ai_daemon --batch `batch` (see the module doc)."""
-    old, have = worker_batch(guest)
-    if have == batch:
-        return
-    note(f"replacing the worker (pid {old}, batch {have}) by ai_daemon --batch {batch}")
-    waiting = guest.transcript.count(WAITING)
-    guest.send_line(f"ai_daemon --batch {batch} &")  # (run() would append "; echo")
-    guest.expect([re.escape(PROMPT)], time.monotonic() + 30, "the shell prompt")
-    _poll(guest, lambda: guest.transcript.count(WAITING) > waiting,
-          f"ai_daemon --batch {batch} loading the model")
-    guest.run(f"kill {old}", timeout=30)
-    _poll(guest, lambda: worker_batch(guest)[0] != old,
-          f"ai_daemon --batch {batch} taking the worker role")
-    if worker_batch(guest)[1] != batch:
-        raise BenchError(f"--burst: the restarted default daemon took the worker role before "
-                         f"ai_daemon --batch {batch}; run the benchmark again")
-
-
-def _poll(guest: Guest, done: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
-    """Lets the guest run (sleep 2 at the shell) until done() or BenchError after timeout."""
-    deadline = time.monotonic() + timeout
-    while not done():
-        if time.monotonic() > deadline:
-            raise BenchError(f"--burst: timed out waiting for {what}")
-        guest.run("sleep 2", timeout=30)
+    return int(found[-1][1])
 
 
 def run_burst(guest: Guest, prompt: list[int], gen: int, batch: int, harts: int,
               note: Note, timeout: float) -> Burst:
-    """One burst of 8 requests (prompt, gen ids each) with the worker at batch size `batch`."""
-    set_batch(guest, batch, note)
+    """One burst of 8 requests (prompt, gen ids each) on a guest whose worker batches
+    `batch` requests."""
+    if worker_batch(guest) != batch:
+        raise BenchError(f"--burst: the worker runs batch {worker_batch(guest)}, not {batch}: "
+                         "the kernel or init does not pass the aibatch= boot argument (make all)")
     note(f"burst: {N_BURST} x ({len(prompt)} prompt + {gen} generated ids), worker batch "
          f"{batch}, {harts} harts")
     # one word per id: aistress reads one id per argument (llmguest.id_args quotes
@@ -139,20 +108,20 @@ def run_bursts(root: Path, model: str, prompt_len: int, gen: int, batches: list[
     note(f"{model}: building kernel, programs and image")
     p = prepare(root, spec, assets)
     prompt = prompt_ids(load_tokenizer(model).encode, prompt_len)
-    qc = QemuConfig(kernel=p.kernel, image=p.image, ram=ram or spec.ram, cpus=cpus,
-                    snapshot=True)
     timeout = 60.0 + 4.0 * N_BURST * gen * p.size_mb / 10
     bursts = []
-    guest = Guest(qc)
-    try:  # not `with`: a failed boot must close QEMU too
-        note(f"{model}: booting the guest ({cpus} harts, {qc.ram})")
-        guest.boot()
-        # the largest first: the boot's worker (AI_BATCH) serves it without a switch
-        for b in sorted(batches, reverse=True):
+    for b in sorted(batches):
+        # init starts ai_daemon --batch B (user/bin/init.c)
+        qc = QemuConfig(kernel=p.kernel, image=p.image, ram=ram or spec.ram, cpus=cpus,
+                        snapshot=True, append=f"aibatch={b}")
+        guest = Guest(qc)
+        try:  # not `with`: a failed boot must close QEMU too
+            note(f"{model}: booting the guest ({cpus} harts, {qc.ram}, worker batch {b})")
+            guest.boot()
             bursts.append(run_burst(guest, prompt, gen, b, cpus, note, timeout))
-    finally:
-        guest.close()
-    return sorted(bursts, key=lambda b: b.batch)
+        finally:
+            guest.close()
+    return bursts
 
 
 def markdown(bursts: list[Burst], command: str) -> str:

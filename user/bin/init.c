@@ -1,7 +1,7 @@
 // init: the first user process.
 //
-//   init [aiworker=console]   (its arguments are the boot command line's
-//                              words without a dot: kernel/core/bootargs.c)
+//   init [aiworker=console] [aibatch=B]   (its arguments are the boot
+//       command line's words without a dot: kernel/core/bootargs.c)
 //
 // It opens the console as fds 0, 1 and 2 (creating /console on a fresh
 // image), then starts every program in the services table and keeps it
@@ -14,7 +14,8 @@
 // the shell and whatever it starts can never register as the worker. The
 // boot argument aiworker=console keeps it for the shell too: the tests
 // that run aitest, usertests' AI cases and the fuzzer's worker from the
-// console boot that way.
+// console boot that way. aibatch=B starts the worker as ai_daemon --batch
+// B (pyaisvc bench --burst compares batch sizes so, one boot each).
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
@@ -25,7 +26,7 @@
 
 struct service {
   char *path;
-  char *argv[4];
+  char *argv[6];
   int (*wanted)(void); // if set, started only while it returns 1
   int notify;          // init waits for a byte on its fd 3 (or its exit)
   int ai_worker;       // keeps the AI worker right
@@ -49,8 +50,17 @@ static struct service services[] = {
   { "/ai_daemon", { "ai_daemon", "--ready-fd", "3", 0 }, have_model, 1, 1 },
   { "/sh", { "sh", 0 } },
 };
+#define WORKER   (&services[0])
 #define SHELL    (&services[1])
 #define NSERVICE (sizeof(services) / sizeof(services[0]))
+
+// Starts the worker as ai_daemon --batch b (ai_daemon checks b).
+static void
+worker_batch(char *b)
+{
+  WORKER->argv[3] = "--batch";
+  WORKER->argv[4] = b;
+}
 
 // Make fds 0, 1 and 2 the console. Without a console nothing can be
 // reported, so failure exits (which stops the system).
@@ -125,10 +135,15 @@ main(int argc, char *argv[])
   struct service *s;
   int pid, status;
 
-  for (int i = 1; i < argc; i++)
+  openconsole();
+  for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "aiworker=console") == 0)
       SHELL->ai_worker = 1;
-  openconsole();
+    else if (strncmp(argv[i], "aibatch=", 8) == 0)
+      worker_batch(argv[i] + 8);
+    else
+      fprintf(2, "init: unknown argument '%s' ignored\n", argv[i]);
+  }
   for (;;) {
     for (s = services; s < services + NSERVICE; s++)
       if (s->pid == 0)
