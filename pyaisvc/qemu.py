@@ -181,6 +181,7 @@ class Guest:
         self.harts: int | None = None
         self.ram_mib: int | None = None
         self._serial = 0
+        self.last_status: int | None = None  # the shell's $? after the last run()
 
     def __enter__(self) -> Guest:
         try:
@@ -234,9 +235,10 @@ class Guest:
     def run(self, cmd: str, timeout: float = 30.0) -> str:
         """Runs one shell command line; returns its output (echo and \\r stripped).
 
-        The line is sent as ``CMD ; echo MARKER`` and the output is what the
+        The line is sent as ``CMD ; echo MARKER $?`` and the output is what the
         console prints between the echo of that line and MARKER, so it is exact
-        even when the command prints "$ " or nothing at all. The image must
+        even when the command prints "$ " or nothing at all; the shell's exit
+        status of CMD's last pipeline becomes ``last_status``. The image must
         therefore hold /echo.
         """
         if self.child is None:
@@ -245,11 +247,12 @@ class Guest:
             raise GuestError(f"run: one line at a time, got {cmd!r}")
         self._serial += 1
         marker = f"AISVC-DONE-{self._serial}-{os.getpid()}"
-        line = f"{cmd} ; echo {marker}"
+        line = f"{cmd} ; echo {marker} $?"
         deadline = time.monotonic() + timeout
         self.child.send(line + "\n")
         self.expect([re.escape(line) + r"\r*\n"], deadline, f"the echo of {cmd!r}")
-        self.expect([re.escape(marker) + r"\r*\n"], deadline, f"the end of {cmd!r}")
+        self.expect([re.escape(marker) + r" (-?\d+)\r*\n"], deadline, f"the end of {cmd!r}")
+        self.last_status = int(self.match.group(1))
         output = (self.child.before or "").replace("\r", "")
         self.expect([re.escape(PROMPT)], deadline, "the shell prompt")
         return output

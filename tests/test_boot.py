@@ -193,4 +193,8 @@ def test_pyaisvc_run_prints_output_and_boot_time(build, capsys) -> None:
                "--", "echo", "from", "run"])
     out, err = capsys.readouterr()
     assert (rc, out) == (0, "from run\n")
+    # its exit status is the command's: 127 for one that does not exist
+    rc = main(["run", "--kernel", str(build.kernel), "--image", str(build.image),
+               "--", "nonexistent"])
+    assert rc == 127, capsys.readouterr()
     assert re.match(r"pyaisvc run: booted to the shell prompt in \d+\.\d\d s \(1 harts", err)

@@ -78,6 +78,26 @@ def test_command_errors(boot_guest) -> None:
 
 
 @pytest.mark.guest
+def test_exit_status(boot_guest) -> None:
+    """$? is the last foreground pipeline's exit status (its last command's); quoted,
+    it is just the word; the driver reads it after every command."""
+    g = boot_guest()
+    assert g.run("nosuchprog ; echo $?") == "sh: nosuchprog: command not found\n127\n"
+    assert g.last_status == 0  # the echo's
+    assert g.run("echo x > notexe ; ./notexe ; echo $?").endswith("126\n")
+    # a pipeline's status is its last command's
+    out = g.run("nosuchprog | echo last ; echo $?").splitlines()
+    assert sorted(out[:2]) == ["last", "sh: nosuchprog: command not found"] and out[2] == "0"
+    assert g.run("echo first | nosuchprog ; echo $?") == (
+        "sh: nosuchprog: command not found\n127\n")
+    assert g.run("cd /nonexistent ; echo $? '$?' \"$?\"").endswith("1 $? $?\n")
+    g.run("grep zzz /nosuchfile")
+    assert g.last_status != 0
+    g.run("echo ok")
+    assert g.last_status == 0
+
+
+@pytest.mark.guest
 def test_cd(boot_guest) -> None:
     g = boot_guest()
     assert g.run("cd /nosuch") == "sh: cd: /nosuch: no such file or directory\n"

@@ -2,9 +2,10 @@
 
 Boots the guest on a throw-away overlay of the image (the image is never
 written), runs CMD at the shell prompt, prints its output on stdout and the
-boot time on stderr, and shuts QEMU down. A process the kernel kills for a
-fault gets one more stderr line: where its pc lies, as function and
-file:line (pyaisvc.symbolize).
+boot time on stderr, and shuts QEMU down; its exit status is CMD's in the
+guest (the shell's $?: 127 for a command that does not exist), so scripts
+can test it. A process the kernel kills for a fault gets one more stderr
+line: where its pc lies, as function and file:line (pyaisvc.symbolize).
 """
 
 from __future__ import annotations
@@ -55,4 +56,5 @@ def run(args: argparse.Namespace) -> int:
                                "s; raise --timeout if it needs longer") from None
         except GuestError as e:
             raise CommandError(f"run: `{line}` stopped the guest: {e}") from e
-    return 0
+        status = guest.last_status
+    return status if status is not None and 0 <= status <= 255 else 1

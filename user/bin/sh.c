@@ -3,7 +3,10 @@
 // A line is a list of pipelines separated by ';' (run in order) or '&'
 // (run without waiting). A pipeline is commands joined by '|', and each
 // command is words with optional redirections: < in, > out, >> out.
-// 'single' and "double" quotes make a word of anything inside them.
+// 'single' and "double" quotes make a word of anything inside them. The
+// word $? (unquoted, on its own) is the exit status of the last
+// foreground pipeline (its last command's; 127: not found, 126: exec
+// failed), as in sh.
 //
 // The whole line is parsed before anything runs, so a syntax error runs
 // nothing. Programs live in /: a command without a '/' is looked up
@@ -62,7 +65,9 @@ struct lexer {
   char *word; // the word just read (T_WORD)
 };
 
-static int jobctl; // the input is the console: run jobs in their own groups
+static int jobctl;           // the input is the console: run jobs in their own groups
+static int status;           // exit status of the last foreground pipeline
+static char status_word[12]; // what every unquoted $? word points to
 static char line[MAXLINE + 2];
 static char words[MAXLINE + 2];
 static struct cmd cmds[MAXCMDS];
@@ -90,6 +95,7 @@ lex(struct lexer *lx)
     return T_APPEND;
   }
   lx->word = lx->w;
+  char *start = lx->s;
   while (*lx->s && !strchr(" \t\r\n|;&<>", *lx->s)) {
     if (*lx->s != '"' && *lx->s != '\'') {
       *lx->w++ = *lx->s++;
@@ -104,6 +110,8 @@ lex(struct lexer *lx)
     lx->s++;
   }
   *lx->w++ = 0;
+  if (lx->s - start == 2 && start[0] == '$' && start[1] == '?')
+    lx->word = status_word; // filled in when its pipeline starts
   return T_WORD;
 }
 
@@ -254,19 +262,23 @@ runcmd(struct cmd *c)
   exit(126);
 }
 
-// Wait until every pid in pids[0..n) has exited. Background jobs that
-// finish meanwhile are reaped too, quietly.
+// Wait until every pid in pids[0..n) has exited; status becomes the
+// last one's exit status. Background jobs that finish meanwhile are
+// reaped too, quietly.
 static void
 waitall(int *pids, int n)
 {
-  int pid, i, left = 0;
+  int pid, i, left = 0, st;
 
   for (i = 0; i < n; i++)
     left += (pids[i] > 0);
-  while (left > 0 && (pid = wait(0)) > 0)
+  while (left > 0 && (pid = wait(&st)) > 0) {
     for (i = 0; i < n; i++)
       if (pids[i] == pid)
         left--;
+    if (pid == pids[n - 1])
+      status = st;
+  }
 }
 
 // With job control: put pid into the job's group *pgid (a new one when
@@ -326,6 +338,7 @@ runpipeline(struct cmd *c, int n, int bg)
   }
   if (i < n && in >= 0)
     close(in);
+  status = i < n ? 1 : 0; // a pipeline that could not start fails
   if (bg && i == n && pids[n - 1] > 0)
     fprintf(2, "[%d]\n", pids[n - 1]);
   else if (!bg) {
@@ -339,7 +352,7 @@ runpipeline(struct cmd *c, int n, int bg)
 static void
 runline(int n)
 {
-  int i, j;
+  int i, j, r;
 
   for (i = 0; i < n; i = j + 1) {
     for (j = i; cmds[j].sep == T_PIPE; j++)
@@ -348,9 +361,12 @@ runline(int n)
       fprintf(2, "sh: pipeline too long (at most %d commands)\n", MAXPIPE);
       return;
     }
+    snprintf(status_word, sizeof(status_word), "%d", status);
     // A lone cd or exit runs in the shell itself, so it takes effect.
-    if (i == j && !cmds[i].in && !cmds[i].out && builtin(&cmds[i]) >= 0)
+    if (i == j && !cmds[i].in && !cmds[i].out && (r = builtin(&cmds[i])) >= 0) {
+      status = r;
       continue;
+    }
     runpipeline(&cmds[i], j - i + 1, cmds[j].sep == T_AMP);
   }
 }
