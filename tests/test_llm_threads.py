@@ -70,11 +70,15 @@ def test_same_ids_at_every_thread_count(boot_guest, thread_image, model: str,
         assert got == want, f"--threads {threads}:\n{console}"
         assert [t["prompt"] for t in timings(console)] == [len(p) for p in prompts]
         assert re.findall(r" threads=(\d+)$", console, re.M) == [str(threads)] * len(prompts)
-    # The default is one thread per hart; --profile says how each thread spent the steps.
+    # The default is one thread per hart that runs at once (fewer when the host gives
+    # the harts fewer cores: measured, so 1..cpus); the timing line says how many;
+    # --profile says how each thread spent the steps.
     console = g.run(f"{prog} --asset-dir /AI/{model.upper()} --profile --predict 4 "
                     + " ".join(map(str, prompts[2])), timeout=300)
     lines = THREAD_LINE.findall(console)
-    assert [(phase, int(n)) for _, phase, n, *_ in lines] == [("prefill", cpus), ("decode", cpus)]
+    ran = int(re.findall(r" threads=(\d+)$", console, re.M)[-1])
+    assert 1 <= ran <= cpus, console
+    assert [(phase, int(n)) for _, phase, n, *_ in lines] == [("prefill", ran), ("decode", ran)]
     for _, _, n, steps, busy, wait in lines:
         assert int(steps) > 0 and len(busy.split(",")) == len(wait.split(",")) == int(n)
         assert all(int(b) > 0 for b in busy.split(",")), console

@@ -259,7 +259,7 @@ main(int argc, char **argv)
   if (places < batch)
     fprintf(2, "ai_daemon: memory for %d of %d KV caches: serving %d at once\n",
         places, batch, places);
-  llm_pool_start(nharts());
+  llm_pool_start(0); // as many threads as the machine runs at once
   if (register_worker(&rt.cfg) < 0)
     return 1;
   printf("ai_daemon: pid %d serving %s (vocab %d, runtime_seq_len %d), load %lu ms, batch %d\n",

@@ -16,8 +16,8 @@
 // --stream writes each id as soon as it is chosen instead of the whole line
 // at the end (the finished line is the same), so a reader such as
 // `pyaisvc chat` can show a reply as it grows. --threads N sizes the
-// thread pool the matmuls are split across (default: one per hart; the
-// ids are the same for any N).
+// thread pool the matmuls are split across (default: one per hart that
+// runs at once, user/llm/pool.c; the ids are the same for any N).
 // Sampling (user/llm/sample.c): greedy unless --temp T > 0 is given; then
 // --top-k (default 40, 0: the whole vocabulary), --top-p (default 0.95,
 // 1: off) and --seed (default 0; every request starts from it, so the same
@@ -46,7 +46,7 @@
 struct options {
   const char *dir;
   int predict;
-  int threads; // 0: one per hart
+  int threads; // 0: one per hart that runs at once (llm_pool_start)
   int quiet, profile, use_stdin, stream;
   int batch; // --batch: requests at once (0: one after another)
   const char *prompt_file;
@@ -580,7 +580,7 @@ llm_cli_main(const struct llm_model *md, int argc, char **argv)
     return 1;
   }
   s.sampler = &o.smp;
-  llm_pool_start(o.threads ? o.threads : nharts());
+  llm_pool_start(o.threads); // 0: as many as run at once
   if (o.stream) {
     llm_token_hook = stream_id; // llm_session_run then prints no id line
     stream_stop = &o.smp;

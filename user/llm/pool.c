@@ -27,6 +27,15 @@
 // calls and a context switch); with more harts than cores, waits are long
 // and spins shrink, so waiting vCPUs give their host core to working ones.
 //
+// Sizing: by default (llm_pool_start(0)) the pool starts one thread per
+// hart, then measures how many run at once: for 20 ms every thread reads
+// the clock in a loop, and a gap between two reads is time the host did
+// not run its vCPU. Harts that share a host core (more harts than the
+// host has cores, or a busy host) lose time so, and the pool keeps as
+// many threads as the cores' worth of time they got: with every thread on
+// a core of its own, no step waits for a vCPU the host has stopped
+// (docs/THREADS.md, "Measured"). --threads N skips the measurement.
+//
 // Every item is computed by the same code on the same inputs whichever
 // thread runs it: results do not depend on the number of threads.
 
@@ -34,8 +43,10 @@
 #include "user/llm/loader.h"
 #include "user/llm/pool.h"
 
-#define POOL_SPIN_MAX_US  1000 // the longest spin before sleeping
-#define CHUNKS_PER_THREAD 4    // chunks per step: enough to even out, few claims
+#define POOL_SPIN_MAX_US  1000  // the longest spin before sleeping
+#define CHUNKS_PER_THREAD 4     // chunks per step: enough to even out, few claims
+#define CALIBRATE_US      20000 // how long the threads measure to size the pool
+#define STOLEN_GAP_US     50    // a longer gap between clock reads: not running
 
 static struct {
   int n; // threads, the caller included
@@ -52,7 +63,12 @@ static struct {
   uint32 idle;    // workers asleep on step
   uint32 waiting; // 1 while thread 0 sleeps on done
   uint64 spin_now[LLM_MAX_THREADS];
-  int quit;
+  int keep; // workers t >= keep return at the next post
+  // sizing the pool by measurement (llm_pool_start(0))
+  int calibrating;
+  uint64 calib_start, calib_end; // when every thread counts
+  uint64 calib[LLM_MAX_THREADS]; // how long each worker ran in the window
+  uint32 calib_ready, calib_go, calib_done;
   int profile;
   struct llm_pool_stats st;
 } pool = { .n = 1 };
@@ -114,46 +130,44 @@ run_chunks(uint32 step, int t)
   }
 }
 
+// Microseconds of [start, end) in which the calling thread ran: it spins
+// reading the clock, and a gap of more than STOLEN_GAP_US between two
+// reads is time the host did not run this vCPU (one turn takes tens).
+static uint64
+running_us(uint64 start, uint64 end)
+{
+  uint64 now, last, stolen = 0;
+  while ((last = time_us()) < start)
+    ;
+  while ((now = time_us()) < end) {
+    if (now - last > STOLEN_GAP_US)
+      stolen += now - last;
+    last = now;
+  }
+  return end - start > stolen ? end - start - stolen : 0;
+}
+
 static uint64
 worker(void *arg)
 {
   int t = (int)(uint64)arg;
   uint32 seen = __atomic_load_n(&pool.step, __ATOMIC_ACQUIRE);
+  if (pool.calibrating) {
+    __atomic_add_fetch(&pool.calib_ready, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&pool.calib_go, __ATOMIC_ACQUIRE))
+      ;
+    pool.calib[t] = running_us(pool.calib_start, pool.calib_end);
+    __atomic_add_fetch(&pool.calib_done, 1, __ATOMIC_RELEASE);
+  }
   for (;;) {
     uint64 w = wait_change(&pool.step, seen, &pool.idle, t);
     if (pool.profile)
       pool.st.wait_us[t] += w;
     seen = __atomic_load_n(&pool.step, __ATOMIC_ACQUIRE);
-    if (pool.quit)
+    if (t >= pool.keep)
       return 0;
     run_chunks(seen, t);
   }
-}
-
-int
-llm_pool_start(int n)
-{
-  if (n > LLM_MAX_THREADS)
-    n = LLM_MAX_THREADS;
-  if (n < 1)
-    n = 1;
-  pool.quit = 0;
-  pool.n = 1;
-  if (n == 1)
-    return 1;
-  for (int t = 0; t < n; t++)
-    pool.spin_now[t] = POOL_SPIN_MAX_US;
-  for (int t = 1; t < n; t++) {
-    int tid = uthread_create(worker, (void *)(uint64)t);
-    if (tid < 0) {
-      fprintf(2, "%s: thread %d: %s; running %d threads\n", llm_prog, t, strerror(tid), t);
-      n = t;
-      break;
-    }
-    pool.tids[t] = tid;
-  }
-  pool.n = n;
-  return n;
 }
 
 // Makes the workers see a new step number (after the step's fields are
@@ -168,18 +182,84 @@ post(void)
     futex_wake(&pool.step, LLM_MAX_THREADS);
 }
 
-void
-llm_pool_stop(void)
+// Ends the workers keep .. n-1 (an empty step that they leave on).
+static void
+stop_from(int keep)
 {
-  if (pool.n == 1)
-    return;
-  pool.quit = 1;
+  pool.keep = keep;
   pool.chunks = 0;
   pool.units = 1;
   post();
-  for (int t = 1; t < pool.n; t++)
+  for (int t = keep; t < pool.n; t++)
     uthread_join(pool.tids[t], 0);
+  pool.n = keep;
+}
+
+// How many of the pool's n threads the machine runs at once: once every
+// worker is running, all n spin in one common window of CALIBRATE_US and
+// each measures how much of it the host let it run; the sum over the
+// window is the host cores the harts got (two on a 2-core host, whether
+// the guest has 2 harts or 4).
+static int
+parallel_threads(void)
+{
+  int n = pool.n;
+  while (__atomic_load_n(&pool.calib_ready, __ATOMIC_ACQUIRE) != (uint32)(n - 1))
+    ;
+  pool.calib_start = time_us() + 1000; // time for the workers to see go
+  pool.calib_end = pool.calib_start + CALIBRATE_US;
+  __atomic_store_n(&pool.calib_go, 1, __ATOMIC_RELEASE);
+  uint64 sum = running_us(pool.calib_start, pool.calib_end);
+  while (__atomic_load_n(&pool.calib_done, __ATOMIC_ACQUIRE) != (uint32)(n - 1))
+    ;
+  for (int t = 1; t < n; t++)
+    sum += pool.calib[t];
+  // Rounded up from 0.6: two harts on a free 2-core host measure 1.85-2.0
+  // cores, four harts on it 2.1-2.5.
+  int p = (int)((sum + CALIBRATE_US * 2 / 5) / CALIBRATE_US);
+  return p < 1 ? 1 : p > n ? n
+                           : p;
+}
+
+int
+llm_pool_start(int n)
+{
+  int measure = (n == 0);
+  if (measure)
+    n = nharts();
+  if (n > LLM_MAX_THREADS)
+    n = LLM_MAX_THREADS;
   pool.n = 1;
+  if (n <= 1)
+    return 1;
+  pool.keep = n;
+  pool.calibrating = measure;
+  pool.calib_ready = pool.calib_go = pool.calib_done = 0;
+  for (int t = 0; t < n; t++)
+    pool.spin_now[t] = POOL_SPIN_MAX_US;
+  for (int t = 1; t < n; t++) {
+    int tid = uthread_create(worker, (void *)(uint64)t);
+    if (tid < 0) {
+      fprintf(2, "%s: thread %d: %s; running %d threads\n", llm_prog, t, strerror(tid), t);
+      n = t;
+      break;
+    }
+    pool.tids[t] = tid;
+  }
+  pool.n = n;
+  if (measure && n > 1) {
+    int p = parallel_threads();
+    if (p < n)
+      stop_from(p);
+  }
+  return pool.n;
+}
+
+void
+llm_pool_stop(void)
+{
+  if (pool.n > 1)
+    stop_from(1);
 }
 
 int
