@@ -80,8 +80,10 @@ def test_same_ids_at_every_thread_count(boot_guest, thread_image, model: str,
     assert 1 <= ran <= cpus, console
     assert [(phase, int(n)) for _, phase, n, *_ in lines] == [("prefill", ran), ("decode", ran)]
     for _, _, n, steps, busy, wait in lines:
-        assert int(steps) > 0 and len(busy.split(",")) == len(wait.split(",")) == int(n)
-        assert all(int(b) > 0 for b in busy.split(",")), console
+        assert len(busy.split(",")) == len(wait.split(",")) == int(n)
+        # One thread runs no pool steps; with more, thread 0 always runs chunks (the
+        # others claim what they reach first, possibly none of a short phase).
+        assert (int(steps) > 0 and int(busy.split(",")[0]) > 0) == (int(n) > 1), console
     assert "panic" not in g.transcript
 
 

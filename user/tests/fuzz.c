@@ -839,31 +839,44 @@ aiworker_main(uint64 seed, int ready)
 
 // ---------------------------------------------------------------- the parent
 
-// Removes everything below the current directory, then goes up.
-static void
-rmtree_here(void)
+// The first entry of the current directory other than . and .., into
+// name; 0 when there is none. Holds no descriptor once it returns.
+static int
+first_entry(char *name)
 {
   struct dirent de;
-  struct stat st;
-  char name[DIRSIZ + 1];
-  int fd;
+  int fd, found = 0;
 
   if ((fd = open(".", O_RDONLY)) < 0)
-    return;
-  while (read(fd, &de, sizeof(de)) == sizeof(de)) {
+    return 0;
+  while (!found && read(fd, &de, sizeof(de)) == sizeof(de)) {
     if (de.inum == 0)
       continue;
     memmove(name, de.name, DIRSIZ);
     name[DIRSIZ] = 0;
-    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-      continue;
+    found = strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+  }
+  close(fd);
+  return found;
+}
+
+// Removes everything below the current directory. No descriptor stays
+// open across the recursion: the workers' chdir can nest directories
+// deeper than a process has descriptors (a 1,000,000-call run left one).
+static void
+rmtree_here(void)
+{
+  struct stat st;
+  char name[DIRSIZ + 1];
+
+  while (first_entry(name)) {
     if (stat(name, &st) == 0 && st.type == T_DIR && chdir(name) == 0) {
       rmtree_here();
       chdir("..");
     }
-    unlink(name);
+    if (unlink(name) < 0)
+      return; // cannot go on; the caller's check reports what is left
   }
-  close(fd);
 }
 
 static void
