@@ -381,7 +381,12 @@ qemu-llm: $(KERNEL_ELF) $(BUILD)/fs-llm.img | qemu-check
 # in for user.h. -ffp-contract=off: no fused multiply-add, as in the guest.
 LLM_HOST_CFLAGS := -O2 -Wall -Werror -ffp-contract=off -fno-math-errno -I. \
 	-include tests/host/hostcompat.h
-llm-host: $(BUILD)/host/llmrun_smol $(BUILD)/host/llmrun_qwen $(BUILD)/host/llm_mathcheck
+llm-host: $(BUILD)/host/llmrun_smol $(BUILD)/host/llmrun_qwen $(BUILD)/host/llm_mathcheck \
+	$(BUILD)/host/llm_poolstress
+$(BUILD)/host/llm_poolstress: tests/host/poolstress.c $(U)/llm/pool.c $(LLM_HDRS) \
+		tests/host/hostcompat.h
+	@mkdir -p $(dir $@)
+	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/pool.c -lpthread
 $(BUILD)/host/llm_mathcheck: tests/host/mathcheck.c $(U)/llm/kernels.c $(U)/llm/kernels_vec.c \
 		$(LLM_HDRS) tests/host/hostcompat.h
 	@mkdir -p $(dir $@)

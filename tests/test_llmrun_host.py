@@ -295,3 +295,19 @@ def test_sampler_parse_decimal_matches_guest_rule() -> None:
     for bad in ("1e-3", ".5", "5.", "-1", "0.1234567890123456", ""):
         with pytest.raises(SamplingError):
             parse_decimal(bad, "t")
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_thread_pool_runs_every_item_once(threads: int) -> None:
+    # More threads than host cores, so the host stops them at any instruction;
+    # steps of 1-64 items alternate. Before the claim word carried the chunk
+    # count, a thread could claim a chunk of a step that did not exist yet: an
+    # item ran twice or never, or the step never ended (2 threads: 4 runs in 6).
+    with build_lock():
+        proc = subprocess.run(["make", "-s", "build/host/llm_poolstress"], cwd=ROOT,
+                              capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    p = subprocess.run([str(ROOT / "build/host/llm_poolstress"), str(threads), "300000"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == f"ok 300000 steps, {threads} threads"

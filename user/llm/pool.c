@@ -13,11 +13,18 @@
 // share. With fixed parts, every one of the ~150 steps of a SmolLM2 token
 // waited for the slowest-scheduled vCPU (docs/THREADS.md, "Measured").
 //
-// The claim word holds the step's number in its high half and the next
-// chunk in its low half, so a thread still busy with an old step can never
-// claim a chunk of the next one: its compare-and-swap fails. A successful
-// claim means the step is not finished, so fn, arg and the item count are
-// still that step's: thread 0 rewrites them only after the last chunk.
+// The claim word holds the step's number (high 32 bits), its chunk count
+// (16 bits) and the next chunk to claim (low 16 bits), and a thread decides
+// from that one word alone whether a chunk is left: a thread still busy
+// with an old step can never claim a chunk of the next one, because its
+// compare-and-swap fails. A successful claim means the step is not
+// finished, so fn, arg and the item count are still that step's: thread 0
+// rewrites them only after the last chunk. (The chunk count must come from
+// the word too: a thread that read pool.chunks after the claim saw step S
+// fully claimed could find step S+1's larger count, written before
+// post(), and claim a chunk that does not exist; the step's done count
+// then overshot and thread 0 returned early or waited forever. The
+// host test tests/host/poolstress.c found it.)
 //
 // Waiting (workers for the next step, thread 0 for the last chunk) spins
 // first, then sleeps in futex_wait. The spin adapts (wait_change): a wait
@@ -57,7 +64,7 @@ static struct {
   int items, chunks;
   int grain;      // chunks start at multiples of grain
   int units;      // items / grain, rounded up
-  uint64 claim;   // (step << 32) | next chunk to claim
+  uint64 claim;   // step << 32 | chunks << 16 | next chunk to claim
   uint32 step;    // the posted step's number: workers wait on it
   uint32 done;    // chunks of this step finished: thread 0 waits on it
   uint32 idle;    // workers asleep on step
@@ -113,8 +120,8 @@ run_chunks(uint32 step, int t)
 {
   for (;;) {
     uint64 c = __atomic_load_n(&pool.claim, __ATOMIC_ACQUIRE);
-    int k = (int)(uint32)c;
-    if ((uint32)(c >> 32) != step || k >= pool.chunks)
+    int k = (int)(c & 0xffff);
+    if ((uint32)(c >> 32) != step || k >= (int)((c >> 16) & 0xffff))
       return;
     if (!__atomic_compare_exchange_n(&pool.claim, &c, c + 1, 0, __ATOMIC_ACQ_REL,
             __ATOMIC_ACQUIRE))
@@ -176,7 +183,8 @@ static void
 post(void)
 {
   uint32 step = pool.step + 1;
-  __atomic_store_n(&pool.claim, (uint64)step << 32, __ATOMIC_RELEASE);
+  __atomic_store_n(&pool.claim, (uint64)step << 32 | (uint64)pool.chunks << 16,
+      __ATOMIC_RELEASE);
   __atomic_store_n(&pool.step, step, __ATOMIC_SEQ_CST);
   if (__atomic_load_n(&pool.idle, __ATOMIC_SEQ_CST) > 0)
     futex_wake(&pool.step, LLM_MAX_THREADS);
