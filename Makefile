@@ -75,6 +75,7 @@ LDFLAGS := -z max-page-size=4096
 KERNEL_CORE_SRCS := \
 	$(K)/arch/riscv/entry.S \
 	$(K)/arch/riscv/start.c \
+	$(K)/arch/riscv/machvec.S \
 	$(K)/arch/riscv/trampoline.S \
 	$(K)/arch/riscv/kernelvec.S \
 	$(K)/arch/riscv/swtch.S \

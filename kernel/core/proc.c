@@ -19,6 +19,15 @@
 // changed them (Dirty), and turns FS Off. On the way back to user mode,
 // fpu_enter() loads them again. So FP state follows the process to any
 // hart, and processes that never touch FP cost a restore per switch only.
+//
+// Waking idle harts: a hart with nothing to run waits in wfi. Whoever
+// makes a process RUNNABLE (make_runnable) sends one idle hart a software
+// interrupt (machvec.S), so a thread woken by another hart starts within
+// microseconds instead of at the idle hart's next timer tick (10 ms): the
+// runtime's thread pool wakes its workers at every step. A hart sets
+// cpu.idle before its last look for work and the waker sets the state
+// before it looks at cpu.idle, each with a fence between, so at least one
+// of them sees the other.
 #include "kernel/include/types.h"
 #include "kernel/include/param.h"
 #include "kernel/include/errno.h"
@@ -222,7 +231,7 @@ userinit(void)
   p->pgid = p->pid;
   p->ai_right = 1; // init hands it on to the AI worker only (ai_service.c)
   safestrcpy(p->name, "init", sizeof(p->name));
-  p->state = RUNNABLE;
+  make_runnable(p);
   release(&p->lock);
 }
 
@@ -397,7 +406,7 @@ fork(void)
   release(&wait_lock);
 
   acquire(&np->lock);
-  np->state = RUNNABLE;
+  make_runnable(np);
   release(&np->lock);
   return pid;
 }
@@ -494,6 +503,54 @@ wait(uint64 addr)
   }
 }
 
+// Interrupts hart `hart` (out of wfi): machvec.S passes it on as SSIP.
+static void
+ipi_send(int hart)
+{
+  *(volatile uint32 *)CLINT_MSIP(hart) = 1;
+}
+
+// Marks p RUNNABLE and, if some other hart is idle, wakes one to run it:
+// several wake-ups in a row (futex_wake of n threads) go to several idle
+// harts. The caller holds p->lock.
+void
+make_runnable(struct proc *p)
+{
+  p->state = RUNNABLE;
+  __sync_synchronize();
+  int me = r_tp();
+  for (int i = 0; i < NCPU; i++) {
+    // Claiming the hart (idle 1 -> 0) sends the next wake-up elsewhere.
+    if (i != me && __atomic_exchange_n(&cpus[i].idle, 0, __ATOMIC_ACQ_REL)) {
+      ipi_send(i);
+      return;
+    }
+  }
+}
+
+// Is any process RUNNABLE? A lock-free look, only to decide whether to
+// wait in wfi: the scheduler's next turn reads each state under its lock.
+static int
+any_runnable(void)
+{
+  for (struct proc *p = proc; p < &proc[NPROC]; p++)
+    if (__atomic_load_n(&p->state, __ATOMIC_RELAXED) == RUNNABLE)
+      return 1;
+  return 0;
+}
+
+// Waits in wfi for an interrupt unless work appeared meanwhile. Setting
+// idle before the last look pairs with make_runnable (design comment).
+static void
+idle_wait(struct cpu *c)
+{
+  __atomic_store_n(&c->idle, 1, __ATOMIC_RELAXED);
+  __sync_synchronize();
+  if (!any_runnable())
+    asm volatile("wfi");
+  __atomic_store_n(&c->idle, 0, __ATOMIC_RELAXED);
+}
+
 // Every hart ends up here after boot and never leaves: run each RUNNABLE
 // process in turn; wait for an interrupt when there is none.
 void
@@ -521,7 +578,7 @@ scheduler(void)
       release(&p->lock);
     }
     if (!found)
-      asm volatile("wfi");
+      idle_wait(c);
   }
 }
 
@@ -600,7 +657,7 @@ wakeup(void *chan)
       continue;
     acquire(&p->lock);
     if (p->state == SLEEPING && p->chan == chan)
-      p->state = RUNNABLE;
+      make_runnable(p);
     release(&p->lock);
   }
 }
@@ -622,7 +679,7 @@ kill(int pid)
       else
         p->killed = 1;
       if (!err && p->state == SLEEPING)
-        p->state = RUNNABLE;
+        make_runnable(p);
       release(&p->lock);
       return err;
     }
@@ -676,7 +733,7 @@ kill_pgrp(int pgid)
     if (p->pgid == pgid && p != initproc && p->state != UNUSED && p->state != ZOMBIE) {
       p->killed = 1;
       if (p->state == SLEEPING)
-        p->state = RUNNABLE;
+        make_runnable(p);
       n++;
     }
     release(&p->lock);

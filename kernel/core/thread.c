@@ -139,7 +139,7 @@ kill_thread(struct proc *p)
   acquire(&p->lock);
   p->killed = 1;
   if (p->state == SLEEPING)
-    p->state = RUNNABLE;
+    make_runnable(p);
   release(&p->lock);
 }
 
@@ -179,7 +179,7 @@ end_others(struct proc *me)
       } else if (q->state != ZOMBIE) {
         q->killed = 1;
         if (q->state == SLEEPING)
-          q->state = RUNNABLE;
+          make_runnable(q);
         live++;
       }
       release(&q->lock);
@@ -329,7 +329,7 @@ sys_thread_create(void)
     free_thread(t);
   } else {
     t->leader = l;
-    t->state = RUNNABLE;
+    make_runnable(t);
   }
   release(&t->lock);
   release(&wait_lock);
@@ -471,7 +471,7 @@ sys_futex_wake(void)
       continue;
     acquire(&q->lock);
     if (q->state == SLEEPING && q->chan == chan) {
-      q->state = RUNNABLE;
+      make_runnable(q);
       woken++;
     }
     release(&q->lock);

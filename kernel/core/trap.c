@@ -82,6 +82,11 @@ devintr(uint64 scause)
     clockintr();
     return INTR_TIMER;
   }
+  if (scause == (SCAUSE_INTR | IRQ_S_SOFT)) {
+    // Another hart's wake-up call (proc.c): leaving wfi was its purpose.
+    csr_clear(sip, SIP_SSIP);
+    return INTR_DEVICE;
+  }
   if (scause != (SCAUSE_INTR | IRQ_S_EXTERNAL))
     return INTR_NONE;
   int irq = plic_claim();

@@ -95,6 +95,7 @@ kvminit(uint64 ram_end)
 {
   pagetable_t kpt = kzalloc();
 
+  kvmmap(kpt, CLINT, CLINT, PGSIZE, PTE_R | PTE_W);
   kvmmap(kpt, UART0, UART0, PGSIZE, PTE_R | PTE_W);
   kvmmap(kpt, VIRTIO0, VIRTIO0, PGSIZE, PTE_R | PTE_W);
   kvmmap(kpt, PLIC, PLIC, PLIC_SIZE, PTE_R | PTE_W);

@@ -109,6 +109,7 @@ void sched(void);
 void yield(void);
 void sleep(void *chan, struct spinlock *lk);
 void wakeup(void *chan);
+void make_runnable(struct proc *p);
 int either_copyout(int user_dst, uint64 dst, void *src, uint64 len);
 int either_copyin(void *dst, int user_src, uint64 src, uint64 len);
 void procdump(void);

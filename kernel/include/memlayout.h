@@ -1,13 +1,15 @@
 // Physical and virtual memory layout.
 //
 // Physical (QEMU virt):
+//   0x02000000  CLINT: each hart's MSIP word (4 bytes from the base,
+//               in hart order) raises a machine software interrupt
 //   0x0c000000  PLIC
 //   0x10000000  UART0 (16550), IRQ 10
 //   0x10001000  VIRTIO0 (virtio-mmio, the disk), IRQ 1
 //   0x80000000  RAM; QEMU loads the kernel here (-bios none).
 //               The RAM size comes from the device tree (fdt.c).
 //
-// Kernel virtual: RAM, UART0, VIRTIO0 and PLIC are mapped 1:1 (va == pa).
+// Kernel virtual: RAM, CLINT, UART0, VIRTIO0 and PLIC are mapped 1:1 (va == pa).
 // At the top: the trampoline page, then each process's kernel stack with
 // an unmapped guard page below it.
 //
@@ -21,6 +23,9 @@
 
 #include "param.h"
 #include "riscv.h"
+
+#define CLINT         0x02000000L
+#define CLINT_MSIP(h) (CLINT + 4 * (h))
 
 #define UART0     0x10000000L
 #define UART0_IRQ 10

@@ -20,6 +20,7 @@ struct cpu {
   struct context context; // swtch() here to enter the scheduler
   int noff;               // depth of push_off() nesting
   int intena;             // were interrupts enabled before push_off()?
+  int idle;               // in the scheduler's wfi, waiting for work
 };
 
 extern struct cpu cpus[NCPU];

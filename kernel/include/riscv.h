@@ -25,12 +25,15 @@
 #define SSTATUS_SUM      (1L << 18)
 
 // sie / sip / mideleg bits
-#define IE_SSIE (1L << 1)
-#define IE_STIE (1L << 5)
-#define IE_SEIE (1L << 9)
+#define IE_SSIE  (1L << 1)
+#define IE_STIE  (1L << 5)
+#define IE_SEIE  (1L << 9)
+#define MIE_MSIE (1L << 3) // mie: machine software interrupt (CLINT MSIP)
+#define SIP_SSIP (1L << 1) // sip: supervisor software interrupt pending
 
 // scause
 #define SCAUSE_INTR    (1UL << 63)
+#define IRQ_S_SOFT     1
 #define IRQ_S_TIMER    5
 #define IRQ_S_EXTERNAL 9
 #define EXC_ILLEGAL    2

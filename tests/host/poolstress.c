@@ -71,7 +71,7 @@ main(int argc, char **argv)
     if (bad) {
       fprintf(2, "llm_poolstress: step %ld (%d items, grain %d): %s\n", s, c->n, c->grain,
           stray_chunk ? "a chunk ran with another step's argument"
-                       : "an item ran other than once");
+                      : "an item ran other than once");
       return 1;
     }
   }

@@ -11,10 +11,11 @@
 // unlock without waiters costs no system call). A barrier counts arrivals
 // and bumps a generation word; waiters spin on it for spin_us (a partner
 // on another hart usually arrives within microseconds), then sleep in
-// futex_wait. The last arrival wakes sleepers only if there are any. A
-// woken thread may wait for its hart's next timer tick (an idle hart sits
-// in wfi and this kernel sends no wake-up interrupts), so a barrier crossed
-// many times a second should spin longer than the gaps between crossings.
+// futex_wait. The last arrival wakes sleepers only if there are any. The
+// kernel interrupts an idle hart to run a woken thread, but a sleep and a
+// wake-up still cost two system calls and a context switch each (a few
+// hundred microseconds under QEMU), so a barrier crossed thousands of
+// times a second should spin longer than the usual gap between crossings.
 #include "user/lib/user.h"
 
 #define UTHREAD_STACK   (64 * 1024)

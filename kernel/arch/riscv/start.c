@@ -5,19 +5,25 @@
 // and interrupts to S-mode, opens physical memory to S and U mode (PMP),
 // lets S and U mode read the `time` CSR, and hands the timer to S-mode
 // through the Sstc extension (S-mode writes stimecmp itself, so no M-mode
-// timer handler is needed). Then mret drops into main() in S-mode.
+// timer handler is needed). The one interrupt M-mode keeps is the CLINT
+// software interrupt, which harts send each other to wake from wfi:
+// machvec.S hands it on to S-mode. Then mret drops into main() in S-mode.
 #include "kernel/include/types.h"
 #include "kernel/include/param.h"
 #include "kernel/include/riscv.h"
 #include "kernel/include/defs.h"
 
 void main(void);
+void machvec(void);
 
 // Boot stacks, one page per hart; entry.S points sp into them.
 __attribute__((aligned(16))) char stack0[4096 * NCPU];
 
 // The device tree's physical address, passed by QEMU in a1.
 volatile uint64 fdt_pa;
+
+// Two registers' room per hart for machvec.S (mscratch points here).
+static uint64 machvec_save[NCPU][2];
 
 // Set if this machine's harts implement Sstc; main() checks it.
 volatile int sstc_ok;
@@ -51,6 +57,11 @@ start(uint64 hartid, uint64 dtb)
     fdt_pa = dtb;
     misa_vector = (csr_read(misa) & MISA_V) != 0;
   }
+  // Wake-up calls from other harts: machvec.S turns them into SSIP.
+  csr_write(mscratch, (uint64)machvec_save[hartid]);
+  csr_write(mtvec, (uint64)machvec);
+  csr_set(mie, MIE_MSIE);
+
   // No timer interrupt until trapinithart() arms one.
   csr_write(CSR_STIMECMP, -1UL);
 
