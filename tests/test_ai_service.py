@@ -29,8 +29,10 @@ import pytest
 from host import llmcases as lc
 
 from pyaisvc import fsimg
+from pyaisvc.chat import stop_ids
 from pyaisvc.llmguest import MODELS, timings
 from pyaisvc.qemu import CONSOLE_AI_WORKER
+from pyaisvc.tokenizer import load_tokenizer
 
 pytestmark = pytest.mark.guest
 
@@ -59,6 +61,10 @@ RULES = [  # one or more aitest cases must cover each of these
     "stream: never consumes", "stream: failed: the ids it produced", "stream: failed: then its",
     "stream: blocks while queued and running", "emit: a cancelled running request: stop",
     "complete: must begin with the emitted ids",
+    # stop ids (ai_submit_stop)
+    "bad: stop count -1", "bad: stop count above AI_MAX_STOP", "bad: stop id == vocab",
+    "bad: stop pointer in kernel memory", "stop ids: the job carries them",
+    "stop ids: the result has those ids", "stop id: the real worker ends the request at it",
     "fairness: at most B/2 running per process while others wait",
     # the worker right (rule 13)
     "right: a process that dropped the worker right gets AIE_PERM",
@@ -264,6 +270,31 @@ def test_shell_tool_walkthrough(boot_guest, qwen_image, qwen_dir) -> None:
     assert "slots 0/16 used" in g.run("ai info")
 
 
+def until_stop(ids: list[int], stops: set[int]) -> list[int]:
+    """ids up to and including the first stop id (all of them if none comes)."""
+    cut = next((i + 1 for i, t in enumerate(ids) if t in stops), len(ids))
+    return ids[:cut]
+
+
+def test_stop_id_ends_a_service_request(boot_guest, qwen_image, qwen_dir) -> None:
+    """`ai gen/call --stop ID` (ai_submit_stop): the request ends after the first
+    stop id it generates; its ids are the reference's up to there."""
+    full = lc.reference_ids(qwen_dir, [lc.FRANCE["qwen"]], 8)[0]
+    stops = {full[2], full[5]}
+    want = " ".join(map(str, until_stop(full, stops)))
+    assert len(want.split()) < 8
+    ids = " ".join(map(str, lc.FRANCE["qwen"]))
+    flags = " ".join(f"--stop {s}" for s in sorted(stops))
+    g = boot_guest(image=qwen_image)
+    out = g.run(f"ai gen {flags} 8 {ids}", timeout=120)
+    assert out.splitlines()[0].strip() == want, out
+    out = g.run(f"ai call {flags} 8 {ids}", timeout=120)
+    assert out.splitlines()[0].strip() == want, out
+    out = g.run(f"ai submit --stop 1 --stop 2 --stop 3 --stop 4 --stop 5 8 {ids}")
+    assert "at most 4 --stop ids" in out, out
+    assert "slots 0/16 used" in g.run("ai info")
+
+
 @pytest.mark.slow
 def test_smol_service_matches_llmrun(boot_guest, build, tmp_path, capsys) -> None:
     smol = lc.smol_dir("v3")
@@ -279,6 +310,17 @@ def test_smol_service_matches_llmrun(boot_guest, build, tmp_path, capsys) -> Non
         service = g.run(f"ai call {gen} {ids}", timeout=600).splitlines()[0]
         direct = g.run(f"llmrun_smol --quiet --predict {gen} {ids}", timeout=600).strip()
         assert service == direct == " ".join(map(str, w)), (service, direct)
+    # A chat turn ends at the end-of-turn id when the submitter asks for it
+    # (a turn without the system prompt: its reply is short).
+    tok = load_tokenizer("smol")
+    turn = tok.encode("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n"
+                      "<|im_start|>assistant\n")
+    stops = stop_ids(tok)
+    want_turn = until_stop(lc.reference_ids(smol, [turn], 16)[0], stops)
+    assert len(want_turn) < 16 and want_turn[-1] in stops
+    flags = " ".join(f"--stop {s}" for s in sorted(stops))
+    service = g.run(f"ai call {flags} 16 {' '.join(map(str, turn))}", timeout=600)
+    assert service.splitlines()[0] == " ".join(map(str, want_turn)), service
     # 8 queued requests through the resident worker against 8 cold runs.
     ids = " ".join(map(str, lc.FRANCE["smol"]))
     bench = g.run(f"aistress --bench {gen} {ids}", timeout=1200)

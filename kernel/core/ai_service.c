@@ -114,6 +114,8 @@ struct ai_slot {
   int runner;                                              // the worker's pid while RUNNING
   int err;                                                 // FAILED: the positive AIE_ code
   int count, predict;                                      // prompt ids, ids to generate
+  int nstop;                                               // stop ids in stop[]
+  uint32 stop[AI_MAX_STOP];                                // the request ends after one
   int tokens;                                              // ids generated so far
   int result_len;                                          // DONE: bytes of result
   uint64 submit_time, start_time, first_time, finish_time; // us, 0 = not yet
@@ -384,16 +386,28 @@ status_fill(struct ai_slot *s, struct ai_status *st)
 
 // ---------------------------------------------------------------- callers
 
+// A request as submitted: prompt ids, how many to generate at most, and
+// the ids that end it early.
+struct submission {
+  uint32 ids[AI_MAX_PROMPT];
+  int count, predict;
+  uint32 stop[AI_MAX_STOP];
+  int nstop;
+};
+
 // Checks a request against the worker's model. ai.lock held.
 static int
-submit_check(const uint32 *ids, int count, int predict)
+submit_check(const struct submission *q)
 {
   if (ai.worker == 0)
     return -AIE_NOWORKER;
-  for (int i = 0; i < count; i++)
-    if (ids[i] >= ai.vocab)
+  for (int i = 0; i < q->count; i++)
+    if (q->ids[i] >= ai.vocab)
       return -AIE_TOKEN;
-  if (count + predict > ai.seq_len)
+  for (int i = 0; i < q->nstop; i++)
+    if (q->stop[i] >= ai.vocab)
+      return -AIE_TOKEN;
+  if (q->count + q->predict > ai.seq_len)
     return -AIE_TOOLONG;
   if (owned_count(myproc()->pid) >= AI_PERPROC)
     return -AIE_WOULDBLOCK;
@@ -404,14 +418,14 @@ submit_check(const uint32 *ids, int count, int predict)
 // request) and queues the request in it. Returns the reqid or a negative
 // code. ai.lock held.
 static int
-submit_locked(const uint32 *ids, int count, int predict)
+submit_locked(const struct submission *q)
 {
   struct proc *p = myproc();
   struct ai_slot *s;
   int err;
 
   for (;;) {
-    if ((err = submit_check(ids, count, predict)) < 0)
+    if ((err = submit_check(q)) < 0)
       return err;
     for (s = ai.slot; s < &ai.slot[AI_NSLOT] && s->state != AI_FREE; s++)
       ;
@@ -428,32 +442,42 @@ submit_locked(const uint32 *ids, int count, int predict)
   s->state = AI_QUEUED;
   s->reqid = reqid;
   s->owner = p->pid;
-  s->count = count;
-  s->predict = predict;
+  s->count = q->count;
+  s->predict = q->predict;
+  s->nstop = q->nstop;
+  memmove(s->stop, q->stop, q->nstop * sizeof(uint32));
   s->submit_time = now_us();
-  memmove(s->prompt, ids, count * sizeof(uint32));
+  memmove(s->prompt, q->ids, q->count * sizeof(uint32));
   fifo_push(s - ai.slot);
   wakeup(&ai.queued);
   return s->reqid;
 }
 
-// Queues count prompt ids at user address tokens, to generate predict.
-// Returns the reqid (> 0) or a negative AIE_ code. Blocks while the table
-// is full (AIE_WOULDBLOCK instead if the caller owns requests). Takes and
-// releases ai.lock.
+// Queues count prompt ids at user address tokens, to generate predict at
+// most, ending after any of the nstop ids at user address stop (nstop 0:
+// stop is not read). Returns the reqid (> 0) or a negative AIE_ code.
+// Blocks while the table is full (AIE_WOULDBLOCK instead if the caller
+// owns requests). Takes and releases ai.lock.
 int
-ai_submit(uint64 tokens, int count, int predict)
+ai_submit(uint64 tokens, int count, int predict, uint64 stop, int nstop)
 {
-  uint32 ids[AI_MAX_PROMPT]; // 1 KiB of the 16 KiB kernel stack
+  struct submission q; // 1 KiB of the 16 KiB kernel stack
+  pagetable_t pt = myproc()->pagetable;
 
   if (count < 1 || count > AI_MAX_PROMPT)
     return -AIE_COUNT;
   if (predict < 1 || predict > AI_MAX_PREDICT)
     return -AIE_PREDICT;
-  if (copyin(myproc()->pagetable, (char *)ids, tokens, count * sizeof(uint32)) < 0)
+  if (nstop < 0 || nstop > AI_MAX_STOP)
+    return -AIE_BADARG;
+  if (copyin(pt, (char *)q.ids, tokens, count * sizeof(uint32)) < 0 ||
+      copyin(pt, (char *)q.stop, stop, nstop * sizeof(uint32)) < 0)
     return -AIE_FAULT;
+  q.count = count;
+  q.predict = predict;
+  q.nstop = nstop;
   acquire(&ai.lock);
-  int r = submit_locked(ids, count, predict);
+  int r = submit_locked(&q);
   release(&ai.lock);
   return r;
 }
@@ -582,7 +606,7 @@ ai_call(uint64 tokens, int count, int predict, uint64 out, int cap)
     return -AIE_BADARG;
   if ((buf = kalloc()) == 0)
     return -AIE_NOMEM;
-  int r = ai_submit(tokens, count, predict);
+  int r = ai_submit(tokens, count, predict, 0, 0);
   if (r > 0) {
     int reqid = r;
     if ((r = wait_through(reqid, out, cap, buf)) < 0)
@@ -695,6 +719,8 @@ slot_start(struct ai_slot *s, struct ai_job *job)
   job->reqid = s->reqid;
   job->count = s->count;
   job->predict = s->predict;
+  job->nstop = s->nstop;
+  memmove(job->stop, s->stop, sizeof(job->stop));
   memmove(job->tokens, s->prompt, s->count * sizeof(uint32));
   return s->reqid;
 }
@@ -1050,7 +1076,21 @@ sys_ai_submit(void)
   argaddr(0, &tokens);
   argint(1, &count);
   argint(2, &predict);
-  return ai_submit(tokens, count, predict);
+  return ai_submit(tokens, count, predict, 0, 0);
+}
+
+uint64
+sys_ai_submit_stop(void)
+{
+  uint64 tokens, stop;
+  int count, predict, nstop;
+
+  argaddr(0, &tokens);
+  argint(1, &count);
+  argint(2, &predict);
+  argaddr(3, &stop);
+  argint(4, &nstop);
+  return ai_submit(tokens, count, predict, stop, nstop);
 }
 
 uint64

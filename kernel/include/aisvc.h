@@ -10,6 +10,7 @@
 #define AI_PERPROC     8                     // live requests one process may own (< AI_NSLOT)
 #define AI_MAX_PROMPT  255                   // most prompt ids per request
 #define AI_MAX_PREDICT 255                   // most generated ids per request
+#define AI_MAX_STOP    4                     // stop ids per request (ai_submit_stop)
 #define AI_RESULT_MAX  (AI_MAX_PREDICT * 11) // "id id ...": 10 digits + space each
 #define AI_REQID_MAX   0x7fffffff            // reqids run 1..2^31-1, then wrap, skipping live ones
 
@@ -63,7 +64,9 @@ struct ai_status {
 struct ai_job {
   int reqid;
   int count;   // prompt ids in tokens[]
-  int predict; // ids to generate
+  int predict; // ids to generate at most
+  int nstop;   // the request ends after any of stop[0..nstop) is generated
+  uint32 stop[AI_MAX_STOP];
   uint32 tokens[AI_MAX_PROMPT];
 };
 

@@ -40,21 +40,22 @@
 #define SYS_setfg   31
 // 23..31 and 48.. are the kernel core's; 32..47 the AI service's
 // (docs/AI_SERVICE.md; kernel/core/ai_service.c, kernel/include/aisvc.h):
-#define SYS_ai_submit   32
-#define SYS_ai_wait     33
-#define SYS_ai_query    34
-#define SYS_ai_call     35
-#define SYS_ai_cancel   36
-#define SYS_ai_info     37
-#define SYS_ai_register 38 // worker only, from here on
-#define SYS_ai_next     39
-#define SYS_ai_progress 40
-#define SYS_ai_complete 41
-#define SYS_ai_fail     42
-#define SYS_ai_take     43 // worker only: batching (non-blocking take, emit)
-#define SYS_ai_emit     44
-#define SYS_ai_stream   45 // any process: read the ids so far
-#define SYS_ai_right    46 // any process: hold or drop the AI worker right
+#define SYS_ai_submit      32
+#define SYS_ai_wait        33
+#define SYS_ai_query       34
+#define SYS_ai_call        35
+#define SYS_ai_cancel      36
+#define SYS_ai_info        37
+#define SYS_ai_register    38 // worker only, from here on
+#define SYS_ai_next        39
+#define SYS_ai_progress    40
+#define SYS_ai_complete    41
+#define SYS_ai_fail        42
+#define SYS_ai_take        43 // worker only: batching (non-blocking take, emit)
+#define SYS_ai_emit        44
+#define SYS_ai_stream      45 // any process: read the ids so far
+#define SYS_ai_right       46 // any process: hold or drop the AI worker right
+#define SYS_ai_submit_stop 47 // ai_submit with stop ids (end of sequence)
 
 // The kernel core, continued:
 #define SYS_vlenb 48 // kernel/core/vector.c

@@ -9,7 +9,10 @@
 // session (the second form); `child CMD` runs a command in a child process
 // to show what another process gets.
 //
-//   submit PREDICT ID...   queue a request; prints its reqid
+//   submit PREDICT ID...   queue a request; prints its reqid. Before
+//                          PREDICT, --stop ID (up to 4 times) ends the
+//                          request early after ID (ai_submit_stop), as
+//                          for call and gen
 //   query REQID            state, queue position, tokens so far, timings
 //   wait REQID             block until it is done; prints the generated ids
 //   cancel REQID           give the request up
@@ -44,19 +47,43 @@ report(const char *what, int r)
   return r;
 }
 
-// PREDICT ID... from words w[0..n) -> 0, or -1 after a message.
+// A request as the commands take it.
+struct request {
+  uint32 ids[MAXWORDS];
+  int count, predict;
+  uint32 stop[AI_MAX_STOP];
+  int nstop;
+};
+
+// [--stop ID]... PREDICT ID... from words w[0..n) -> 0, or -1 after a
+// message.
 static int
-parse_request(char **w, int n, uint32 *ids, int *count, int *predict)
+parse_request(char **w, int n, struct request *q)
 {
+  q->nstop = 0;
+  for (; n >= 2 && strcmp(w[0], "--stop") == 0; w += 2, n -= 2) {
+    if (q->nstop == AI_MAX_STOP) {
+      printf("at most %d --stop ids\n", AI_MAX_STOP);
+      return -1;
+    }
+    q->stop[q->nstop++] = (uint32)strtol(w[1], 0, 10);
+  }
   if (n < 2) {
-    printf("need PREDICT ID...\n");
+    printf("need [--stop ID]... PREDICT ID...\n");
     return -1;
   }
-  *predict = atoi(w[0]);
-  *count = n - 1;
+  q->predict = atoi(w[0]);
+  q->count = n - 1;
   for (int i = 1; i < n; i++)
-    ids[i - 1] = (uint32)strtol(w[i], 0, 10);
+    q->ids[i - 1] = (uint32)strtol(w[i], 0, 10);
   return 0;
+}
+
+// Submits q (with its stop ids, if any); returns the reqid or the code.
+static int
+submit(const struct request *q)
+{
+  return ai_submit_stop(q->ids, q->count, q->predict, q->stop, q->nstop);
 }
 
 static void
@@ -105,21 +132,23 @@ child(char **w, int n)
     wait(0);
 }
 
+// submit, or call (ai_call; with stop ids, submit then wait).
 static void
 submit_or_call(char **w, int n, int call)
 {
-  static uint32 ids[MAXWORDS];
-  int count, predict;
-  if (parse_request(w, n, ids, &count, &predict) < 0)
+  static struct request q;
+  if (parse_request(w, n, &q) < 0)
     return;
   if (!call) {
-    int r = ai_submit(ids, count, predict);
+    int r = submit(&q);
     if (report("submit", r) > 0)
       printf("reqid %d\n", r);
     return;
   }
   uint64 t0 = time_us();
-  int r = ai_call(ids, count, predict, outbuf, sizeof(outbuf));
+  int r = q.nstop == 0 ? ai_call(q.ids, q.count, q.predict, outbuf, sizeof(outbuf)) : submit(&q);
+  if (q.nstop > 0 && r > 0)
+    r = ai_wait(r, outbuf, sizeof(outbuf));
   if (report("call", r) >= 0)
     printf("%s\n(%lu ms)\n", outbuf, (time_us() - t0) / 1000);
 }
@@ -147,11 +176,10 @@ stream(int id)
 static void
 generate(char **w, int n)
 {
-  static uint32 ids[MAXWORDS];
-  int count, predict;
-  if (parse_request(w, n, ids, &count, &predict) < 0)
+  static struct request q;
+  if (parse_request(w, n, &q) < 0)
     return;
-  int r = ai_submit(ids, count, predict);
+  int r = submit(&q);
   if (report("submit", r) < 0)
     return;
   stream(r);
@@ -173,13 +201,13 @@ try_register(int vocab, int seq_len)
 static const struct {
   const char *name, *args, *what;
 } commands[] = {
-  { "submit", "PREDICT ID...", "queue a request; prints its reqid" },
+  { "submit", "[--stop ID] PREDICT ID...", "queue a request; prints its reqid" },
   { "query", "REQID", "state, queue position, tokens so far, timings" },
   { "wait", "REQID", "block until it is done; prints the generated ids" },
   { "cancel", "REQID", "give the request up" },
-  { "call", "PREDICT ID...", "submit + wait" },
+  { "call", "[--stop ID] PREDICT ID...", "submit + wait" },
   { "stream", "REQID", "print its ids as they are produced; wait collects it" },
-  { "gen", "PREDICT ID...", "submit, stream, then wait" },
+  { "gen", "[--stop ID] PREDICT ID...", "submit, stream, then wait" },
   { "info", "", "the kernel's table at a glance" },
   { "err", "CODE", "what an error code means (either sign)" },
   { "register", "VOCAB SEQLEN", "try to become the worker (resigns if it did)" },
@@ -198,7 +226,7 @@ help(void)
   printf("usage: ai [CMD ARGS]   (no CMD: a session, one command per line)\n");
   for (int i = 0; i < NCOMMANDS; i++) {
     printf("  %s %s ", commands[i].name, commands[i].args);
-    for (int pad = strlen(commands[i].name) + strlen(commands[i].args); pad < 20; pad++)
+    for (int pad = strlen(commands[i].name) + strlen(commands[i].args); pad < 32; pad++)
       printf(" ");
     printf("%s\n", commands[i].what);
   }

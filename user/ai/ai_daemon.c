@@ -34,8 +34,9 @@
 //   (ai_emit: streaming readers see it at once), or an empty ai_emit
 //   during prefill; either answers -AIE_NOREQ once the request was
 //   cancelled or its owner exited, and the daemon drops it: its place is
-//   free for the next step. A request that has all its ids gets
-//   ai_complete; one the runtime refuses gets ai_fail.
+//   free for the next step. A request that has all its ids, or whose last
+//   id is one of its stop ids (ai_submit_stop), gets ai_complete; one the
+//   runtime refuses gets ai_fail.
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
@@ -52,8 +53,9 @@ _Static_assert(AI_BATCH <= LLM_MAXCACHE, "AI_BATCH above the session's caches");
 // One running request.
 struct running {
   int reqid;
-  int reported;     // ids handed to the kernel (ai_emit)
-  struct llm_req r; // the runtime's view: cache, prompt, progress
+  int reported;         // ids handed to the kernel (ai_emit)
+  struct llm_req r;     // the runtime's view: cache, prompt, progress
+  struct llm_sampler g; // greedy, with the request's stop ids
 };
 
 static struct running run[AI_BATCH]; // oldest first
@@ -128,6 +130,11 @@ admit(struct llm_runtime *rt, struct llm_session *s, struct ai_job *job)
   }
   u->reqid = job->reqid;
   u->reported = 0;
+  memset(&u->g, 0, sizeof(u->g));
+  for (int i = 0; i < job->nstop; i++)
+    u->g.stop[i] = (int)job->stop[i]; // below the vocab size (kernel-checked)
+  u->g.nstop = job->nstop;
+  u->r.sampler = &u->g;
   nrun++;
 }
 
@@ -172,11 +179,11 @@ report(struct running *u)
   if (r < 0)
     fprintf(2, "ai_daemon: request %d: emit: %s\n", u->reqid, ai_strerror(r));
   u->reported = u->r.gen;
-  if (u->r.gen < u->r.predict)
+  if (!u->r.done)
     return 0;
-  for (int i = 0; i < u->r.predict; i++)
+  for (int i = 0; i < u->r.gen; i++)
     out[i] = gen[i];
-  r = ai_complete(u->reqid, out, u->r.predict);
+  r = ai_complete(u->reqid, out, u->r.gen);
   if (r < 0 && r != -AIE_NOREQ)
     fprintf(2, "ai_daemon: request %d: complete: %s\n", u->reqid, ai_strerror(r));
   return 1;
@@ -193,8 +200,11 @@ step(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s)
   llm_batch_step(md, rt, s, rq, nrun);
   int kept = 0;
   for (int i = 0; i < nrun; i++)
-    if (!report(&run[i]))
-      run[kept++] = run[i];
+    if (!report(&run[i])) {
+      run[kept] = run[i];
+      run[kept].r.sampler = &run[kept].g; // its sampler moved with it
+      kept++;
+    }
   nrun = kept;
 }
 

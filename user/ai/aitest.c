@@ -284,6 +284,26 @@ is_id_text(const char *s, int len, int n)
 
 static char first_result[AI_RESULT_MAX + 1];
 
+// With the real worker: a request that stops at its call's second id ends
+// there (at the first time that id comes), and its ids are the call's.
+static void
+real_stop(void)
+{
+  uint32 want[4], stop;
+  char *p = first_result, text[64];
+  for (int i = 0; i < 4; i++)
+    want[i] = (uint32)strtol(p, &p, 10);
+  stop = want[1];
+  int len = 0, k = 0;
+  do
+    len += snprintf(text + len, sizeof(text) - len, k ? " %u" : "%u", want[k]);
+  while (want[k++] != stop);
+  int r = ai_submit_stop(P, 3, 4, &stop, 1);
+  int n = r > 0 ? ai_wait(r, buf, sizeof(buf)) : r;
+  result("stop id: the real worker ends the request at it", n == len && strcmp(buf, text) == 0,
+      n);
+}
+
 static void
 real_worker(void)
 {
@@ -304,6 +324,7 @@ real_worker(void)
       st.state);
   n = ai_wait(r, buf, sizeof(buf));
   result("call and submit + wait give the same result", n > 0 && strcmp(buf, first_result) == 0, n);
+  real_stop();
 }
 
 // Waits up to ticks for request reqid to leave state `from`; its state.
@@ -439,6 +460,15 @@ bad_arguments(void)
   expect("bad: tokens pointer -1", ai_submit(BADADDR2, 3, 1), -AIE_FAULT);
   expect("bad: tokens past the end of memory", ai_submit((uint32 *)sbrk(0) - 1, 3, 1),
       -AIE_FAULT);
+  uint32 stop[AI_MAX_STOP + 1] = { 2, 3, 4, 5, 6 };
+  expect("bad: stop count -1", ai_submit_stop(P, 3, 1, stop, -1), -AIE_BADARG);
+  expect("bad: stop count above AI_MAX_STOP", ai_submit_stop(P, 3, 1, stop, AI_MAX_STOP + 1),
+      -AIE_BADARG);
+  expect("bad: stop id == vocab", ai_submit_stop(P, 3, 1, t + 1, 1), -AIE_TOKEN);
+  expect("bad: stop pointer in kernel memory", ai_submit_stop(P, 3, 1, BADADDR, 1),
+      -AIE_FAULT);
+  expect("bad: stop ids past the end of memory",
+      ai_submit_stop(P, 3, 1, (uint32 *)sbrk(0) - 1, 2), -AIE_FAULT);
   expect("bad: wait on reqid 0", ai_wait(0, buf, sizeof(buf)), -AIE_NOREQ);
   expect("bad: wait on reqid -1", ai_wait(-1, buf, sizeof(buf)), -AIE_NOREQ);
   expect("bad: wait on a reqid never issued", ai_wait(0x7fffffff, buf, sizeof(buf)), -AIE_NOREQ);
@@ -863,6 +893,28 @@ streaming(void)
   close(fd[1]);
 }
 
+// Stop ids (ai_submit_stop) with aitest as the worker: the job carries
+// them, and a request may complete with fewer ids than predict.
+static void
+stop_ids(void)
+{
+  uint32 stop[2] = { 11, 700 }, three[3] = { 10, 11, 12 };
+  int a = ai_submit_stop(P, 3, 5, stop, 2);
+  if (a > 0 && nmine < 64)
+    mine[nmine++] = a;
+  int r = take();
+  result("stop ids: the job carries them",
+      r == a && job.nstop == 2 && job.stop[0] == 11 && job.stop[1] == 700, job.nstop);
+  expect("stop ids: the worker completes with 2 of 5 ids", ai_complete(a, three, 2), 0);
+  int n = ai_wait(a, buf, sizeof(buf));
+  result("stop ids: the result has those ids", n == 5 && strcmp(buf, "10 11") == 0, n);
+  a = sub(P, 3, 2);
+  take();
+  result("stop ids: ai_submit's job has none", job.nstop == 0, job.nstop);
+  ai_complete(a, three, 2);
+  ai_wait(a, buf, sizeof(buf));
+}
+
 // Fairness as the worker with 4 places (bound 2 per process while others
 // wait): aitest queues 3, a child 2; the order taken is aitest's first
 // two, the child's two, then aitest's third (nobody else waits).
@@ -1105,6 +1157,7 @@ main(void)
   owner_exit();
   kills();
   streaming();
+  stop_ids();
   fairness();
   worker_rules();
   if (daemon) {
