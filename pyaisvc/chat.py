@@ -18,14 +18,12 @@ would not fit beside max_new_tokens in runtime_seq_len (or exceed the prompt
 limit), the oldest turns are dropped; ``reset()`` forgets them all.
 
 A reply ends at the model's end-of-turn or end-of-text id, or after
-max_new_tokens. The guest program only stops at its predict count, so at an
-early end the host stops it: when the kernel kills the console's foreground
-job on Ctrl-C (probed once at start: ``cat``, then ^C) the program is
-interrupted and started again (the model loads anew, in well under a
-second); otherwise the rest of the request is read and dropped, or, when
-that would take longer than booting took, the guest is booted afresh. Ctrl-C
-during a reply (KeyboardInterrupt in ``ask``) stops that reply the same way,
-or by booting the guest again where the kernel cannot interrupt; the
+max_new_tokens: the program runs with ``--stop`` for each of those ids, so
+it ends the request itself and prints its timing line. Ctrl-C during a
+reply (KeyboardInterrupt in ``ask``) stops that reply: when the kernel kills
+the console's foreground job on Ctrl-C (probed once at start: ``cat``, then
+^C) the program is interrupted and started again (the model loads anew, in
+well under a second); otherwise the guest is booted afresh. The
 conversation survives either way.
 
 With ``--stream`` the runtime writes each id the moment it has chosen it
@@ -150,7 +148,6 @@ class ChatSession:
         self.load_us = 0
         self.turns: list[tuple[str, str]] = []  # (message, reply text) in order
         self.can_interrupt = False  # the kernel kills the foreground job on ^C
-        self.start_s = 0.0  # host seconds start() took: the cost of booting afresh
         self._stops = stop_ids(tok)
 
     def __enter__(self) -> ChatSession:
@@ -171,14 +168,17 @@ class ChatSession:
     def start(self) -> None:
         """Boots, learns whether ^C interrupts, starts the program with --stdin and waits
         until a warm-up request is served."""
-        t0 = time.monotonic()
         self.guest.boot()
         self.can_interrupt = self._probe_interrupt()
-        self.guest.send_line(" ".join([self.prog, "--stdin", "--stream",
-                                       *self.cfg.llmrun_args]))
+        self.guest.send_line(self._command())
         warm = self._request([WARMUP_ID], 1, deadline=time.monotonic() + self.cfg.timeout)
         self.load_us = warm.timing["load_us"]
-        self.start_s = time.monotonic() - t0
+
+    def _command(self) -> str:
+        """The program's command line: it serves request lines, writes each id as it is
+        chosen, and ends a request at an end-of-turn or end-of-text id."""
+        stops = [f"--stop {i}" for i in sorted(self._stops)]
+        return " ".join([self.prog, "--stdin", "--stream", *stops, *self.cfg.llmrun_args])
 
     def reset(self) -> None:
         """Forgets the conversation."""
@@ -270,7 +270,7 @@ class ChatSession:
             return False
         self.guest.child.send(INTERRUPT)
         self.guest.expect([re.escape(PROMPT)], deadline, "the shell prompt after ^C")
-        self.guest.send_line(f"{self.prog} --stdin --stream")
+        self.guest.send_line(self._command())
         return True
 
     def _restart_guest(self) -> None:
@@ -281,8 +281,7 @@ class ChatSession:
     def _request(self, prompt: list[int], predict: int, deadline: float,
                  on_ids: Callable[[list[int]], None] | None = None) -> Reply:
         """Sends one request line; on_ids gets the ids so far after each one arrives. It
-        ends at a stop id (the rest of the request is interrupted or read and dropped), at
-        the predict count, or on Ctrl-C."""
+        ends at a stop id or the predict count (the program ends the line), or on Ctrl-C."""
         line = f"{predict} " + " ".join(str(i) for i in prompt)
         t0 = time.monotonic()
         self.guest.send_line(line)
@@ -304,17 +303,6 @@ class ChatSession:
                     on_ids(ids)
                 if self.guest.match.group(2) != " ":
                     break
-                if ids[-1] in self._stops and len(ids) < predict:
-                    wall = time.monotonic() - t0
-                    if self._stop_program(deadline):
-                        return Reply(prompt, ids, "", {}, wall, first)
-                    # Reading the rest costs about a token's time per id left; booting
-                    # afresh what start() took. Take the cheaper.
-                    if (predict - len(ids)) * wall / len(ids) > self.start_s > 0:
-                        self._restart_guest()
-                        return Reply(prompt, ids, "", {}, wall, first)
-                    self.guest.expect([timing], deadline, "the end of the request")
-                    return Reply(prompt, ids, "", timing_fields(self.guest.match), wall, first)
         except KeyboardInterrupt:
             wall = time.monotonic() - t0
             if not self._stop_program(time.monotonic() + 30):

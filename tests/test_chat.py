@@ -222,6 +222,8 @@ def test_reply_stops_at_end_of_turn_and_the_next_turn_remembers(build):
         (ref1,) = lc.reference_ids(assets, [first.prompt_ids], gen)
         assert first.ids == _cut(tok, ref1)
         assert first.ids[-1] in stop_ids(tok) and len(first.ids) < gen, first.ids
+        # The program ended the request itself (--stop) and printed its timing line.
+        assert first.timing["gen"] == len(first.ids), first.timing
         second = chat.ask("What did I just ask you?")
         assert second.prompt_ids == tok.encode(conversation_text(
             "smol", [("What is 2+2?", first.text)], "What did I just ask you?"))

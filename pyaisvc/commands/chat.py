@@ -7,7 +7,8 @@
     you> /stats
     you> /quit
 
-Builds what is missing, boots the guest, starts `llmrun_smol --stdin --stream`
+Builds what is missing, boots the guest, starts `llmrun_smol --stdin --stream
+--stop 0 --stop 2` (the end-of-text and end-of-turn ids: the guest ends a reply)
 and keeps it running (the model stays loaded). Each line is wrapped, after
 the conversation so far, in the model's chat template (pyaisvc/chat.py),
 encoded and sent, and the reply printed as the guest generates it: each id
