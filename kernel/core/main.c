@@ -11,6 +11,11 @@
 #include "kernel/include/riscv.h"
 #include "kernel/include/defs.h"
 
+// The harts the kernel runs on: the device tree's count, at most NCPU.
+// Read once at boot: the tree's pages go to the page allocator with the
+// rest of RAM (kalloc.c), so a later read may find anything there.
+int nharts_used;
+
 // Set by hart 0 when the other harts may start.
 static volatile int kernel_ready = 0;
 
@@ -31,6 +36,8 @@ probe(void)
   printf("\naisvc: %d harts, %lu MiB RAM\n", nharts, size >> 20);
   if (nharts > NCPU)
     printf("aisvc: only %d harts will be used (NCPU)\n", NCPU);
+  nharts_used = nharts < 1 ? 1 : nharts < NCPU ? nharts
+                                               : NCPU;
   bootargs_init(fdt_pa);
   return base + size;
 }

@@ -22,6 +22,9 @@ extern volatile uint64 fdt_pa;
 extern volatile int sstc_ok;
 extern volatile int misa_vector;
 
+// main.c
+extern int nharts_used;
+
 // fdt.c
 int fdt_parse(uint64 pa, uint64 *ram_base, uint64 *ram_size, int *nharts);
 uint64 fdt_size(uint64 pa);

@@ -417,6 +417,28 @@ t_wait(void)
   expect(wait(0) == -ECHILD, "wait saw a thread");
 }
 
+static int harts_at_start; // nharts() before anything filled memory
+
+// nharts() stays right after every free page was used (the leak check's
+// count does that too): the kernel once read the device tree again for
+// it, whose pages the page allocator hands out like any other, and then
+// said 1.
+static void
+t_nharts_full(void)
+{
+  int n = harts_at_start;
+  char *start = sbrk(0);
+  long got = 0;
+
+  for (long step = 1 << 20; step >= 4096; step /= 16) // to the last page
+    while (sbrk(step) != (char *)-1)
+      got += step;
+  expect(got > 0, "sbrk gave no memory");
+  expect(nharts() == n, "nharts() = %d with memory full, %d before", nharts(), n);
+  sbrk(-got);
+  expect(sbrk(0) == start, "memory not given back");
+}
+
 // ---------------------------------------------------------------- runner
 
 struct test {
@@ -434,6 +456,7 @@ struct test {
   { t_exec, "exec" },
   { t_sbrk, "sbrk" },
   { t_wait, "wait" },
+  { t_nharts_full, "nhartsfull" },
   { 0, 0 },
 };
 
@@ -572,7 +595,8 @@ main(int argc, char *argv[])
       exit(1);
     }
   }
-  printf("threadtests starting on %d harts\n", nharts());
+  harts_at_start = nharts();
+  printf("threadtests starting on %d harts\n", harts_at_start);
   long pages = countpages(), slots = countslots();
   for (struct test *t = tests; t->name; t++) {
     int i;
