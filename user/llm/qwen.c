@@ -10,26 +10,24 @@
 
 #define L2NORM_EPS 1e-6 // q/k l2norm epsilon (transformers' default)
 
-// Causal depthwise conv of one position, in place on y (conv_dim): the
-// window is the K-1 previous inputs in st (oldest first) and y itself;
-// y_c = silu(sum_j w[c][j] u_j[c]) summed from 0.0, oldest tap first.
-// st then drops its oldest row and takes the input.
+// Causal depthwise conv of channel c of one position, in place on y
+// (conv_dim): the window is the K-1 previous inputs in st (oldest first)
+// and y itself; y_c = silu(sum_j w[c][j] u_j[c]) summed from 0.0, oldest
+// tap first. st then drops its oldest row and takes the input.
 static void
-conv_step(const struct llm_config *g, const float *w, double *st, double *y)
+conv_channel(const struct llm_config *g, const float *w, double *st, double *y, int c)
 {
   int cd = llm_conv_dim(g), K = g->conv_kernel;
-  for (int c = 0; c < cd; c++) {
-    const float *wc = w + (uint64)c * K;
-    double u = y[c], acc = 0.0;
-    for (int j = 0; j < K - 1; j++)
-      acc = acc + (double)wc[j] * st[j * cd + c];
-    acc = acc + (double)wc[K - 1] * u;
-    for (int j = 0; j + 1 < K - 1; j++)
-      st[j * cd + c] = st[(j + 1) * cd + c];
-    if (K > 1)
-      st[(K - 2) * cd + c] = u;
-    y[c] = llm_silu(acc);
-  }
+  const float *wc = w + (uint64)c * K;
+  double u = y[c], acc = 0.0;
+  for (int j = 0; j < K - 1; j++)
+    acc = acc + (double)wc[j] * st[j * cd + c];
+  acc = acc + (double)wc[K - 1] * u;
+  for (int j = 0; j + 1 < K - 1; j++)
+    st[j * cd + c] = st[(j + 1) * cd + c];
+  if (K > 1)
+    st[(K - 2) * cd + c] = u;
+  y[c] = llm_silu(acc);
 }
 
 // x = (x * (1 / sqrt(ss + 1e-6))) * c, ss the in-order sum of squares.
@@ -44,35 +42,77 @@ l2norm(double *x, int n, double c)
     x[i] = (x[i] * r) * c;
 }
 
-// The Gated DeltaNet of one position after the projections: y holds the
-// in_proj_qkv row (conv_dim), z its value-head gates (v_heads*v_dim),
-// a and b one value each per value head; out gets v_heads*v_dim.
+// The q/k l2norms of one position after the conv, in place on y, its
+// in_proj_qkv row (conv_dim).
 static void
-delta_position(struct llm_runtime *rt, struct llm_session *s, struct llm_cache *kc,
-    const struct llm_layer *L, int slot, double *y, const double *z,
-    const double *a, const double *b, double *out)
+qk_norms(const struct llm_config *g, double *y)
 {
-  const struct llm_config *g = &rt->cfg;
-  int kh = g->lin_k_heads, kd = g->lin_k_dim, vh = g->lin_v_heads, vd = g->lin_v_dim;
-  uint64 ssize = (uint64)vh * kd * vd;
-  conv_step(g, L->conv_w, kc->conv + (uint64)slot * (g->conv_kernel - 1) * llm_conv_dim(g), y);
-  double *q = y, *k = y + kh * kd, *v = y + 2 * kh * kd;
+  int kh = g->lin_k_heads, kd = g->lin_k_dim;
+  double *q = y, *k = y + kh * kd;
   for (int h = 0; h < kh; h++) {
     l2norm(q + h * kd, kd, 1.0 / llm_sqrt((double)kd));
     l2norm(k + h * kd, kd, 1.0);
   }
-  for (int h = 0; h < vh; h++) {
-    int hk = h / (vh / kh); // the key head this value head reads
-    double beta = llm_sigmoid(b[h]);
-    double decay = llm_exp(-(llm_exp((double)L->a_log[h]) * llm_softplus(a[h] + (double)L->dt_bias[h])));
-    double *o = out + h * vd;
-    llm_delta_step(kc->state + slot * ssize + (uint64)h * kd * vd, k + hk * kd,
-        q + hk * kd, v + h * vd, beta, decay, kd, vd, s->delta_kv, o);
-    // o = rmsnorm(o, norm) * silu(z)
-    llm_rmsnorm(o, L->norm, vd, (double)g->rms_eps, o);
-    for (int j = 0; j < vd; j++)
-      o[j] = o[j] * llm_silu(z[h * vd + j]);
-  }
+}
+
+// One Gated DeltaNet layer's parallel parts for every position of a step:
+// the conv by channels, then the recurrence by value heads (two pool
+// steps). A channel's window and a head's state are its own, and each
+// goes through the positions in order, each on its request's cache.
+struct delta_heads {
+  const struct llm_config *g;
+  const struct llm_layer *L;
+  struct llm_session *s;
+  const struct llm_step *st;
+  int slot;
+  const double *a, *b; // (n, v_heads) each
+};
+
+// Value head h at position p: the gated delta rule on the head's state,
+// then out_h = rmsnorm(o) * silu(z_h) into s->mixed. t picks the scratch.
+static void
+delta_head(const struct delta_heads *d, int h, int p, int t)
+{
+  const struct llm_config *g = d->g;
+  const struct llm_layer *L = d->L;
+  int kh = g->lin_k_heads, kd = g->lin_k_dim, vh = g->lin_v_heads, vd = g->lin_v_dim;
+  const double *y = d->s->qkv + p * llm_conv_dim(g), *z = d->s->z + (p * vh + h) * vd;
+  const double *q = y, *k = y + kh * kd, *v = y + 2 * kh * kd;
+  int hk = h / (vh / kh); // the key head this value head reads
+  double beta = llm_sigmoid(d->b[p * vh + h]);
+  double decay = llm_exp(-(llm_exp((double)L->a_log[h]) *
+      llm_softplus(d->a[p * vh + h] + (double)L->dt_bias[h])));
+  double *S = d->st->kv[p]->state + ((uint64)d->slot * vh + h) * kd * vd;
+  double *o = d->s->mixed + (p * vh + h) * vd;
+  llm_delta_step(S, k + hk * kd, q + hk * kd, v + h * vd, beta, decay, kd, vd,
+      d->s->delta_kv[t], o);
+  llm_rmsnorm(o, L->norm, vd, (double)g->rms_eps, o);
+  for (int j = 0; j < vd; j++)
+    o[j] = o[j] * llm_silu(z[j]);
+}
+
+// Pool step: conv channels [lo, hi) at every position.
+static void
+conv_channels_run(void *arg, int lo, int hi, int t)
+{
+  const struct delta_heads *d = arg;
+  const struct llm_config *g = d->g;
+  int cd = llm_conv_dim(g);
+  for (int c = lo; c < hi; c++)
+    for (int p = 0; p < d->st->n; p++)
+      conv_channel(g, d->L->conv_w,
+          d->st->kv[p]->conv + (uint64)d->slot * (g->conv_kernel - 1) * cd,
+          d->s->qkv + p * cd, c);
+}
+
+// Pool step: value heads [lo, hi) at every position.
+static void
+delta_heads_run(void *arg, int lo, int hi, int t)
+{
+  const struct delta_heads *d = arg;
+  for (int h = lo; h < hi; h++)
+    for (int p = 0; p < d->st->n; p++)
+      delta_head(d, h, p, t);
 }
 
 // Cache c's conv window and state of linear layer `slot` start from zero
@@ -107,12 +147,18 @@ apply_linear_layer(struct llm_runtime *rt, struct llm_session *s, int l,
     { &L->b, b, vh } };
   llm_mm_many(s, in, 4);
   uint64 t = llm_clock(s);
-  for (int p = 0; p < n; p++) {
+  // A request's positions in a step are consecutive and in order, and its
+  // position 0 comes first: resetting every position first, then running
+  // each pass over all positions, gives every channel and head the order
+  // it would have alone.
+  for (int p = 0; p < n; p++)
     if (st->pos[p] == 0)
       linear_reset(g, st->kv[p], slot);
-    delta_position(rt, s, st->kv[p], L, slot, s->qkv + p * cd, s->z + p * vdim,
-        a + p * vh, b + p * vh, s->mixed + p * vdim);
-  }
+  struct delta_heads d = { g, L, s, st, slot, a, b };
+  llm_pool_run(conv_channels_run, &d, cd, 64);
+  for (int p = 0; p < n; p++)
+    qk_norms(g, s->qkv + p * cd);
+  llm_pool_run(delta_heads_run, &d, vh, 1);
   llm_charge(s, &s->tm.attn_us, t);
   llm_mm_in(s, s->mixed, vdim, vdim, n);
   llm_mm(s, &L->out, s->proj, dim);

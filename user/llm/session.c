@@ -142,7 +142,9 @@ session_alloc(struct llm_session *s, const struct llm_runtime *rt)
     h->val_w = h->score + T;
     h->val_wq = (int32 *)(h->val_w + T);
   }
-  s->delta_kv = s_alloc(s, (uint64)maxout * sizeof(double));
+  double *kv = s_alloc(s, (uint64)LLM_MAX_THREADS * g->lin_v_dim * sizeof(double));
+  for (int t = 0; kv && t < LLM_MAX_THREADS; t++)
+    s->delta_kv[t] = kv + (uint64)t * g->lin_v_dim;
   s->logits = s_alloc(s, B * g->vocab_size * sizeof(double));
   return s->oom ? -1 : 0;
 }

@@ -81,9 +81,9 @@ struct llm_session {
     double *val_w;  // (runtime_seq_len) value weights of one group
     int32 *val_wq;  // (runtime_seq_len) the same, rounded
   } head[LLM_MAX_THREADS];
-  double *delta_kv;             // (maxout) llm_delta_step's kv
-  double *logits;               // (LLM_BATCH, vocab_size) llm_heads' logits
-  void *buf[32 + LLM_MAXCACHE]; // every allocation, freed by llm_session_free
+  double *delta_kv[LLM_MAX_THREADS]; // (lin_v_dim) llm_delta_step's kv, per thread
+  double *logits;                    // (LLM_BATCH, vocab_size) llm_heads' logits
+  void *buf[32 + LLM_MAXCACHE];      // every allocation, freed by llm_session_free
   int nbuf;
   int oom; // an allocation failed
   struct llm_timing tm;
