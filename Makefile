@@ -327,7 +327,9 @@ LLM_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LLM_SRCS)) $(BUILD)/user/llm/kernels_r
 LLM_HDRS := $(addprefix $(U)/llm/,$(addsuffix .h,$(LLM_RUNTIME) $(LLM_MODELS)))
 HOSTCC   ?= gcc
 SMOL_RAM ?= 512M
-QWEN_RAM ?= 2G
+# Qwen: a 0.8B model is held twice (ai_daemon + llmrun_qwen), repacked for RVV
+# on QEMU 10; 2G ran out (pyaisvc/llmguest.py).
+QWEN_RAM ?= 3G
 
 $(BUILD)/user/_llmrun_%: $(BUILD)/user/llm/llmrun_%.o $(BUILD)/user/llm/%.o \
 		$(LLM_OBJS) $(UPROG_LIBS) $(U)/lib/user.ld

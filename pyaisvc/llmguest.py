@@ -61,8 +61,11 @@ class ModelSpec:
 MODELS: dict[str, ModelSpec] = {
     "smol": ModelSpec("smol", "SmolLM2-135M", "llmrun_smol", "/AI/SMOL",
                       Path("models/SMOL"), "512M", "smol-assets"),
+    # 3G: a Qwen3.5-0.8B is held twice (the resident ai_daemon and llmrun_qwen), and
+    # with the vector kernels (QEMU 10) each copy also keeps its repacked rows'
+    # multipliers: at 2G the second copy ran out of memory.
     "qwen": ModelSpec("qwen", "Qwen3.5", "llmrun_qwen", "/AI/QWEN",
-                      Path("models/QWEN"), "2G", "qwen-assets"),
+                      Path("models/QWEN"), "3G", "qwen-assets"),
 }
 
 
