@@ -32,6 +32,15 @@ reply piece by piece while the guest still generates: the ids so far are
 decoded again after each one and only the new end of the text is handed
 out, held back while it ends in a partial UTF-8 character (U+FFFD).
 
+With ``service=True`` the replies come from the kernel AI service instead:
+the resident ai_daemon, which init started at boot with the model loaded.
+Each request is one ``ai gen --stop ... PREDICT IDS`` command at the shell
+(submit with the stop ids, stream the ids as they come, collect), so the
+conversation shows the course's path from ``llmrun`` to the service; Ctrl-C
+kills ``ai`` (the console's foreground job), and the kernel then drops the
+request it owned. Timings are the host clock's there (the service reports
+them to ``ai_query``, not on the console).
+
 The template is SmolLM2-Instruct's own (the chat_template in its GGUF):
 ChatML with its default system line. Qwen3.5 gets plain ChatML without a
 system line.
@@ -79,6 +88,7 @@ class ChatConfig:
     timeout: float = 600.0  # seconds one reply may take
     qemu: str = field(default_factory=default_qemu)
     llmrun_args: tuple[str, ...] = ()  # more llmrun options, e.g. sampling's
+    service: bool = False  # through the AI service (`ai gen`), not llmrun_* --stdin
 
 
 @dataclass
@@ -170,6 +180,13 @@ class ChatSession:
         until a warm-up request is served."""
         self.guest.boot()
         self.can_interrupt = self._probe_interrupt()
+        if self.cfg.service:  # the worker loaded the model at boot and said how fast
+            load = re.search(r"ai_daemon: pid \d+ serving .* load (\d+) ms", self.guest.transcript)
+            if load is None:
+                raise ChatError("no AI worker is serving a model in this guest; chat without "
+                                "--service runs the model directly")
+            self.load_us = int(load.group(1)) * 1000
+            return
         self.guest.send_line(self._command())
         warm = self._request([WARMUP_ID], 1, deadline=time.monotonic() + self.cfg.timeout)
         self.load_us = warm.timing["load_us"]
@@ -270,7 +287,8 @@ class ChatSession:
             return False
         self.guest.child.send(INTERRUPT)
         self.guest.expect([re.escape(PROMPT)], deadline, "the shell prompt after ^C")
-        self.guest.send_line(self._command())
+        if not self.cfg.service:
+            self.guest.send_line(self._command())
         return True
 
     def _restart_guest(self) -> None:
@@ -283,19 +301,25 @@ class ChatSession:
         """Sends one request line; on_ids gets the ids so far after each one arrives. It
         ends at a stop id or the predict count (the program ends the line), or on Ctrl-C."""
         line = f"{predict} " + " ".join(str(i) for i in prompt)
+        if self.cfg.service:
+            stops = " ".join(f"--stop {i}" for i in sorted(self._stops))
+            line = f"ai gen {stops} {line}"
+            error = r"(?:submit|stream|wait): (error [^\r\n]*)\r*\n"
+            timing = re.escape(PROMPT)  # ai prints no timing line
+        else:
+            error = re.escape(self.prog) + r": (?!timing)([^\r\n]*)\r*\n"
+            timing = timing_pattern(self.prog) + r"\r*\n"
         t0 = time.monotonic()
         self.guest.send_line(line)
         self.guest.expect([re.escape(line) + r"\r*\n"], deadline, "the echo of the request")
-        error = re.escape(self.prog) + r": (?!timing)([^\r\n]*)\r*\n"
-        timing = timing_pattern(self.prog) + r"\r*\n"
         ids: list[int] = []
         first = 0.0
         try:
             while True:
                 what = f"generated id {len(ids) + 1} of {predict}"
                 if self.guest.expect([ID, error], deadline, what) == 1:
-                    raise ChatError(f"{self.prog} refused the request: "
-                                    f"{self.guest.match.group(1)}")
+                    who = "the AI service" if self.cfg.service else self.prog
+                    raise ChatError(f"{who} refused the request: {self.guest.match.group(1)}")
                 ids.append(int(self.guest.match.group(1)))
                 if len(ids) == 1:
                     first = time.monotonic() - t0
@@ -309,5 +333,8 @@ class ChatSession:
                 self._restart_guest()
             return Reply(prompt, ids, "", {}, wall, first, stopped=True)
         wall = time.monotonic() - t0
+        if self.cfg.service:
+            self.guest.expect([timing], deadline, "the shell prompt after `ai gen`")
+            return Reply(prompt, ids, "", {}, wall, first)
         self.guest.expect([timing], deadline, "the timing line")
         return Reply(prompt, ids, "", timing_fields(self.guest.match), wall, first)

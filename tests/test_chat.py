@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -266,3 +267,37 @@ def test_unknown_command_and_ctrl_c_stop_only_the_reply(build):
     finally:
         child.close(force=True)
     assert child.exitstatus == 0
+
+
+@pytest.mark.guest
+def test_chat_through_the_service_remembers_and_stops(build):
+    """--service: each turn is `ai gen --stop ...` to the resident ai_daemon; the replies are
+    the reference's, cut at the end of turn, and the table is empty afterwards."""
+    from pyaisvc.llmguest import MODELS, prepare
+
+    assets = lc.smol_dir("v3")
+    if assets is None:
+        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    tok = load_tokenizer("smol")
+    p = prepare(ROOT, MODELS["smol"])
+    gen = 40
+    cfg = ChatConfig("smol", p.kernel, p.image, "512M", max_new_tokens=gen, service=True)
+    with ChatSession(cfg, tok) as chat:
+        assert chat.load_us > 0  # the worker's load time, from its boot line
+        first = chat.ask("What is 2+2?")
+        (ref1,) = lc.reference_ids(assets, [first.prompt_ids], gen)
+        assert first.ids == _cut(tok, ref1)
+        assert first.ids[-1] in stop_ids(tok) and len(first.ids) < gen, first.ids
+        second = chat.ask("What did I just ask you?")
+        assert second.prompt_ids == tok.encode(conversation_text(
+            "smol", [("What is 2+2?", first.text)], "What did I just ask you?"))
+        (ref2,) = lc.reference_ids(assets, [second.prompt_ids], gen)
+        assert second.ids == _cut(tok, ref2)
+        assert "slots 0/16 used" in chat.guest.run("ai info")
+
+
+def test_chat_service_is_greedy():
+    p = subprocess.run([sys.executable, "-m", "pyaisvc", "chat", "--service", "--temp", "0.7"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0
+    assert "chat: the AI service is greedy" in p.stderr, p.stderr

@@ -16,6 +16,10 @@ is decoded as it arrives and the new text printed at once; the reply ends at
 the model's end-of-turn token. /stats prints the last request's timings,
 /reset forgets the conversation; /quit, Ctrl-D or Ctrl-C at the prompt shut
 the guest down, Ctrl-C during a reply stops only that reply.
+
+With --service the replies come from the kernel AI service instead: the
+resident ai_daemon, through `ai gen --stop 0 --stop 2 ...` at the shell
+(greedy; Ctrl-C kills `ai`, and the kernel drops its request).
 """
 
 from __future__ import annotations
@@ -45,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpus", type=int, default=1, help="guest harts (default 1)")
     parser.add_argument("--ram", help="guest RAM (default " + ", ".join(
         f"{m.ram} for {m.name}" for m in MODELS.values()) + ")")
+    parser.add_argument("--service", action="store_true",
+                        help="ask the kernel AI service (the resident ai_daemon, through "
+                             "`ai gen`) instead of running llmrun_* at the shell; greedy")
     add_sampling_arguments(parser)
 
 
@@ -54,11 +61,12 @@ def stats_line(session: ChatSession) -> str:
         return f"no request yet (model loaded in {session.load_us / 1000:.0f} ms)"
     t = r.timing
     head = f"prompt {len(r.prompt_ids)} tokens, generated {len(r.ids)}"
-    if not t:  # stopped before the guest's timing line: the host clock's view
+    if not t:  # no timing line (stopped early, or the service): the host clock's view
         tpot = (r.wall_s - r.first_s) / max(1, len(r.ids) - 1)
+        why = "the reply was stopped early" if r.stopped else "the service prints no timing"
         return (f"{head}; load {session.load_us / 1000:.0f} ms (once, at start); TTFT "
-                f"{r.first_s * 1000:.0f} ms; TPOT {tpot * 1000:.1f} ms (host clock: the reply "
-                f"was stopped early); {r.wall_s:.1f} s on the host clock")
+                f"{r.first_s * 1000:.0f} ms; TPOT {tpot * 1000:.1f} ms (host clock: {why}); "
+                f"{r.wall_s:.1f} s on the host clock")
     return (f"{head}; load {t['load_us'] / 1000:.0f} ms (once, at start); TTFT "
             f"{t['ttft_us'] / 1000:.0f} ms; TPOT {t['tpot_us'] / 1000:.1f} ms; {r.wall_s:.1f} s "
             "on the host clock")
@@ -105,6 +113,9 @@ def run(args: argparse.Namespace) -> int:
     if args.max_new_tokens < 1:
         raise CommandError("chat: --max-new-tokens must be at least 1")
     sampling = sampling_options(args, "chat")
+    if args.service and sampling.guest_args():
+        raise CommandError("chat: the AI service is greedy: drop the sampling options, or "
+                           "chat without --service")
     spec = MODELS[args.model]
     try:
         print("chat: building what is missing and booting the guest ...", file=sys.stderr)
@@ -113,10 +124,11 @@ def run(args: argparse.Namespace) -> int:
         tok = load_tokenizer(args.model)
         cfg = ChatConfig(args.model, p.kernel, p.image, args.ram or spec.ram, args.cpus,
                          args.max_new_tokens, seq_len,
-                         llmrun_args=tuple(sampling.guest_args()))
+                         llmrun_args=tuple(sampling.guest_args()), service=args.service)
         with ChatSession(cfg, tok) as session:
             g = session.guest
-            print(f"chat: {p.title} loaded in {session.load_us / 1e6:.2f} s (QEMU pid "
+            where = " by the AI service's worker" if args.service else ""
+            print(f"chat: {p.title} loaded{where} in {session.load_us / 1e6:.2f} s (QEMU pid "
                   f"{session.qemu_pid}, {g.harts} hart(s), {g.ram_mib} MiB); {HELP}",
                   file=sys.stderr, flush=True)
             try:
