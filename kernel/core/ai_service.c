@@ -94,6 +94,11 @@
 //   orphan costs at most one more step. The ids stay in the slot, so
 //   ai_stream lets the owner read them while the request runs; streaming
 //   never frees anything (ai_wait still collects the result).
+// - A request may carry up to AI_MAX_STOP stop ids (ai_submit_stop). The
+//   kernel only checks them against the vocab size and hands them to the
+//   worker with the job; the worker completes the request after the first
+//   one it generates (fewer ids than predict). Which ids end a turn belongs
+//   to the model's chat format, which the submitter knows.
 // - ai.lock is statically initialised; ai_init() only reads the boot
 //   argument.
 // Lock order: ai.lock, then a p->lock (killed(), sleep(), wakeup()).
