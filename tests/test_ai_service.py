@@ -160,10 +160,12 @@ def test_console_program_cannot_become_the_worker(boot_guest, qwen_image, qwen_d
     # which loads the model first): the impostor tries then, and again later.
     out = g.run(f"kill {daemon} ; ai register 1000 64 ; ai register 1000 64")
     assert out.count(refused) == 2, out  # (init's restart line may come in between)
-    deadline = time.monotonic() + 60
-    worker = daemon
-    while worker in (0, daemon) and time.monotonic() < deadline:
-        worker = int(re.search(r"worker pid (\d+)", g.run("ai info")).group(1))
+    # Wait for the restarted daemon's banner without typing: a command typed while
+    # it prints gets its echo mixed with the banner.
+    banner = r"ai_daemon: pid \d+ serving"
+    if not re.search(banner, out):
+        g.expect([banner], time.monotonic() + 60, "the restarted daemon's banner")
+    worker = int(re.search(r"worker pid (\d+)", g.run("ai info")).group(1))
     assert worker not in (0, daemon), g.transcript
     assert g.run("ai register 1000 64") == refused
     assert g.run(f"ai call 4 {ids}", timeout=120).splitlines()[0] == want
