@@ -159,6 +159,7 @@ class ChatSession:
         self.turns: list[tuple[str, str]] = []  # (message, reply text) in order
         self.can_interrupt = False  # the kernel kills the foreground job on ^C
         self._stops = stop_ids(tok)
+        self._stop_flags = " ".join(f"--stop {i}" for i in sorted(self._stops))
 
     def __enter__(self) -> ChatSession:
         try:
@@ -194,8 +195,8 @@ class ChatSession:
     def _command(self) -> str:
         """The program's command line: it serves request lines, writes each id as it is
         chosen, and ends a request at an end-of-turn or end-of-text id."""
-        stops = [f"--stop {i}" for i in sorted(self._stops)]
-        return " ".join([self.prog, "--stdin", "--stream", *stops, *self.cfg.llmrun_args])
+        return " ".join([self.prog, "--stdin", "--stream", self._stop_flags,
+                         *self.cfg.llmrun_args])
 
     def reset(self) -> None:
         """Forgets the conversation."""
@@ -302,13 +303,12 @@ class ChatSession:
         ends at a stop id or the predict count (the program ends the line), or on Ctrl-C."""
         line = f"{predict} " + " ".join(str(i) for i in prompt)
         if self.cfg.service:
-            stops = " ".join(f"--stop {i}" for i in sorted(self._stops))
-            line = f"ai gen {stops} {line}"
-            error = r"(?:submit|stream|wait): (error [^\r\n]*)\r*\n"
-            timing = re.escape(PROMPT)  # ai prints no timing line
+            line = f"ai gen {self._stop_flags} {line}"
+            who, error = "the AI service", r"(?:submit|stream|wait): (error [^\r\n]*)\r*\n"
+            end = re.escape(PROMPT)  # ai prints no timing line
         else:
-            error = re.escape(self.prog) + r": (?!timing)([^\r\n]*)\r*\n"
-            timing = timing_pattern(self.prog) + r"\r*\n"
+            who, error = self.prog, re.escape(self.prog) + r": (?!timing)([^\r\n]*)\r*\n"
+            end = timing_pattern(self.prog) + r"\r*\n"
         t0 = time.monotonic()
         self.guest.send_line(line)
         self.guest.expect([re.escape(line) + r"\r*\n"], deadline, "the echo of the request")
@@ -318,7 +318,6 @@ class ChatSession:
             while True:
                 what = f"generated id {len(ids) + 1} of {predict}"
                 if self.guest.expect([ID, error], deadline, what) == 1:
-                    who = "the AI service" if self.cfg.service else self.prog
                     raise ChatError(f"{who} refused the request: {self.guest.match.group(1)}")
                 ids.append(int(self.guest.match.group(1)))
                 if len(ids) == 1:
@@ -333,8 +332,6 @@ class ChatSession:
                 self._restart_guest()
             return Reply(prompt, ids, "", {}, wall, first, stopped=True)
         wall = time.monotonic() - t0
-        if self.cfg.service:
-            self.guest.expect([timing], deadline, "the shell prompt after `ai gen`")
-            return Reply(prompt, ids, "", {}, wall, first)
-        self.guest.expect([timing], deadline, "the timing line")
-        return Reply(prompt, ids, "", timing_fields(self.guest.match), wall, first)
+        self.guest.expect([end], deadline, "the end of the request")
+        timing = {} if self.cfg.service else timing_fields(self.guest.match)
+        return Reply(prompt, ids, "", timing, wall, first)

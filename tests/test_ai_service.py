@@ -272,18 +272,12 @@ def test_shell_tool_walkthrough(boot_guest, qwen_image, qwen_dir) -> None:
     assert "slots 0/16 used" in g.run("ai info")
 
 
-def until_stop(ids: list[int], stops: set[int]) -> list[int]:
-    """ids up to and including the first stop id (all of them if none comes)."""
-    cut = next((i + 1 for i, t in enumerate(ids) if t in stops), len(ids))
-    return ids[:cut]
-
-
 def test_stop_id_ends_a_service_request(boot_guest, qwen_image, qwen_dir) -> None:
     """`ai gen/call --stop ID` (ai_submit_stop): the request ends after the first
     stop id it generates; its ids are the reference's up to there."""
     full = lc.reference_ids(qwen_dir, [lc.FRANCE["qwen"]], 8)[0]
     stops = {full[2], full[5]}
-    want = " ".join(map(str, until_stop(full, stops)))
+    want = " ".join(map(str, lc.until_stop(full, stops)))
     assert len(want.split()) < 8
     ids = " ".join(map(str, lc.FRANCE["qwen"]))
     flags = " ".join(f"--stop {s}" for s in sorted(stops))
@@ -318,7 +312,7 @@ def test_smol_service_matches_llmrun(boot_guest, build, tmp_path, capsys) -> Non
     turn = tok.encode("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n"
                       "<|im_start|>assistant\n")
     stops = stop_ids(tok)
-    want_turn = until_stop(lc.reference_ids(smol, [turn], 16)[0], stops)
+    want_turn = lc.until_stop(lc.reference_ids(smol, [turn], 16)[0], stops)
     assert len(want_turn) < 16 and want_turn[-1] in stops
     flags = " ".join(f"--stop {s}" for s in sorted(stops))
     service = g.run(f"ai call {flags} 16 {' '.join(map(str, turn))}", timeout=600)

@@ -26,6 +26,7 @@ from pyaisvc.chat import (
     ChatConfig,
     ChatError,
     ChatSession,
+    Reply,
     chat_text,
     conversation_text,
     encode_message,
@@ -33,7 +34,7 @@ from pyaisvc.chat import (
     reply_text,
     stop_ids,
 )
-from pyaisvc.tokenizer import load_smol_from_gguf, load_tokenizer
+from pyaisvc.tokenizer import Tokenizer, load_smol_from_gguf, load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 GEN = 12
@@ -96,8 +97,7 @@ def _read_answer(child: pexpect.spawn, timeout: float = 300) -> tuple[str, list[
 
 def _cut(tok, ids: list[int]) -> list[int]:
     """ids up to and including the first end-of-turn / end-of-text id."""
-    stops = stop_ids(tok)
-    return next((ids[:i + 1] for i, t in enumerate(ids) if t in stops), ids)
+    return lc.until_stop(ids, stop_ids(tok))
 
 
 def _gone(pid: int, wait: float = 10.0) -> bool:
@@ -207,29 +207,46 @@ def test_oldest_turns_are_dropped_to_fit_the_runtime():
         session.prompt_for("word " * 200)
 
 
-@pytest.mark.guest
-def test_reply_stops_at_end_of_turn_and_the_next_turn_remembers(build):
+TWO_TURNS_GEN = 40
+
+
+def _smol_chat(service: bool) -> tuple[ChatConfig, Path, Tokenizer]:
+    """A chat config for the real SmolLM2 (skips without it), its assets, its tokenizer."""
     from pyaisvc.llmguest import MODELS, prepare
 
     assets = lc.smol_dir("v3")
     if assets is None:
         pytest.skip("models/SMOL is missing: run `make smol-assets`")
-    tok = load_tokenizer("smol")
     p = prepare(ROOT, MODELS["smol"])
-    gen = 40
-    cfg = ChatConfig("smol", p.kernel, p.image, "512M", max_new_tokens=gen)
+    cfg = ChatConfig("smol", p.kernel, p.image, "512M", max_new_tokens=TWO_TURNS_GEN,
+                     service=service)
+    return cfg, assets, load_tokenizer("smol")
+
+
+def _two_turns(chat: ChatSession, assets: Path, tok: Tokenizer) -> tuple[Reply, Reply]:
+    """Asks "What is 2+2?", then what was asked: each reply must be the reference's,
+    cut at the end of turn, the first ending early and the second prompt holding the
+    first turn."""
+    gen = TWO_TURNS_GEN
+    first = chat.ask("What is 2+2?")  # SmolLM2 answers in 10 tokens, then <|im_end|>
+    (ref1,) = lc.reference_ids(assets, [first.prompt_ids], gen)
+    assert first.ids == _cut(tok, ref1)
+    assert first.ids[-1] in stop_ids(tok) and len(first.ids) < gen, first.ids
+    second = chat.ask("What did I just ask you?")
+    assert second.prompt_ids == tok.encode(conversation_text(
+        "smol", [("What is 2+2?", first.text)], "What did I just ask you?"))
+    (ref2,) = lc.reference_ids(assets, [second.prompt_ids], gen)
+    assert second.ids == _cut(tok, ref2)
+    return first, second
+
+
+@pytest.mark.guest
+def test_reply_stops_at_end_of_turn_and_the_next_turn_remembers(build):
+    cfg, assets, tok = _smol_chat(service=False)
     with ChatSession(cfg, tok) as chat:
-        first = chat.ask("What is 2+2?")  # SmolLM2 answers in 10 tokens, then <|im_end|>
-        (ref1,) = lc.reference_ids(assets, [first.prompt_ids], gen)
-        assert first.ids == _cut(tok, ref1)
-        assert first.ids[-1] in stop_ids(tok) and len(first.ids) < gen, first.ids
+        first, second = _two_turns(chat, assets, tok)
         # The program ended the request itself (--stop) and printed its timing line.
         assert first.timing["gen"] == len(first.ids), first.timing
-        second = chat.ask("What did I just ask you?")
-        assert second.prompt_ids == tok.encode(conversation_text(
-            "smol", [("What is 2+2?", first.text)], "What did I just ask you?"))
-        (ref2,) = lc.reference_ids(assets, [second.prompt_ids], gen)
-        assert second.ids == _cut(tok, ref2)
         assert "2 + 2" in second.text, second.text  # it saw the first turn
         chat.reset()
         third = chat.ask("What is 2+2?")
@@ -273,26 +290,10 @@ def test_unknown_command_and_ctrl_c_stop_only_the_reply(build):
 def test_chat_through_the_service_remembers_and_stops(build):
     """--service: each turn is `ai gen --stop ...` to the resident ai_daemon; the replies are
     the reference's, cut at the end of turn, and the table is empty afterwards."""
-    from pyaisvc.llmguest import MODELS, prepare
-
-    assets = lc.smol_dir("v3")
-    if assets is None:
-        pytest.skip("models/SMOL is missing: run `make smol-assets`")
-    tok = load_tokenizer("smol")
-    p = prepare(ROOT, MODELS["smol"])
-    gen = 40
-    cfg = ChatConfig("smol", p.kernel, p.image, "512M", max_new_tokens=gen, service=True)
+    cfg, assets, tok = _smol_chat(service=True)
     with ChatSession(cfg, tok) as chat:
         assert chat.load_us > 0  # the worker's load time, from its boot line
-        first = chat.ask("What is 2+2?")
-        (ref1,) = lc.reference_ids(assets, [first.prompt_ids], gen)
-        assert first.ids == _cut(tok, ref1)
-        assert first.ids[-1] in stop_ids(tok) and len(first.ids) < gen, first.ids
-        second = chat.ask("What did I just ask you?")
-        assert second.prompt_ids == tok.encode(conversation_text(
-            "smol", [("What is 2+2?", first.text)], "What did I just ask you?"))
-        (ref2,) = lc.reference_ids(assets, [second.prompt_ids], gen)
-        assert second.ids == _cut(tok, ref2)
+        _two_turns(chat, assets, tok)
         assert "slots 0/16 used" in chat.guest.run("ai info")
 
 

@@ -94,6 +94,13 @@ def _key(assets: Path, prompt: list[int], n: int) -> str:
     return json.dumps([str(assets.resolve()), stamp, code, prompt, n])
 
 
+def until_stop(ids: list[int], stops: set[int]) -> list[int]:
+    """ids up to and including the first stop id (all of them if none comes): what a
+    greedy run with those stop ids generates (pyaisvc.reference's generate(stop=...))."""
+    cut = next((i + 1 for i, t in enumerate(ids) if t in stops), len(ids))
+    return ids[:cut]
+
+
 def reference_ids(assets: Path, prompts: list[list[int]], n: int) -> list[list[int]]:
     """pyaisvc.reference's greedy continuation of each prompt (n tokens), cached."""
     CACHE.mkdir(parents=True, exist_ok=True)

@@ -134,7 +134,6 @@ admit(struct llm_runtime *rt, struct llm_session *s, struct ai_job *job)
   for (int i = 0; i < job->nstop; i++)
     u->g.stop[i] = (int)job->stop[i]; // below the vocab size (kernel-checked)
   u->g.nstop = job->nstop;
-  u->r.sampler = &u->g;
   nrun++;
 }
 
@@ -195,16 +194,15 @@ static void
 step(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s)
 {
   struct llm_req *rq[AI_BATCH];
-  for (int i = 0; i < nrun; i++)
+  for (int i = 0; i < nrun; i++) {
+    run[i].r.sampler = &run[i].g; // run[] is compacted below: point at its place now
     rq[i] = &run[i].r;
+  }
   llm_batch_step(md, rt, s, rq, nrun);
   int kept = 0;
   for (int i = 0; i < nrun; i++)
-    if (!report(&run[i])) {
-      run[kept] = run[i];
-      run[kept].r.sampler = &run[kept].g; // its sampler moved with it
-      kept++;
-    }
+    if (!report(&run[i]))
+      run[kept++] = run[i];
   nrun = kept;
 }
 

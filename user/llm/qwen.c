@@ -59,7 +59,7 @@ qk_norms(const struct llm_config *g, double *y)
 // the conv by channels, then the recurrence by value heads (two pool
 // steps). A channel's window and a head's state are its own, and each
 // goes through the positions in order, each on its request's cache.
-struct delta_heads {
+struct delta_pass {
   const struct llm_config *g;
   const struct llm_layer *L;
   struct llm_session *s;
@@ -71,7 +71,7 @@ struct delta_heads {
 // Value head h at position p: the gated delta rule on the head's state,
 // then out_h = rmsnorm(o) * silu(z_h) into s->mixed. t picks the scratch.
 static void
-delta_head(const struct delta_heads *d, int h, int p, int t)
+delta_head(const struct delta_pass *d, int h, int p, int t)
 {
   const struct llm_config *g = d->g;
   const struct llm_layer *L = d->L;
@@ -95,7 +95,7 @@ delta_head(const struct delta_heads *d, int h, int p, int t)
 static void
 conv_channels_run(void *arg, int lo, int hi, int t)
 {
-  const struct delta_heads *d = arg;
+  const struct delta_pass *d = arg;
   const struct llm_config *g = d->g;
   int cd = llm_conv_dim(g);
   for (int c = lo; c < hi; c++)
@@ -109,7 +109,7 @@ conv_channels_run(void *arg, int lo, int hi, int t)
 static void
 delta_heads_run(void *arg, int lo, int hi, int t)
 {
-  const struct delta_heads *d = arg;
+  const struct delta_pass *d = arg;
   for (int h = lo; h < hi; h++)
     for (int p = 0; p < d->st->n; p++)
       delta_head(d, h, p, t);
@@ -154,7 +154,7 @@ apply_linear_layer(struct llm_runtime *rt, struct llm_session *s, int l,
   for (int p = 0; p < n; p++)
     if (st->pos[p] == 0)
       linear_reset(g, st->kv[p], slot);
-  struct delta_heads d = { g, L, s, st, slot, a, b };
+  struct delta_pass d = { g, L, s, st, slot, a, b };
   llm_pool_run(conv_channels_run, &d, cd, 64);
   for (int p = 0; p < n; p++)
     qk_norms(g, s->qkv + p * cd);
