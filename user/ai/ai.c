@@ -63,7 +63,7 @@ parse_request(char **w, int n, struct request *q)
   q->nstop = 0;
   for (; n >= 2 && strcmp(w[0], "--stop") == 0; w += 2, n -= 2) {
     if (q->nstop == AI_MAX_STOP) {
-      printf("at most %d --stop ids\n", AI_MAX_STOP);
+      printf("at most %d --stop ids per request (AI_MAX_STOP); give fewer\n", AI_MAX_STOP);
       return -1;
     }
     q->stop[q->nstop++] = (uint32)strtol(w[1], 0, 10);
