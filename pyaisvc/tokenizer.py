@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import os
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pyaisvc.errors import AisvcError
-from pyaisvc.hfsources import default_gguf, env_offline
+from pyaisvc.hfsources import cache_root, default_gguf, env_offline, gguf_digest
 
 MODELS = ("smol", "qwen")
 _QWEN_NAME = "qwen3.5-27b"  # every Qwen3.5 size shares this tokenizer
@@ -120,22 +119,9 @@ def load_smol_from_gguf() -> _HFTokenizer:
     return _HFTokenizer(tok, "smol")
 
 
-def cache_root() -> Path:
-    """$AISVC_CACHE, else build/cache of the repository this package lives in, else
-    ~/.cache/aisvc (an installed package)."""
-    if os.environ.get("AISVC_CACHE"):
-        return Path(os.environ["AISVC_CACHE"])
-    repo = Path(__file__).resolve().parents[1]
-    if (repo / "Makefile").is_file():
-        return repo / "build" / "cache"
-    return Path.home() / ".cache" / "aisvc"
-
-
 def smol_cache_dir(gguf: Path) -> Path:
     """Where the tokenizer of this GGUF is cached: named by its content hash."""
-    with open(gguf, "rb") as f:
-        digest = hashlib.file_digest(f, "sha256").hexdigest()
-    return cache_root() / "tokenizer" / f"smol-{digest[:24]}"
+    return cache_root() / "tokenizer" / f"smol-{gguf_digest(gguf)}"
 
 
 def _write_smol_cache(entry: Path) -> None:

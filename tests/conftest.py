@@ -67,6 +67,13 @@ SLOW_FILES = ("test_fidelity.py", "test_export.py", "test_ai_service.py", "test_
 CHEAP_FIXTURES = frozenset({"smol", "smol_model", "tiny_model", "progs"})
 
 
+def _group_name(file: str, fixture: str, param: object) -> str:
+    """A group name xdist honours: its loadgroup reads the text after the last '@' of
+    a test's id as the group only when no ']' follows, so the name has no brackets."""
+    name = f"{file}::{fixture}" if param is None else f"{file}::{fixture}={param}"
+    return name.replace("[", "(").replace("]", ")")
+
+
 def xdist_groups(items: list[pytest.Item]) -> dict[str, str]:
     """nodeid -> group for every test that uses a module- or class-scoped fixture (but
     CHEAP_FIXTURES): tests of one file joined, directly or through others, by such a
@@ -85,13 +92,16 @@ def xdist_groups(items: list[pytest.Item]) -> dict[str, str]:
         for name in item.fixturenames:
             defs = item._fixtureinfo.name2fixturedefs.get(name)
             if defs and defs[-1].scope in ("module", "class") and name not in CHEAP_FIXTURES:
-                mine.append(f"{item.path.name}::{name}[{params.get(name, '')}]")
+                mine.append(_group_name(item.path.name, name, params.get(name)))
         for k in mine[1:]:
             parent[find(k)] = find(mine[0])
         keys[item.nodeid] = mine
     return {nodeid: find(ks[0]) for nodeid, ks in keys.items() if ks}
 
 
+# tryfirst: xdist's worker reads the xdist_group markers in its own hook of this name,
+# so ours must have added them by then.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     def rank(item: pytest.Item) -> int:
         name = item.path.name

@@ -215,7 +215,7 @@ def test_unloadable_model_no_worker(boot_guest, build, tmp_path) -> None:
     image = _image(build, tmp_path, {}, {"AI/QWEN/CFG.BIN": "not a config"})
     g = boot_guest(image=image)
     assert "call: error -108: no AI worker" in g.run("ai call 4 1 2 3")
-    g.run("sleep 20")
+    g.run("sleep 3")  # a daemon that exited would be restarted many times by now
     assert g.transcript.count("ai_daemon: not serving") == 1, g.transcript
     assert "restarting" not in g.transcript
 

