@@ -30,7 +30,7 @@ from host import llmcases as lc
 
 from pyaisvc import fsimg
 from pyaisvc.chat import stop_ids
-from pyaisvc.llmguest import MODELS, timings
+from pyaisvc.llmguest import MODELS
 from pyaisvc.qemu import CONSOLE_AI_WORKER
 from pyaisvc.tokenizer import load_tokenizer
 
@@ -292,7 +292,7 @@ def test_stop_id_ends_a_service_request(boot_guest, qwen_image, qwen_dir) -> Non
 
 
 @pytest.mark.slow
-def test_smol_service_matches_llmrun(boot_guest, build, tmp_path, capsys) -> None:
+def test_smol_service_matches_llmrun(boot_guest, build, tmp_path) -> None:
     smol = lc.smol_dir("v3")
     if smol is None:
         pytest.skip("models/SMOL is missing (make smol-assets)")
@@ -317,26 +317,8 @@ def test_smol_service_matches_llmrun(boot_guest, build, tmp_path, capsys) -> Non
     flags = " ".join(f"--stop {s}" for s in sorted(stops))
     service = g.run(f"ai call {flags} 16 {' '.join(map(str, turn))}", timeout=600)
     assert service.splitlines()[0] == " ".join(map(str, want_turn)), service
-    # 8 queued requests through the resident worker against 8 cold runs.
-    ids = " ".join(map(str, lc.FRANCE["smol"]))
-    bench = g.run(f"aistress --bench {gen} {ids}", timeout=1200)
-    t0 = time.monotonic()
-    runs = [g.run(f"llmrun_smol --predict {gen} {ids}", timeout=600) for _ in range(8)]
-    cold = time.monotonic() - t0
-    # llmrun's own times: init (load + allocation), then TTFT and TPOT from the request
-    timing = [timings(r, "llmrun_smol")[-1] for r in runs]
-    cold_in = sum(t["init_us"] + t["ttft_us"] + (gen - 1) * t["tpot_us"] for t in timing) / 1000
-    cold_ttft = sum(t["init_us"] + t["ttft_us"] for t in timing) / 8000
-    span = int(re.search(r"first submit to last finish (\d+) ms", bench).group(1))
-    ttft = [int(v) for v in re.findall(r"ttft_us=(\d+)", bench)]
-    report = (f"service: 8 queued requests in {span} ms; TTFT (from submit) first "
-              f"{ttft[0] // 1000} ms, last {ttft[-1] // 1000} ms\n"
-              f"cold: 8 llmrun_smol runs in {cold * 1000:.0f} ms (host wall clock), "
-              f"{cold_in:.0f} ms inside llmrun (init + generation); TTFT incl. init "
-              f"{cold_ttft:.0f} ms each\n{bench}")
-    (build.kernel.parent.parent / "ai_bench.txt").write_text(report)
-    with capsys.disabled():
-        print("\n" + report)
-    # Timing depends on the host's load, so it is reported, not asserted;
-    # the 8 results must be the same continuation.
-    assert len(set(re.findall(r"^bench \d: .*: (.*)$", bench, re.M))) == 1, bench
+    # 8 requests submitted at once share the worker's batch, each with its own result
+    # (the timing figures: pyaisvc bench --mode service).
+    bench = g.run(f"aistress --bench {gen} {' '.join(map(str, prompts[0]))}", timeout=1200)
+    results = re.findall(r"^bench \d: .*: (.*)$", bench, re.M)
+    assert results == [" ".join(map(str, want[0]))] * 8, bench
