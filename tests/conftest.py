@@ -45,6 +45,16 @@ snapshot=on, so workers never share a writable file.
 
 from __future__ import annotations
 
+import os
+
+# Under pytest-xdist each worker gets one core's worth of numpy and torch: their
+# default of one BLAS/OpenMP thread per core, in 2 workers on 2 cores, spins
+# threads against each other and against the other worker's QEMU (the numpy
+# reference ran 2.1x slower that way). Set before anything imports numpy.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
 import subprocess
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass

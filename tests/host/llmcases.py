@@ -102,28 +102,32 @@ def until_stop(ids: list[int], stops: set[int]) -> list[int]:
 
 
 def reference_ids(assets: Path, prompts: list[list[int]], n: int) -> list[list[int]]:
-    """pyaisvc.reference's greedy continuation of each prompt (n tokens), cached."""
+    """pyaisvc.reference's greedy continuation of each prompt (n tokens), cached in a file
+    the parallel workers share: the lock is held to read and to merge, not while the
+    reference computes (minutes for SmolLM2), so a worker never waits for another's."""
     CACHE.mkdir(parents=True, exist_ok=True)
     path = CACHE / "refcache.json"
-    with build_lock("refcache"):  # parallel workers add to the same cache file
-        return _reference_ids(path, assets, prompts, n)
-
-
-def _reference_ids(path: Path, assets: Path, prompts: list[list[int]],
-                   n: int) -> list[list[int]]:
-    cache = json.loads(path.read_text()) if path.exists() else {}
-    missing = [p for p in prompts if _key(assets, p, n) not in cache]
+    keys = [_key(assets, p, n) for p in prompts]
+    with build_lock("refcache"):
+        cache = _read_cache(path)
+    new = {}
+    missing = [(k, p) for k, p in zip(keys, prompts, strict=True) if k not in cache]
     if missing:
         from pyaisvc.assets import load_assets
         from pyaisvc.reference import Reference
 
         ref = Reference(load_assets(assets))
-        for p in missing:
-            cache[_key(assets, p, n)] = ref.generate(p, n)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(cache))
-        os.replace(tmp, path)
-    return [cache[_key(assets, p, n)] for p in prompts]
+        new = {k: ref.generate(p, n) for k, p in missing}
+        with build_lock("refcache"):
+            merged = _read_cache(path) | new
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(merged))
+            os.replace(tmp, path)
+    return [new[k] if k in new else cache[k] for k in keys]
+
+
+def _read_cache(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 # Sampling cases (temp, top_k, top_p, seed), the decimals as typed: each
