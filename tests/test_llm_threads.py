@@ -2,8 +2,8 @@
 to pyaisvc.reference, for SmolLM2 and the tiny synthetic Qwen3.5.
 
 Each model serves its request file (tests/host/llmcases.py's prompts, crossing the
-8-position prefill batches) once per thread count, on 2 and on 4 harts; the timing
-lines say how many threads ran. --profile adds the per-thread line.
+8-position prefill batches) once per thread count, on 2 harts (1, 2 and 4 threads)
+and on 4 (2 and 4); the timing lines say how many threads ran. --profile adds the per-thread line.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def test_same_ids_at_every_thread_count(boot_guest, thread_image, model: str,
     ram = MODELS["smol"].ram if model == "smol" else "256M"
     g = boot_guest(cpus=cpus, ram=ram, image=image)
     prog = f"llmrun_{model}"
-    for threads in THREADS:
+    # One thread runs the same on 2 harts as on 4: its run is the 2-hart boot's.
+    for threads in THREADS if cpus == 2 else THREADS[1:]:
         got, console = serve(g, prog, model, threads)
         assert got == want, f"--threads {threads}:\n{console}"
         assert [t["prompt"] for t in timings(console)] == [len(p) for p in prompts]
