@@ -87,7 +87,7 @@ class ChatConfig:
     seq_len: int = 256  # the model's runtime_seq_len
     timeout: float = 600.0  # seconds one reply may take
     qemu: str = field(default_factory=default_qemu)
-    llmrun_args: tuple[str, ...] = ()  # more llmrun options, e.g. sampling's
+    llmrun_args: tuple[str, ...] = ()  # sampling options (llmrun_*'s; `ai gen` takes them too)
     service: bool = False  # through the AI service (`ai gen`), not llmrun_* --stdin
 
 
@@ -303,7 +303,7 @@ class ChatSession:
         ends at a stop id or the predict count (the program ends the line), or on Ctrl-C."""
         line = f"{predict} " + " ".join(str(i) for i in prompt)
         if self.cfg.service:
-            line = f"ai gen {self._stop_flags} {line}"
+            line = " ".join(["ai gen", self._stop_flags, *self.cfg.llmrun_args, line])
             who, error = "the AI service", r"(?:submit|stream|wait): (error [^\r\n]*)\r*\n"
             end = re.escape(PROMPT)  # ai prints no timing line
         else:

@@ -61,10 +61,14 @@ RULES = [  # one or more aitest cases must cover each of these
     "stream: never consumes", "stream: failed: the ids it produced", "stream: failed: then its",
     "stream: blocks while queued and running", "emit: a cancelled running request: stop",
     "complete: must begin with the emitted ids",
-    # stop ids (ai_submit_stop)
+    # options: stop ids and the sampler (ai_submit_opts)
     "bad: stop count -1", "bad: stop count above AI_MAX_STOP", "bad: stop id == vocab",
-    "bad: stop pointer in kernel memory", "stop ids: the job carries them",
+    "bad: top_p above 1", "bad: options pointer in kernel memory",
+    "bad: options past the end of memory", "stop ids: the job carries them",
+    "options: the job carries the sampler's", "options: ai_submit's job has none",
     "stop ids: the result has those ids", "stop id: the real worker ends the request at it",
+    "sampling: one seed, the same ids, side by side in a batch",
+    "sampling: temperature 0 is greedy",
     "fairness: at most B/2 running per process while others wait",
     # the worker right (rule 13)
     "right: a process that dropped the worker right gets AIE_PERM",
@@ -273,7 +277,7 @@ def test_shell_tool_walkthrough(boot_guest, qwen_image, qwen_dir) -> None:
 
 
 def test_stop_id_ends_a_service_request(boot_guest, qwen_image, qwen_dir) -> None:
-    """`ai gen/call --stop ID` (ai_submit_stop): the request ends after the first
+    """`ai gen/call --stop ID` (ai_submit_opts): the request ends after the first
     stop id it generates; its ids are the reference's up to there."""
     full = lc.reference_ids(qwen_dir, [lc.FRANCE["qwen"]], 8)[0]
     stops = {full[2], full[5]}
@@ -288,6 +292,31 @@ def test_stop_id_ends_a_service_request(boot_guest, qwen_image, qwen_dir) -> Non
     assert out.splitlines()[0].strip() == want, out
     out = g.run(f"ai submit --stop 1 --stop 2 --stop 3 --stop 4 --stop 5 8 {ids}")
     assert "at most 4 --stop ids" in out, out
+    assert "slots 0/16 used" in g.run("ai info")
+
+
+def test_sampled_service_requests_match_reference(boot_guest, qwen_image, qwen_dir) -> None:
+    """`ai submit --temp T --top-k K --top-p P --seed S` (ai_submit_opts): four requests
+    queued at once, so they share the worker's batch, each sampling with its own options;
+    each gets the ids the reference's sampler draws for it alone."""
+    prompt, n = lc.FRANCE["qwen"], 6
+    cases = lc.SAMPLING_CASES
+    ids = " ".join(map(str, prompt))
+    script = "".join(f"submit --temp {t} --top-k {k} --top-p {p} --seed {s} {n} {ids}\n"
+                     for t, k, p, s in cases)
+    script += "".join(f"wait {i + 1}\n" for i in range(len(cases)))
+    g = boot_guest(image=qwen_image)
+    for line in script.splitlines():
+        g.run(f"echo {line} >> /s.txt")
+    out = g.run("ai < /s.txt", timeout=120)
+    assert [f"reqid {i + 1}" for i in range(len(cases))] == re.findall(r"reqid \d+", out), out
+    lines = [line.replace("ai> ", "").strip() for line in out.splitlines()]  # the prompts
+    got = [[int(v) for v in line.split()] for line in lines if re.fullmatch(r"\d+( \d+)*", line)]
+    want = [lc.sampled_reference(qwen_dir, prompt, n, case) for case in cases]
+    assert got == want, out
+    assert len({tuple(w) for w in want}) > 1  # the options change the draw
+    out = g.run(f"ai call --top-p 1.5 2 {ids}")
+    assert "--top-p 1.5: not a valid value" in out, out
     assert "slots 0/16 used" in g.run("ai info")
 
 

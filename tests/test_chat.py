@@ -35,6 +35,7 @@ from pyaisvc.chat import (
     reply_text,
     stop_ids,
 )
+from pyaisvc.sampling import SamplingError, SamplingOptions
 from pyaisvc.tokenizer import Tokenizer, load_smol_from_gguf, load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -290,8 +291,15 @@ def test_chat_through_the_service_remembers_and_stops(build):
         assert "slots 0/16 used" in chat.guest.run("ai info")
 
 
-def test_chat_service_is_greedy():
-    p = subprocess.run([sys.executable, "-m", "pyaisvc", "chat", "--service", "--temp", "0.7"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert p.returncode != 0
-    assert "chat: the AI service is greedy" in p.stderr, p.stderr
+def test_chat_service_takes_six_decimal_places():
+    """The service carries --temp and --top-p in millionths (struct ai_opts): a seventh
+    decimal place is refused before booting, where llmrun_* would take it."""
+    p = subprocess.run([sys.executable, "-m", "pyaisvc", "chat", "--service", "--temp",
+                        "0.1234567"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1
+    assert p.stderr == ("pyaisvc chat: --temp: the AI service takes at most 6 decimal places "
+                        "and values below 4295, not '0.1234567'\n"), p.stderr
+    assert SamplingOptions("0.123456", 40, "0.95", 7).service_args() == \
+        ["--temp", "0.123456", "--top-k", "40", "--top-p", "0.95", "--seed", "7"]
+    with pytest.raises(SamplingError, match="--top-p"):
+        SamplingOptions("1", 0, "0.9999999", 0).service_args()

@@ -49,7 +49,7 @@ def test_generate_sampled_guest_equals_reference() -> None:
     if not (ROOT / "models/SMOL/CFG.BIN").is_file():
         pytest.fail("models/SMOL is missing: run `make smol-assets` (make test does)")
     ids = {}
-    for backend in ("guest", "reference"):
+    for backend in ("guest", "service", "reference"):  # the service's worker samples too
         proc = subprocess.run(
             [sys.executable, "-m", "pyaisvc", "generate", "--backend", backend,
              "--max-new-tokens", "8", "--temp", "0.9", "--top-k", "0", "--seed", "5",
@@ -57,7 +57,7 @@ def test_generate_sampled_guest_equals_reference() -> None:
             cwd=ROOT, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr
         ids[backend] = proc.stdout.splitlines()[1]
-    assert ids["guest"] == ids["reference"]
+    assert ids["guest"] == ids["service"] == ids["reference"]
     assert ids["guest"] != "ids: 7042 30 198 198 504 2988 314 42", "sampling changed nothing"
 
 

@@ -94,11 +94,13 @@
 //   orphan costs at most one more step. The ids stay in the slot, so
 //   ai_stream lets the owner read them while the request runs; streaming
 //   never frees anything (ai_wait still collects the result).
-// - A request may carry up to AI_MAX_STOP stop ids (ai_submit_stop). The
-//   kernel only checks them against the vocab size and hands them to the
-//   worker with the job; the worker completes the request after the first
-//   one it generates (fewer ids than predict). Which ids end a turn belongs
-//   to the model's chat format, which the submitter knows.
+// - A request may carry options (ai_submit_opts, struct ai_opts): up to
+//   AI_MAX_STOP stop ids and the sampler's settings. The kernel checks
+//   them (stop ids below the vocab size, top_p at most 1) and hands them to
+//   the worker with the job; the worker completes the request after the
+//   first stop id it generates (fewer ids than predict), and draws each id
+//   with the request's own sampler. Which ids end a turn belongs to the
+//   model's chat format, which the submitter knows.
 // - ai.lock is statically initialised; ai_init() only reads the boot
 //   argument.
 // Lock order: ai.lock, then a p->lock (killed(), sleep(), wakeup()).
@@ -119,8 +121,7 @@ struct ai_slot {
   int runner;                                              // the worker's pid while RUNNING
   int err;                                                 // FAILED: the positive AIE_ code
   int count, predict;                                      // prompt ids, ids to generate
-  int nstop;                                               // stop ids in stop[]
-  uint32 stop[AI_MAX_STOP];                                // the request ends after one
+  struct ai_opts opts;                                     // stop ids, sampler
   int tokens;                                              // ids generated so far
   int result_len;                                          // DONE: bytes of result
   uint64 submit_time, start_time, first_time, finish_time; // us, 0 = not yet
@@ -392,12 +393,11 @@ status_fill(struct ai_slot *s, struct ai_status *st)
 // ---------------------------------------------------------------- callers
 
 // A request as submitted: prompt ids, how many to generate at most, and
-// the ids that end it early.
+// its options.
 struct submission {
   uint32 ids[AI_MAX_PROMPT];
   int count, predict;
-  uint32 stop[AI_MAX_STOP];
-  int nstop;
+  struct ai_opts opts;
 };
 
 // Checks a request against the worker's model. ai.lock held.
@@ -409,8 +409,8 @@ submit_check(const struct submission *q)
   for (int i = 0; i < q->count; i++)
     if (q->ids[i] >= ai.vocab)
       return -AIE_TOKEN;
-  for (int i = 0; i < q->nstop; i++)
-    if (q->stop[i] >= ai.vocab)
+  for (int i = 0; i < q->opts.nstop; i++)
+    if (q->opts.stop[i] >= ai.vocab)
       return -AIE_TOKEN;
   if (q->count + q->predict > ai.seq_len)
     return -AIE_TOOLONG;
@@ -449,8 +449,7 @@ submit_locked(const struct submission *q)
   s->owner = p->pid;
   s->count = q->count;
   s->predict = q->predict;
-  s->nstop = q->nstop;
-  memmove(s->stop, q->stop, q->nstop * sizeof(uint32));
+  s->opts = q->opts;
   s->submit_time = now_us();
   memmove(s->prompt, q->ids, q->count * sizeof(uint32));
   fifo_push(s - ai.slot);
@@ -459,12 +458,12 @@ submit_locked(const struct submission *q)
 }
 
 // Queues count prompt ids at user address tokens, to generate predict at
-// most, ending after any of the nstop ids at user address stop (nstop 0:
-// stop is not read). Returns the reqid (> 0) or a negative AIE_ code.
-// Blocks while the table is full (AIE_WOULDBLOCK instead if the caller
-// owns requests). Takes and releases ai.lock.
+// most, with the struct ai_opts at user address opts (0: greedy, no stop
+// ids). Returns the reqid (> 0) or a negative AIE_ code. Blocks while the
+// table is full (AIE_WOULDBLOCK instead if the caller owns requests).
+// Takes and releases ai.lock.
 int
-ai_submit(uint64 tokens, int count, int predict, uint64 stop, int nstop)
+ai_submit(uint64 tokens, int count, int predict, uint64 opts)
 {
   struct submission q; // 1 KiB of the 16 KiB kernel stack
   pagetable_t pt = myproc()->pagetable;
@@ -473,14 +472,14 @@ ai_submit(uint64 tokens, int count, int predict, uint64 stop, int nstop)
     return -AIE_COUNT;
   if (predict < 1 || predict > AI_MAX_PREDICT)
     return -AIE_PREDICT;
-  if (nstop < 0 || nstop > AI_MAX_STOP)
-    return -AIE_BADARG;
+  memset(&q.opts, 0, sizeof(q.opts));
   if (copyin(pt, (char *)q.ids, tokens, count * sizeof(uint32)) < 0 ||
-      copyin(pt, (char *)q.stop, stop, nstop * sizeof(uint32)) < 0)
+      (opts != 0 && copyin(pt, (char *)&q.opts, opts, sizeof(q.opts)) < 0))
     return -AIE_FAULT;
+  if (q.opts.nstop < 0 || q.opts.nstop > AI_MAX_STOP || q.opts.top_p_micro > AI_MICRO)
+    return -AIE_BADARG;
   q.count = count;
   q.predict = predict;
-  q.nstop = nstop;
   acquire(&ai.lock);
   int r = submit_locked(&q);
   release(&ai.lock);
@@ -611,7 +610,7 @@ ai_call(uint64 tokens, int count, int predict, uint64 out, int cap)
     return -AIE_BADARG;
   if ((buf = kalloc()) == 0)
     return -AIE_NOMEM;
-  int r = ai_submit(tokens, count, predict, 0, 0);
+  int r = ai_submit(tokens, count, predict, 0);
   if (r > 0) {
     int reqid = r;
     if ((r = wait_through(reqid, out, cap, buf)) < 0)
@@ -724,8 +723,7 @@ slot_start(struct ai_slot *s, struct ai_job *job)
   job->reqid = s->reqid;
   job->count = s->count;
   job->predict = s->predict;
-  job->nstop = s->nstop;
-  memmove(job->stop, s->stop, sizeof(job->stop));
+  job->opts = s->opts;
   memmove(job->tokens, s->prompt, s->count * sizeof(uint32));
   return s->reqid;
 }
@@ -1081,21 +1079,20 @@ sys_ai_submit(void)
   argaddr(0, &tokens);
   argint(1, &count);
   argint(2, &predict);
-  return ai_submit(tokens, count, predict, 0, 0);
+  return ai_submit(tokens, count, predict, 0);
 }
 
 uint64
-sys_ai_submit_stop(void)
+sys_ai_submit_opts(void)
 {
-  uint64 tokens, stop;
-  int count, predict, nstop;
+  uint64 tokens, opts;
+  int count, predict;
 
   argaddr(0, &tokens);
   argint(1, &count);
   argint(2, &predict);
-  argaddr(3, &stop);
-  argint(4, &nstop);
-  return ai_submit(tokens, count, predict, stop, nstop);
+  argaddr(3, &opts);
+  return ai_submit(tokens, count, predict, opts);
 }
 
 uint64

@@ -108,7 +108,7 @@ uint64 sys_setpgid(void);
 uint64 sys_setfg(void);     // console.c
 uint64 sys_vlenb(void);     // vector.c
 uint64 sys_ai_submit(void); // ai_service.c
-uint64 sys_ai_submit_stop(void);
+uint64 sys_ai_submit_opts(void);
 uint64 sys_ai_wait(void);
 uint64 sys_ai_query(void);
 uint64 sys_ai_call(void);
@@ -158,7 +158,7 @@ static uint64 (*syscalls[])(void) = {
   [SYS_setfg] sys_setfg,
   [SYS_vlenb] sys_vlenb,
   [SYS_ai_submit] sys_ai_submit,
-  [SYS_ai_submit_stop] sys_ai_submit_stop,
+  [SYS_ai_submit_opts] sys_ai_submit_opts,
   [SYS_ai_wait] sys_ai_wait,
   [SYS_ai_query] sys_ai_query,
   [SYS_ai_call] sys_ai_call,

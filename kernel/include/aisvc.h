@@ -10,7 +10,8 @@
 #define AI_PERPROC     8                     // live requests one process may own (< AI_NSLOT)
 #define AI_MAX_PROMPT  255                   // most prompt ids per request
 #define AI_MAX_PREDICT 255                   // most generated ids per request
-#define AI_MAX_STOP    4                     // stop ids per request (ai_submit_stop)
+#define AI_MAX_STOP    4                     // stop ids per request (struct ai_opts)
+#define AI_MICRO       1000000               // 1.0 in struct ai_opts' millionths
 #define AI_RESULT_MAX  (AI_MAX_PREDICT * 11) // "id id ...": 10 digits + space each
 #define AI_REQID_MAX   0x7fffffff            // reqids run 1..2^31-1, then wrap, skipping live ones
 
@@ -60,13 +61,27 @@ struct ai_status {
   uint64 total_us;  // finish - submit
 };
 
+// A request's options (ai_submit_opts): the ids that end it, and how the
+// worker chooses each id (user/llm/sample.c's rule: the same ids as
+// llmrun_* with --temp, --top-k, --top-p and --seed). All zeros: greedy,
+// no stop ids. The kernel does no floating point, so the two decimals are
+// millionths (AI_MICRO is 1.0): the worker divides them by 10^6, which
+// gives the same double as llmrun's reading of the decimal typed.
+struct ai_opts {
+  int nstop;                // stop ids in stop[], 0..AI_MAX_STOP
+  uint32 stop[AI_MAX_STOP]; // the request ends after any of them is generated
+  uint32 temp_micro;        // temperature x 10^6; 0: greedy
+  uint32 top_k;             // keep the k most likely ids; 0: all
+  uint32 top_p_micro;       // then the fewest reaching top_p x 10^6 (<= AI_MICRO); 0: all
+  uint64 seed;              // the request's generator starts from it
+};
+
 // One request as the worker receives it (ai_next).
 struct ai_job {
   int reqid;
   int count;   // prompt ids in tokens[]
   int predict; // ids to generate at most
-  int nstop;   // the request ends after any of stop[0..nstop) is generated
-  uint32 stop[AI_MAX_STOP];
+  struct ai_opts opts;
   uint32 tokens[AI_MAX_PROMPT];
 };
 

@@ -55,7 +55,7 @@
 #define SYS_ai_emit        44
 #define SYS_ai_stream      45 // any process: read the ids so far
 #define SYS_ai_right       46 // any process: hold or drop the AI worker right
-#define SYS_ai_submit_stop 47 // ai_submit with stop ids (end of sequence)
+#define SYS_ai_submit_opts 47 // ai_submit with options: stop ids, sampler
 
 // The kernel core, continued:
 #define SYS_vlenb 48 // kernel/core/vector.c

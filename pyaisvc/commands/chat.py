@@ -19,7 +19,8 @@ the guest down, Ctrl-C during a reply stops only that reply.
 
 With --service the replies come from the kernel AI service instead: the
 resident ai_daemon, through `ai gen --stop 0 --stop 2 ...` at the shell
-(greedy; Ctrl-C kills `ai`, and the kernel drops its request).
+(with the sampling options, which the service takes too, at most 6 decimal
+places each; Ctrl-C kills `ai`, and the kernel drops its request).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pyaisvc.chat import ChatConfig, ChatError, ChatSession
 from pyaisvc.commands import add_sampling_arguments, sampling_options
 from pyaisvc.errors import AisvcError, CommandError
 from pyaisvc.llmguest import MODELS, prepare
+from pyaisvc.sampling import SamplingError
 from pyaisvc.tokenizer import load_tokenizer
 
 HELP = ("commands: /stats (last request's timings), /reset (forget the conversation), /help, "
@@ -51,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"{m.ram} for {m.name}" for m in MODELS.values()) + ")")
     parser.add_argument("--service", action="store_true",
                         help="ask the kernel AI service (the resident ai_daemon, through "
-                             "`ai gen`) instead of running llmrun_* at the shell; greedy")
+                             "`ai gen`) instead of running llmrun_* at the shell")
     add_sampling_arguments(parser)
 
 
@@ -113,9 +115,10 @@ def run(args: argparse.Namespace) -> int:
     if args.max_new_tokens < 1:
         raise CommandError("chat: --max-new-tokens must be at least 1")
     sampling = sampling_options(args, "chat")
-    if args.service and sampling.guest_args():
-        raise CommandError("chat: the AI service is greedy: drop the sampling options, or "
-                           "chat without --service")
+    try:
+        sampling_args = sampling.service_args() if args.service else sampling.guest_args()
+    except SamplingError as e:
+        raise CommandError(f"chat: {e}") from e
     spec = MODELS[args.model]
     try:
         print("chat: building what is missing and booting the guest ...", file=sys.stderr)
@@ -124,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         tok = load_tokenizer(args.model)
         cfg = ChatConfig(args.model, p.kernel, p.image, args.ram or spec.ram, args.cpus,
                          args.max_new_tokens, seq_len,
-                         llmrun_args=tuple(sampling.guest_args()), service=args.service)
+                         llmrun_args=tuple(sampling_args), service=args.service)
         with ChatSession(cfg, tok) as session:
             g = session.guest
             where = " by the AI service's worker" if args.service else ""

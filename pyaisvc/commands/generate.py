@@ -16,7 +16,8 @@ the request to the resident worker and streams its ids with `ai_stream`)
 and `reference` (the numpy forward pass of docs/ARITHMETIC.md). `--temp T`
 (with `--top-k`, `--top-p`, `--seed`) samples instead of taking the most likely
 token; the guest samples (user/llm/sample.c) and the reference draws the same
-tokens for the same seed (pyaisvc/sampling.py). The service is greedy only.
+tokens for the same seed (pyaisvc/sampling.py); so does the service's worker,
+which takes the decimals with at most 6 places (struct ai_opts).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from pyaisvc.llmguest import (
 )
 from pyaisvc.qemu import Guest, QemuConfig
 from pyaisvc.reference import Reference
-from pyaisvc.sampling import SamplingOptions
+from pyaisvc.sampling import SamplingError, SamplingOptions
 from pyaisvc.tokenizer import load_tokenizer
 
 
@@ -81,10 +82,10 @@ def _run_guest(model: str, assets_dir: Path, prompt: list[int], n_new: int,
 
 def _run_service(model: str, assets_dir: Path, prompt: list[int], n_new: int,
                  sampling: SamplingOptions) -> Result:
-    sampler = sampling.sampler()
-    if sampler is not None and sampler.temp > 0:
-        raise CommandError("generate: the AI service is greedy: drop --temp, "
-                           "or use --backend guest to sample")
+    try:
+        flags = " ".join(sampling.service_args())
+    except SamplingError as e:
+        raise CommandError(f"generate: {e}") from e
     spec = MODELS[model]
     root = Path(__file__).resolve().parents[2]
     built = prepare(root, spec, assets_dir if assets_dir != spec.assets else None)
@@ -92,7 +93,7 @@ def _run_service(model: str, assets_dir: Path, prompt: list[int], n_new: int,
     with Guest(cfg) as guest:
         t0 = time.monotonic()
         # one word per id: the ai tool reads one id per argument
-        output = guest.run(f"ai gen {n_new} {' '.join(map(str, prompt))}",
+        output = guest.run(f"ai gen {flags} {n_new} {' '.join(map(str, prompt))}",
                            timeout=120 + 10 * (len(prompt) + n_new))
         wall = time.monotonic() - t0
     first = output.strip().splitlines()[0] if output.strip() else ""

@@ -10,9 +10,11 @@
 // to show what another process gets.
 //
 //   submit PREDICT ID...   queue a request; prints its reqid. Before
-//                          PREDICT, --stop ID (up to 4 times) ends the
-//                          request early after ID (ai_submit_stop), as
-//                          for call and gen
+//                          PREDICT, as for call and gen (ai_submit_opts):
+//                          --stop ID (up to 4 times) ends the request
+//                          early after ID; --temp T (0: greedy), --top-k
+//                          K, --top-p P and --seed S sample its ids as
+//                          llmrun_* does (T and P: at most 6 decimals)
 //   query REQID            state, queue position, tokens so far, timings
 //   wait REQID             block until it is done; prints the generated ids
 //   cancel REQID           give the request up
@@ -51,25 +53,106 @@ report(const char *what, int r)
 struct request {
   uint32 ids[MAXWORDS];
   int count, predict;
-  uint32 stop[AI_MAX_STOP];
-  int nstop;
+  struct ai_opts opts;
+  int any; // an option was given: submit with ai_submit_opts
 };
 
-// [--stop ID]... PREDICT ID... from words w[0..n) -> 0, or -1 after a
+// A decimal with at most 6 decimals ("0.8", "1", "0.95") -> 0 and *v in
+// millionths (struct ai_opts); -1 if s is not one or is 4295 or more.
+static int
+parse_micro(const char *s, uint32 *v)
+{
+  uint64 m = 0;
+  int digits = 0, frac = -1;
+  for (; *s; s++) {
+    if (*s == '.' && frac < 0 && digits > 0) {
+      frac = 0;
+      continue;
+    }
+    if (*s < '0' || *s > '9' || frac == 6 || m > 0xffffffffUL)
+      return -1;
+    m = m * 10 + (*s - '0');
+    digits++;
+    frac += frac >= 0;
+  }
+  if (digits == 0 || frac == 0)
+    return -1;
+  for (int i = frac < 0 ? 0 : frac; i < 6; i++)
+    m *= 10;
+  if (m > 0xffffffffUL)
+    return -1;
+  *v = (uint32)m;
+  return 0;
+}
+
+// A decimal number below 2^64 -> 0 and *v; else -1.
+static int
+parse_u64(const char *s, uint64 *v)
+{
+  uint64 m = 0;
+  if (*s == 0)
+    return -1;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9' || m > (~0UL - (*s - '0')) / 10)
+      return -1;
+    m = m * 10 + (*s - '0');
+  }
+  *v = m;
+  return 0;
+}
+
+// One option (name, value) of a request into o -> 0, or -1 after a
+// message; 1 if name is not an option.
+static int
+parse_option(const char *name, const char *value, struct ai_opts *o)
+{
+  int bad;
+  if (strcmp(name, "--stop") == 0) {
+    if (o->nstop == AI_MAX_STOP) {
+      printf("at most %d --stop ids per request (AI_MAX_STOP); give fewer\n", AI_MAX_STOP);
+      return -1;
+    }
+    o->stop[o->nstop++] = (uint32)strtol(value, 0, 10);
+    return 0;
+  } else if (strcmp(name, "--temp") == 0)
+    bad = parse_micro(value, &o->temp_micro);
+  else if (strcmp(name, "--top-p") == 0)
+    bad = parse_micro(value, &o->top_p_micro) < 0 || o->top_p_micro == 0 ||
+        o->top_p_micro > AI_MICRO;
+  else if (strcmp(name, "--top-k") == 0) {
+    uint64 k = 0;
+    bad = parse_u64(value, &k) < 0 || k > 0xffffffffUL;
+    o->top_k = (uint32)k;
+  } else if (strcmp(name, "--seed") == 0)
+    bad = parse_u64(value, &o->seed);
+  else
+    return 1;
+  if (bad)
+    printf("%s %s: not a valid value (--temp 0.8, --top-k 40, --top-p 0.95 (above 0, at "
+           "most 1), --seed 7)\n",
+        name, value);
+  return bad ? -1 : 0;
+}
+
+// [OPTION VALUE]... PREDICT ID... from words w[0..n) -> 0, or -1 after a
 // message.
 static int
 parse_request(char **w, int n, struct request *q)
 {
-  q->nstop = 0;
-  for (; n >= 2 && strcmp(w[0], "--stop") == 0; w += 2, n -= 2) {
-    if (q->nstop == AI_MAX_STOP) {
-      printf("at most %d --stop ids per request (AI_MAX_STOP); give fewer\n", AI_MAX_STOP);
+  memset(&q->opts, 0, sizeof(q->opts));
+  q->any = 0;
+  for (; n >= 2 && w[0][0] == '-' && w[0][1] == '-'; w += 2, n -= 2, q->any = 1) {
+    int r = parse_option(w[0], w[1], &q->opts);
+    if (r < 0)
+      return -1;
+    if (r > 0) {
+      printf("unknown option %s (--stop, --temp, --top-k, --top-p, --seed)\n", w[0]);
       return -1;
     }
-    q->stop[q->nstop++] = (uint32)strtol(w[1], 0, 10);
   }
   if (n < 2) {
-    printf("need [--stop ID]... PREDICT ID...\n");
+    printf("need [--stop ID | --temp T | --top-k K | --top-p P | --seed S]... "
+           "PREDICT ID...\n");
     return -1;
   }
   q->predict = atoi(w[0]);
@@ -79,11 +162,11 @@ parse_request(char **w, int n, struct request *q)
   return 0;
 }
 
-// Submits q (with its stop ids, if any); returns the reqid or the code.
+// Submits q (with its options, if any); returns the reqid or the code.
 static int
 submit(const struct request *q)
 {
-  return ai_submit_stop(q->ids, q->count, q->predict, q->stop, q->nstop);
+  return ai_submit_opts(q->ids, q->count, q->predict, q->any ? &q->opts : 0);
 }
 
 static void
@@ -132,7 +215,7 @@ child(char **w, int n)
     wait(0);
 }
 
-// submit, or call (ai_call; with stop ids, submit then wait).
+// submit, or call (ai_call; with options, submit then wait).
 static void
 submit_or_call(char **w, int n, int call)
 {
@@ -146,8 +229,8 @@ submit_or_call(char **w, int n, int call)
     return;
   }
   uint64 t0 = time_us();
-  int r = q.nstop == 0 ? ai_call(q.ids, q.count, q.predict, outbuf, sizeof(outbuf)) : submit(&q);
-  if (q.nstop > 0 && r > 0)
+  int r = !q.any ? ai_call(q.ids, q.count, q.predict, outbuf, sizeof(outbuf)) : submit(&q);
+  if (q.any && r > 0)
     r = ai_wait(r, outbuf, sizeof(outbuf));
   if (report("call", r) >= 0)
     printf("%s\n(%lu ms)\n", outbuf, (time_us() - t0) / 1000);
@@ -201,13 +284,13 @@ try_register(int vocab, int seq_len)
 static const struct {
   const char *name, *args, *what;
 } commands[] = {
-  { "submit", "[--stop ID] PREDICT ID...", "queue a request; prints its reqid" },
+  { "submit", "[OPT V]... PREDICT ID...", "queue a request; prints its reqid" },
   { "query", "REQID", "state, queue position, tokens so far, timings" },
   { "wait", "REQID", "block until it is done; prints the generated ids" },
   { "cancel", "REQID", "give the request up" },
-  { "call", "[--stop ID] PREDICT ID...", "submit + wait" },
+  { "call", "[OPT V]... PREDICT ID...", "submit + wait" },
   { "stream", "REQID", "print its ids as they are produced; wait collects it" },
-  { "gen", "[--stop ID] PREDICT ID...", "submit, stream, then wait" },
+  { "gen", "[OPT V]... PREDICT ID...", "submit, stream, then wait" },
   { "info", "", "the kernel's table at a glance" },
   { "err", "CODE", "what an error code means (either sign)" },
   { "register", "VOCAB SEQLEN", "try to become the worker (resigns if it did)" },
@@ -230,6 +313,9 @@ help(void)
       printf(" ");
     printf("%s\n", commands[i].what);
   }
+  printf("OPT V, before PREDICT: --stop ID (up to %d), --temp T (0: greedy), --top-k K, "
+         "--top-p P, --seed S\n",
+      AI_MAX_STOP);
 }
 
 // c is a command with the wrong arguments, or no command at all: say so.

@@ -35,8 +35,13 @@
 //   during prefill; either answers -AIE_NOREQ once the request was
 //   cancelled or its owner exited, and the daemon drops it: its place is
 //   free for the next step. A request that has all its ids, or whose last
-//   id is one of its stop ids (ai_submit_stop), gets ai_complete; one the
+//   id is one of its stop ids (struct ai_opts), gets ai_complete; one the
 //   runtime refuses gets ai_fail.
+// - Each request chooses its ids with its own sampler (struct ai_opts:
+//   greedy, or temperature, top-k, top-p and seed as llmrun_* takes them),
+//   so its ids are those llmrun_* gives alone, whatever else is in the
+//   batch. The samplers share one workspace: the runtime samples the
+//   requests of a step one after another.
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
@@ -55,11 +60,12 @@ struct running {
   int reqid;
   int reported;         // ids handed to the kernel (ai_emit)
   struct llm_req r;     // the runtime's view: cache, prompt, progress
-  struct llm_sampler g; // greedy, with the request's stop ids
+  struct llm_sampler g; // the request's options: sampler and stop ids
 };
 
 static struct running run[AI_BATCH]; // oldest first
 static int nrun, places;
+static struct llm_sampler work; // the samplers' shared workspace (cand, cum)
 
 // The model for dir's CFG.BIN (version 1 files are all Llama); 0 after a
 // message if it cannot be read or checked.
@@ -116,6 +122,26 @@ free_cache(struct llm_session *s)
   return 0;
 }
 
+// g: the sampler for options o (kernel-checked), as llmrun_* sets it up
+// from the same options typed as decimals; vocab is the model's. Returns 0,
+// or -1 if o samples and there is no workspace.
+static int
+sampler_for(struct llm_sampler *g, const struct ai_opts *o, int vocab)
+{
+  memset(g, 0, sizeof(*g));
+  g->temp = (double)o->temp_micro / (double)AI_MICRO;
+  g->top_k = o->top_k >= (uint32)vocab ? 0 : (int)o->top_k; // k >= vocab keeps all
+  g->top_p = o->top_p_micro == 0 ? 1.0 : (double)o->top_p_micro / (double)AI_MICRO;
+  g->seed = o->seed;
+  for (int i = 0; i < o->nstop; i++)
+    g->stop[i] = (int)o->stop[i]; // below the vocab size (kernel-checked)
+  g->nstop = o->nstop;
+  g->cand = work.cand;
+  g->cum = work.cum;
+  llm_sampler_reset(g);
+  return g->temp > 0 && work.cand == 0 ? -1 : 0;
+}
+
 // Start job in a free place, or fail it if the runtime refuses it.
 static void
 admit(struct llm_runtime *rt, struct llm_session *s, struct ai_job *job)
@@ -124,16 +150,16 @@ admit(struct llm_runtime *rt, struct llm_session *s, struct ai_job *job)
   struct running *u = &run[nrun];
   for (int i = 0; i < job->count; i++)
     ids[i] = job->tokens[i] > 0x7fffffff ? -1 : (int)job->tokens[i];
+  if (sampler_for(&u->g, &job->opts, rt->cfg.vocab_size) < 0) {
+    ai_fail(job->reqid, -AIE_NOMEM);
+    return;
+  }
   if (llm_req_start(rt, &u->r, free_cache(s), ids, job->count, job->predict) < 0) {
     ai_fail(job->reqid, -AIE_RUNTIME);
     return;
   }
   u->reqid = job->reqid;
   u->reported = 0;
-  memset(&u->g, 0, sizeof(u->g));
-  for (int i = 0; i < job->nstop; i++)
-    u->g.stop[i] = (int)job->stop[i]; // below the vocab size (kernel-checked)
-  u->g.nstop = job->nstop;
   nrun++;
 }
 
@@ -267,6 +293,8 @@ main(int argc, char **argv)
   if (places < batch)
     fprintf(2, "ai_daemon: memory for %d of %d KV caches: serving %d at once\n",
         places, batch, places);
+  if (llm_sampler_alloc(&work, rt.cfg.vocab_size) < 0)
+    fprintf(2, "ai_daemon: no memory for the sampler: serving greedy requests only\n");
   llm_pool_start(0); // as many threads as the machine runs at once
   if (register_worker(&rt.cfg) < 0)
     return 1;

@@ -298,10 +298,31 @@ real_stop(void)
   do
     len += snprintf(text + len, sizeof(text) - len, k ? " %u" : "%u", want[k]);
   while (want[k++] != stop);
-  int r = ai_submit_stop(P, 3, 4, &stop, 1);
+  struct ai_opts o = { .nstop = 1, .stop = { stop } };
+  int r = ai_submit_opts(P, 3, 4, &o);
   int n = r > 0 ? ai_wait(r, buf, sizeof(buf)) : r;
   result("stop id: the real worker ends the request at it", n == len && strcmp(buf, text) == 0,
       n);
+}
+
+// The real worker samples with a request's options: a seed gives the same
+// ids every time, also with other requests in the batch, and temperature 0
+// is greedy (pyaisvc's tests check the ids against the reference's).
+static void
+real_sampling(void)
+{
+  static char a[AI_RESULT_MAX + 1], b[AI_RESULT_MAX + 1];
+  struct ai_opts hot = { .temp_micro = 1300000, .top_k = 100, .top_p_micro = 900000, .seed = 3 };
+  struct ai_opts cold = { .top_k = 5, .seed = 9 }; // temperature 0
+  int r1 = ai_submit_opts(P, 3, 6, &hot);
+  int r2 = ai_submit_opts(P, 3, 6, &hot);
+  int r3 = ai_submit_opts(P, 3, 4, &cold);
+  int n1 = r1 > 0 ? ai_wait(r1, a, sizeof(a)) : r1;
+  int n2 = r2 > 0 ? ai_wait(r2, b, sizeof(b)) : r2;
+  result("sampling: one seed, the same ids, side by side in a batch",
+      n1 > 0 && n1 == n2 && strcmp(a, b) == 0, n2);
+  int n3 = r3 > 0 ? ai_wait(r3, a, sizeof(a)) : r3;
+  result("sampling: temperature 0 is greedy", n3 > 0 && strcmp(a, first_result) == 0, n3);
 }
 
 static void
@@ -325,6 +346,7 @@ real_worker(void)
   n = ai_wait(r, buf, sizeof(buf));
   result("call and submit + wait give the same result", n > 0 && strcmp(buf, first_result) == 0, n);
   real_stop();
+  real_sampling();
 }
 
 // Waits up to ticks for request reqid to leave state `from`; its state.
@@ -460,15 +482,20 @@ bad_arguments(void)
   expect("bad: tokens pointer -1", ai_submit(BADADDR2, 3, 1), -AIE_FAULT);
   expect("bad: tokens past the end of memory", ai_submit((uint32 *)sbrk(0) - 1, 3, 1),
       -AIE_FAULT);
-  uint32 stop[AI_MAX_STOP + 1] = { 2, 3, 4, 5, 6 };
-  expect("bad: stop count -1", ai_submit_stop(P, 3, 1, stop, -1), -AIE_BADARG);
-  expect("bad: stop count above AI_MAX_STOP", ai_submit_stop(P, 3, 1, stop, AI_MAX_STOP + 1),
-      -AIE_BADARG);
-  expect("bad: stop id == vocab", ai_submit_stop(P, 3, 1, t + 1, 1), -AIE_TOKEN);
-  expect("bad: stop pointer in kernel memory", ai_submit_stop(P, 3, 1, BADADDR, 1),
-      -AIE_FAULT);
-  expect("bad: stop ids past the end of memory",
-      ai_submit_stop(P, 3, 1, (uint32 *)sbrk(0) - 1, 2), -AIE_FAULT);
+  struct ai_opts o = { .nstop = -1 };
+  expect("bad: stop count -1", ai_submit_opts(P, 3, 1, &o), -AIE_BADARG);
+  o.nstop = AI_MAX_STOP + 1;
+  expect("bad: stop count above AI_MAX_STOP", ai_submit_opts(P, 3, 1, &o), -AIE_BADARG);
+  o.nstop = 1;
+  o.stop[0] = t[1];
+  expect("bad: stop id == vocab", ai_submit_opts(P, 3, 1, &o), -AIE_TOKEN);
+  memset(&o, 0, sizeof(o));
+  o.top_p_micro = AI_MICRO + 1;
+  expect("bad: top_p above 1", ai_submit_opts(P, 3, 1, &o), -AIE_BADARG);
+  expect("bad: options pointer in kernel memory",
+      ai_submit_opts(P, 3, 1, (struct ai_opts *)BADADDR), -AIE_FAULT);
+  expect("bad: options past the end of memory",
+      ai_submit_opts(P, 3, 1, (struct ai_opts *)((char *)sbrk(0) - 8)), -AIE_FAULT);
   expect("bad: wait on reqid 0", ai_wait(0, buf, sizeof(buf)), -AIE_NOREQ);
   expect("bad: wait on reqid -1", ai_wait(-1, buf, sizeof(buf)), -AIE_NOREQ);
   expect("bad: wait on a reqid never issued", ai_wait(0x7fffffff, buf, sizeof(buf)), -AIE_NOREQ);
@@ -893,24 +920,32 @@ streaming(void)
   close(fd[1]);
 }
 
-// Stop ids (ai_submit_stop) with aitest as the worker: the job carries
+// Options (ai_submit_opts) with aitest as the worker: the job carries
 // them, and a request may complete with fewer ids than predict.
 static void
 stop_ids(void)
 {
-  uint32 stop[2] = { 11, 700 }, three[3] = { 10, 11, 12 };
-  int a = ai_submit_stop(P, 3, 5, stop, 2);
+  uint32 three[3] = { 10, 11, 12 };
+  struct ai_opts o = { .nstop = 2, .stop = { 11, 700 }, .temp_micro = 800000, .top_k = 40, .top_p_micro = 950000, .seed = 12345678901234567890UL };
+  int a = ai_submit_opts(P, 3, 5, &o);
   if (a > 0 && nmine < 64)
     mine[nmine++] = a;
   int r = take();
   result("stop ids: the job carries them",
-      r == a && job.nstop == 2 && job.stop[0] == 11 && job.stop[1] == 700, job.nstop);
+      r == a && job.opts.nstop == 2 && job.opts.stop[0] == 11 && job.opts.stop[1] == 700,
+      job.opts.nstop);
+  result("options: the job carries the sampler's",
+      job.opts.temp_micro == 800000 && job.opts.top_k == 40 && job.opts.top_p_micro == 950000 &&
+          job.opts.seed == 12345678901234567890UL,
+      job.opts.top_k);
   expect("stop ids: the worker completes with 2 of 5 ids", ai_complete(a, three, 2), 0);
   int n = ai_wait(a, buf, sizeof(buf));
   result("stop ids: the result has those ids", n == 5 && strcmp(buf, "10 11") == 0, n);
   a = sub(P, 3, 2);
   take();
-  result("stop ids: ai_submit's job has none", job.nstop == 0, job.nstop);
+  struct ai_opts zero = { 0 };
+  result("options: ai_submit's job has none (greedy, no stop ids)",
+      memcmp(&job.opts, &zero, sizeof(zero)) == 0, job.opts.nstop);
   ai_complete(a, three, 2);
   ai_wait(a, buf, sizeof(buf));
 }

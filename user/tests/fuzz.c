@@ -284,7 +284,7 @@ known_errno(long e)
 static int
 is_ai(long nr)
 {
-  return (nr >= SYS_ai_submit && nr <= SYS_ai_fail) || nr == SYS_ai_submit_stop;
+  return (nr >= SYS_ai_submit && nr <= SYS_ai_fail) || nr == SYS_ai_submit_opts;
 }
 
 static int
@@ -554,12 +554,12 @@ call_ai(struct call *c)
     c->a[1] = count;
     c->a[2] = preds[pick(NELEM(preds))];
     c->nodata = 0;    // a submit that fails the token copy is an error; one that succeeds was fine
-    if (chance(50)) { // with stop ids: a bad stop pointer must be refused
-      static const int nstops[] = { -1, 0, 1, AI_MAX_STOP, AI_MAX_STOP + 1, 0x7fffffff };
-      int nstop = nstops[pick(NELEM(nstops))];
-      c->nr = SYS_ai_submit_stop;
-      dataptr(c, 3, nstop > 0 && nstop <= AI_MAX_STOP ? nstop * 4 : 0, 0);
-      c->a[4] = nstop;
+    if (chance(50)) { // with options (any bytes): refused only at a bad pointer (0: none)
+      int kind;
+      c->nr = SYS_ai_submit_opts;
+      c->a[3] = anyptr(&kind);
+      if (kind == P_BAD)
+        c->nodata = 1;
     }
     break;
   case 2: // wait: blocks only if the reqid is ours and queued, and a worker serves
