@@ -22,7 +22,7 @@ LIB_SOURCES = ["user/lib/printf.c", "user/lib/umalloc.c", "user/lib/ulib.c"]
 RENAMED = ["printf", "fprintf", "snprintf", "malloc", "calloc", "free", "write", "read",
            "open", "close", "fstat", "sbrk", "stat", "strcpy", "strncpy", "strcmp", "strncmp",
            "strlen", "strchr", "gets", "memset", "memmove", "memcpy", "memcmp", "atoi",
-           "strtol", "strerror", "exit", "mutex_lock", "mutex_unlock"]
+           "strtol", "parse_u64", "strerror", "exit", "mutex_lock", "mutex_unlock"]
 
 # (format, C arguments, Python arguments); Python's % has no length modifiers,
 # so "l" and "ll" are dropped for it.

@@ -155,6 +155,21 @@ nharts(void)
   return (int)sysconf(_SC_NPROCESSORS_ONLN);
 }
 
+// user/lib's parse_u64 on glibc: a whole string of digits below 2^64.
+static inline int
+parse_u64(const char *s, uint64 *v)
+{
+  char *end;
+  if (*s < '0' || *s > '9')
+    return -1; // strtoull would take blanks and a sign
+  errno = 0;
+  unsigned long long n = strtoull(s, &end, 10);
+  if (*end != 0 || errno == ERANGE)
+    return -1;
+  *v = n;
+  return 0;
+}
+
 #define open     hc_open
 #define read     hc_read
 #define write    hc_write

@@ -85,22 +85,6 @@ parse_micro(const char *s, uint32 *v)
   return 0;
 }
 
-// A decimal number below 2^64 -> 0 and *v; else -1.
-static int
-parse_u64(const char *s, uint64 *v)
-{
-  uint64 m = 0;
-  if (*s == 0)
-    return -1;
-  for (; *s; s++) {
-    if (*s < '0' || *s > '9' || m > (~0UL - (*s - '0')) / 10)
-      return -1;
-    m = m * 10 + (*s - '0');
-  }
-  *v = m;
-  return 0;
-}
-
 // One option (name, value) of a request into o -> 0, or -1 after a
 // message; 1 if name is not an option.
 static int

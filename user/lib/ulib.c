@@ -219,6 +219,23 @@ strtol(const char *s, char **end, int base)
   return neg ? -v : v;
 }
 
+// A whole string of decimal digits below 2^64 -> 0 and *v; -1 for anything
+// else (empty, a sign, other characters, too large), *v then unchanged.
+int
+parse_u64(const char *s, uint64 *v)
+{
+  uint64 n = 0;
+  if (*s == 0)
+    return -1;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9' || n > (~0UL - (*s - '0')) / 10)
+      return -1;
+    n = n * 10 + (*s - '0');
+  }
+  *v = n;
+  return 0;
+}
+
 static const char *errnames[] = {
   [0] = "success",
   [EPERM] = "operation not permitted",

@@ -90,7 +90,8 @@ void *memcpy(void *dst, const void *src, uint n);
 int memcmp(const void *a, const void *b, uint n);
 int atoi(const char *s);
 long strtol(const char *s, char **end, int base);
-const char *strerror(int err); // accepts err or -err
+int parse_u64(const char *s, uint64 *v); // 0, or -1 if s is not a number below 2^64
+const char *strerror(int err);           // accepts err or -err
 
 // ---- printf.c
 void printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -113,22 +113,6 @@ parse_decimal(const char *s, double *v)
   return 0;
 }
 
-// A decimal number below 2^64 -> 0 and *v; else -1.
-static int
-parse_u64(const char *s, uint64 *v)
-{
-  uint64 n = 0;
-  if (*s == 0)
-    return -1;
-  for (; *s; s++) {
-    if (*s < '0' || *s > '9' || n > (~0UL - (*s - '0')) / 10)
-      return -1;
-    n = n * 10 + (*s - '0');
-  }
-  *v = n;
-  return 0;
-}
-
 // The white space between ids.
 static int
 is_space(char c)
