@@ -17,7 +17,7 @@ from host import llmcases as lc
 from pyaisvc import fsimg
 from pyaisvc.llmguest import MODELS, timings
 
-GEN = 8
+GEN = 4  # ids per request: decode steps enough to carry each state forward
 THREADS = (1, 2, 4)
 pytestmark = pytest.mark.guest
 THREAD_LINE = re.compile(r"^(\S+): profile phase=(prefill|decode) threads=(\d+) steps=(\d+) "
