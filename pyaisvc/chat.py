@@ -87,7 +87,7 @@ class ChatConfig:
     seq_len: int = 256  # the model's runtime_seq_len
     timeout: float = 600.0  # seconds one reply may take
     qemu: str = field(default_factory=default_qemu)
-    llmrun_args: tuple[str, ...] = ()  # sampling options (llmrun_*'s; `ai gen` takes them too)
+    sampling_args: tuple[str, ...] = ()  # --temp ... as llmrun_* and `ai gen` both take them
     service: bool = False  # through the AI service (`ai gen`), not llmrun_* --stdin
 
 
@@ -196,7 +196,7 @@ class ChatSession:
         """The program's command line: it serves request lines, writes each id as it is
         chosen, and ends a request at an end-of-turn or end-of-text id."""
         return " ".join([self.prog, "--stdin", "--stream", self._stop_flags,
-                         *self.cfg.llmrun_args])
+                         *self.cfg.sampling_args])
 
     def reset(self) -> None:
         """Forgets the conversation."""
@@ -303,7 +303,7 @@ class ChatSession:
         ends at a stop id or the predict count (the program ends the line), or on Ctrl-C."""
         line = f"{predict} " + " ".join(str(i) for i in prompt)
         if self.cfg.service:
-            line = " ".join(["ai gen", self._stop_flags, *self.cfg.llmrun_args, line])
+            line = " ".join(["ai gen", self._stop_flags, *self.cfg.sampling_args, line])
             who, error = "the AI service", r"(?:submit|stream|wait): (error [^\r\n]*)\r*\n"
             end = re.escape(PROMPT)  # ai prints no timing line
         else:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from pyaisvc.errors import AisvcError
@@ -56,6 +58,24 @@ def cache_root() -> Path:
     if (repo / "Makefile").is_file():
         return repo / "build" / "cache"
     return Path.home() / ".cache" / "aisvc"
+
+
+def write_cache_entry(entry: Path, write: Callable[[Path], None]) -> bool:
+    """Makes the cache directory entry: write(tmp) fills a new temporary directory, which
+    is then renamed to entry, so a reader never sees half an entry. True if entry is
+    there afterwards (also when a concurrent writer made it first); False if it could
+    not be written (a read-only cache), and the caller does without it."""
+    tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp.mkdir(parents=True)
+        write(tmp)
+        os.rename(tmp, entry)
+    except OSError:
+        pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return entry.is_dir()
 
 
 def gguf_digest(gguf: Path) -> str:

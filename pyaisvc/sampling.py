@@ -135,12 +135,13 @@ class SamplingOptions:
         the decimals in millionths (struct ai_opts), so each may have at most 6 decimal
         places and be below 4295; SamplingError otherwise."""
         args = self.guest_args()
-        for flag, text in (("--temp", self.temp), ("--top-p", self.top_p)):
-            if args and text is not None and (len(text.partition(".")[2]) > 6
-                                              or parse_decimal(text, flag) >= 4295):
+        if not args:  # greedy
+            return args
+        for flag, text in (("--temp", str(self.temp)), ("--top-p", self.top_p)):
+            if len(text.partition(".")[2]) > 6 or parse_decimal(text, flag) >= 4295:
                 raise SamplingError(f"{flag}: the AI service takes at most 6 decimal places "
                                     f"and values below 4295, not '{text}'")
-        if args and self.top_k >= 2**32:
+        if self.top_k >= 2**32:
             raise SamplingError(f"--top-k: the AI service takes values below 2^32, not "
                                 f"{self.top_k}")
         return args

@@ -18,14 +18,18 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
-import shutil
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
 from pyaisvc.errors import AisvcError
-from pyaisvc.hfsources import cache_root, default_gguf, env_offline, gguf_digest
+from pyaisvc.hfsources import (
+    cache_root,
+    default_gguf,
+    env_offline,
+    gguf_digest,
+    write_cache_entry,
+)
 
 MODELS = ("smol", "qwen")
 _QWEN_NAME = "qwen3.5-27b"  # every Qwen3.5 size shares this tokenizer
@@ -124,34 +128,20 @@ def smol_cache_dir(gguf: Path) -> Path:
     return cache_root() / "tokenizer" / f"smol-{gguf_digest(gguf)}"
 
 
-def _write_smol_cache(entry: Path) -> None:
-    """Reads the GGUF once and writes entry/tokenizer.json and entry/meta.json; written
-    into a temporary directory and renamed, so a concurrent reader never sees half."""
+def _write_smol_cache(tmp: Path) -> None:
+    """Reads the GGUF once and writes tmp/tokenizer.json and tmp/meta.json."""
     hf = load_smol_from_gguf()
-    tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
-        hf._tok.backend_tokenizer.save(str(tmp / "tokenizer.json"))
-        meta = {"source": str(default_gguf()), "chat_template": hf._tok.chat_template}
-        (tmp / "meta.json").write_text(json.dumps(meta))
-        os.rename(tmp, entry)
-    except OSError:
-        if not (entry / "meta.json").is_file():  # not a concurrent writer's success
-            raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    hf._tok.backend_tokenizer.save(str(tmp / "tokenizer.json"))
+    meta = {"source": str(default_gguf()), "chat_template": hf._tok.chat_template}
+    (tmp / "meta.json").write_text(json.dumps(meta))
 
 
 def _load_smol() -> _FileTokenizer | _HFTokenizer:
     """The cached tokenizer, written first when missing; the GGUF itself when the cache
     cannot be written (read-only checkout)."""
     entry = smol_cache_dir(default_gguf())
-    if not (entry / "meta.json").is_file():
-        try:
-            _write_smol_cache(entry)
-        except OSError:
-            return load_smol_from_gguf()
+    if not entry.is_dir() and not write_cache_entry(entry, _write_smol_cache):
+        return load_smol_from_gguf()
     tok = _FileTokenizer(entry / "tokenizer.json")
     tok.name = "smol"
     tok.chat_template = json.loads((entry / "meta.json").read_text())["chat_template"]

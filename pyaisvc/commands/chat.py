@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         tok = load_tokenizer(args.model)
         cfg = ChatConfig(args.model, p.kernel, p.image, args.ram or spec.ram, args.cpus,
                          args.max_new_tokens, seq_len,
-                         llmrun_args=tuple(sampling_args), service=args.service)
+                         sampling_args=tuple(sampling_args), service=args.service)
         with ChatSession(cfg, tok) as session:
             g = session.guest
             where = " by the AI service's worker" if args.service else ""

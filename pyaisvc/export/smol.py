@@ -8,8 +8,6 @@ any HF Llama-architecture directory with tied embeddings instead.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +21,13 @@ from pyaisvc.export.common import (
     assets_source,
     export_model,
 )
-from pyaisvc.hfsources import cache_root, default_gguf, env_offline, gguf_digest
+from pyaisvc.hfsources import (
+    cache_root,
+    default_gguf,
+    env_offline,
+    gguf_digest,
+    write_cache_entry,
+)
 
 DEFAULT_RUNTIME_SEQ_LEN = 256  # the course's Smol value
 
@@ -51,12 +55,11 @@ def _from_pretrained(where: str, **kw):
 
 
 def _save_checkpoint(model, out: Path) -> None:
-    """model's config and float32 weights as a transformers checkpoint directory
-    (save_pretrained refuses a model loaded from a GGUF; its weights are plain
+    """model's config and float32 weights as a transformers checkpoint in the directory
+    out (save_pretrained refuses a model loaded from a GGUF; its weights are plain
     float32 tensors all the same)."""
     from safetensors.torch import save_model
 
-    out.mkdir(parents=True)
     model.config.save_pretrained(out)
     save_model(model, str(out / "model.safetensors"), metadata={"format": "pt"})
 
@@ -65,21 +68,13 @@ def _load_gguf_cached(gguf: Path):
     """The GGUF's model. transformers takes about 15 s to read a GGUF (its metadata
     parser, twice) and a second to read the same weights saved as an fp32 checkpoint,
     so the first load saves one under cache_root()/hf/NAME-HASH (the GGUF's content
-    hash; written to a temporary directory and renamed, so a concurrent reader never
-    sees half) and later loads read that. The weights are the same float32 values."""
+    hash) and later loads read that (a read-only cache: every load reads the GGUF).
+    The weights are the same float32 values."""
     entry = cache_root() / "hf" / f"{gguf.stem}-{gguf_digest(gguf)}"
-    if (entry / "config.json").is_file():
+    if entry.is_dir():
         return _from_pretrained(str(entry))
     model = _from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        _save_checkpoint(model, tmp)
-        os.rename(tmp, entry)
-    except OSError:
-        pass  # a read-only cache, or a concurrent writer got there first: no cache needed
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    write_cache_entry(entry, lambda tmp: _save_checkpoint(model, tmp))
     return model
 
 

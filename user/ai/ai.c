@@ -53,8 +53,7 @@ report(const char *what, int r)
 struct request {
   uint32 ids[MAXWORDS];
   int count, predict;
-  struct ai_opts opts;
-  int any; // an option was given: submit with ai_submit_opts
+  struct ai_opts opts; // all zeros: none (greedy, no stop ids)
 };
 
 // A decimal with at most 6 decimals ("0.8", "1", "0.95") -> 0 and *v in
@@ -124,8 +123,7 @@ static int
 parse_request(char **w, int n, struct request *q)
 {
   memset(&q->opts, 0, sizeof(q->opts));
-  q->any = 0;
-  for (; n >= 2 && w[0][0] == '-' && w[0][1] == '-'; w += 2, n -= 2, q->any = 1) {
+  for (; n >= 2 && w[0][0] == '-' && w[0][1] == '-'; w += 2, n -= 2) {
     int r = parse_option(w[0], w[1], &q->opts);
     if (r < 0)
       return -1;
@@ -146,11 +144,19 @@ parse_request(char **w, int n, struct request *q)
   return 0;
 }
 
-// Submits q (with its options, if any); returns the reqid or the code.
+// Submits q with its options; returns the reqid or the code.
 static int
 submit(const struct request *q)
 {
-  return ai_submit_opts(q->ids, q->count, q->predict, q->any ? &q->opts : 0);
+  return ai_submit_opts(q->ids, q->count, q->predict, &q->opts);
+}
+
+// Does q carry options other than the defaults (greedy, no stop ids)?
+static int
+has_options(const struct request *q)
+{
+  static const struct ai_opts none;
+  return memcmp(&q->opts, &none, sizeof(none)) != 0;
 }
 
 static void
@@ -213,8 +219,9 @@ submit_or_call(char **w, int n, int call)
     return;
   }
   uint64 t0 = time_us();
-  int r = !q.any ? ai_call(q.ids, q.count, q.predict, outbuf, sizeof(outbuf)) : submit(&q);
-  if (q.any && r > 0)
+  int opts = has_options(&q);
+  int r = opts ? submit(&q) : ai_call(q.ids, q.count, q.predict, outbuf, sizeof(outbuf));
+  if (opts && r > 0)
     r = ai_wait(r, outbuf, sizeof(outbuf));
   if (report("call", r) >= 0)
     printf("%s\n(%lu ms)\n", outbuf, (time_us() - t0) / 1000);
