@@ -294,7 +294,8 @@ main(int argc, char **argv)
     fprintf(2, "ai_daemon: memory for %d of %d KV caches: serving %d at once\n",
         places, batch, places);
   if (llm_sampler_alloc(&work, rt.cfg.vocab_size) < 0)
-    fprintf(2, "ai_daemon: no memory for the sampler: serving greedy requests only\n");
+    fprintf(2, "ai_daemon: no memory for the sampler: sampled requests will fail "
+               "(out of memory); boot with more RAM to serve them\n");
   llm_pool_start(0); // as many threads as the machine runs at once
   if (register_worker(&rt.cfg) < 0)
     return 1;
