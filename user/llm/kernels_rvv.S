@@ -15,83 +15,131 @@
 # use twice the LMUL.
 #
 # Registers: acc (int32 group sums) v4, or v0-v6 for 4 positions; W v8
-# (packed weights); v12 (one byte per lane, sign-extended), v14; T (int64
-# totals) v24, or v16-v28 for 4 positions. The code sits on a page of its
+# (packed weights; v8-v15 for the matvec's two word vectors); v16 or v12
+# (one byte per lane, sign-extended), v14; T (int64 totals) v24, or
+# v16-v28 for 4 positions. The code sits on a page of its
 # own (PERF_NOTES.md, fact 4).
 
         .option arch, +v
         .section .text.hot.rvv, "ax", @progbits
         .balign 4096
 
-# acc += sext(byte j of each lane of W) * xreg, for the matvec.
-.macro MAC1 shift, xreg
+# acc += sext(byte j of each lane of wreg) * xreg, for the matvec;
+# v16 is scratch.
+.macro MAC1 wreg, shift, xreg
         .if \shift
-        vsll.vi v12, v8, \shift
-        vsra.vi v12, v12, 24
+        vsll.vi v16, \wreg, \shift
+        vsra.vi v16, v16, 24
         .else
-        vsra.vi v12, v8, 24
+        vsra.vi v16, \wreg, 24
         .endif
-        vmul.vx v12, v12, \xreg
-        vadd.vv v4, v4, v12
+        vmul.vx v16, v16, \xreg
+        vadd.vv v4, v4, v16
 .endm
 
-# void llm_rvv_matvec(const int8 *w, const int32 *wm, const int8 *x,
+# t6 = byte j of t5, sign-extended (one 8-byte load of the activations
+# and shifts cost less than eight byte loads under TCG).
+.macro XBYTE j
+        .if \j - 7
+        slli t6, t5, 56 - 8 * \j
+        srai t6, t6, 56
+        .else
+        srai t6, t5, 56
+        .endif
+.endm
+
+# The 8 columns in t5 against two word vectors, w0 and w1.
+.macro COLS8 w0, w1
+        XBYTE 0
+        MAC1 \w0, 24, t6
+        XBYTE 1
+        MAC1 \w0, 16, t6
+        XBYTE 2
+        MAC1 \w0, 8, t6
+        XBYTE 3
+        MAC1 \w0, 0, t6
+        XBYTE 4
+        MAC1 \w1, 24, t6
+        XBYTE 5
+        MAC1 \w1, 16, t6
+        XBYTE 6
+        MAC1 \w1, 8, t6
+        XBYTE 7
+        MAC1 \w1, 0, t6
+.endm
+
+# void llm_rvv_matvec_mL(const int8 *w, const int32 *wm, const int8 *x,
 #     const int32 *m, long ng, int64 *t, long vtype)
 # One block: t[r] = sum_g (wm[g][r] * m[g]) * (sum_k w[r][32g+k] * x[32g+k]),
-# w and wm the block's packed weights and multipliers (ng groups).
-        .global llm_rvv_matvec
-llm_rvv_matvec:
+# w and wm the block's packed weights and multipliers (ng groups). One
+# whole-register load brings two word vectors (8 columns): a vector load
+# costs about the same up to 1 KiB (PERF_NOTES.md, fact 9), so fewer and
+# larger loads pay. The L = 4 version (vlen 128 and 256) loads 8
+# registers, the second word vector at v12; L = 2 (vlen 512) loads 4, the
+# second at v10.
+.macro MATVEC name, load, w1
+        .global \name
+\name:
         addi t2, a6, 9                  # e64 and twice the LMUL
         vsetvl t0, zero, t2
         vmv.v.i v24, 0
         vsetvl t0, zero, a6             # t0 = B
-        slli t1, t0, 2                  # bytes per packed word vector
+        slli t3, t0, 2                  # bytes per packed word vector
+        slli t1, t0, 3                  # bytes per two
 1:      vmv.v.i v4, 0
-        li t4, 8                        # 8 words of 4 columns per group
-2:      vle32.v v8, (a0)
+        li t4, 4                        # 4 x 8 columns per group
+2:      \load v8, (a0)
         add a0, a0, t1
-        lb t5, 0(a2)
-        lb t6, 1(a2)
-        MAC1 24, t5
-        MAC1 16, t6
-        lb t5, 2(a2)
-        lb t6, 3(a2)
-        MAC1 8, t5
-        MAC1 0, t6
-        addi a2, a2, 4
+        ld t5, 0(a2)
+        addi a2, a2, 8
+        COLS8 v8, \w1
         addi t4, t4, -1
         bnez t4, 2b
-        vle32.v v12, (a1)               # mult = wm[g][.] * m[g]
-        add a1, a1, t1
+        vle32.v v16, (a1)               # mult = wm[g][.] * m[g]
+        add a1, a1, t3
         lw t5, 0(a3)
         addi a3, a3, 4
-        vmul.vx v12, v12, t5
-        vwmacc.vv v24, v12, v4
+        vmul.vx v16, v16, t5
+        vwmacc.vv v24, v16, v4
         addi a4, a4, -1
         bnez a4, 1b
         vsetvl t0, zero, t2
         vse64.v v24, (a5)
         ret
+.endm
 
-# One byte of each lane (shift as in MAC1) times the activations of 4
-# positions, at byte offset off of each position's pointer.
-.macro MAC4 shift, off
+        MATVEC llm_rvv_matvec_m4, vl8re32.v, v12
+        MATVEC llm_rvv_matvec_m2, vl4re32.v, v10
+
+# t5 = byte j of the 32-bit word in xreg (as lw leaves it), sign-extended.
+.macro WBYTE xreg, j
+        .if \j - 3
+        slli t5, \xreg, 56 - 8 * \j
+        srai t5, t5, 56
+        .else
+        srai t5, \xreg, 24
+        .endif
+.endm
+
+# Byte j of each lane (shift 24 - 8j, as in MAC1) times the activations
+# of 4 positions, byte j of the words in s0-s3.
+.macro MAC4 shift, j
         .if \shift
         vsll.vi v12, v8, \shift
         vsra.vi v12, v12, 24
         .else
         vsra.vi v12, v8, 24
         .endif
-        lb t5, \off(a2)
+        WBYTE s0, \j
         vmul.vx v14, v12, t5
         vadd.vv v0, v0, v14
-        lb t5, \off(t3)
+        WBYTE s1, \j
         vmul.vx v14, v12, t5
         vadd.vv v2, v2, v14
-        lb t5, \off(t4)
+        WBYTE s2, \j
         vmul.vx v14, v12, t5
         vadd.vv v4, v4, v14
-        lb t5, \off(t6)
+        WBYTE s3, \j
         vmul.vx v14, v12, t5
         vadd.vv v6, v6, v14
 .endm
@@ -111,8 +159,14 @@ llm_rvv_matvec:
 # the first half of a packed word vector, and w and wm advance by two.
 # vmul.vx and vadd.vv rather than vmacc.vx: QEMU 10 runs vmacc through a
 # helper call, 2-3x slower. Totals to t[p*H .. p*H+H), H = VLMAX.
+# One 4-byte load per position brings 4 columns (s0-s3, saved).
         .global llm_rvv_matvec4
 llm_rvv_matvec4:
+        addi sp, sp, -32
+        sd s0, 0(sp)
+        sd s1, 8(sp)
+        sd s2, 16(sp)
+        sd s3, 24(sp)
         addi t2, a6, 9
         vsetvl t0, zero, t2
         vmv.v.i v16, 0
@@ -133,6 +187,10 @@ llm_rvv_matvec4:
 2:      vle32.v v8, (a0)
         add a0, a0, t1
         add a0, a0, t1
+        lw s0, 0(a2)                    # 4 columns of each position
+        lw s1, 0(t3)
+        lw s2, 0(t4)
+        lw s3, 0(t6)
         MAC4 24, 0
         MAC4 16, 1
         MAC4 8, 2
@@ -164,4 +222,9 @@ llm_rvv_matvec4:
         vse64.v v24, (a5)
         add a5, a5, t1
         vse64.v v28, (a5)
+        ld s0, 0(sp)
+        ld s1, 8(sp)
+        ld s2, 16(sp)
+        ld s3, 24(sp)
+        addi sp, sp, 32
         ret

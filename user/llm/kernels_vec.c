@@ -29,10 +29,16 @@ static long vtype32;              // e32, LMUL for B rows, ta, ma
 #define MAXBLOCK 64
 
 #ifdef __riscv
-void llm_rvv_matvec(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
+void llm_rvv_matvec_m4(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
+    long ng, int64 *t, long vtype);
+void llm_rvv_matvec_m2(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
     long ng, int64 *t, long vtype);
 void llm_rvv_matvec4(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
     long ng, int64 *t, long vtype, long n);
+
+// The decode kernel for the packing's LMUL: 4 (vlen 128, 256) or 2 (512).
+static void (*matvec)(const int8 *, const int32 *, const int8 *, const int32 *, long,
+    int64 *, long);
 
 // Bytes per vector register, 0 without V.
 static int
@@ -84,6 +90,9 @@ kernels(void)
     block = n * lmul / 4;
     vtype32 = (3 << 6) | (2 << 3) | (lmul == 4 ? 2 : lmul == 2 ? 1
                                                                : 0);
+#ifdef __riscv
+    matvec = lmul == 4 ? llm_rvv_matvec_m4 : llm_rvv_matvec_m2;
+#endif
   }
   return decided;
 }
@@ -157,8 +166,7 @@ block1(const struct llm_qmat *w, const struct llm_qact *a, int b0, int lo, int h
 {
   int64 t[MAXBLOCK];
   int ng = w->cols / LLM_GS;
-  llm_rvv_matvec(w->q + (uint64)b0 * w->cols, w->vwm + (uint64)b0 * ng, a->q, a->m, ng, t,
-      vtype32);
+  matvec(w->q + (uint64)b0 * w->cols, w->vwm + (uint64)b0 * ng, a->q, a->m, ng, t, vtype32);
   for (int r = lo; r < hi; r++)
     y[r] = ((double)t[r - b0] * f) * (double)w->ws[r];
 }
