@@ -210,15 +210,25 @@ def test_math_matches_refmath(progs: dict[str, Path]) -> None:
         assert bad.size == 0, f"{name} differs at x = {x[bad[:5]]}"
 
 
+def test_batched_matmul_equals_the_integer_sums(progs: dict[str, Path]) -> None:
+    """llm_matmul_rows for 1-8 positions (the batched kernel takes two rows at a time) and
+    row ranges of odd length give the sums written out plainly in tests/host/mathcheck.c."""
+    p = subprocess.run([str(ROOT / "build/host/llm_mathcheck"), "matmul"], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout == f"matmul: {2 * sum(range(1, 9)) * 5 * 37} ok\n"  # v3, count, range, row
+
+
 def test_hot_kernels_share_a_page() -> None:
-    """make llm-check-hot: the guest programs' .text.hot kernels lie in one 4 KiB page."""
+    """make llm-check-hot: each hot section of the guest programs lies in one 4 KiB page."""
     with build_lock():
         p = subprocess.run(["make", "-s", "llm-check-hot"], cwd=ROOT, capture_output=True,
                            text=True)
     if "no RISC-V cross compiler" in p.stdout + p.stderr:
         pytest.skip("no RISC-V cross compiler")
     assert p.returncode == 0, p.stdout + p.stderr
-    assert p.stdout.count("kernels,") == 2
+    for sec in (".text.hot:", ".text.hot.batch:"):
+        assert p.stdout.count(sec) == 2, p.stdout
 
 
 @pytest.mark.parametrize("args, first", [

@@ -67,13 +67,17 @@ def test_addresses_outside_any_function_are_not_explained(build):
 
 
 def test_check_hot_reads_the_elf_with_pyelftools(build):
-    """make llm-check-hot: the hot kernels of both llmrun programs lie in one 4 KiB page."""
+    """make llm-check-hot: each hot section's kernels lie in one 4 KiB page of llmrun."""
     sys.path.insert(0, str(ROOT / "tests/host"))
     try:
         import check_hot
     finally:
         sys.path.pop(0)
-    names = check_hot.hot_names(ROOT / "build/user/llm/kernels.o")
-    assert names and "nm" not in check_hot.__dict__ and "subprocess" not in check_hot.__dict__
-    found = check_hot.extents(build.uprogs["llmrun_smol"], names)
-    assert set(found) == names and all(size > 0 for _, size in found.values())
+    groups = check_hot.hot_names(ROOT / "build/user/llm/kernels.o")
+    assert "matmul1" in groups[".text.hot"] and "matmul8" in groups[".text.hot.batch"]
+    assert "nm" not in check_hot.__dict__ and "subprocess" not in check_hot.__dict__
+    elf = build.uprogs["llmrun_smol"]
+    for sec, names in groups.items():
+        found = check_hot.extents(elf, names)
+        assert set(found) == names and all(size > 0 for _, size in found.values())
+        assert check_hot.check_section(elf, sec, names)

@@ -1,10 +1,11 @@
-"""Check that the LLM runtime's hot kernels share one 4 KiB page of a guest ELF.
+"""Check that the LLM runtime's hot kernels lie in 4 KiB pages of their own in a guest ELF.
 
 Code crossing a page boundary runs 3-5x slower under QEMU's TCG
 (docs/PERF_NOTES.md, fact 4). The kernels are the functions that
-user/llm/kernels.o puts in section .text.hot; this reads the object's and the
-linked program's symbol tables with pyelftools and fails unless the kernels'
-bytes lie in a single page of the program.
+user/llm/kernels.o puts in section .text.hot (and in .text.hot.NAME sections,
+each page-aligned); this reads the object's and the linked program's symbol
+tables with pyelftools and fails unless each section's kernels lie in a
+single page of the program.
 
     python tests/host/check_hot.py OBJECT ELF
 """
@@ -27,13 +28,17 @@ def _symbols(e: ELFFile):
             yield from sec.iter_symbols()
 
 
-def hot_names(obj: Path) -> set[str]:
-    """Function symbols defined in .text.hot of the object file."""
+def hot_names(obj: Path) -> dict[str, set[str]]:
+    """Hot section name -> the function symbols the object file defines in it."""
     with open(obj, "rb") as f:
         e = ELFFile(f)
-        hot = {i for i, sec in enumerate(e.iter_sections()) if sec.name == HOT}
-        return {s.name for s in _symbols(e)
-                if s["st_info"]["type"] == "STT_FUNC" and s["st_shndx"] in hot}
+        hot = {i: sec.name for i, sec in enumerate(e.iter_sections())
+               if sec.name == HOT or sec.name.startswith(HOT + ".")}
+        groups: dict[str, set[str]] = {}
+        for s in _symbols(e):
+            if s["st_info"]["type"] == "STT_FUNC" and s["st_shndx"] in hot:
+                groups.setdefault(hot[s["st_shndx"]], set()).add(s.name)
+        return groups
 
 
 def extents(elf: Path, names: set[str]) -> dict[str, tuple[int, int]]:
@@ -43,22 +48,32 @@ def extents(elf: Path, names: set[str]) -> dict[str, tuple[int, int]]:
                 if s.name in names and s["st_info"]["type"] == "STT_FUNC"}
 
 
-def main(argv: list[str]) -> int:
-    obj, elf = argv
-    names = hot_names(Path(obj))
-    found = extents(Path(elf), names)
-    if not names or set(found) != names:
+def check_section(elf: Path, section: str, names: set[str]) -> bool:
+    """Print the section's kernels; True when they lie in one page."""
+    found = extents(elf, names)
+    if set(found) != names:
         print(f"check_hot: {elf}: hot kernels missing: {sorted(names - set(found))}")
-        return 1
+        return False
     lo = min(a for a, _ in found.values())
     hi = max(a + s for a, s in found.values())
     for name, (a, s) in sorted(found.items(), key=lambda kv: kv[1]):
         print(f"  {a:#08x} {s:5d} {name}")
     if lo // PAGE != (hi - 1) // PAGE:
-        print(f"check_hot: {elf}: hot kernels span {lo:#x}..{hi:#x}, more than one page")
+        print(f"check_hot: {elf}: {section} spans {lo:#x}..{hi:#x}, more than one page")
+        return False
+    print(f"check_hot: {elf}: {section}: {len(found)} kernels, {hi - lo} bytes in page "
+          f"{lo // PAGE:#x}")
+    return True
+
+
+def main(argv: list[str]) -> int:
+    obj, elf = argv
+    groups = hot_names(Path(obj))
+    if HOT not in groups:
+        print(f"check_hot: {obj}: no functions in {HOT}")
         return 1
-    print(f"check_hot: {elf}: {len(found)} kernels, {hi - lo} bytes in page {lo // PAGE:#x}")
-    return 0
+    ok = [check_section(Path(elf), sec, names) for sec, names in sorted(groups.items())]
+    return 0 if all(ok) else 1
 
 
 if __name__ == "__main__":

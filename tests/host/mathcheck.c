@@ -2,6 +2,11 @@
 // of their bits, one per line) and prints the bits of the runtime's
 // llm_exp, llm_log (for x > 0, else 0), llm_sigmoid and llm_softplus of each,
 // so the test can compare them bit for bit with pyaisvc.refmath.
+//
+// `llm_mathcheck matmul` instead checks llm_matmul_rows on random int8
+// matrices (with and without group multipliers) for every position count
+// and for row ranges of odd and even length against the integer sums
+// written out here, and prints "matmul: N ok" or the first difference.
 
 #include "user/llm/kernels.h"
 
@@ -15,9 +20,96 @@ bits(double x)
   return v.u;
 }
 
-int
-main(void)
+// A deterministic pseudo-random int8 in [-127, 127].
+static uint64 seed = 88172645463325252UL;
+static int
+rand8(void)
 {
+  seed ^= seed << 13;
+  seed ^= seed >> 7;
+  seed ^= seed << 17;
+  return (int)(seed % 255) - 127;
+}
+
+// y = (W x_p)_r as docs/ARITHMETIC.md writes it: the int64 sum over groups
+// of mult_g times the group's int32 dot product, then two float products.
+static double
+plain_row(const struct llm_qmat *w, const struct llm_qact *a, int p, int r)
+{
+  int ng = w->cols / LLM_GS;
+  int64 t = 0;
+  for (int g = 0; g < ng; g++) {
+    int64 dot = 0;
+    for (int k = g * LLM_GS; k < (g + 1) * LLM_GS; k++)
+      dot += (int64)w->q[(uint64)r * w->cols + k] * a->q[p * a->n + k];
+    int64 mult = (int64)(w->wm ? w->wm[r * ng + g] : 1) * a->m[p * ng + g];
+    t += mult * dot;
+  }
+  double f = w->wm ? a->xs[p] / 1073741824.0 : a->xs[p] / 32768.0;
+  return ((double)t * f) * (double)w->ws[r];
+}
+
+// Every position count 1..LLM_BATCH and row ranges [r0, r1) of both
+// parities of a 37 x 96 matrix; returns the number of values checked, or
+// -1 after printing the first difference.
+static int
+check_matmul(void)
+{
+  enum { ROWS = 37,
+    COLS = 96,
+    NG = COLS / LLM_GS };
+  static int8 q[ROWS * COLS] __attribute__((aligned(8)));
+  static int8 aq[LLM_BATCH * COLS] __attribute__((aligned(8)));
+  static uint16 wm[ROWS * NG];
+  static float ws[ROWS];
+  static int32 am[LLM_BATCH * NG];
+  static int64 pairs[COLS * LLM_PAIRS];
+  static double x[LLM_BATCH * COLS], y[LLM_BATCH * ROWS], xs[LLM_BATCH];
+  for (int i = 0; i < ROWS * COLS; i++)
+    q[i] = rand8();
+  for (int i = 0; i < ROWS * NG; i++)
+    wm[i] = 1 + (seed = seed * 6364136223846793005UL + 1) % 32768;
+  for (int r = 0; r < ROWS; r++)
+    ws[r] = 0.01f * (float)(1 + r % 7);
+  for (int i = 0; i < LLM_BATCH * COLS; i++)
+    x[i] = rand8() / 16.0;
+  struct llm_qact a = { COLS, 0, aq, am, xs, pairs };
+  int checked = 0;
+  for (int v3 = 0; v3 < 2; v3++) {
+    struct llm_qmat w = { ROWS, COLS, ws, v3 ? wm : 0, q, 0, 0 };
+    for (int count = 1; count <= LLM_BATCH; count++) {
+      llm_qact_fill(&a, x, COLS, count);
+      int ranges[][2] = { { 0, ROWS }, { 3, 10 }, { 5, 6 }, { 8, 30 }, { 36, 37 } };
+      for (int i = 0; i < 5; i++) {
+        int r0 = ranges[i][0], r1 = ranges[i][1];
+        memset(y, 0, sizeof(y));
+        llm_matmul_rows(&w, &a, y, ROWS, r0, r1);
+        for (int p = 0; p < count; p++)
+          for (int r = 0; r < ROWS; r++) {
+            double want = r >= r0 && r < r1 ? plain_row(&w, &a, p, r) : 0.0;
+            if (bits(y[p * ROWS + r]) != bits(want)) {
+              printf("matmul: v3=%d count=%d rows [%d, %d): y[%d][%d] = %.17g, want %.17g\n",
+                  v3, count, r0, r1, p, r, y[p * ROWS + r], want);
+              return -1;
+            }
+            checked++;
+          }
+      }
+    }
+  }
+  return checked;
+}
+
+int
+main(int argc, char **argv)
+{
+  if (argc > 1 && strcmp(argv[1], "matmul") == 0) {
+    int n = check_matmul();
+    if (n < 0)
+      return 1;
+    printf("matmul: %d ok\n", n);
+    return 0;
+  }
   char line[64];
   while (fgets(line, sizeof(line), stdin)) {
     union {

@@ -10,16 +10,18 @@
 // The hot kernels live in the section .text.hot, which user/lib/user.ld starts
 // on a page of its own: code that crosses a 4 KiB page boundary runs 3-5x
 // slower under TCG, and the section is kept smaller than a page (checked by
-// `make llm-check-hot`). The two matmuls are compiled without the first
-// instruction-scheduling pass: it hoists the loads of the unrolled loops
-// and spills registers, which made them 1.2x (decode) and 1.8x (prefill)
-// slower under QEMU.
+// `make llm-check-hot`); the batched matmul has a page of its own. The two
+// matmuls are compiled without the first instruction-scheduling pass: it
+// hoists the loads of the unrolled loops and spills registers, which made
+// them 1.2x (decode) and 1.8x (prefill) slower under QEMU.
 
 #include "user/lib/user.h"
 #include "user/llm/kernels.h"
 #include "user/llm/kernels_vec.h"
 
 #define HOT __attribute__((section(".text.hot")))
+// The batched matmul is too large to share the page: it has one of its own.
+#define HOT_BATCH __attribute__((section(".text.hot.batch"), aligned(4096)))
 
 // Byte j of the 64-bit word a, sign-extended: move it to the top, then
 // shift it back down arithmetically.
@@ -254,14 +256,24 @@ matmul1(const struct llm_qmat *w, const struct llm_qact *a, double *y, int r0, i
   }
 }
 
-// S += w * X for the 4 packed pairs of one column (k) of the batch.
-#define MAC4(wv, X) \
+// S += u * X and T += v * X for the 4 packed pairs of one column (k) of
+// the batch, u and v the weights of two rows: each pair is loaded once
+// for both rows (loads cost more than arithmetic under TCG).
+#define MAC4X2(uv, vv, X) \
   do { \
-    int64 w_ = (wv); \
-    s0 += w_ * (X)[0]; \
-    s1 += w_ * (X)[1]; \
-    s2 += w_ * (X)[2]; \
-    s3 += w_ * (X)[3]; \
+    int64 u_ = (uv), v_ = (vv), x_; \
+    x_ = (X)[0]; \
+    s0 += u_ * x_; \
+    t0 += v_ * x_; \
+    x_ = (X)[1]; \
+    s1 += u_ * x_; \
+    t1 += v_ * x_; \
+    x_ = (X)[2]; \
+    s2 += u_ * x_; \
+    t2 += v_ * x_; \
+    x_ = (X)[3]; \
+    s3 += u_ * x_; \
+    t3 += v_ * x_; \
   } while (0)
 
 // The two sums in a packed pair sum s = A + B * 2^32 (no overflow: each
@@ -270,36 +282,37 @@ matmul1(const struct llm_qmat *w, const struct llm_qact *a, double *y, int r0, i
 #define LO(s) ((int64)(int32)(s))
 #define HI(s) (((s)-LO(s)) >> 32)
 
-// Group sums acc[p] (p < 8) of one row and one group of 32 columns against
-// the packed batch: each weight byte is sign-extended once and multiplied
-// into 4 position pairs at a time (one multiply per 2 MACs).
+// Group sums of two rows (weights wa, wb) and one group of 32 columns
+// against the packed batch: acc[p] for row a, acc[8 + p] for row b
+// (p < 8). Each weight byte is sign-extended once and multiplied into 4
+// position pairs at a time (one multiply per 2 MACs).
 static inline void
-group8(const uint64 *wg, const int64 *X, int64 *acc)
+group8x2(const uint64 *wa, const uint64 *wb, const int64 *X, int64 *acc)
 {
-  int64 s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64 s0 = 0, s1 = 0, s2 = 0, s3 = 0, t0 = 0, t1 = 0, t2 = 0, t3 = 0;
   for (int k = 0; k < 4; k++, X += 8 * LLM_PAIRS) {
-    uint64 a = wg[k];
-    MAC4(SX(a, 0), X + 0 * LLM_PAIRS);
-    MAC4(SX(a, 1), X + 1 * LLM_PAIRS);
-    MAC4(SX(a, 2), X + 2 * LLM_PAIRS);
-    MAC4(SX(a, 3), X + 3 * LLM_PAIRS);
-    MAC4(SX(a, 4), X + 4 * LLM_PAIRS);
-    MAC4(SX(a, 5), X + 5 * LLM_PAIRS);
-    MAC4(SX(a, 6), X + 6 * LLM_PAIRS);
-    MAC4(SX(a, 7), X + 7 * LLM_PAIRS);
+    uint64 a = wa[k], b = wb[k];
+    MAC4X2(SX(a, 0), SX(b, 0), X + 0 * LLM_PAIRS);
+    MAC4X2(SX(a, 1), SX(b, 1), X + 1 * LLM_PAIRS);
+    MAC4X2(SX(a, 2), SX(b, 2), X + 2 * LLM_PAIRS);
+    MAC4X2(SX(a, 3), SX(b, 3), X + 3 * LLM_PAIRS);
+    MAC4X2(SX(a, 4), SX(b, 4), X + 4 * LLM_PAIRS);
+    MAC4X2(SX(a, 5), SX(b, 5), X + 5 * LLM_PAIRS);
+    MAC4X2(SX(a, 6), SX(b, 6), X + 6 * LLM_PAIRS);
+    MAC4X2(SX(a, 7), SX(b, 7), X + 7 * LLM_PAIRS);
   }
-  acc[0] = LO(s0);
-  acc[1] = HI(s0);
-  acc[2] = LO(s1);
-  acc[3] = HI(s1);
-  acc[4] = LO(s2);
-  acc[5] = HI(s2);
-  acc[6] = LO(s3);
-  acc[7] = HI(s3);
+  int64 sums[8] = { s0, s1, s2, s3, t0, t1, t2, t3 };
+  for (int i = 0; i < 4; i++) {
+    acc[2 * i] = LO(sums[i]);
+    acc[2 * i + 1] = HI(sums[i]);
+    acc[8 + 2 * i] = LO(sums[4 + i]);
+    acc[8 + 2 * i + 1] = HI(sums[4 + i]);
+  }
 }
 
-// Up to 8 positions at once, each with exactly matmul1's arithmetic.
-HOT __attribute__((optimize("no-schedule-insns"))) static void
+// Up to 8 positions at once, each with exactly matmul1's arithmetic; rows
+// two at a time (a last odd row is computed as both, stored once).
+HOT_BATCH __attribute__((optimize("no-schedule-insns"))) static void
 matmul8(const struct llm_qmat *w, const struct llm_qact *a, double *y,
     int ystride, int r0, int r1)
 {
@@ -308,18 +321,25 @@ matmul8(const struct llm_qmat *w, const struct llm_qact *a, double *y,
   double f[LLM_BATCH];
   for (int p = 0; p < a->count; p++)
     f[p] = w->wm ? a->xs[p] / 1073741824.0 : a->xs[p] / 32768.0;
-  for (int r = r0; r < r1; r++) {
-    const uint64 *wr = (const uint64 *)(w->q + (uint64)r * w->cols);
-    const uint16 *wm = w->wm ? w->wm + (uint64)r * ng : 0;
-    int64 t[LLM_BATCH] = { 0 }, acc[LLM_BATCH];
+  for (int r = r0; r < r1; r += 2) {
+    int rb = r + 1 < r1 ? r + 1 : r; // the second row
+    const uint64 *wa = (const uint64 *)(w->q + (uint64)r * w->cols);
+    const uint64 *wb = (const uint64 *)(w->q + (uint64)rb * w->cols);
+    int64 t[2 * LLM_BATCH] = { 0 }, acc[2 * LLM_BATCH];
     for (int g = 0; g < ng; g++) {
-      group8(wr + 4 * g, X + g * LLM_GS * LLM_PAIRS, acc);
-      int32 wg = wm ? wm[g] : 1;
-      for (int p = 0; p < LLM_BATCH; p++)
-        t[p] += (int64)(wg * a->m[p * ng + g]) * acc[p];
+      group8x2(wa + 4 * g, wb + 4 * g, X + g * LLM_GS * LLM_PAIRS, acc);
+      int32 ga = w->wm ? w->wm[(uint64)r * ng + g] : 1;
+      int32 gb = w->wm ? w->wm[(uint64)rb * ng + g] : 1;
+      for (int p = 0; p < LLM_BATCH; p++) {
+        int32 m = a->m[p * ng + g];
+        t[p] += (int64)(ga * m) * acc[p];
+        t[LLM_BATCH + p] += (int64)(gb * m) * acc[LLM_BATCH + p];
+      }
     }
-    for (int p = 0; p < a->count; p++)
+    for (int p = 0; p < a->count; p++) {
       y[p * ystride + r] = ((double)t[p] * f[p]) * (double)w->ws[r];
+      y[p * ystride + rb] = ((double)t[LLM_BATCH + p] * f[p]) * (double)w->ws[rb];
+    }
   }
 }
 
