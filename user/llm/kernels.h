@@ -79,11 +79,6 @@ void llm_rmsnorm(const double *x, const float *w, int n, double eps, double *y);
 void llm_quantize(const double *x, int n, int8 *q, int32 *m, double *xs);
 void llm_qact_fill(struct llm_qact *a, const double *x, int stride, int count);
 
-// Row ranges split across threads start at multiples of this: the vector
-// kernels compute blocks of 16 to 64 rows (kernels_vec.c), and a block
-// cut by a range boundary is computed by both sides.
-#define LLM_ROW_GRAIN 64
-
 // y[p][r] = (W x_p)_r for the a->count positions and the rows [r0, r1)
 // only (y has row stride ystride): each row's arithmetic is the same
 // whichever range it is in, so the thread pool can split the rows.

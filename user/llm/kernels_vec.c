@@ -97,6 +97,12 @@ kernels(void)
   return decided;
 }
 
+int
+llm_row_grain(void)
+{
+  return kernels() == KERNELS_VECTOR ? block : 16;
+}
+
 const char *
 llm_kernels_name(void)
 {

@@ -33,9 +33,14 @@ int llm_vec_pack(struct llm_qmat *m, int32 *vwm);
 
 // y[p][r] = (W x_p)_r for the packed rows r in [lo, hi), r < w->vrows. A
 // block that the range cuts is computed whole and stored only in part, so
-// callers that split rows should cut at multiples of LLM_ROW_GRAIN.
+// callers that split rows should cut at multiples of llm_row_grain().
 void llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a,
     double *y, int ystride, int lo, int hi);
+
+// Row ranges split across threads start at multiples of this: the vector
+// kernels' block (16 or 32 rows), so that no block is cut and computed by
+// both sides; 16 with scalar kernels, which take any range.
+int llm_row_grain(void);
 
 // The int8 weight at row r, column k, packed or not.
 int llm_qmat_weight(const struct llm_qmat *w, int r, int k);

@@ -61,7 +61,7 @@ llm_mm_many(struct llm_session *s, const struct llm_mm_out *out, int count)
     rows += out[j].w->rows;
   }
   struct mm_step m = { count, out, &s->act };
-  llm_pool_run(mm_rows, &m, rows, LLM_ROW_GRAIN);
+  llm_pool_run(mm_rows, &m, rows, llm_row_grain());
   llm_charge(s, &s->tm.matmul_us, t);
 }
 
@@ -311,7 +311,7 @@ llm_apply_ffn(struct llm_runtime *rt, struct llm_session *s, int l, int n)
   llm_mm_in(s, s->xn, dim, dim, n);
   uint64 t = llm_clock(s);
   struct gate_up_step gu = { s, L, hid };
-  llm_pool_run(gate_up_silu, &gu, hid, LLM_ROW_GRAIN);
+  llm_pool_run(gate_up_silu, &gu, hid, llm_row_grain());
   llm_charge(s, &s->tm.matmul_us, t);
   llm_mm_in(s, s->xn, hid, hid, n);
   llm_mm(s, &L->down, s->proj, dim);
@@ -372,7 +372,7 @@ llm_heads(struct llm_runtime *rt, struct llm_session *s, const int *at, int n,
   for (int k = 0; k < nt; k++)
     for (int i = 0; i < n; i++)
       h.best[k][i] = -1;
-  llm_pool_run(head_rows, &h, V, LLM_ROW_GRAIN);
+  llm_pool_run(head_rows, &h, V, llm_row_grain());
   llm_charge(s, &s->tm.matmul_us, t);
   for (int i = 0; i < n; i++) {
     const double *lg = s->logits + (uint64)i * V;

@@ -2,9 +2,10 @@
 //
 // llm_pool_start creates the workers once. The caller (thread 0) posts a
 // step (function, argument, item count) cut into chunks: contiguous item
-// ranges fixed by the item and thread counts alone. Every thread, thread
-// 0 included, claims chunks one at a time from a shared counter and runs
-// them until none is left; thread 0 returns when the last chunk is done.
+// ranges fixed by the item and thread counts alone, shrinking towards the
+// end of the step (cut_chunks). Every thread, thread 0 included, claims
+// chunks one at a time from a shared counter and runs them until none is
+// left; thread 0 returns when the last chunk is done.
 //
 // Why claim rather than give each thread a fixed part: a step then ends
 // when its work is done, not when every thread has had a turn. A thread
@@ -18,8 +19,8 @@
 // from that one word alone whether a chunk is left: a thread still busy
 // with an old step can never claim a chunk of the next one, because its
 // compare-and-swap fails. A successful claim means the step is not
-// finished, so fn, arg and the item count are still that step's: thread 0
-// rewrites them only after the last chunk. (The chunk count must come from
+// finished, so fn, arg, the item count and the chunk bounds are still that
+// step's: thread 0 rewrites them only after the last chunk. (The chunk count must come from
 // the word too: a thread that read pool.chunks after the claim saw step S
 // fully claimed could find step S+1's larger count, written before
 // post(), and claim a chunk that does not exist; the step's done count
@@ -50,10 +51,10 @@
 #include "user/llm/loader.h"
 #include "user/llm/pool.h"
 
-#define POOL_SPIN_MAX_US  1000  // the longest spin before sleeping
-#define CHUNKS_PER_THREAD 4     // chunks per step: enough to even out, few claims
-#define CALIBRATE_US      20000 // how long the threads measure to size the pool
-#define STOLEN_GAP_US     50    // a longer gap between clock reads: not running
+#define POOL_SPIN_MAX_US 1000  // the longest spin before sleeping
+#define MAX_CHUNKS       128   // chunks per step, at most
+#define CALIBRATE_US     20000 // how long the threads measure to size the pool
+#define STOLEN_GAP_US    50    // a longer gap between clock reads: not running
 
 static struct {
   int n; // threads, the caller included
@@ -62,13 +63,14 @@ static struct {
   void (*fn)(void *, int, int, int);
   void *arg;
   int items, chunks;
-  int grain;      // chunks start at multiples of grain
-  int units;      // items / grain, rounded up
-  uint64 claim;   // step << 32 | chunks << 16 | next chunk to claim
-  uint32 step;    // the posted step's number: workers wait on it
-  uint32 done;    // chunks of this step finished: thread 0 waits on it
-  uint32 idle;    // workers asleep on step
-  uint32 waiting; // 1 while thread 0 sleeps on done
+  int grain;                  // chunks start at multiples of grain
+  int units;                  // items / grain, rounded up
+  int bounds[MAX_CHUNKS + 1]; // chunk k: units [bounds[k], bounds[k+1])
+  uint64 claim;               // step << 32 | chunks << 16 | next chunk to claim
+  uint32 step;                // the posted step's number: workers wait on it
+  uint32 done;                // chunks of this step finished: thread 0 waits on it
+  uint32 idle;                // workers asleep on step
+  uint32 waiting;             // 1 while thread 0 sleeps on done
   uint64 spin_now[LLM_MAX_THREADS];
   int keep; // workers t >= keep return at the next post
   // sizing the pool by measurement (llm_pool_start(0))
@@ -110,8 +112,25 @@ learn:
 static int
 chunk_start(int k)
 {
-  long i = (long)pool.units * k / pool.chunks * pool.grain;
+  long i = (long)pool.bounds[k] * pool.grain;
   return i < pool.items ? (int)i : pool.items;
+}
+
+// Cuts the step's units into chunks that shrink as the step goes: each
+// takes 1/(2n) of the units left, at least one. The first chunks are
+// long (few claims), the last ones short, so the other threads soon run
+// out of work at the end and thread 0 waits little for the last chunk.
+static void
+cut_chunks(void)
+{
+  int k = 0, left = pool.units;
+  pool.bounds[0] = 0;
+  while (left > 0) {
+    int c = k == MAX_CHUNKS - 1 ? left : left / (2 * pool.n);
+    left -= c > 0 ? c : 1;
+    pool.bounds[++k] = pool.units - left;
+  }
+  pool.chunks = k;
 }
 
 // Claims and runs chunks of step `step` as thread t until none is left.
@@ -283,13 +302,12 @@ llm_pool_run(void (*fn)(void *arg, int lo, int hi, int t), void *arg, int n, int
     fn(arg, 0, n, 0);
     return;
   }
-  int units = (n + grain - 1) / grain, chunks = pool.n * CHUNKS_PER_THREAD;
   pool.fn = fn;
   pool.arg = arg;
   pool.items = n;
   pool.grain = grain;
-  pool.units = units;
-  pool.chunks = chunks < units ? chunks : units;
+  pool.units = (n + grain - 1) / grain;
+  cut_chunks();
   pool.done = 0;
   post();
   run_chunks(pool.step, 0);
