@@ -30,7 +30,7 @@ int getpid(void);
 char *sbrk(long n);             // (char *)-1 on failure; a negative n releases memory
 int sleep(int ticks);           // 10 ticks per second
 int uptime(void);               // ticks since boot
-uint64 time_us(void);           // microseconds since boot, from the time CSR
+uint64 time_us(void);           // microseconds since boot, from the time CSR (no trap: ulib.c)
 int setpgid(int pid, int pgid); // pid 0: the caller; pgid 0: a new group numbered pid
 int setfg(int pgid);            // the console's foreground group (0: none); returns the old one
 struct sysinfo;
