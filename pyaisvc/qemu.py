@@ -68,14 +68,6 @@ QEMU_DEFAULT_CPU = "default"  # QemuConfig.cpu: no -cpu option
 # worker right, for tests that act as the worker (aitest, usertests' AI cases, the
 # syscall fuzzer's worker): docs/AI_SERVICE.md, rule 13. Never in a normal boot.
 CONSOLE_AI_WORKER = "aiworker=console"
-# glibc's malloc in the QEMU process: allocations of this size and more get pages
-# of their own. QEMU keeps each hart's vector registers in one heap object; left to
-# the heap, its place within a host page varied with the command line, and when a
-# page boundary cut a register the RVV kernels used, their decode ran 2x slower
-# (docs/PERF_NOTES.md, fact 19). In pages of its own, the place is the same in
-# every run.
-MMAP_THRESHOLD_TUNABLE = "glibc.malloc.mmap_threshold"
-MMAP_THRESHOLD = 16384
 
 
 def default_qemu() -> str:
@@ -93,17 +85,6 @@ def qemu_version(qemu: str) -> tuple[int, int] | None:
         return None
     m = re.search(r"version (\d+)\.(\d+)", out)
     return (int(m.group(1)), int(m.group(2))) if m else None
-
-
-def qemu_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment to run QEMU in: base (default: ours) with glibc's mmap
-    threshold set in GLIBC_TUNABLES, unless base sets that tunable itself."""
-    env = dict(os.environ if base is None else base)
-    tunables = env.get("GLIBC_TUNABLES", "")
-    if MMAP_THRESHOLD_TUNABLE not in tunables:
-        mine = f"{MMAP_THRESHOLD_TUNABLE}={MMAP_THRESHOLD}"
-        env["GLIBC_TUNABLES"] = f"{tunables}:{mine}" if tunables else mine
-    return env
 
 
 def default_cpu(qemu: str) -> str:
@@ -223,7 +204,7 @@ class Guest:
         check_files(self.cfg)
         argv = qemu_argv(self.cfg)
         start = time.monotonic()
-        self.child = pexpect.spawn(argv[0], argv[1:], encoding="utf-8", env=qemu_env(),
+        self.child = pexpect.spawn(argv[0], argv[1:], encoding="utf-8",
                                    codec_errors="replace", timeout=timeout)
         self.child.logfile_read = self.log
         self.child.delaybeforesend = None
@@ -365,8 +346,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pyaisvc.qemu: {e}", file=sys.stderr)
         return 1
     print("*** QEMU: Ctrl-A x quits", file=sys.stderr)
-    os.execvpe(cmd[0], cmd, qemu_env())
-    return 1  # not reached: execvpe replaces this process
+    os.execvp(cmd[0], cmd)
+    return 1  # not reached: execvp replaces this process
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pyaisvc.qemu import CONSOLE_AI_WORKER, QemuConfig, qemu_argv, qemu_env
+from pyaisvc.qemu import CONSOLE_AI_WORKER, QemuConfig, qemu_argv
 
 ELF_PHDR_SIZE = 56
 
@@ -37,17 +37,6 @@ def test_qemu_argv_snapshot_and_gdb() -> None:
     assert "file=i.img,if=none,format=raw,id=x0,snapshot=on" in argv
     assert argv[-3:] == ["-S", "-gdb", "tcp::26000"]
     assert "-drive" not in qemu_argv(QemuConfig(kernel=Path("k")))
-
-
-def test_qemu_runs_with_a_fixed_mmap_threshold() -> None:
-    """QEMU's malloc puts large objects (the harts' vector registers) in pages of their own:
-    added to GLIBC_TUNABLES, without dropping other tunables or overriding the user's."""
-    assert qemu_env({})["GLIBC_TUNABLES"] == "glibc.malloc.mmap_threshold=16384"
-    env = qemu_env({"GLIBC_TUNABLES": "glibc.malloc.arena_max=2", "PATH": "/bin"})
-    assert env == {"GLIBC_TUNABLES": "glibc.malloc.arena_max=2:glibc.malloc.mmap_threshold=16384",
-                   "PATH": "/bin"}
-    mine = {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=65536"}
-    assert qemu_env(mine) == mine
 
 
 def test_boot_arguments_reach_qemu(repo_root: Path) -> None:

@@ -83,7 +83,7 @@ check_matmul(void)
       for (int i = 0; i < 5; i++) {
         int r0 = ranges[i][0], r1 = ranges[i][1];
         memset(y, 0, sizeof(y));
-        llm_matmul_rows(&w, &a, y, ROWS, r0, r1);
+        llm_matmul_rows(&w, &a, y, ROWS, r0, r1, 0);
         for (int p = 0; p < count; p++)
           for (int r = 0; r < ROWS; r++) {
             double want = r >= r0 && r < r1 ? plain_row(&w, &a, p, r) : 0.0;

@@ -355,7 +355,7 @@ matmul8(const struct llm_qmat *w, const struct llm_qact *a, double *y,
 // (all rows, with scalar kernels) to matmul1 or matmul8.
 HOT void
 llm_matmul_rows(const struct llm_qmat *w, const struct llm_qact *a, double *y,
-    int ystride, int r0, int r1)
+    int ystride, int r0, int r1, int t)
 {
   struct llm_qmat tail;
   if (w->vrows > 0) {
@@ -363,7 +363,7 @@ llm_matmul_rows(const struct llm_qmat *w, const struct llm_qact *a, double *y,
     // of its own starting at row vrows.
     int v = w->vrows;
     if (r0 < v)
-      llm_vec_matmul(w, a, y, ystride, r0, r1);
+      llm_vec_matmul(w, a, y, ystride, r0, r1, t);
     if (r1 <= v)
       return;
     tail = *w;

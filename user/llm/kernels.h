@@ -81,9 +81,11 @@ void llm_qact_fill(struct llm_qact *a, const double *x, int stride, int count);
 
 // y[p][r] = (W x_p)_r for the a->count positions and the rows [r0, r1)
 // only (y has row stride ystride): each row's arithmetic is the same
-// whichever range it is in, so the thread pool can split the rows.
+// whichever range it is in, so the thread pool can split the rows. t is
+// the calling thread's index in the pool (0 outside a pool step): the
+// vector kernels keep per-thread state (kernels_vec.c).
 void llm_matmul_rows(const struct llm_qmat *w, const struct llm_qact *a,
-    double *y, int ystride, int r0, int r1);
+    double *y, int ystride, int r0, int r1, int t);
 
 // Attention: D_t for t in [0, npos) (the integer part of q.k_t) and the
 // value sums A_k = sum_t W_t * v[t][k] over one group of 32 dims.

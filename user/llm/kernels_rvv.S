@@ -14,10 +14,10 @@
 # same. vtype arrives in a register (e32, ta, ma, LMUL 1-4); the e64 totals
 # use twice the LMUL.
 #
-# Registers: acc (int32 group sums) v4, or v0-v6 for 4 positions; W v8
-# (packed weights; v8-v15 for the matvec's two word vectors); v16 or v12
-# (one byte per lane, sign-extended), v14; T (int64 totals) v24, or
-# v16-v28 for 4 positions. The code sits on a page of its
+# Registers: see each kernel (the matvec comes in three register
+# assignments); the 4-position kernel: acc (int32 group sums) v0-v6, W v8
+# (packed weights), v12 (one byte per lane, sign-extended), v14, T (int64
+# totals) v16-v28. The code sits on a page of its
 # own (PERF_NOTES.md, fact 4).
 
         .option arch, +v
@@ -25,16 +25,16 @@
         .balign 4096
 
 # acc += sext(byte j of each lane of wreg) * xreg, for the matvec;
-# v16 is scratch.
-.macro MAC1 wreg, shift, xreg
+# scr is scratch.
+.macro MAC1 acc, scr, wreg, shift, xreg
         .if \shift
-        vsll.vi v16, \wreg, \shift
-        vsra.vi v16, v16, 24
+        vsll.vi \scr, \wreg, \shift
+        vsra.vi \scr, \scr, 24
         .else
-        vsra.vi v16, \wreg, 24
+        vsra.vi \scr, \wreg, 24
         .endif
-        vmul.vx v16, v16, \xreg
-        vadd.vv v4, v4, v16
+        vmul.vx \scr, \scr, \xreg
+        vadd.vv \acc, \acc, \scr
 .endm
 
 # t6 = byte j of t5, sign-extended (one 8-byte load of the activations
@@ -49,67 +49,78 @@
 .endm
 
 # The 8 columns in t5 against two word vectors, w0 and w1.
-.macro COLS8 w0, w1
+.macro COLS8 acc, scr, w0, w1
         XBYTE 0
-        MAC1 \w0, 24, t6
+        MAC1 \acc, \scr, \w0, 24, t6
         XBYTE 1
-        MAC1 \w0, 16, t6
+        MAC1 \acc, \scr, \w0, 16, t6
         XBYTE 2
-        MAC1 \w0, 8, t6
+        MAC1 \acc, \scr, \w0, 8, t6
         XBYTE 3
-        MAC1 \w0, 0, t6
+        MAC1 \acc, \scr, \w0, 0, t6
         XBYTE 4
-        MAC1 \w1, 24, t6
+        MAC1 \acc, \scr, \w1, 24, t6
         XBYTE 5
-        MAC1 \w1, 16, t6
+        MAC1 \acc, \scr, \w1, 16, t6
         XBYTE 6
-        MAC1 \w1, 8, t6
+        MAC1 \acc, \scr, \w1, 8, t6
         XBYTE 7
-        MAC1 \w1, 0, t6
+        MAC1 \acc, \scr, \w1, 0, t6
 .endm
 
-# void llm_rvv_matvec_mL(const int8 *w, const int32 *wm, const int8 *x,
-#     const int32 *m, long ng, int64 *t, long vtype)
+# void llm_rvv_matvec_{m4,m2}_{a,b,c}(const int8 *w, const int32 *wm,
+#     const int8 *x, const int32 *m, long ng, int64 *t, long vtype)
 # One block: t[r] = sum_g (wm[g][r] * m[g]) * (sum_k w[r][32g+k] * x[32g+k]),
 # w and wm the block's packed weights and multipliers (ng groups). One
 # whole-register load brings two word vectors (8 columns): a vector load
 # costs about the same up to 1 KiB (PERF_NOTES.md, fact 9), so fewer and
-# larger loads pay. The L = 4 version (vlen 128 and 256) loads 8
-# registers, the second word vector at v12; L = 2 (vlen 512) loads 4, the
-# second at v10.
-.macro MATVEC name, load, w1
+# larger loads pay. The m4 versions (LMUL 4: vlen 128 and 256) load 8
+# registers, the m2 ones (vlen 512) 4.
+#
+# Three versions use different registers for the group sums (acc), the
+# weights (w0, w1), the scratch (scr) and the int64 totals (tot): an op on
+# a register that a host page boundary cuts runs about 4x slower in QEMU
+# 10, and where the boundary falls differs between QEMU processes and
+# harts (PERF_NOTES.md, fact 19). Whichever single register it cuts, one
+# version leaves it out of its inline ops (the totals only meet a helper
+# call, once per group): kernels_vec.c times them and takes the fastest.
+.macro MATVEC name, load, acc, scr, w0, w1, tot
         .global \name
 \name:
         addi t2, a6, 9                  # e64 and twice the LMUL
         vsetvl t0, zero, t2
-        vmv.v.i v24, 0
+        vmv.v.i \tot, 0
         vsetvl t0, zero, a6             # t0 = B
         slli t3, t0, 2                  # bytes per packed word vector
         slli t1, t0, 3                  # bytes per two
-1:      vmv.v.i v4, 0
+1:      vmv.v.i \acc, 0
         li t4, 4                        # 4 x 8 columns per group
-2:      \load v8, (a0)
+2:      \load \w0, (a0)
         add a0, a0, t1
         ld t5, 0(a2)
         addi a2, a2, 8
-        COLS8 v8, \w1
+        COLS8 \acc, \scr, \w0, \w1
         addi t4, t4, -1
         bnez t4, 2b
-        vle32.v v16, (a1)               # mult = wm[g][.] * m[g]
+        vle32.v \scr, (a1)              # mult = wm[g][.] * m[g]
         add a1, a1, t3
         lw t5, 0(a3)
         addi a3, a3, 4
-        vmul.vx v16, v16, t5
-        vwmacc.vv v24, v16, v4
+        vmul.vx \scr, \scr, t5
+        vwmacc.vv \tot, \scr, \acc
         addi a4, a4, -1
         bnez a4, 1b
         vsetvl t0, zero, t2
-        vse64.v v24, (a5)
+        vse64.v \tot, (a5)
         ret
 .endm
 
-        MATVEC llm_rvv_matvec_m4, vl8re32.v, v12
-        MATVEC llm_rvv_matvec_m2, vl4re32.v, v10
+        MATVEC llm_rvv_matvec_m4_a, vl8re32.v, v4, v16, v8, v12, v24
+        MATVEC llm_rvv_matvec_m4_b, vl8re32.v, v0, v20, v8, v12, v24
+        MATVEC llm_rvv_matvec_m4_c, vl8re32.v, v4, v16, v24, v28, v8
+        MATVEC llm_rvv_matvec_m2_a, vl4re32.v, v4, v16, v8, v10, v24
+        MATVEC llm_rvv_matvec_m2_b, vl4re32.v, v0, v20, v8, v10, v24
+        MATVEC llm_rvv_matvec_m2_c, vl4re32.v, v4, v16, v24, v26, v8
 
 # t5 = byte j of the 32-bit word in xreg (as lw leaves it), sign-extended.
 .macro WBYTE xreg, j

@@ -16,6 +16,8 @@
 #include "user/lib/user.h"
 #include "user/llm/kernels.h"
 #include "user/llm/kernels_vec.h"
+#include "user/llm/loader.h"
+#include "user/llm/pool.h"
 
 enum { KERNELS_AUTO,
   KERNELS_SCALAR,
@@ -29,16 +31,29 @@ static long vtype32;              // e32, LMUL for B rows, ta, ma
 #define MAXBLOCK 64
 
 #ifdef __riscv
-void llm_rvv_matvec_m4(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
+typedef void matvec_fn(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
     long ng, int64 *t, long vtype);
-void llm_rvv_matvec_m2(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
-    long ng, int64 *t, long vtype);
+matvec_fn llm_rvv_matvec_m4_a, llm_rvv_matvec_m4_b, llm_rvv_matvec_m4_c;
+matvec_fn llm_rvv_matvec_m2_a, llm_rvv_matvec_m2_b, llm_rvv_matvec_m2_c;
 void llm_rvv_matvec4(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
     long ng, int64 *t, long vtype, long n);
 
-// The decode kernel for the packing's LMUL: 4 (vlen 128, 256) or 2 (512).
-static void (*matvec)(const int8 *, const int32 *, const int8 *, const int32 *, long,
-    int64 *, long);
+// The decode kernel's three register assignments (kernels_rvv.S) for the
+// packing's LMUL: 4 (vlen 128, 256) or 2 (512).
+#define VERSIONS 3
+static matvec_fn *matvec[VERSIONS];
+
+// Each thread of the pool times the three versions on a block, runs the
+// fastest, and times them again after RETIME_BLOCKS blocks: an op on a
+// vector register that a host page boundary cuts is about 4x slower
+// under QEMU 10, and which register that is depends on the QEMU process
+// and on the hart (a thread may move to another hart) (PERF_NOTES.md,
+// fact 19). Timing 6 blocks costs tens of microseconds, every few tokens.
+#define RETIME_BLOCKS 20000
+static struct {
+  int version;
+  int left; // blocks until the next timing
+} per_thread[LLM_MAX_THREADS];
 
 // Bytes per vector register, 0 without V.
 static int
@@ -91,7 +106,10 @@ kernels(void)
     vtype32 = (3 << 6) | (2 << 3) | (lmul == 4 ? 2 : lmul == 2 ? 1
                                                                : 0);
 #ifdef __riscv
-    matvec = lmul == 4 ? llm_rvv_matvec_m4 : llm_rvv_matvec_m2;
+    matvec_fn *m4[VERSIONS] = { llm_rvv_matvec_m4_a, llm_rvv_matvec_m4_b, llm_rvv_matvec_m4_c };
+    matvec_fn *m2[VERSIONS] = { llm_rvv_matvec_m2_a, llm_rvv_matvec_m2_b, llm_rvv_matvec_m2_c };
+    for (int v = 0; v < VERSIONS; v++)
+      matvec[v] = lmul == 4 ? m4[v] : m2[v];
 #endif
   }
   return decided;
@@ -164,15 +182,61 @@ llm_qmat_weight(const struct llm_qmat *w, int r, int k)
 }
 
 #ifdef __riscv
-// One block of B rows from row b0 for one position: y[r] for the rows r
-// of the block in [lo, hi) (a thread's range may cut a block).
+// The time CSR (10 MHz on QEMU virt), for timing the versions.
+static uint64
+ticks(void)
+{
+  uint64 t;
+  asm volatile("rdtime %0"
+               : "=r"(t));
+  return t;
+}
+
+// The fastest version for the block at q, from two runs of each (the
+// faster run counts), into t. Every run must give the same totals: a
+// difference is a bug in a version's registers, said and fatal (so every
+// timing also checks the versions against each other).
+static int
+fastest_version(const int8 *q, const int32 *wm, const struct llm_qact *a, int ng, int64 *t)
+{
+  int64 first[MAXBLOCK];
+  uint64 best = ~0UL;
+  int fastest = 0;
+  for (int run = 0; run < 2 * VERSIONS; run++) {
+    int v = run % VERSIONS;
+    uint64 t0 = ticks();
+    matvec[v](q, wm, a->q, a->m, ng, t, vtype32);
+    uint64 dt = ticks() - t0;
+    if (dt < best) {
+      best = dt;
+      fastest = v;
+    }
+    if (run == 0)
+      memmove(first, t, block * sizeof(int64));
+    else if (memcmp(first, t, block * sizeof(int64)) != 0) {
+      fprintf(2, "%s: vector kernel version %d differs from version 0: a bug\n", llm_prog, v);
+      exit(1);
+    }
+  }
+  return fastest;
+}
+
+// One block of B rows from row b0 for one position, by thread th: y[r] for
+// the rows r of the block in [lo, hi) (a thread's range may cut a block).
 static void
 block1(const struct llm_qmat *w, const struct llm_qact *a, int b0, int lo, int hi, double f,
-    double *y)
+    double *y, int th)
 {
   int64 t[MAXBLOCK];
   int ng = w->cols / LLM_GS;
-  matvec(w->q + (uint64)b0 * w->cols, w->vwm + (uint64)b0 * ng, a->q, a->m, ng, t, vtype32);
+  const int8 *q = w->q + (uint64)b0 * w->cols;
+  const int32 *wm = w->vwm + (uint64)b0 * ng;
+  if (per_thread[th].left-- <= 0) {
+    per_thread[th].version = fastest_version(q, wm, a, ng, t);
+    per_thread[th].left = RETIME_BLOCKS;
+  } else {
+    matvec[per_thread[th].version](q, wm, a->q, a->m, ng, t, vtype32);
+  }
   for (int r = lo; r < hi; r++)
     y[r] = ((double)t[r - b0] * f) * (double)w->ws[r];
 }
@@ -197,7 +261,7 @@ half4(const struct llm_qmat *w, const struct llm_qact *a, int b0, int h, int lo,
 
 void
 llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
-    int ystride, int lo, int hi)
+    int ystride, int lo, int hi, int t)
 {
   double f[LLM_BATCH];
   for (int p = 0; p < a->count; p++)
@@ -207,7 +271,7 @@ llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
   for (int b0 = lo - lo % block; b0 < hi; b0 += block) {
     int r0 = b0 > lo ? b0 : lo, r1 = b0 + block < hi ? b0 + block : hi;
     if (a->count == 1) {
-      block1(w, a, b0, r0, r1, f[0], y);
+      block1(w, a, b0, r0, r1, f[0], y, t);
       continue;
     }
     for (int h = 0; h < 2; h++)
@@ -218,7 +282,7 @@ llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
 #else
 void
 llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
-    int ystride, int lo, int hi)
+    int ystride, int lo, int hi, int t)
 {
   fprintf(2, "llm_vec_matmul: this build has no vector kernels\n");
   exit(1);

@@ -33,9 +33,10 @@ int llm_vec_pack(struct llm_qmat *m, int32 *vwm);
 
 // y[p][r] = (W x_p)_r for the packed rows r in [lo, hi), r < w->vrows. A
 // block that the range cuts is computed whole and stored only in part, so
-// callers that split rows should cut at multiples of llm_row_grain().
+// callers that split rows should cut at multiples of llm_row_grain(). t:
+// the calling thread's index in the pool (below LLM_MAX_THREADS).
 void llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a,
-    double *y, int ystride, int lo, int hi);
+    double *y, int ystride, int lo, int hi, int t);
 
 // Row ranges split across threads start at multiples of this: the vector
 // kernels' block (16 or 32 rows), so that no block is cut and computed by

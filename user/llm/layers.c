@@ -33,14 +33,13 @@ struct mm_step {
 static void
 mm_rows(void *arg, int lo, int hi, int t)
 {
-  (void)t;
   struct mm_step *m = arg;
   int base = 0;
   for (int j = 0; j < m->count && base < hi; j++) {
     const struct llm_mm_out *o = &m->out[j];
     int r0 = lo > base ? lo - base : 0, r1 = hi - base < o->w->rows ? hi - base : o->w->rows;
     if (r0 < r1)
-      llm_matmul_rows(o->w, m->a, o->y, o->ystride, r0, r1);
+      llm_matmul_rows(o->w, m->a, o->y, o->ystride, r0, r1, t);
     base += o->w->rows;
   }
 }
@@ -291,9 +290,8 @@ gate_up_silu(void *arg, int lo, int hi, int t)
   struct gate_up_step *m = arg;
   struct llm_session *s = m->s;
   int hid = m->hid;
-  (void)t;
-  llm_matmul_rows(&m->L->gate, &s->act, s->gate, hid, lo, hi);
-  llm_matmul_rows(&m->L->up, &s->act, s->up, hid, lo, hi);
+  llm_matmul_rows(&m->L->gate, &s->act, s->gate, hid, lo, hi, t);
+  llm_matmul_rows(&m->L->up, &s->act, s->up, hid, lo, hi, t);
   for (int p = 0; p < s->act.count; p++)
     for (int i = p * hid + lo; i < p * hid + hi; i++)
       s->xn[i] = llm_silu(s->gate[i]) * s->up[i];
@@ -342,7 +340,7 @@ head_rows(void *arg, int lo, int hi, int t)
 {
   struct head_step *h = arg;
   int V = h->rt->cfg.vocab_size;
-  llm_matmul_rows(&h->rt->emb, &h->s->act, h->s->logits, V, lo, hi);
+  llm_matmul_rows(&h->rt->emb, &h->s->act, h->s->logits, V, lo, hi, t);
   for (int i = 0; i < h->n; i++) {
     const double *lg = h->s->logits + (uint64)i * V;
     for (int k = lo; k < hi; k++)
