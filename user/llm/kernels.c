@@ -264,24 +264,25 @@ matmul1(const struct llm_qmat *w, const struct llm_qact *a, double *y, int r0, i
   }
 }
 
-// S += u * X and T += v * X for the 4 packed pairs of one column (k) of
-// the batch, u and v the weights of two rows: each pair is loaded once
-// for both rows (loads cost more than arithmetic under TCG).
+// s_i += u * X[i] and t_i += v * X[i]: pair i of one column of the batch
+// times the weights u and v of two rows.
+#define PAIR2(i, X) \
+  do { \
+    int64 x_ = (X)[i]; \
+    s##i += u_ * x_; \
+    t##i += v_ * x_; \
+  } while (0)
+
+// The 4 packed pairs of one column (k) of the batch against two rows'
+// weights: each pair is loaded once for both rows (loads cost more than
+// arithmetic under TCG).
 #define MAC4X2(uv, vv, X) \
   do { \
-    int64 u_ = (uv), v_ = (vv), x_; \
-    x_ = (X)[0]; \
-    s0 += u_ * x_; \
-    t0 += v_ * x_; \
-    x_ = (X)[1]; \
-    s1 += u_ * x_; \
-    t1 += v_ * x_; \
-    x_ = (X)[2]; \
-    s2 += u_ * x_; \
-    t2 += v_ * x_; \
-    x_ = (X)[3]; \
-    s3 += u_ * x_; \
-    t3 += v_ * x_; \
+    int64 u_ = (uv), v_ = (vv); \
+    PAIR2(0, X); \
+    PAIR2(1, X); \
+    PAIR2(2, X); \
+    PAIR2(3, X); \
   } while (0)
 
 // The two sums in a packed pair sum s = A + B * 2^32 (no overflow: each

@@ -50,22 +50,14 @@
 
 # The 8 columns in t5 against two word vectors, w0 and w1.
 .macro COLS8 acc, scr, w0, w1
-        XBYTE 0
-        MAC1 \acc, \scr, \w0, 24, t6
-        XBYTE 1
-        MAC1 \acc, \scr, \w0, 16, t6
-        XBYTE 2
-        MAC1 \acc, \scr, \w0, 8, t6
-        XBYTE 3
-        MAC1 \acc, \scr, \w0, 0, t6
-        XBYTE 4
-        MAC1 \acc, \scr, \w1, 24, t6
-        XBYTE 5
-        MAC1 \acc, \scr, \w1, 16, t6
-        XBYTE 6
-        MAC1 \acc, \scr, \w1, 8, t6
-        XBYTE 7
-        MAC1 \acc, \scr, \w1, 0, t6
+        .irp j, 0, 1, 2, 3
+        XBYTE \j
+        MAC1 \acc, \scr, \w0, 24 - 8 * \j, t6
+        .endr
+        .irp j, 4, 5, 6, 7
+        XBYTE \j
+        MAC1 \acc, \scr, \w1, 56 - 8 * \j, t6
+        .endr
 .endm
 
 # void llm_rvv_matvec_{m4,m2}_{a,b,c}(const int8 *w, const int32 *wm,
