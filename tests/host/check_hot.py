@@ -59,7 +59,8 @@ def check_section(elf: Path, section: str, names: set[str]) -> bool:
     for name, (a, s) in sorted(found.items(), key=lambda kv: kv[1]):
         print(f"  {a:#08x} {s:5d} {name}")
     if lo // PAGE != (hi - 1) // PAGE:
-        print(f"check_hot: {elf}: {section} spans {lo:#x}..{hi:#x}, more than one page")
+        print(f"check_hot: {elf}: {section} spans {lo:#x}..{hi:#x}, more than one page; "
+              "move a kernel to a .text.hot.NAME section of its own (user/llm/kernels.c)")
         return False
     print(f"check_hot: {elf}: {section}: {len(found)} kernels, {hi - lo} bytes in page "
           f"{lo // PAGE:#x}")

@@ -31,6 +31,7 @@ char *sbrk(long n);             // (char *)-1 on failure; a negative n releases 
 int sleep(int ticks);           // 10 ticks per second
 int uptime(void);               // ticks since boot
 uint64 time_us(void);           // microseconds since boot, from the time CSR (no trap: ulib.c)
+uint64 time_ticks(void);        // the time CSR itself: TIMEBASE_HZ ticks a second (10 MHz)
 int setpgid(int pid, int pgid); // pid 0: the caller; pgid 0: a new group numbered pid
 int setfg(int pgid);            // the console's foreground group (0: none); returns the old one
 struct sysinfo;

@@ -182,16 +182,6 @@ llm_qmat_weight(const struct llm_qmat *w, int r, int k)
 }
 
 #ifdef __riscv
-// The time CSR (10 MHz on QEMU virt), for timing the versions.
-static uint64
-ticks(void)
-{
-  uint64 t;
-  asm volatile("rdtime %0"
-               : "=r"(t));
-  return t;
-}
-
 // The fastest version for the block at q, from two runs of each (the
 // faster run counts), into t. Every run must give the same totals: a
 // difference is a bug in a version's registers, said and fatal (so every
@@ -204,9 +194,9 @@ fastest_version(const int8 *q, const int32 *wm, const struct llm_qact *a, int ng
   int fastest = 0;
   for (int run = 0; run < 2 * VERSIONS; run++) {
     int v = run % VERSIONS;
-    uint64 t0 = ticks();
+    uint64 t0 = time_ticks();
     matvec[v](q, wm, a->q, a->m, ng, t, vtype32);
-    uint64 dt = ticks() - t0;
+    uint64 dt = time_ticks() - t0;
     if (dt < best) {
       best = dt;
       fastest = v;
@@ -214,7 +204,9 @@ fastest_version(const int8 *q, const int32 *wm, const struct llm_qact *a, int ng
     if (run == 0)
       memmove(first, t, block * sizeof(int64));
     else if (memcmp(first, t, block * sizeof(int64)) != 0) {
-      fprintf(2, "%s: vector kernel version %d differs from version 0: a bug\n", llm_prog, v);
+      fprintf(2, "%s: vector kernel version %d differs from version 0 (a bug in kernels_rvv.S); "
+                 "run with --kernels scalar\n",
+          llm_prog, v);
       exit(1);
     }
   }

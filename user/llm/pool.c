@@ -64,7 +64,6 @@ static struct {
   void *arg;
   int items, chunks;
   int grain;                  // chunks start at multiples of grain
-  int units;                  // items / grain, rounded up
   int bounds[MAX_CHUNKS + 1]; // chunk k: units [bounds[k], bounds[k+1])
   uint64 claim;               // step << 32 | chunks << 16 | next chunk to claim
   uint32 step;                // the posted step's number: workers wait on it
@@ -116,19 +115,20 @@ chunk_start(int k)
   return i < pool.items ? (int)i : pool.items;
 }
 
-// Cuts the step's units into chunks that shrink as the step goes: each
-// takes 1/(2n) of the units left, at least one. The first chunks are
+// Cuts the step's units (items / grain, rounded up) into chunks that
+// shrink as the step goes: each takes 1/(2n) of the units left, at least
+// one. The first chunks are
 // long (few claims), the last ones short, so the other threads soon run
 // out of work at the end and thread 0 waits little for the last chunk.
 static void
-cut_chunks(void)
+cut_chunks(int units)
 {
-  int k = 0, left = pool.units;
+  int k = 0, left = units;
   pool.bounds[0] = 0;
   while (left > 0) {
     int c = k == MAX_CHUNKS - 1 ? left : left / (2 * pool.n);
     left -= c > 0 ? c : 1;
-    pool.bounds[++k] = pool.units - left;
+    pool.bounds[++k] = units - left;
   }
   pool.chunks = k;
 }
@@ -215,7 +215,6 @@ stop_from(int keep)
 {
   pool.keep = keep;
   pool.chunks = 0;
-  pool.units = 1;
   post();
   for (int t = keep; t < pool.n; t++)
     uthread_join(pool.tids[t], 0);
@@ -306,8 +305,7 @@ llm_pool_run(void (*fn)(void *arg, int lo, int hi, int t), void *arg, int n, int
   pool.arg = arg;
   pool.items = n;
   pool.grain = grain;
-  pool.units = (n + grain - 1) / grain;
-  cut_chunks();
+  cut_chunks((n + grain - 1) / grain);
   pool.done = 0;
   post();
   run_chunks(pool.step, 0);
