@@ -31,6 +31,7 @@ from pyaisvc.refmath import (
     seqsum,
     sigmoid,
     silu,
+    softmax_exp,
     softplus,
 )
 from pyaisvc.sampling import Sampler
@@ -322,7 +323,7 @@ class Reference:
         """Steps 6-7 for the (N, rep, T) scores of one kv head's query heads -> (N, rep, hd)."""
         vmask = valid[:, None, :]
         mx = np.where(vmask, score, -np.inf).max(axis=-1, keepdims=True)
-        e = np.where(vmask, exp(np.where(vmask, score - mx, 0.0)), 0.0)
+        e = np.where(vmask, softmax_exp(np.where(vmask, score - mx, 0.0)), 0.0)
         inv = 1.0 / seqsum(e)  # trailing masked zeros add exactly 0.0
         sv = st.vs[kvh, :t_len]  # (T, G)
         w = e[..., None] * sv  # (N, rep, T, G)

@@ -1,9 +1,10 @@
 """The numeric kernels of the reference forward pass (docs/ARITHMETIC.md).
 
 Everything here is the exact arithmetic the guest's C runtime repeats: our own
-exp/log polynomials (the guest has no libm), sequential float reductions,
-activation quantisation in groups of 32 with fixed-point group multipliers, and
-the exact integer matrix products. All functions are vectorised over leading
+exp/log polynomials (the guest has no libm), the tables of silu and softmax's
+exp with integer interpolation, sequential float reductions, activation
+quantisation in groups of 32 with fixed-point group multipliers, and the exact
+integer matrix products. All functions are vectorised over leading
 axes, but every float operation is elementwise, so a batch of vectors gives
 bit for bit what one vector at a time gives.
 
@@ -14,6 +15,7 @@ bounds are checked in the comments where each product is formed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,8 +93,48 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + exp(-x))
 
 
+# The tables of silu's sigmoid and of softmax's exp: rint(f(k / 2^bits - 16) * 2^30) for
+# k = 0..4096 at 2^bits steps per unit, plus a pad entry equal to the last. Built with our exact
+# functions, as the C runtime builds them at load time (docs/ARITHMETIC.md "Tabulated").
+TABLE_N = 4096
+TABLE_LO = 16
+SIG_STEP_BITS = 7  # sigmoid on [-16, 16]
+SMEXP_STEP_BITS = 8  # exp on [-16, 0]
+Q30 = 1073741824.0
+
+
+def _table(f: Callable[[np.ndarray], np.ndarray], step_bits: int) -> np.ndarray:
+    k = np.arange(TABLE_N + 1, dtype=np.float64)
+    t = np.rint(f(k / float(1 << step_bits) - TABLE_LO) * Q30).astype(np.int64)
+    return np.append(t, t[-1])
+
+
+SIG_TABLE = _table(sigmoid, SIG_STEP_BITS)
+SMEXP_TABLE = _table(exp, SMEXP_STEP_BITS)
+
+
+def _table_at(t: np.ndarray, x: np.ndarray, bits: int, hi: int) -> np.ndarray:
+    """The Q30 value of table t at x (clamped to [-16, hi]), interpolated linearly in int64."""
+    fb = bits + 32
+    # trunc(x * 2^fb) of x clamped to +-32: exact, a power-of-two product.
+    v = np.trunc(np.clip(x, -32.0, 32.0) * float(1 << fb)).astype(np.int64)
+    w = np.clip(v, -(TABLE_LO << fb), hi << fb) + (TABLE_LO << fb)
+    i = w >> 32
+    f = w & 0xFFFFFFFF
+    return t[i] + (((t[i + 1] - t[i]) * f) >> 32)
+
+
 def silu(x: np.ndarray) -> np.ndarray:
-    return x / (1.0 + exp(-x))
+    """x * (s * 2^-30), s the Q30 sigmoid interpolated in SIG_TABLE."""
+    x = np.asarray(x, dtype=np.float64)
+    s = _table_at(SIG_TABLE, x, SIG_STEP_BITS, TABLE_LO)
+    return x * (s.astype(np.float64) * (1.0 / Q30))
+
+
+def softmax_exp(x: np.ndarray) -> np.ndarray:
+    """exp(x) for softmax's x <= 0, interpolated in SMEXP_TABLE (exp(0) = 1 exactly)."""
+    x = np.asarray(x, dtype=np.float64)
+    return _table_at(SMEXP_TABLE, x, SMEXP_STEP_BITS, 0).astype(np.float64) * (1.0 / Q30)
 
 
 def softplus(x: np.ndarray) -> np.ndarray:

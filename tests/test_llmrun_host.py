@@ -185,7 +185,8 @@ def test_wrong_program_and_dir(progs: dict[str, Path], tmp_path: Path) -> None:
 
 
 def test_math_matches_refmath(progs: dict[str, Path]) -> None:
-    """llm_exp / llm_log / llm_sigmoid / llm_softplus equal pyaisvc.refmath bit for bit."""
+    """llm_exp / llm_log / llm_sigmoid / llm_softplus / llm_silu / llm_softmax_exp equal
+    pyaisvc.refmath bit for bit."""
     import numpy as np
 
     from pyaisvc import refmath
@@ -194,7 +195,9 @@ def test_math_matches_refmath(progs: dict[str, Path]) -> None:
     x = np.concatenate([
         rng.uniform(-750.0, 750.0, 20000), rng.normal(0.0, 3.0, 20000),
         rng.uniform(-30.0, 30.0, 20000), 10.0 ** rng.uniform(-300, 300, 20000),
-        np.array([0.0, -0.0, 1.0, -708.0, -708.5, 709.0, 710.0, 20.0, 20.0000001, 5e-324]),
+        np.array([0.0, -0.0, 1.0, -708.0, -708.5, 709.0, 710.0, 20.0, 20.0000001, 5e-324,
+                  16.0, -16.0, np.nextafter(16.0, 0.0), -np.nextafter(16.0, 0.0), 32.0, -32.0,
+                  1.0 / 256.0, 2.0 ** -40, -(2.0 ** -39), 2.0 ** -39 + 2.0 ** -60]),
     ])
     text = "".join(f"{v:016x}\n" for v in x.view(np.uint64))
     p = subprocess.run([str(ROOT / "build/host/llm_mathcheck")], input=text,
@@ -203,8 +206,9 @@ def test_math_matches_refmath(progs: dict[str, Path]) -> None:
                    dtype=np.uint64)
     pos = np.where(x > 0, x, 1.0)
     want = [refmath.exp(x), np.where(x > 0, refmath.log(pos), 0.0), refmath.sigmoid(x),
-            refmath.softplus(x)]
-    for i, name in enumerate(["exp", "log", "sigmoid", "softplus"]):
+            refmath.softplus(x), refmath.silu(x),
+            np.where(x <= 0, refmath.softmax_exp(np.minimum(x, 0.0)), 0.0)]
+    for i, name in enumerate(["exp", "log", "sigmoid", "softplus", "silu", "softmax_exp"]):
         w = np.asarray(want[i], dtype=np.float64).view(np.uint64)
         bad = np.nonzero(got[:, i] != w)[0]
         assert bad.size == 0, f"{name} differs at x = {x[bad[:5]]}"

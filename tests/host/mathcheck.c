@@ -1,7 +1,8 @@
 // Host driver for tests/test_llmrun_host.py: reads doubles (as 16 hex digits
 // of their bits, one per line) and prints the bits of the runtime's
-// llm_exp, llm_log (for x > 0, else 0), llm_sigmoid and llm_softplus of each,
-// so the test can compare them bit for bit with pyaisvc.refmath.
+// llm_exp, llm_log (for x > 0, else 0), llm_sigmoid, llm_softplus, llm_silu
+// and llm_softmax_exp (for x <= 0, else 0) of each, so the test can compare
+// them bit for bit with pyaisvc.refmath.
 //
 // `llm_mathcheck matmul` instead checks llm_matmul_rows on random int8
 // matrices (with and without group multipliers) for every position count
@@ -110,6 +111,7 @@ main(int argc, char **argv)
     printf("matmul: %d ok\n", n);
     return 0;
   }
+  llm_math_init();
   char line[64];
   while (fgets(line, sizeof(line), stdin)) {
     union {
@@ -117,8 +119,9 @@ main(int argc, char **argv)
       double d;
     } v = { .u = strtoull(line, 0, 16) };
     double x = v.d;
-    printf("%016lx %016lx %016lx %016lx\n", bits(llm_exp(x)),
-        bits(x > 0 ? llm_log(x) : 0.0), bits(llm_sigmoid(x)), bits(llm_softplus(x)));
+    printf("%016lx %016lx %016lx %016lx %016lx %016lx\n", bits(llm_exp(x)),
+        bits(x > 0 ? llm_log(x) : 0.0), bits(llm_sigmoid(x)), bits(llm_softplus(x)),
+        bits(llm_silu(x)), bits(x <= 0 ? llm_softmax_exp(x) : 0.0));
   }
   return 0;
 }

@@ -120,10 +120,84 @@ llm_sigmoid(double x)
   return 1.0 / (1.0 + llm_exp(-x));
 }
 
+// Tables of silu's sigmoid and of softmax's exp, each rint(f(k / 2^bits
+// - 16) * 2^30) for k = 0..TABLE_N at 2^bits steps per unit, plus a pad
+// entry equal to the last so that the top of the range needs no branch.
+#define TABLE_N         4096
+#define TABLE_LO        16 // each table starts at -16
+#define SIG_STEP_BITS   7  // sigmoid on [-16, 16]
+#define SMEXP_STEP_BITS 8  // exp on [-16, 0]
+static int32 sig_table[TABLE_N + 2], smexp_table[TABLE_N + 2];
+
+static void
+table_fill(int32 *t, double (*f)(double), int step_bits)
+{
+  for (int k = 0; k <= TABLE_N; k++)
+    t[k] = (int32)llm_rint(f((double)k / (double)(1 << step_bits) - TABLE_LO) * 1073741824.0);
+  t[TABLE_N + 1] = t[TABLE_N];
+}
+
+void
+llm_math_init(void)
+{
+  table_fill(sig_table, llm_sigmoid, SIG_STEP_BITS);
+  table_fill(smexp_table, llm_exp, SMEXP_STEP_BITS);
+}
+
+// w = trunc(x * 2^(bits + 32)) clamped to [-16, hi] in that fixed point,
+// plus 16: the table index of x in its top bits and 32 fraction bits below.
+// The product is taken from the bits of x alone (x = m * 2^(e - 1075),
+// m the 53-bit significand): no float operation, each of which is a helper
+// call under TCG.
+static uint64
+table_pos(double x, int bits, int64 hi)
+{
+  union {
+    double d;
+    uint64 u;
+  } b = { .d = x };
+  int fb = bits + 32, shift = 1075 - fb - (int)((b.u >> 52) & 0x7ff);
+  uint64 m = (b.u & ((1UL << 52) - 1)) | (1UL << 52);
+  int64 v, lo = (int64)TABLE_LO << fb;
+  if (shift < 48 - fb) // |x| >= 32
+    v = lo << 1;
+  else if (shift > 63)
+    v = 0;
+  else
+    v = (int64)(m >> shift);
+  if (b.u >> 63)
+    v = -v;
+  hi <<= fb;
+  v = v < -lo ? -lo : v > hi ? hi
+                             : v;
+  return (uint64)(v + lo);
+}
+
+// The value at w of table t interpolated linearly, in Q30:
+// t[i] + (((t[i+1] - t[i]) * f) >> 32) for i = w >> 32, f = w & (2^32 - 1).
+static int64
+table_at(const int32 *t, uint64 w)
+{
+  int i = (int)(w >> 32);
+  int64 f = (int64)(w & 0xffffffffUL);
+  return t[i] + (((int64)(t[i + 1] - t[i]) * f) >> 32);
+}
+
+// silu(x) = x * (s * 2^-30), s = sigmoid(x) in Q30 from sig_table: one
+// conversion and two float products where the exact silu costs about 30
+// float operations.
 HOT double
 llm_silu(double x)
 {
-  return x / (1.0 + llm_exp(-x));
+  int64 s = table_at(sig_table, table_pos(x, SIG_STEP_BITS, TABLE_LO));
+  return x * ((double)s * (1.0 / 1073741824.0));
+}
+
+// exp(x) for softmax's x <= 0 from smexp_table (exp(0) = 1 exactly).
+HOT double
+llm_softmax_exp(double x)
+{
+  return (double)table_at(smexp_table, table_pos(x, SMEXP_STEP_BITS, 0)) * (1.0 / 1073741824.0);
 }
 
 double

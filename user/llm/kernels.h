@@ -69,8 +69,11 @@ llm_sqrt(double x)
 double llm_exp(double x);
 double llm_log(double y);
 double llm_sigmoid(double x);
-double llm_silu(double x);
 double llm_softplus(double x);
+// Tabulated: call llm_math_init first (once, before any pool thread runs).
+double llm_silu(double x);
+double llm_softmax_exp(double x); // x <= 0
+void llm_math_init(void);
 
 // y = rmsnorm(x) * w (docs/ARITHMETIC.md "RMSNorm"); y may be x.
 void llm_rmsnorm(const double *x, const float *w, int n, double eps, double *y);

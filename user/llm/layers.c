@@ -162,7 +162,7 @@ head_softmax(struct llm_runtime *rt, struct llm_head_scratch *sc, const struct l
   }
   double sum = 0.0;
   for (int t = 0; t < npos; t++) {
-    sc->score[t] = llm_exp(sc->score[t] - mx);
+    sc->score[t] = llm_softmax_exp(sc->score[t] - mx);
     sum = sum + sc->score[t];
   }
   return 1.0 / sum;

@@ -568,6 +568,7 @@ int
 llm_runtime_init(struct llm_runtime *rt, const char *dir, int model_kind)
 {
   memset(rt, 0, sizeof(*rt));
+  llm_math_init();
   if (llm_config_load(dir, model_kind, &rt->cfg) < 0)
     return -1;
   int nl = rt->cfg.n_layers;
