@@ -186,7 +186,7 @@ def test_wrong_program_and_dir(progs: dict[str, Path], tmp_path: Path) -> None:
 
 def test_math_matches_refmath(progs: dict[str, Path]) -> None:
     """llm_exp / llm_log / llm_sigmoid / llm_softplus / llm_silu / llm_softmax_exp equal
-    pyaisvc.refmath bit for bit."""
+    pyaisvc.refmath bit for bit, and llm_order_key orders as the values do."""
     import numpy as np
 
     from pyaisvc import refmath
@@ -212,6 +212,13 @@ def test_math_matches_refmath(progs: dict[str, Path]) -> None:
         w = np.asarray(want[i], dtype=np.float64).view(np.uint64)
         bad = np.nonzero(got[:, i] != w)[0]
         assert bad.size == 0, f"{name} differs at x = {x[bad[:5]]}"
+    # llm_order_key orders as the doubles do: sorted by value, the keys never fall, and two
+    # neighbours share a key exactly when they are equal (0.0 and -0.0 are).
+    order = np.argsort(x, kind="stable")
+    keys = got[order, 6].view(np.int64)
+    xs = x[order]
+    assert np.all(np.diff(keys) >= 0)
+    assert np.array_equal(np.diff(keys) == 0, np.diff(xs) == 0)
 
 
 def test_batched_matmul_equals_the_integer_sums(progs: dict[str, Path]) -> None:
@@ -221,6 +228,37 @@ def test_batched_matmul_equals_the_integer_sums(progs: dict[str, Path]) -> None:
                        text=True)
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout == f"matmul: {2 * sum(range(1, 9)) * 5 * 37} ok\n"  # v3, count, range, row
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_head_takes_the_first_of_tied_maxima(progs: dict[str, Path], tmp_path: Path,
+                                             threads: int) -> None:
+    """Rows 0 and 7 of the tiny Qwen's EMB (also its output head) copied from the winning
+    row: three logits tie at the maximum, and llmrun_qwen picks id 0, as the reference does,
+    whichever thread's chunks are merged first."""
+    import dataclasses
+    import shutil
+
+    from pyaisvc.assets import load_assets, write_header_files
+    from pyaisvc.reference import Reference
+
+    good = lc.qwen_tiny_dir("v3")
+    prompt = [1, 2, 3, 4]
+    a = load_assets(good)
+    win = Reference(a).generate(prompt, 1)[0]
+    assert win not in (0, 7)
+    emb = dataclasses.replace(a.emb, scales=a.emb.scales.copy(), mult=a.emb.mult.copy(),
+                              q=a.emb.q.copy())
+    for r in (0, 7):
+        emb.scales[r], emb.mult[r], emb.q[r] = emb.scales[win], emb.mult[win], emb.q[win]
+    tied = tmp_path / "QWEN"
+    shutil.copytree(good, tied)
+    write_header_files(tied, dataclasses.replace(a, emb=emb), write_lty=True)
+    assert Reference(load_assets(tied)).generate(prompt, 1) == [0]
+    p = run(progs["qwen"], ["--asset-dir", str(tied), "--threads", str(threads),
+                            "--predict", "1", *map(str, prompt)])
+    assert p.returncode == 0, p.stderr
+    assert ids_lines(p.stdout) == [[0]]
 
 
 def test_hot_kernels_share_a_page() -> None:

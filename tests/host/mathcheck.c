@@ -2,7 +2,7 @@
 // of their bits, one per line) and prints the bits of the runtime's
 // llm_exp, llm_log (for x > 0, else 0), llm_sigmoid, llm_softplus, llm_silu
 // and llm_softmax_exp (for x <= 0, else 0) of each, so the test can compare
-// them bit for bit with pyaisvc.refmath.
+// them bit for bit with pyaisvc.refmath, and llm_order_key.
 //
 // `llm_mathcheck matmul` instead checks llm_matmul_rows on random int8
 // matrices (with and without group multipliers) for every position count
@@ -119,9 +119,9 @@ main(int argc, char **argv)
       double d;
     } v = { .u = strtoull(line, 0, 16) };
     double x = v.d;
-    printf("%016lx %016lx %016lx %016lx %016lx %016lx\n", bits(llm_exp(x)),
+    printf("%016lx %016lx %016lx %016lx %016lx %016lx %016lx\n", bits(llm_exp(x)),
         bits(x > 0 ? llm_log(x) : 0.0), bits(llm_sigmoid(x)), bits(llm_softplus(x)),
-        bits(llm_silu(x)), bits(x <= 0 ? llm_softmax_exp(x) : 0.0));
+        bits(llm_silu(x)), bits(x <= 0 ? llm_softmax_exp(x) : 0.0), (uint64)llm_order_key(x));
   }
   return 0;
 }

@@ -65,6 +65,19 @@ llm_sqrt(double x)
 #endif
 }
 
+// An int64 that orders as d does, for d not NaN (-0.0 and 0.0 both give
+// 0): comparing it costs integer operations, where a float compare is a
+// helper call under TCG (the output head compares every logit).
+static inline int64
+llm_order_key(double d)
+{
+  union {
+    double d;
+    int64 i;
+  } u = { .d = d };
+  return u.i >= 0 ? u.i : -(u.i & 0x7fffffffffffffffL);
+}
+
 // Math (docs/ARITHMETIC.md "Our own math functions").
 double llm_exp(double x);
 double llm_log(double y);

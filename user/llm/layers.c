@@ -332,7 +332,10 @@ struct head_step {
 static int
 beats(const double *lg, int c, int b)
 {
-  return b < 0 || lg[c] > lg[b] || (lg[c] == lg[b] && c < b);
+  if (b < 0)
+    return 1;
+  int64 kc = llm_order_key(lg[c]), kb = llm_order_key(lg[b]);
+  return kc > kb || (kc == kb && c < b);
 }
 
 static void
