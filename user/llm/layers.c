@@ -154,12 +154,17 @@ head_softmax(struct llm_runtime *rt, struct llm_head_scratch *sc, const struct l
       c->km + row * (kvd / LLM_GS) + kvh * (hd / LLM_GS),
       kvd, kvd / LLM_GS, npos, sc->dot);
   const double *kxs = c->kxs + row * g->n_kv_heads + kvh;
-  double mx = 0.0;
+  int top = 0; // the maximum's position, compared by llm_order_key
+  int64 topkey = 0;
   for (int t = 0; t < npos; t++) {
     sc->score[t] = ((double)sc->dot[t] * kxs[t * g->n_kv_heads]) * a;
-    if (t == 0 || sc->score[t] > mx)
-      mx = sc->score[t];
+    int64 key = llm_order_key(sc->score[t]);
+    if (t == 0 || key > topkey) {
+      top = t;
+      topkey = key;
+    }
   }
+  double mx = sc->score[top];
   double sum = 0.0;
   for (int t = 0; t < npos; t++) {
     sc->score[t] = llm_softmax_exp(sc->score[t] - mx);
@@ -180,11 +185,15 @@ head_values(struct llm_runtime *rt, struct llm_head_scratch *sc, const struct ll
   int gi = kvh * (hd / LLM_GS) + grp; // the group's index within a row
   uint64 row = kv_row(rt, slot, 0);
   double wmax = 0.0;
+  int64 wmaxkey = 0; // llm_order_key(wmax)
   for (int t = 0; t < npos; t++) {
     double sv = (kc->vxs[(row + t) * g->n_kv_heads + kvh] * (double)kc->vm[(row + t) * (kvd / LLM_GS) + gi]) / 32768.0;
     sc->val_w[t] = sc->score[t] * sv;
-    if (sc->val_w[t] > wmax)
+    int64 key = llm_order_key(sc->val_w[t]);
+    if (key > wmaxkey) {
       wmax = sc->val_w[t];
+      wmaxkey = key;
+    }
   }
   if (wmax == 0.0) {
     memset(out, 0, LLM_GS * sizeof(double));
