@@ -167,9 +167,10 @@ table_pos(double x, int bits, int64 hi)
     v = (int64)(m >> shift);
   if (b.u >> 63)
     v = -v;
-  hi <<= fb;
-  v = v < -lo ? -lo : v > hi ? hi
-                             : v;
+  if (v < -lo)
+    v = -lo;
+  if (v > hi << fb)
+    v = hi << fb;
   return (uint64)(v + lo);
 }
 
