@@ -47,7 +47,7 @@ plain_row(const struct llm_qmat *w, const struct llm_qact *a, int p, int r)
     t += mult * dot;
   }
   double f = w->wm ? a->xs[p] / 1073741824.0 : a->xs[p] / 32768.0;
-  return ((double)t * f) * (double)w->ws[r];
+  return ((double)t * f) * w->ws[r];
 }
 
 // Every position count 1..LLM_BATCH and row ranges [r0, r1) of both
@@ -62,7 +62,7 @@ check_matmul(void)
   static int8 q[ROWS * COLS] __attribute__((aligned(8)));
   static int8 aq[LLM_BATCH * COLS] __attribute__((aligned(8)));
   static uint16 wm[ROWS * NG];
-  static float ws[ROWS];
+  static double ws[ROWS];
   static int32 am[LLM_BATCH * NG];
   static int64 pairs[COLS * LLM_PAIRS];
   static double x[LLM_BATCH * COLS], y[LLM_BATCH * ROWS], xs[LLM_BATCH];
@@ -71,7 +71,7 @@ check_matmul(void)
   for (int i = 0; i < ROWS * NG; i++)
     wm[i] = 1 + (seed = seed * 6364136223846793005UL + 1) % 32768;
   for (int r = 0; r < ROWS; r++)
-    ws[r] = 0.01f * (float)(1 + r % 7);
+    ws[r] = (double)(0.01f * (float)(1 + r % 7));
   for (int i = 0; i < LLM_BATCH * COLS; i++)
     x[i] = rand8() / 16.0;
   struct llm_qact a = { COLS, 0, aq, am, xs, pairs };

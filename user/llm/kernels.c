@@ -212,14 +212,14 @@ llm_softplus(double x)
 // y = (x * r) * w with r = 1 / sqrt(ss / n + eps), ss = sum of x_i^2 taken
 // in order from 0.0. y may be x.
 HOT void
-llm_rmsnorm(const double *x, const float *w, int n, double eps, double *y)
+llm_rmsnorm(const double *x, const double *w, int n, double eps, double *y)
 {
   double ss = 0.0;
   for (int i = 0; i < n; i++)
     ss = ss + x[i] * x[i];
   double r = 1.0 / llm_sqrt(ss / (double)n + eps);
   for (int i = 0; i < n; i++)
-    y[i] = (x[i] * r) * (double)w[i];
+    y[i] = (x[i] * r) * w[i];
 }
 
 // max |x_i| over x[0..n) (x without NaNs). Compared as integers: with the
@@ -335,7 +335,7 @@ matmul1(const struct llm_qmat *w, const struct llm_qact *a, double *y, int r0, i
       for (int g = 0; g < ng; g++)
         t += (int64)a->m[g] * dot32(wr + 4 * g, x + 4 * g);
     }
-    y[r] = ((double)t * f) * (double)w->ws[r];
+    y[r] = ((double)t * f) * w->ws[r];
   }
 }
 
@@ -421,8 +421,8 @@ matmul8(const struct llm_qmat *w, const struct llm_qact *a, double *y,
       }
     }
     for (int p = 0; p < a->count; p++) {
-      y[p * ystride + r] = ((double)t[p] * f[p]) * (double)w->ws[r];
-      y[p * ystride + rb] = ((double)t[LLM_BATCH + p] * f[p]) * (double)w->ws[rb];
+      y[p * ystride + r] = ((double)t[p] * f[p]) * w->ws[r];
+      y[p * ystride + rb] = ((double)t[LLM_BATCH + p] * f[p]) * w->ws[rb];
     }
   }
 }

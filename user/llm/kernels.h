@@ -14,7 +14,7 @@
 // "qmat", v3 "gmat").
 struct llm_qmat {
   int rows, cols;
-  const float *ws;  // (rows) row scales
+  const double *ws; // (rows) row scales (the file's fp32, widened at load)
   const uint16 *wm; // (rows, cols/32) group multipliers, v3 only; 0 for v1/v2
   const int8 *q;    // (rows, cols) 8-byte aligned
   // Vector kernels (kernels_vec.h): the first vrows rows of q are packed
@@ -89,7 +89,7 @@ double llm_softmax_exp(double x); // x <= 0
 void llm_math_init(void);
 
 // y = rmsnorm(x) * w (docs/ARITHMETIC.md "RMSNorm"); y may be x.
-void llm_rmsnorm(const double *x, const float *w, int n, double eps, double *y);
+void llm_rmsnorm(const double *x, const double *w, int n, double eps, double *y);
 
 // Quantisation.
 void llm_quantize(const double *x, int n, int8 *q, int32 *m, double *xs);

@@ -230,7 +230,7 @@ block1(const struct llm_qmat *w, const struct llm_qact *a, int b0, int lo, int h
     matvec[per_thread[th].version](q, wm, a->q, a->m, ng, t, vtype32);
   }
   for (int r = lo; r < hi; r++)
-    y[r] = ((double)t[r - b0] * f) * (double)w->ws[r];
+    y[r] = ((double)t[r - b0] * f) * w->ws[r];
 }
 
 // Half h of the block of B rows from row b0, for positions p0 .. p0+3:
@@ -248,7 +248,7 @@ half4(const struct llm_qmat *w, const struct llm_qact *a, int b0, int h, int lo,
   int r0 = h0 > lo ? h0 : lo, r1 = h0 + H < hi ? h0 + H : hi;
   for (int p = p0; p < p0 + 4 && p < a->count; p++)
     for (int r = r0; r < r1; r++)
-      y[p * ystride + r] = ((double)t[(p - p0) * H + r - h0] * f[p]) * (double)w->ws[r];
+      y[p * ystride + r] = ((double)t[(p - p0) * H + r - h0] * f[p]) * w->ws[r];
 }
 
 void

@@ -80,7 +80,7 @@ llm_embed(struct llm_runtime *rt, struct llm_session *s, const struct llm_step *
   const struct llm_qmat *e = &rt->emb;
   for (int p = 0; p < st->n; p++) {
     uint64 tok = st->kv[p]->seq[st->pos[p]];
-    double ws = (double)e->ws[tok], *x = s->x + p * dim;
+    double ws = e->ws[tok], *x = s->x + p * dim;
     for (int g = 0; g < ng; g++) {
       double sg = e->wm ? (ws * (double)e->wm[tok * ng + g]) / 32768.0 : ws;
       for (int k = g * LLM_GS; k < (g + 1) * LLM_GS; k++)
@@ -95,7 +95,7 @@ static void
 rope(const struct llm_runtime *rt, double *x, int pos)
 {
   int rd = rt->cfg.rotary_dim, half = rd / 2;
-  const float *cs = rt->rope + (uint64)pos * rd;
+  const double *cs = rt->rope + (uint64)pos * rd;
   for (int i = 0; i < half; i++) {
     double c = cs[i], sn = cs[half + i];
     double a = x[i], b = x[i + half];

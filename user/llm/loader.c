@@ -5,10 +5,11 @@
 // CFG.BIN is checked field by field. Every other file is read with one
 // large read() straight into the buffer it stays in (the disk costs about
 // 25 us per request whatever its size: docs/PERF_NOTES.md, fact 6), and the layer
-// structs point into those buffers. Each file's size must equal the
-// size its layout implies, so the layout code runs twice: once counting
-// bytes, once handing out pointers. Every refusal names the file and the
-// field.
+// structs point into those buffers, except for the fp32 values (scales,
+// norms, cos/sin, conv weights), which are widened to doubles once, here.
+// Each file's size must equal the size its layout implies, so the layout
+// code runs twice: once counting bytes (and the doubles to allocate), once
+// handing out pointers. Every refusal names the file and the field.
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
@@ -377,6 +378,8 @@ struct cursor {
   uint8 *base;
   uint64 off;
   int fail;
+  double *dbl; // the widened floats (take_f64), ndbl of them so far
+  uint64 ndbl;
 };
 
 // The next `bytes` of the layout, aligned to `align` (a power of 2): a
@@ -398,11 +401,41 @@ take(struct cursor *c, uint64 bytes, int align)
   return p;
 }
 
-// The next n floats.
-static const float *
-take_f32(struct cursor *c, uint64 n)
+// The next n floats, widened to doubles (exactly) in the cursor's own
+// buffer: the runtime reads these scales, norms and tables on every
+// token, and a float-to-double conversion is a helper call under TCG.
+static const double *
+take_f64(struct cursor *c, uint64 n)
 {
-  return take(c, 4 * n, 4);
+  const float *f = take(c, 4 * n, 4);
+  double *d = c->dbl ? c->dbl + c->ndbl : 0;
+  c->ndbl += n;
+  if (f == 0 || d == 0)
+    return 0;
+  for (uint64 i = 0; i < n; i++)
+    d[i] = (double)f[i];
+  return d;
+}
+
+// Between the counting pass and the second: rewind c and allocate the
+// doubles the first pass counted.
+static void
+cursor_rewind(struct cursor *c)
+{
+  c->off = 0;
+  c->dbl = rt_alloc(c->rt, c->ndbl * sizeof(double));
+  c->ndbl = 0;
+  if (c->dbl == 0)
+    c->fail = 1;
+}
+
+// The n floats of a whole file's buffer p, widened.
+static const double *
+widen_file(struct llm_runtime *rt, uint8 *p, uint64 n)
+{
+  struct cursor c = { rt, p, 0, 0, 0, n };
+  cursor_rewind(&c);
+  return take_f64(&c, n);
 }
 
 // The next qmat of rows x cols: row scales, group multipliers (version 3
@@ -412,7 +445,7 @@ take_qmat(struct cursor *c, struct llm_qmat *m, int rows, int cols)
 {
   m->rows = rows;
   m->cols = cols;
-  m->ws = take_f32(c, rows);
+  m->ws = take_f64(c, rows);
   m->wm = 0;
   if (c->rt->cfg.version == 3)
     m->wm = take(c, 2ul * rows * (cols / LLM_GS), 2);
@@ -443,8 +476,8 @@ take_full(struct cursor *c, struct llm_layer *L)
   struct llm_config *g = &c->rt->cfg;
   int hd = g->head_dim;
   if (g->flags & LLM_QKNORM) {
-    L->q_norm = take_f32(c, hd);
-    L->k_norm = take_f32(c, hd);
+    L->q_norm = take_f64(c, hd);
+    L->k_norm = take_f64(c, hd);
   }
   take_qmat(c, &L->wq, g->n_heads * hd * (g->flags & LLM_GATED ? 2 : 1), g->dim);
   take_qmat(c, &L->wk, g->n_kv_heads * hd, g->dim);
@@ -458,10 +491,10 @@ take_linear(struct cursor *c, struct llm_layer *L)
 {
   struct llm_config *g = &c->rt->cfg;
   int vdim = g->lin_v_heads * g->lin_v_dim;
-  L->conv_w = take_f32(c, (uint64)llm_conv_dim(g) * g->conv_kernel);
-  L->dt_bias = take_f32(c, g->lin_v_heads);
-  L->a_log = take_f32(c, g->lin_v_heads);
-  L->norm = take_f32(c, g->lin_v_dim);
+  L->conv_w = take_f64(c, (uint64)llm_conv_dim(g) * g->conv_kernel);
+  L->dt_bias = take_f64(c, g->lin_v_heads);
+  L->a_log = take_f64(c, g->lin_v_heads);
+  L->norm = take_f64(c, g->lin_v_dim);
   take_qmat(c, &L->qkv, llm_conv_dim(g), g->dim);
   take_qmat(c, &L->z, vdim, g->dim);
   take_qmat(c, &L->a, g->lin_v_heads, g->dim);
@@ -473,8 +506,8 @@ take_linear(struct cursor *c, struct llm_layer *L)
 static void
 take_layer(struct cursor *c, struct llm_layer *L)
 {
-  L->input_norm = take_f32(c, c->rt->cfg.dim);
-  L->post_norm = take_f32(c, c->rt->cfg.dim);
+  L->input_norm = take_f64(c, c->rt->cfg.dim);
+  L->post_norm = take_f64(c, c->rt->cfg.dim);
   if (L->kind == LLM_LAYER_FULL)
     take_full(c, L);
   else
@@ -526,13 +559,13 @@ load_layers(struct llm_runtime *rt, const char *dir)
   struct llm_config *g = &rt->cfg;
   for (int l = 0; l < g->n_layers; l++) {
     struct llm_layer *L = &rt->layers[l];
-    struct cursor c = { rt, 0, 0, 0 };
+    struct cursor c = { rt, 0, 0, 0, 0, 0 };
     char name[MAXNAME];
     snprintf(name, sizeof(name), "L%02d.BIN", l);
     take_layer(&c, L);
     if (load_file(rt, dir, name, c.off, 0, &c.base) < 0)
       return -1;
-    c.off = 0;
+    cursor_rewind(&c);
     take_layer(&c, L);
     if (c.fail) {
       fprintf(2, "%s: %s: out of memory\n", llm_prog, name);
@@ -548,20 +581,25 @@ static int
 load_tables(struct llm_runtime *rt, const char *dir)
 {
   struct llm_config *g = &rt->cfg;
-  struct cursor c = { rt, 0, 0, 0 };
+  struct cursor c = { rt, 0, 0, 0, 0, 0 };
   uint8 *p;
   take_qmat(&c, &rt->emb, g->vocab_size, g->dim);
   if (load_file(rt, dir, "EMB.BIN", c.off, 0, &c.base) < 0)
     return -1;
-  c.off = 0;
+  cursor_rewind(&c);
   take_qmat(&c, &rt->emb, g->vocab_size, g->dim);
   if (load_file(rt, dir, "NRM.BIN", 4ul * g->dim, 0, &p) < 0)
     return -1;
-  rt->final_norm = (const float *)p;
-  if (load_file(rt, dir, "ROP.BIN", 4ul * g->runtime_seq_len * g->rotary_dim, 0, &p) < 0)
+  rt->final_norm = widen_file(rt, p, g->dim);
+  uint64 nrope = (uint64)g->runtime_seq_len * g->rotary_dim;
+  if (load_file(rt, dir, "ROP.BIN", 4 * nrope, 0, &p) < 0)
     return -1;
-  rt->rope = (const float *)p;
-  return c.fail ? -1 : 0;
+  rt->rope = widen_file(rt, p, nrope);
+  if (c.fail || rt->final_norm == 0 || rt->rope == 0) {
+    fprintf(2, "%s: out of memory for the model's tables\n", llm_prog);
+    return -1;
+  }
+  return 0;
 }
 
 int

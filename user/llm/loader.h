@@ -39,21 +39,21 @@ struct llm_config {
 // One layer's weights, pointing into its Lxx.BIN buffer.
 struct llm_layer {
   enum llm_layer_kind kind;
-  const float *input_norm; // (dim)
-  const float *post_norm;  // (dim)
+  const double *input_norm; // (dim)
+  const double *post_norm;  // (dim)
   // full attention
-  const float *q_norm, *k_norm; // (head_dim), when flags & LLM_QKNORM
-  struct llm_qmat wq;           // (n_heads * head_dim * (1 or 2), dim)
-  struct llm_qmat wk, wv;       // (n_kv_heads * head_dim, dim)
-  struct llm_qmat wo;           // (dim, n_heads * head_dim)
+  const double *q_norm, *k_norm; // (head_dim), when flags & LLM_QKNORM
+  struct llm_qmat wq;            // (n_heads * head_dim * (1 or 2), dim)
+  struct llm_qmat wk, wv;        // (n_kv_heads * head_dim, dim)
+  struct llm_qmat wo;            // (dim, n_heads * head_dim)
   // Gated DeltaNet
-  const float *conv_w;          // (conv_dim, conv_kernel) taps oldest first
-  const float *dt_bias, *a_log; // (lin_v_heads)
-  const float *norm;            // (lin_v_dim)
-  struct llm_qmat qkv;          // (conv_dim, dim): q, k, v rows
-  struct llm_qmat z;            // (lin_v_heads * lin_v_dim, dim)
-  struct llm_qmat a, b;         // (lin_v_heads, dim)
-  struct llm_qmat out;          // (dim, lin_v_heads * lin_v_dim)
+  const double *conv_w;          // (conv_dim, conv_kernel) taps oldest first
+  const double *dt_bias, *a_log; // (lin_v_heads)
+  const double *norm;            // (lin_v_dim)
+  struct llm_qmat qkv;           // (conv_dim, dim): q, k, v rows
+  struct llm_qmat z;             // (lin_v_heads * lin_v_dim, dim)
+  struct llm_qmat a, b;          // (lin_v_heads, dim)
+  struct llm_qmat out;           // (dim, lin_v_heads * lin_v_dim)
   // MLP
   struct llm_qmat gate, up; // (hidden_dim, dim)
   struct llm_qmat down;     // (dim, hidden_dim)
@@ -64,8 +64,8 @@ struct llm_layer {
 struct llm_runtime {
   struct llm_config cfg;
   struct llm_qmat emb;      // (vocab_size, dim), also the output head
-  const float *final_norm;  // (dim)
-  const float *rope;        // (runtime_seq_len, rotary_dim): cos half, sin half
+  const double *final_norm; // (dim)
+  const double *rope;       // (runtime_seq_len, rotary_dim): cos half, sin half
   struct llm_layer *layers; // (n_layers)
   int *slot;                // (n_layers) index among layers of its kind
   int n_full, n_linear;     // layers of each kind

@@ -15,14 +15,14 @@
 // and y itself; y_c = silu(sum_j w[c][j] u_j[c]) summed from 0.0, oldest
 // tap first. st then drops its oldest row and takes the input.
 static void
-conv_channel(const struct llm_config *g, const float *w, double *st, double *y, int c)
+conv_channel(const struct llm_config *g, const double *w, double *st, double *y, int c)
 {
   int cd = llm_conv_dim(g), K = g->conv_kernel;
-  const float *wc = w + (uint64)c * K;
+  const double *wc = w + (uint64)c * K;
   double u = y[c], acc = 0.0;
   for (int j = 0; j < K - 1; j++)
-    acc = acc + (double)wc[j] * st[j * cd + c];
-  acc = acc + (double)wc[K - 1] * u;
+    acc = acc + wc[j] * st[j * cd + c];
+  acc = acc + wc[K - 1] * u;
   for (int j = 0; j + 1 < K - 1; j++)
     st[j * cd + c] = st[(j + 1) * cd + c];
   if (K > 1)
@@ -80,8 +80,8 @@ delta_head(const struct delta_pass *d, int h, int p, int t)
   const double *q = y, *k = y + kh * kd, *v = y + 2 * kh * kd;
   int hk = h / (vh / kh); // the key head this value head reads
   double beta = llm_sigmoid(d->b[p * vh + h]);
-  double decay = llm_exp(-(llm_exp((double)L->a_log[h]) *
-      llm_softplus(d->a[p * vh + h] + (double)L->dt_bias[h])));
+  double decay = llm_exp(-(llm_exp(L->a_log[h]) *
+      llm_softplus(d->a[p * vh + h] + L->dt_bias[h])));
   double *S = d->st->kv[p]->state + ((uint64)d->slot * vh + h) * kd * vd;
   double *o = d->s->mixed + (p * vh + h) * vd;
   llm_delta_step(S, k + hk * kd, q + hk * kd, v + h * vd, beta, decay, kd, vd,
