@@ -204,6 +204,18 @@ def timings(output: str, prog: str | None = None) -> list[dict[str, int]]:
     return [timing_fields(m) for m in line.finditer(output)]
 
 
+_RAN = re.compile(r" kernels=(\w+) threads=(\d+)\s*$")
+
+
+def kernels_ran(output: str, prog: str | None = None) -> list[str]:
+    """"kernels/threads" (e.g. "vector/2") of every timing line in output that says which
+    kernels and how many threads ran; a run that fell back to scalar kernels or to one
+    thread shows here."""
+    who = re.escape(prog) if prog else r"llmrun_\w+"
+    lines = re.finditer(rf"^{who}: timing .*$", output, re.M)
+    return [f"{m[1]}/{m[2]}" for line in lines if (m := _RAN.search(line.group(0)))]
+
+
 def timing_line(prog: str, fields: dict[str, int]) -> str:
     """The timing line as prog prints it."""
     return f"{prog}: timing " + " ".join(f"{k}={fields[k]}" for k in TIMING_FIELDS)

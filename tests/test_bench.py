@@ -27,7 +27,8 @@ from pyaisvc.bench.matrix import TEXT, BenchError, check_lengths, parse_lengths,
 from pyaisvc.bench.plots import figure_pixels
 from pyaisvc.bench.runner import parse_profile
 from pyaisvc.bench.sample import Sample
-from pyaisvc.llmguest import LlmGuestError, id_args, parse_output
+from pyaisvc.llmguest import LlmGuestError, id_args, kernels_ran, parse_output
+from pyaisvc.qemu import VECTOR_QEMU, default_qemu, qemu_version
 from pyaisvc.tokenizer import load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,6 +99,22 @@ def test_parse_output():
         parse_output("llmrun_smol: CFG.BIN: cannot open\n", "llmrun_smol", 2)
 
 
+def test_kernels_ran_and_their_summary():
+    out = ("llmrun_smol: timing load_us=1 init_us=2 ttft_us=3 tpot_us=4 prompt=5 gen=2 "
+           "kernels=vector threads=2\n"
+           "llmrun_qwen: timing load_us=1 init_us=2 ttft_us=3 tpot_us=4 prompt=5 gen=2 "
+           "kernels=scalar threads=1\n"
+           "llmrun_smol: timing load_us=1 init_us=2 ttft_us=3 tpot_us=4 prompt=5 gen=2\n")
+    assert kernels_ran(out, "llmrun_smol") == ["vector/2"]  # the older line says nothing
+    assert kernels_ran(out) == ["vector/2", "scalar/1"]
+
+    def s(r: int, ran: str) -> Sample:
+        return Sample("smol", "cold", 8, 4, r, 100, 110, 300, 50, 1.0, (1, 2, 3, 4), ran=ran)
+
+    (cell,) = report.summarize([s(0, "vector/2"), s(1, "scalar/1"), s(2, "vector/2"), s(3, "")])
+    assert cell.ran == "scalar/1, vector/2"  # a run that fell back shows
+
+
 def test_parse_profile():
     out = ("llmrun_qwen: profile phase=prefill matmul_us=90 attn_us=5 other_us=5 tokens=8\n"
            "llmrun_qwen: profile phase=decode matmul_us=80 attn_us=15 other_us=5 tokens=3\n")
@@ -152,6 +169,9 @@ def bench_out(build, tmp_path_factory) -> Path:
 
 @pytest.mark.guest
 def test_bench_writes_every_file_with_numbers(bench_out: Path):
+    version = qemu_version(default_qemu())
+    # one hart: one thread; vector kernels exactly when the QEMU offers V
+    ran = "vector/1" if version is not None and version >= VECTOR_QEMU else "scalar/1"
     rows = list(csv.DictReader((bench_out / "results.csv").open()))
     cells = {(r["model"], r["mode"], int(r["prompt_len"]), int(r["gen_len"])) for r in rows}
     assert cells == {(m, mode, p, g) for m in ("smol", "qwen") for mode in ("cold", "service")
@@ -165,6 +185,7 @@ def test_bench_writes_every_file_with_numbers(bench_out: Path):
         if r["mode"] == "cold":  # --profile: the matmuls dominate both phases
             assert int(r["prefill_matmul_us"]) > int(r["prefill_attn_us"]) > 0
             assert int(r["decode_matmul_us"]) > int(r["decode_attn_us"]) > 0
+            assert r["ran"] == ran, r
     data = json.loads((bench_out / "results.json").read_text())
     assert len(data["cells"]) == len(cells)
     for c in data["cells"]:
@@ -178,6 +199,7 @@ def test_bench_writes_every_file_with_numbers(bench_out: Path):
     table_rows = [line for line in md.splitlines() if line.startswith(("| cold |", "| service |"))]
     assert len(table_rows) == len(cells)
     assert all("| 0.0 |" not in line for line in table_rows)
+    assert all(f"| {ran} |" in line for line in table_rows if line.startswith("| cold |"))
     assert md.count("Where the time goes") == 2
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pyaisvc.bench.report import machine_line, stat
+from pyaisvc.bench.report import kernels_summary, machine_line, stat
 from pyaisvc.bench.runner import BenchResult
 from pyaisvc.bench.sample import Sample
 
@@ -35,8 +35,11 @@ def figure_pixels(name: str, n_models: int) -> tuple[int, int]:
 
 
 def _machine(result: BenchResult, model: str) -> str:
+    """The machine line, and which kernels and thread counts the model's runs reported."""
     cpus = result.config.cpus
-    return machine_line(result.machines[model], cpus if len(cpus) > 1 else None)
+    line = machine_line(result.machines[model], cpus if len(cpus) > 1 else None)
+    ran = kernels_summary([s for s in result.samples if s.model == model])
+    return line + (f"; ran {ran}" if ran else "")
 
 
 def _series_keys(result: BenchResult) -> list[tuple[str, int, str]]:

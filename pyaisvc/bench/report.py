@@ -4,7 +4,9 @@
 - results.json: the machine and set-up (QEMU version, harts, RAM, assets,
   prompts), every sample, and per cell the median, minimum and maximum.
 - results.md: one Markdown table per model, each cell "median (min-max)"
-  in milliseconds, headed by the machine it was measured on; with several
+  in milliseconds, with the kernels and thread counts the runs reported
+  ("ran": "vector/2"; a run that fell back to one thread or to scalar
+  kernels shows), headed by the machine it was measured on; with several
   harts values (--cpus 1,2), each cell once per harts, then the speed-up:
   TTFT and TPOT medians as ratios to the first harts value's, measured in
   the same run.
@@ -23,7 +25,7 @@ from pyaisvc.bench.sample import PROFILE_FIELDS, Sample
 
 METRICS = ("load_us", "init_us", "ttft_us", "tpot_us")
 CSV_FIELDS = ("model", "mode", "prompt_len", "gen_len", "harts", "repeat", *METRICS, "wall_s",
-              "ids", *PROFILE_FIELDS)
+              "ran", "ids", *PROFILE_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -42,11 +44,17 @@ class CellSummary:
     gen_len: int
     stats: dict[str, Stat]  # metric -> statistics over the repeats
     harts: int = 1
+    ran: str = ""  # the distinct "kernels/threads" of the repeats, e.g. "vector/2"
 
 
 def stat(values: list[float]) -> Stat:
     return Stat(float(statistics.median(values)), float(min(values)), float(max(values)),
                 len(values))
+
+
+def kernels_summary(samples: list[Sample]) -> str:
+    """The distinct "kernels/threads" the samples reported, sorted: "scalar/1, vector/2"."""
+    return ", ".join(sorted({r for s in samples for r in s.ran.split(",") if r}))
 
 
 def summarize(samples: list[Sample]) -> list[CellSummary]:
@@ -57,7 +65,7 @@ def summarize(samples: list[Sample]) -> list[CellSummary]:
     out = []
     for (model, mode, p, g, harts), group in cells.items():
         stats = {m: stat([float(getattr(s, m)) for s in group]) for m in METRICS}
-        out.append(CellSummary(model, mode, p, g, stats, harts))
+        out.append(CellSummary(model, mode, p, g, stats, harts, kernels_summary(group)))
     return sorted(out, key=lambda c: (c.model, c.mode, c.prompt_len, c.gen_len, c.harts))
 
 
@@ -94,7 +102,7 @@ def to_json(result: BenchResult) -> dict:
         "prompts": {m: {str(n): ids for n, ids in p.items()} for m, p in result.prompts.items()},
         "samples": [asdict(s) for s in result.samples],
         "cells": [{"model": c.model, "mode": c.mode, "prompt_len": c.prompt_len,
-                   "gen_len": c.gen_len, "harts": c.harts,
+                   "gen_len": c.gen_len, "harts": c.harts, "ran": c.ran,
                    **{k: asdict(v) for k, v in c.stats.items()}}
                   for c in summarize(result.samples)],
     }
@@ -127,13 +135,13 @@ def markdown(result: BenchResult, command: str = "") -> str:
     for model in cfg.models:
         lines += [f"## {result.titles[model]}: {machine_line(result.machines[model], sweep)}",
                   "", f"Assets: `{result.assets[model]}`", "",
-                  "| mode | prompt | gen | harts | runs | load (ms) | init (ms) | TTFT (ms) "
-                  "| TPOT (ms) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| mode | prompt | gen | harts | ran | runs | load (ms) | init (ms) "
+                  "| TTFT (ms) | TPOT (ms) |", "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
         for c in (c for c in cells if c.model == model):
             st = c.stats
             lines.append(f"| {c.mode} | {c.prompt_len} | {c.gen_len} | {c.harts} | "
-                         f"{st['ttft_us'].n} | {_ms(st['load_us'])} | {_ms(st['init_us'])} | "
-                         f"{_ms(st['ttft_us'])} | {_ms(st['tpot_us'])} |")
+                         f"{c.ran or '-'} | {st['ttft_us'].n} | {_ms(st['load_us'])} | "
+                         f"{_ms(st['init_us'])} | {_ms(st['ttft_us'])} | {_ms(st['tpot_us'])} |")
         lines.append("")
         if sweep:
             lines += speedup_table([c for c in cells if c.model == model], sweep)

@@ -31,7 +31,7 @@ from pyaisvc.bench.matrix import BenchError, Run, check_lengths, plan_runs, prom
 from pyaisvc.bench.sample import Note, Sample
 from pyaisvc.bench.service import ServiceClient
 from pyaisvc.errors import AisvcError
-from pyaisvc.llmguest import MODELS, Prepared, id_args, parse_output, prepare
+from pyaisvc.llmguest import MODELS, Prepared, id_args, kernels_ran, parse_output, prepare
 from pyaisvc.qemu import Guest, QemuConfig, cpu_option, default_qemu
 from pyaisvc.tokenizer import load_tokenizer
 
@@ -121,7 +121,8 @@ def run_cold(guest: Guest, run: Run, timeout: float, profile: bool = False) -> S
     if f["prompt"] != c.prompt_len:
         raise BenchError(f"{prog}: sent {c.prompt_len} prompt ids, it counted {f['prompt']}")
     return Sample(c.model, c.mode, c.prompt_len, c.gen_len, run.repeat, f["load_us"],
-                  f["init_us"], f["ttft_us"], f["tpot_us"], wall, ids, parse_profile(out, prog))
+                  f["init_us"], f["ttft_us"], f["tpot_us"], wall, ids, parse_profile(out, prog),
+                  ran=",".join(kernels_ran(out, prog)))
 
 
 def run_timeout(run: Run, size_mb: float) -> float:

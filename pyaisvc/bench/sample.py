@@ -27,4 +27,5 @@ class Sample:
     wall_s: float  # host seconds for the whole shell command
     ids: tuple[int, ...]  # the generated ids
     profile: dict[str, int] = field(default_factory=dict)  # PROFILE_FIELDS, with --profile
-    harts: int = 1  # the guest's harts (the runtime runs one thread per hart)
+    harts: int = 1  # the guest's harts
+    ran: str = ""  # "kernels/threads" from the timing line, e.g. "vector/2" (cold runs)

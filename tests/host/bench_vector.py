@@ -18,7 +18,6 @@ facts 8, 9 and 17). Figures, not a test.
 from __future__ import annotations
 
 import argparse
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,14 +28,11 @@ sys.path.insert(0, str(ROOT / "tests/host"))
 
 from bench_llmrun import prompt_ids  # noqa: E402
 
-from pyaisvc.llmguest import KERNEL, MODELS, parse_output, uprogs  # noqa: E402
+from pyaisvc.llmguest import KERNEL, MODELS, kernels_ran, parse_output, uprogs  # noqa: E402
 from pyaisvc.modelimage import build_model_image  # noqa: E402
 from pyaisvc.qemu import Guest, QemuConfig, default_qemu, qemu_version  # noqa: E402
 
 KERNELS = ("scalar", "vector")
-
-
-RAN = re.compile(r" kernels=(\w+) threads=(\d+)\s*$", re.M)
 
 
 def measure(args: argparse.Namespace, image: Path, vlen: int, ids: list[int]) -> dict:
@@ -56,7 +52,7 @@ def measure(args: argparse.Namespace, image: Path, vlen: int, ids: list[int]) ->
                             + " ".join(map(str, ids)), timeout=7200)
                 fields, got = parse_output(out, prog, args.gen)
                 runs[k].append(fields)
-                ran[k].update(f"{m[0]}/{m[1]}" for m in RAN.findall(out))
+                ran[k].update(kernels_ran(out, prog))
                 outs.add(got)
     best = {k: tuple(min(r[f] for r in v) / 1000 for f in ("load_us", "ttft_us", "tpot_us"))
             for k, v in runs.items()}
