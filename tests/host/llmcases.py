@@ -219,6 +219,7 @@ def malformed_cases(version: int) -> list[tuple[str, Callable[[Path], None], str
         ("bad-magic", _cfg_word(0, 0x32474643), "CFG.BIN: field magic: 0x32474643"),
         ("bad-version", _cfg_word(1, 9), "CFG.BIN: field version: 9 unsupported"),
         ("zero-dim", _cfg_word(4, 0), "CFG.BIN: field dim: 0 must be > 0"),
+        ("many-layers", _cfg_word(6, 151), "CFG.BIN: field n_layers: 151 is too large"),
         ("kv-heads", _cfg_word(8, 3), "CFG.BIN: field n_heads: 4 is not a multiple of n_kv_heads"),
         ("seq-len", _cfg_word(12, 100000),
          "CFG.BIN: field runtime_seq_len: 100000 exceeds seq_len"),

@@ -241,7 +241,7 @@ cfg_check_sizes(const struct llm_config *c)
     if (f[i].v > MAXDIM)
       return bad_field(f[i].name, f[i].v, "is too large");
   }
-  if (c->n_layers > LLM_MAXBUF / 10)
+  if (c->n_layers > LLM_MAX_LAYERS)
     return bad_field("n_layers", c->n_layers, "is too large");
   return 0;
 }

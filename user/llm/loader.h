@@ -59,7 +59,10 @@ struct llm_layer {
   struct llm_qmat down;     // (dim, hidden_dim)
 };
 
-#define LLM_MAXBUF 1500 // asset files, aligned copies, vector multipliers: 10 a layer
+// Buffers of one runtime: per layer its file, its widened floats and up to
+// 8 vector multiplier copies; the tables; aligned copies (rare).
+#define LLM_MAX_LAYERS 150
+#define LLM_MAXBUF     (LLM_MAX_LAYERS * 11 + 50)
 
 struct llm_runtime {
   struct llm_config cfg;
