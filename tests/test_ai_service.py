@@ -29,6 +29,7 @@ import pytest
 from host import llmcases as lc
 
 from pyaisvc import fsimg
+from pyaisvc.bench.service import boot_worker
 from pyaisvc.chat import stop_ids
 from pyaisvc.llmguest import MODELS
 from pyaisvc.qemu import CONSOLE_AI_WORKER
@@ -182,8 +183,10 @@ def test_boot_argument_sets_the_worker_batch(boot_guest, qwen_image, qwen_dir) -
     ids = " ".join(map(str, lc.FRANCE["qwen"]))
     want = " ".join(map(str, lc.reference_ids(qwen_dir, [lc.FRANCE["qwen"]], 4)[0]))
     g = boot_guest(image=qwen_image, append="aibatch=3")
-    assert re.search(r"ai_daemon: pid \d+ serving /AI/QWEN .*, batch 3\r?$", g.transcript,
-                     re.M), g.transcript
+    w = boot_worker(g.transcript)
+    assert w is not None and (w.served, w.batch) == ("/AI/QWEN", 3), g.transcript
+    # the worker says which kernels and how many threads it runs: one hart, one thread
+    assert w.ran in ("scalar/1", "vector/1"), w
     assert g.run(f"ai call 4 {ids}", timeout=120).splitlines()[0] == want
 
 

@@ -17,6 +17,7 @@ import struct
 import subprocess
 import sys
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ from pyaisvc.bench.matrix import TEXT, BenchError, check_lengths, parse_lengths,
 from pyaisvc.bench.plots import figure_pixels
 from pyaisvc.bench.runner import parse_profile
 from pyaisvc.bench.sample import Sample
+from pyaisvc.bench.service import Worker, boot_worker
 from pyaisvc.llmguest import LlmGuestError, id_args, kernels_ran, parse_output
 from pyaisvc.qemu import VECTOR_QEMU, default_qemu, qemu_version
 from pyaisvc.tokenizer import load_tokenizer
@@ -233,19 +235,28 @@ def _burst_output(ttfts: list[int], gen: int, fail: int | None = None,
     return "\n".join(lines) + f"\nbench: 8 requests, first submit to last finish {max(ttfts)} ms\n"
 
 
+def test_worker_line():
+    line = ("ai_daemon: pid 7 serving /AI/SMOL (vocab 49152, runtime_seq_len 512), load 130 ms, "
+            "batch 8, kernels vector, threads 2\r\n")
+    assert boot_worker("init: starting\n" + line) == Worker(7, "/AI/SMOL", 130, 8, "vector/2")
+    assert boot_worker("ai_daemon: not serving; fix the assets, then kill pid 7\n") is None
+
+
 def test_burst_parse_table_and_plot(tmp_path: Path):
     """aistress --bench's lines become per-request TTFT, TPOT and total; the table compares
     each burst's span with B=1's on the same harts; the plot is written."""
     from pyaisvc.bench import burst
 
     one = burst.parse_burst(_burst_output([1000 * (k + 1) for k in range(8)], 5), 5, 1, 1)
-    eight = burst.parse_burst(_burst_output([2000] * 8, 5), 5, 8, 1)
+    eight = replace(burst.parse_burst(_burst_output([2000] * 8, 5), 5, 8, 1),
+                    machine="QEMU 10.0.2, -cpu rv64,v=true,vlen=256, 512 MiB RAM", ran="vector/1")
     assert [r.ttft_us for r in one.requests] == [1000 * (k + 1) for k in range(8)]
     assert one.requests[0].tpot_us == 1000 and one.requests[0].ids == (0, 1, 2, 3, 4)
     assert (one.span_ms, eight.span_ms) == (8000, 2000)
     text = burst.markdown([one, eight], "pyaisvc bench --burst")
-    assert "| B=8, 1 harts | 2000 | 1.0x | 0.25x |" in text
-    assert "| B=1, 1 harts | 8000 | 8.0x | 1.00x |" in text
+    assert "| B=8, 1 harts | vector/1 | 2000 | 1.0x | 0.25x |" in text
+    assert "| B=1, 1 harts | - | 8000 | 8.0x | 1.00x |" in text
+    assert "Machine: QEMU 10.0.2, -cpu rv64,v=true,vlen=256, 512 MiB RAM." in text
     burst.plot_ttft([one, eight], tmp_path / "b.png")
     assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(BenchError, match="failed with -112"):

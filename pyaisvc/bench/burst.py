@@ -17,20 +17,21 @@ worker as ``ai_daemon --batch B`` (B=1 is the old one-at-a-time service).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pyaisvc.bench.matrix import BenchError, prompt_ids
+from pyaisvc.bench.runner import qemu_version
 from pyaisvc.bench.sample import Note
+from pyaisvc.bench.service import boot_worker
 from pyaisvc.llmguest import MODELS, prepare
-from pyaisvc.qemu import Guest, QemuConfig
+from pyaisvc.qemu import Guest, QemuConfig, cpu_option
 from pyaisvc.tokenizer import load_tokenizer
 
 N_BURST = 8  # aistress --bench submits 8 copies at once (AI_PERPROC)
 LINE = re.compile(r"^bench (\d+): reqid (\d+) n=(-?\d+) queued_us=(\d+) ttft_us=(\d+) "
                   r"total_us=(\d+) prefill\+1_us=(\d+): ([\d ]*)\r?$", re.M)
 SUMMARY = re.compile(r"^bench: (\d+) requests, first submit to last finish (\d+) ms", re.M)
-DAEMON = re.compile(r"ai_daemon: pid (\d+) serving \S+ \(.*\), load \d+ ms, batch (\d+)")
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ class Burst:
     harts: int
     requests: list[BurstRequest]
     span_ms: int  # first submit to last finish
+    machine: str = ""  # QEMU version, -cpu, RAM
+    ran: str = ""  # the worker's "kernels/threads", e.g. "vector/2"
 
 
 def parse_burst(out: str, gen: int, batch: int, harts: int) -> Burst:
@@ -76,28 +79,23 @@ def parse_burst(out: str, gen: int, batch: int, harts: int) -> Burst:
     return Burst(batch, harts, reqs, int(summary.group(2)))
 
 
-def worker_batch(guest: Guest) -> int:
-    """The batch size of the worker that registered at boot, from the transcript."""
-    found = DAEMON.findall(guest.transcript)
-    if not found:
-        raise BenchError("--burst: no 'ai_daemon: pid N serving ..., batch B' line: the image "
-                         "needs an ai_daemon that batches (make all)")
-    return int(found[-1][1])
-
-
 def run_burst(guest: Guest, prompt: list[int], gen: int, batch: int, harts: int,
               note: Note, timeout: float) -> Burst:
     """One burst of 8 requests (prompt, gen ids each) on a guest whose worker batches
     `batch` requests."""
-    if worker_batch(guest) != batch:
-        raise BenchError(f"--burst: the worker runs batch {worker_batch(guest)}, not {batch}: "
+    w = boot_worker(guest.transcript)
+    if w is None:
+        raise BenchError("--burst: no 'ai_daemon: pid N serving ..., batch B, kernels K, "
+                         "threads T' line: the image needs the current ai_daemon (make all)")
+    if w.batch != batch:
+        raise BenchError(f"--burst: the worker runs batch {w.batch}, not {batch}: "
                          "the kernel or init does not pass the aibatch= boot argument (make all)")
     note(f"burst: {N_BURST} x ({len(prompt)} prompt + {gen} generated ids), worker batch "
-         f"{batch}, {harts} harts")
+         f"{batch}, {harts} harts, {w.ran}")
     # one word per id: aistress reads one id per argument (llmguest.id_args quotes
     # several ids into one word, for llmrun)
     out = guest.run(f"aistress --bench {gen} {' '.join(map(str, prompt))}", timeout=timeout)
-    return parse_burst(out, gen, batch, harts)
+    return replace(parse_burst(out, gen, batch, harts), ran=w.ran)
 
 
 def run_bursts(root: Path, model: str, prompt_len: int, gen: int, batches: list[int],
@@ -118,7 +116,9 @@ def run_bursts(root: Path, model: str, prompt_len: int, gen: int, batches: list[
         try:  # not `with`: a failed boot must close QEMU too
             note(f"{model}: booting the guest ({cpus} harts, {qc.ram}, worker batch {b})")
             guest.boot()
-            bursts.append(run_burst(guest, prompt, gen, b, cpus, note, timeout))
+            machine = f"{qemu_version(qc.qemu)}, -cpu {cpu_option(qc)}, {guest.ram_mib} MiB RAM"
+            bursts.append(replace(run_burst(guest, prompt, gen, b, cpus, note, timeout),
+                                  machine=machine))
         finally:
             guest.close()
     return bursts
@@ -129,6 +129,9 @@ def markdown(bursts: list[Burst], command: str) -> str:
     lines = [f"# Burst of {N_BURST} requests through the AI service", "", f"`{command}`", "",
              "Times in ms from each request's submit (kernel timestamps); requests in "
              "arrival order.", ""]
+    machines = sorted({b.machine for b in bursts if b.machine})
+    if machines:
+        lines += [f"Machine: {'; '.join(machines)}.", ""]
     head = "| request |" + "".join(f" B={b.batch} {b.harts}h TTFT | TPOT | total |"
                                    for b in bursts)
     lines += [head, "|---|" + "---|---|---|" * len(bursts)]
@@ -138,13 +141,13 @@ def markdown(bursts: list[Burst], command: str) -> str:
             r = b.requests[k]
             row += f" {r.ttft_us / 1000:.0f} | {r.tpot_us / 1000:.0f} | {r.total_us / 1000:.0f} |"
         lines.append(row)
-    lines += ["", "| burst | all 8 done (ms) | 8th / 1st TTFT | vs B=1 (same harts) |",
-              "|---|---|---|---|"]
+    lines += ["", "| burst | ran | all 8 done (ms) | 8th / 1st TTFT | vs B=1 (same harts) |",
+              "|---|---|---|---|---|"]
     for b in bursts:
         base = next((x for x in bursts if x.batch == 1 and x.harts == b.harts), None)
         ratio = f"{b.span_ms / base.span_ms:.2f}x" if base and base.span_ms else "-"
         first = b.requests[0].ttft_us or 1
-        lines.append(f"| B={b.batch}, {b.harts} harts | {b.span_ms} | "
+        lines.append(f"| B={b.batch}, {b.harts} harts | {b.ran or '-'} | {b.span_ms} | "
                      f"{b.requests[-1].ttft_us / first:.1f}x | {ratio} |")
     return "\n".join(lines) + "\n"
 
@@ -159,10 +162,11 @@ def plot_ttft(bursts: list[Burst], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 4.5), dpi=100)
     for b in bursts:
         ax.plot([r.k + 1 for r in b.requests], [r.ttft_us / 1000 for r in b.requests],
-                marker="o", label=f"worker batch {b.batch}, {b.harts} harts")
+                marker="o", label=f"worker batch {b.batch}, {b.harts} harts, {b.ran}")
     ax.set_xlabel("arrival order in the burst")
     ax.set_ylabel("TTFT from submit (ms)")
-    ax.set_title(f"{N_BURST} requests submitted at once")
+    machines = "; ".join(sorted({b.machine for b in bursts if b.machine}))
+    ax.set_title(f"{N_BURST} requests submitted at once\n{machines}", fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()

@@ -1,7 +1,8 @@
 """Requests through the kernel AI service: the resident worker keeps the model loaded.
 
 init starts ``ai_daemon`` at boot when the image holds a model; it loads the
-model once and prints ``ai_daemon: pid N serving DIR (...), load X ms``.
+model once and prints ``ai_daemon: pid N serving DIR (...), load X ms, batch B,
+kernels K, threads T``.
 Each run then goes through the ``ai`` tool at the shell, in one session
 (a request belongs to the process that submitted it)::
 
@@ -21,13 +22,16 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 
 from pyaisvc.bench.matrix import BenchError, Run
 from pyaisvc.bench.sample import Note, Sample
 from pyaisvc.llmguest import ModelSpec
 from pyaisvc.qemu import PROMPT, Guest
 
-DAEMON = re.compile(r"ai_daemon: pid (\d+) serving (\S+) \(.*\), load (\d+) ms")
+# The worker's line at boot (user/ai/ai_daemon.c).
+DAEMON = re.compile(r"ai_daemon: pid (\d+) serving (\S+) \(.*\), load (\d+) ms, batch (\d+), "
+                    r"kernels (\w+), threads (\d+)")
 AI_PROMPT = "ai> "
 QUERY = (r"reqid (\d+): (\w+)[^\n]*\n\s*prompt (\d+), predict (\d+); "
          r"queued_us (\d+) ttft_us (\d+) total_us (\d+)\r*\n")
@@ -35,21 +39,42 @@ ERROR = r"(\w+): error (-?\d+): ([^\r\n]*)\r*\n"
 POLL_S = 0.25  # host seconds between two ai_query calls
 
 
+@dataclass(frozen=True)
+class Worker:
+    """The AI worker a guest started at boot, from its line in the transcript."""
+
+    pid: int
+    served: str  # its asset directory
+    load_ms: int
+    batch: int  # requests per forward pass
+    ran: str  # "kernels/threads", e.g. "vector/2"
+
+
+def boot_worker(transcript: str) -> Worker | None:
+    """The last worker that started in the transcript; None if none did."""
+    found = DAEMON.findall(transcript)
+    if not found:
+        return None
+    pid, served, load_ms, batch, kernels, threads = found[-1]
+    return Worker(int(pid), served, int(load_ms), int(batch), f"{kernels}/{threads}")
+
+
 class ServiceClient:
     """Runs requests through the AI service of one booted guest."""
 
     def __init__(self, guest: Guest, spec: ModelSpec, note: Note) -> None:
         self.guest, self.spec = guest, spec
-        found = DAEMON.findall(guest.transcript)
-        if not found:
+        w = boot_worker(guest.transcript)
+        if w is None:
             raise BenchError("--mode service: no AI worker started at boot (no 'ai_daemon: "
                              "pid N serving ...' line); the image needs /ai_daemon and /ai "
                              "(the Makefile's UPROGS) and init must start the daemon")
-        pid, served, load_ms = found[-1]
-        if served != spec.guest_dir:
-            raise BenchError(f"--mode service: the worker serves {served}, not {spec.guest_dir}")
-        self.load_us = int(load_ms) * 1000
-        note(f"{spec.name}: AI worker pid {pid} loaded the model in {load_ms} ms")
+        if w.served != spec.guest_dir:
+            raise BenchError(f"--mode service: the worker serves {w.served}, not "
+                             f"{spec.guest_dir}")
+        self.load_us, self.ran = w.load_ms * 1000, w.ran
+        note(f"{spec.name}: AI worker pid {w.pid} loaded the model in {w.load_ms} ms "
+             f"({w.ran})")
 
     def run(self, run: Run, timeout: float) -> Sample:
         c = run.cell
@@ -73,7 +98,7 @@ class ServiceClient:
         ttft, total = timing["ttft_us"], timing["total_us"]
         tpot = (total - ttft) // (c.gen_len - 1) if c.gen_len > 1 else 0
         return Sample(c.model, c.mode, c.prompt_len, c.gen_len, run.repeat, self.load_us,
-                      self.load_us, ttft, tpot, wall, ids)
+                      self.load_us, ttft, tpot, wall, ids, ran=self.ran)
 
     def _poll(self, reqid: int, deadline: float) -> dict[str, int]:
         """Queries reqid until it is done; its prompt length and timings."""

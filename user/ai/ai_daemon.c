@@ -48,6 +48,7 @@
 #include "kernel/include/aisvc.h"
 #include "user/llm/session.h"
 #include "user/llm/pool.h"
+#include "user/llm/kernels_vec.h"
 #include "user/llm/smol.h"
 #include "user/llm/qwen.h"
 
@@ -299,8 +300,10 @@ main(int argc, char **argv)
   llm_pool_start(0); // as many threads as the machine runs at once
   if (register_worker(&rt.cfg) < 0)
     return 1;
-  printf("ai_daemon: pid %d serving %s (vocab %d, runtime_seq_len %d), load %lu ms, batch %d\n",
-      getpid(), dir, rt.cfg.vocab_size, rt.cfg.runtime_seq_len, s.tm.init_us / 1000, places);
+  printf("ai_daemon: pid %d serving %s (vocab %d, runtime_seq_len %d), load %lu ms, batch %d, "
+         "kernels %s, threads %d\n",
+      getpid(), dir, rt.cfg.vocab_size, rt.cfg.runtime_seq_len, s.tm.init_us / 1000, places,
+      llm_kernels_name(), llm_pool_threads());
   if (ready_fd >= 0) {
     write(ready_fd, "r", 1);
     close(ready_fd);
