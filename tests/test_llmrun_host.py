@@ -175,6 +175,24 @@ def test_malformed_assets(progs: dict[str, Path], tmp_path: Path, version: int,
     assert p.stderr.startswith("llmrun_qwen: ")
 
 
+def test_model_too_large_for_memory_says_what_to_do(progs: dict[str, Path]) -> None:
+    """With 100 MB of address space the 144 MB SmolLM2 cannot load: one line naming the
+    file that did not fit and the remedy, exit status 1."""
+    import resource
+
+    assets = smol_or_skip("v3")
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (100 << 20, 100 << 20))
+
+    p = subprocess.run([str(progs["smol"]), "--asset-dir", str(assets), "--predict", "1", "1"],
+                       capture_output=True, text=True, timeout=300, preexec_fn=limit)
+    assert p.returncode == 1
+    assert p.stderr.startswith("llmrun_smol: L"), p.stderr
+    assert p.stderr.endswith(".BIN: out of memory; boot the guest with more RAM "
+                             "(e.g. make qemu-smol RAM=1G)\n"), p.stderr
+
+
 def test_wrong_program_and_dir(progs: dict[str, Path], tmp_path: Path) -> None:
     p = run(progs["smol"], ["--asset-dir", str(lc.qwen_tiny_dir("v3")), "1"])
     assert p.returncode == 1

@@ -21,11 +21,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pyaisvc.bench.matrix import BenchError, prompt_ids
-from pyaisvc.bench.runner import qemu_version
+from pyaisvc.bench.report import machine_line
+from pyaisvc.bench.runner import booted_machine, qemu_version
 from pyaisvc.bench.sample import Note
 from pyaisvc.bench.service import boot_worker
 from pyaisvc.llmguest import MODELS, prepare
-from pyaisvc.qemu import Guest, QemuConfig, cpu_option
+from pyaisvc.qemu import Guest, QemuConfig, default_qemu
 from pyaisvc.tokenizer import load_tokenizer
 
 N_BURST = 8  # aistress --bench submits 8 copies at once (AI_PERPROC)
@@ -54,7 +55,7 @@ class Burst:
     harts: int
     requests: list[BurstRequest]
     span_ms: int  # first submit to last finish
-    machine: str = ""  # QEMU version, -cpu, RAM
+    machine: str = ""  # report.machine_line: QEMU version, -cpu, harts, RAM
     ran: str = ""  # the worker's "kernels/threads", e.g. "vector/2"
 
 
@@ -80,9 +81,9 @@ def parse_burst(out: str, gen: int, batch: int, harts: int) -> Burst:
 
 
 def run_burst(guest: Guest, prompt: list[int], gen: int, batch: int, harts: int,
-              note: Note, timeout: float) -> Burst:
+              note: Note, timeout: float, machine: str = "") -> Burst:
     """One burst of 8 requests (prompt, gen ids each) on a guest whose worker batches
-    `batch` requests."""
+    `batch` requests; machine describes the guest (for the report)."""
     w = boot_worker(guest.transcript)
     if w is None:
         raise BenchError("--burst: no 'ai_daemon: pid N serving ..., batch B, kernels K, "
@@ -95,7 +96,7 @@ def run_burst(guest: Guest, prompt: list[int], gen: int, batch: int, harts: int,
     # one word per id: aistress reads one id per argument (llmguest.id_args quotes
     # several ids into one word, for llmrun)
     out = guest.run(f"aistress --bench {gen} {' '.join(map(str, prompt))}", timeout=timeout)
-    return replace(parse_burst(out, gen, batch, harts), ran=w.ran)
+    return replace(parse_burst(out, gen, batch, harts), ran=w.ran, machine=machine)
 
 
 def run_bursts(root: Path, model: str, prompt_len: int, gen: int, batches: list[int],
@@ -107,6 +108,7 @@ def run_bursts(root: Path, model: str, prompt_len: int, gen: int, batches: list[
     p = prepare(root, spec, assets)
     prompt = prompt_ids(load_tokenizer(model).encode, prompt_len)
     timeout = 60.0 + 4.0 * N_BURST * gen * p.size_mb / 10
+    version = qemu_version(default_qemu())
     bursts = []
     for b in sorted(batches):
         # init starts ai_daemon --batch B (user/bin/init.c)
@@ -116,12 +118,16 @@ def run_bursts(root: Path, model: str, prompt_len: int, gen: int, batches: list[
         try:  # not `with`: a failed boot must close QEMU too
             note(f"{model}: booting the guest ({cpus} harts, {qc.ram}, worker batch {b})")
             guest.boot()
-            machine = f"{qemu_version(qc.qemu)}, -cpu {cpu_option(qc)}, {guest.ram_mib} MiB RAM"
-            bursts.append(replace(run_burst(guest, prompt, gen, b, cpus, note, timeout),
-                                  machine=machine))
+            machine = machine_line(booted_machine(guest, version))
+            bursts.append(run_burst(guest, prompt, gen, b, cpus, note, timeout, machine))
         finally:
             guest.close()
     return bursts
+
+
+def _machines(bursts: list[Burst]) -> str:
+    """The distinct machines of the bursts, "; "-separated."""
+    return "; ".join(sorted({b.machine for b in bursts if b.machine}))
 
 
 def markdown(bursts: list[Burst], command: str) -> str:
@@ -129,9 +135,8 @@ def markdown(bursts: list[Burst], command: str) -> str:
     lines = [f"# Burst of {N_BURST} requests through the AI service", "", f"`{command}`", "",
              "Times in ms from each request's submit (kernel timestamps); requests in "
              "arrival order.", ""]
-    machines = sorted({b.machine for b in bursts if b.machine})
-    if machines:
-        lines += [f"Machine: {'; '.join(machines)}.", ""]
+    if _machines(bursts):
+        lines += [f"Machine: {_machines(bursts)}.", ""]
     head = "| request |" + "".join(f" B={b.batch} {b.harts}h TTFT | TPOT | total |"
                                    for b in bursts)
     lines += [head, "|---|" + "---|---|---|" * len(bursts)]
@@ -165,8 +170,7 @@ def plot_ttft(bursts: list[Burst], path: Path) -> None:
                 marker="o", label=f"worker batch {b.batch}, {b.harts} harts, {b.ran}")
     ax.set_xlabel("arrival order in the burst")
     ax.set_ylabel("TTFT from submit (ms)")
-    machines = "; ".join(sorted({b.machine for b in bursts if b.machine}))
-    ax.set_title(f"{N_BURST} requests submitted at once\n{machines}", fontsize=9)
+    ax.set_title(f"{N_BURST} requests submitted at once\n{_machines(bursts)}", fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()

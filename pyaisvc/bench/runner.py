@@ -88,6 +88,13 @@ class BenchResult:
     host: dict[str, object] = field(default_factory=dict)  # cpus, load averages
 
 
+def booted_machine(guest: Guest, version: str) -> Machine:
+    """What a booted guest runs on; version is qemu_version()'s line for its QEMU."""
+    assert guest.harts is not None and guest.ram_mib is not None
+    return Machine(f"{version}, -cpu {cpu_option(guest.cfg)}", guest.harts, guest.ram_mib,
+                   guest.boot_seconds or 0.0)
+
+
 def qemu_version(qemu: str) -> str:
     """E.g. "QEMU 7.2.22"; raises BenchError when QEMU cannot run."""
     try:
@@ -159,9 +166,7 @@ def _measure_model(cfg: BenchConfig, model: str, harts: int, p: Prepared, runs: 
     guest = Guest(qc)
     try:  # not `with`: a failed boot must close QEMU too
         guest.boot()
-        assert guest.harts is not None and guest.ram_mib is not None
-        machines.setdefault(model, Machine(f"{version}, -cpu {cpu_option(qc)}", guest.harts,
-                                           guest.ram_mib, guest.boot_seconds or 0.0))
+        machines.setdefault(model, booted_machine(guest, version))
         service = ServiceClient(guest, spec, note) if "service" in cfg.modes else None
         for run in runs:
             state.label = run.cell.label + f" #{run.repeat + 1}"

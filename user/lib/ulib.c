@@ -285,9 +285,10 @@ strerror(int err)
 // The clock: time_ticks is the time CSR (TIMEBASE_HZ ticks a second),
 // time_us the microseconds since boot. The kernel lets user mode read the
 // CSR (scounteren.TM, kernel/core/trap.c), so a reading is one
-// instruction, not a system call: the thread pool's spins and --profile read the clock
-// thousands of times a token, and a trap with its two page-table switches
-// made every reading cost microseconds (and --profile's figures grow).
+// instruction, not a system call: the thread pool's spins and --profile
+// read the clock thousands of times a token, and a trap with its two
+// page-table switches made every reading cost microseconds (and
+// --profile's figures grow).
 // The time_us system call (SYS_time_us) stays, for programs that test it.
 // (The host build of this file for tests/test_ulib_host.py has no CSR.)
 #ifdef __riscv

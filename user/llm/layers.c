@@ -154,17 +154,16 @@ head_softmax(struct llm_runtime *rt, struct llm_head_scratch *sc, const struct l
       c->km + row * (kvd / LLM_GS) + kvh * (hd / LLM_GS),
       kvd, kvd / LLM_GS, npos, sc->dot);
   const double *kxs = c->kxs + row * g->n_kv_heads + kvh;
-  int top = 0; // the maximum's position, compared by llm_order_key
-  int64 topkey = 0;
+  double mx = 0.0;
+  int64 mxkey = 0; // llm_order_key(mx)
   for (int t = 0; t < npos; t++) {
     sc->score[t] = ((double)sc->dot[t] * kxs[t * g->n_kv_heads]) * a;
     int64 key = llm_order_key(sc->score[t]);
-    if (t == 0 || key > topkey) {
-      top = t;
-      topkey = key;
+    if (t == 0 || key > mxkey) {
+      mx = sc->score[t];
+      mxkey = key;
     }
   }
-  double mx = sc->score[top];
   double sum = 0.0;
   for (int t = 0; t < npos; t++) {
     sc->score[t] = llm_softmax_exp(sc->score[t] - mx);
@@ -335,16 +334,14 @@ struct head_step {
   int best[LLM_MAX_THREADS][LLM_BATCH];
 };
 
-// Does index c beat index b (-1: none yet) as the first index of the
-// maximum of lg? A larger value wins, an equal one the smaller index: the
-// answer then does not depend on which chunks were merged first.
+// Does index c (its logit's llm_order_key kc) beat index b (key kb; -1:
+// none yet) as the first index of the maximum? A larger value wins, an
+// equal one the smaller index: the answer then does not depend on which
+// chunks were merged first.
 static int
-beats(const double *lg, int c, int b)
+beats(int64 kc, int c, int64 kb, int b)
 {
-  if (b < 0)
-    return 1;
-  int64 kc = llm_order_key(lg[c]), kb = llm_order_key(lg[b]);
-  return kc > kb || (kc == kb && c < b);
+  return b < 0 || kc > kb || (kc == kb && c < b);
 }
 
 static void
@@ -355,9 +352,16 @@ head_rows(void *arg, int lo, int hi, int t)
   llm_matmul_rows(&h->rt->emb, &h->s->act, h->s->logits, V, lo, hi, t);
   for (int i = 0; i < h->n; i++) {
     const double *lg = h->s->logits + (uint64)i * V;
-    for (int k = lo; k < hi; k++)
-      if (beats(lg, k, h->best[t][i]))
-        h->best[t][i] = k;
+    int b = h->best[t][i];
+    int64 kb = b < 0 ? 0 : llm_order_key(lg[b]);
+    for (int k = lo; k < hi; k++) {
+      int64 kk = llm_order_key(lg[k]);
+      if (beats(kk, k, kb, b)) {
+        b = k;
+        kb = kk;
+      }
+    }
+    h->best[t][i] = b;
   }
 }
 
@@ -387,9 +391,17 @@ llm_heads(struct llm_runtime *rt, struct llm_session *s, const int *at, int n,
   for (int i = 0; i < n; i++) {
     const double *lg = s->logits + (uint64)i * V;
     int best = -1;
-    for (int k = 0; k < nt; k++)
-      if (h.best[k][i] >= 0 && beats(lg, h.best[k][i], best))
-        best = h.best[k][i];
+    int64 kbest = 0;
+    for (int k = 0; k < nt; k++) {
+      int c = h.best[k][i];
+      if (c < 0)
+        continue;
+      int64 kc = llm_order_key(lg[c]);
+      if (beats(kc, c, kbest, best)) {
+        best = c;
+        kbest = kc;
+      }
+    }
     ids[i] = best;
   }
 }

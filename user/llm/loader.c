@@ -40,6 +40,16 @@ rt_alloc(struct llm_runtime *rt, uint64 n)
   return p;
 }
 
+// Says that `what` did not fit and what to do; returns -1.
+static int
+out_of_memory(const char *what)
+{
+  fprintf(2, "%s: %s: out of memory; boot the guest with more RAM (e.g. make qemu-smol "
+             "RAM=1G)\n",
+      llm_prog, what);
+  return -1;
+}
+
 // Read n bytes: a few large requests, straight into dst.
 static int
 read_full(int fd, uint8 *dst, uint64 n)
@@ -141,9 +151,8 @@ load_file(struct llm_runtime *rt, const char *dir, const char *name,
   if (fd < 0)
     return -1;
   if ((*out = rt_alloc(rt, size)) == 0) {
-    fprintf(2, "%s: %s: out of memory for %lu bytes\n", llm_prog, name, size);
     close(fd);
-    return -1;
+    return out_of_memory(name);
   }
   return read_asset(fd, name, *out, size);
 }
@@ -407,13 +416,13 @@ take(struct cursor *c, uint64 bytes, int align)
 static const double *
 take_f64(struct cursor *c, uint64 n)
 {
-  const float *f = take(c, 4 * n, 4);
+  const uint8 *f = take(c, 4 * n, 1); // read bytewise: no aligned copy
   double *d = c->dbl ? c->dbl + c->ndbl : 0;
   c->ndbl += n;
   if (f == 0 || d == 0)
     return 0;
   for (uint64 i = 0; i < n; i++)
-    d[i] = (double)f[i];
+    d[i] = (double)f32at(f, (int)i);
   return d;
 }
 
@@ -567,10 +576,8 @@ load_layers(struct llm_runtime *rt, const char *dir)
       return -1;
     cursor_rewind(&c);
     take_layer(&c, L);
-    if (c.fail) {
-      fprintf(2, "%s: %s: out of memory\n", llm_prog, name);
-      return -1;
-    }
+    if (c.fail)
+      return out_of_memory(name);
     rt->slot[l] = L->kind == LLM_LAYER_DELTANET ? rt->n_linear++ : rt->n_full++;
   }
   return 0;
@@ -595,10 +602,8 @@ load_tables(struct llm_runtime *rt, const char *dir)
   if (load_file(rt, dir, "ROP.BIN", 4 * nrope, 0, &p) < 0)
     return -1;
   rt->rope = widen_file(rt, p, nrope);
-  if (c.fail || rt->final_norm == 0 || rt->rope == 0) {
-    fprintf(2, "%s: out of memory for the model's tables\n", llm_prog);
-    return -1;
-  }
+  if (c.fail || rt->final_norm == 0 || rt->rope == 0)
+    return out_of_memory("EMB.BIN, NRM.BIN, ROP.BIN");
   return 0;
 }
 
@@ -612,10 +617,8 @@ llm_runtime_init(struct llm_runtime *rt, const char *dir, int model_kind)
   int nl = rt->cfg.n_layers;
   rt->layers = rt_alloc(rt, nl * sizeof(struct llm_layer));
   rt->slot = rt_alloc(rt, nl * sizeof(int));
-  if (rt->layers == 0 || rt->slot == 0) {
-    fprintf(2, "%s: out of memory\n", llm_prog);
-    return -1;
-  }
+  if (rt->layers == 0 || rt->slot == 0)
+    return out_of_memory("the layer table");
   memset(rt->layers, 0, nl * sizeof(struct llm_layer));
   if (load_kinds(rt, dir, model_kind) < 0 || load_tables(rt, dir) < 0)
     return -1;

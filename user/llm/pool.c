@@ -117,9 +117,9 @@ chunk_start(int k)
 
 // Cuts the step's units (items / grain, rounded up) into chunks that
 // shrink as the step goes: each takes 1/(2n) of the units left, at least
-// one. The first chunks are
-// long (few claims), the last ones short, so the other threads soon run
-// out of work at the end and thread 0 waits little for the last chunk.
+// one. The first chunks are long (few claims), the last ones short, so
+// the other threads soon run out of work at the end and thread 0 waits
+// little for the last chunk.
 static void
 cut_chunks(int units)
 {
