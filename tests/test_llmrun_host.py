@@ -240,12 +240,15 @@ def test_math_matches_refmath(progs: dict[str, Path]) -> None:
 
 
 def test_batched_matmul_equals_the_integer_sums(progs: dict[str, Path]) -> None:
-    """llm_matmul_rows for 1-8 positions (the batched kernel takes two rows at a time) and
-    row ranges of odd length give the sums written out plainly in tests/host/mathcheck.c."""
+    """llm_matmul_rows for 1-8 positions (the batched kernel takes two rows at a time and
+    packs three positions in a word) and row ranges of odd length give the sums written out
+    plainly in tests/host/mathcheck.c, for random values and for the largest group sums an
+    int8 file can give (weights of -128 and 127, activations of +-127)."""
     p = subprocess.run([str(ROOT / "build/host/llm_mathcheck"), "matmul"], capture_output=True,
                        text=True)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert p.stdout == f"matmul: {2 * sum(range(1, 9)) * 5 * 37} ok\n"  # v3, count, range, row
+    # extreme, v3, count, range, row
+    assert p.stdout == f"matmul: {2 * 2 * sum(range(1, 9)) * 5 * 37} ok\n"
 
 
 @pytest.mark.parametrize("threads", [1, 3])

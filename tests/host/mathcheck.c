@@ -32,17 +32,18 @@ rand8(void)
   return (int)(seed % 255) - 127;
 }
 
-// y = (W x_p)_r as docs/ARITHMETIC.md writes it: the int64 sum over groups
-// of mult_g times the group's int32 dot product, then two float products.
+// y = (W x_p)_r as docs/ARITHMETIC.md writes it, for w's int8 weights q:
+// the int64 sum over groups of mult_g times the group's int32 dot
+// product, then two float products.
 static double
-plain_row(const struct llm_qmat *w, const struct llm_qact *a, int p, int r)
+plain_row(const struct llm_qmat *w, const int8 *q, const struct llm_qact *a, int p, int r)
 {
   int ng = w->cols / LLM_GS;
   int64 t = 0;
   for (int g = 0; g < ng; g++) {
     int64 dot = 0;
     for (int k = g * LLM_GS; k < (g + 1) * LLM_GS; k++)
-      dot += (int64)w->q[(uint64)r * w->cols + k] * a->q[p * a->n + k];
+      dot += (int64)q[(uint64)r * w->cols + k] * a->q[p * a->n + k];
     int64 mult = (int64)(w->wm ? w->wm[r * ng + g] : 1) * a->m[p * ng + g];
     t += mult * dot;
   }
@@ -51,33 +52,40 @@ plain_row(const struct llm_qmat *w, const struct llm_qact *a, int p, int r)
 }
 
 // Every position count 1..LLM_BATCH and row ranges [r0, r1) of both
-// parities of a 37 x 96 matrix; returns the number of values checked, or
-// -1 after printing the first difference.
+// parities of a 37 x 96 matrix, with random values (extreme = 0) or with
+// the largest group sums there are (extreme = 1: weights of -128 and 127,
+// activations of +-127, signs by row and position, so that the batched
+// matmul's packed lanes reach +-32 * 128 * 127); returns the number of
+// values checked, or -1 after printing the first difference.
 static int
-check_matmul(void)
+check_matmul(int extreme)
 {
   enum { ROWS = 37,
     COLS = 96,
     NG = COLS / LLM_GS };
-  static int8 q[ROWS * COLS] __attribute__((aligned(8)));
+  static int8 q[ROWS * COLS], qo[ROWS * COLS] __attribute__((aligned(8)));
   static int8 aq[LLM_BATCH * COLS] __attribute__((aligned(8)));
   static uint16 wm[ROWS * NG];
   static double ws[ROWS];
-  static int32 am[LLM_BATCH * NG];
-  static int64 pairs[COLS * LLM_PAIRS];
+  static int32 am[LLM_BATCH * NG], qsum[LLM_BATCH * NG];
+  static int64 packs[COLS * LLM_PACKS], pairs[COLS / 2];
   static double x[LLM_BATCH * COLS], y[LLM_BATCH * ROWS], xs[LLM_BATCH];
   for (int i = 0; i < ROWS * COLS; i++)
-    q[i] = rand8();
+    q[i] = !extreme ? rand8() : (i / COLS) % 3 == 0 ? -128
+                                                    : 127;
   for (int i = 0; i < ROWS * NG; i++)
     wm[i] = 1 + (seed = seed * 6364136223846793005UL + 1) % 32768;
   for (int r = 0; r < ROWS; r++)
     ws[r] = (double)(0.01f * (float)(1 + r % 7));
   for (int i = 0; i < LLM_BATCH * COLS; i++)
-    x[i] = rand8() / 16.0;
-  struct llm_qact a = { COLS, 0, aq, am, xs, pairs };
+    x[i] = !extreme ? rand8() / 16.0 : (i / COLS) % 2 ? -1.0
+                                                      : 1.0;
+  struct llm_qact a = { COLS, 0, aq, am, xs, qsum, packs, pairs };
   int checked = 0;
   for (int v3 = 0; v3 < 2; v3++) {
-    struct llm_qmat w = { ROWS, COLS, ws, v3 ? wm : 0, q, 0, 0 };
+    struct llm_qmat w = { ROWS, COLS, ws, v3 ? wm : 0, qo, 0, 0 };
+    memcpy(qo, q, sizeof(q));
+    llm_qmat_offset(&w);
     for (int count = 1; count <= LLM_BATCH; count++) {
       llm_qact_fill(&a, x, COLS, count);
       int ranges[][2] = { { 0, ROWS }, { 3, 10 }, { 5, 6 }, { 8, 30 }, { 36, 37 } };
@@ -87,10 +95,10 @@ check_matmul(void)
         llm_matmul_rows(&w, &a, y, ROWS, r0, r1, 0);
         for (int p = 0; p < count; p++)
           for (int r = 0; r < ROWS; r++) {
-            double want = r >= r0 && r < r1 ? plain_row(&w, &a, p, r) : 0.0;
+            double want = r >= r0 && r < r1 ? plain_row(&w, q, &a, p, r) : 0.0;
             if (bits(y[p * ROWS + r]) != bits(want)) {
-              printf("matmul: v3=%d count=%d rows [%d, %d): y[%d][%d] = %.17g, want %.17g\n",
-                  v3, count, r0, r1, p, r, y[p * ROWS + r], want);
+              printf("matmul: extreme=%d v3=%d count=%d rows [%d, %d): y[%d][%d] = %.17g, want %.17g\n",
+                  extreme, v3, count, r0, r1, p, r, y[p * ROWS + r], want);
               return -1;
             }
             checked++;
@@ -105,10 +113,10 @@ int
 main(int argc, char **argv)
 {
   if (argc > 1 && strcmp(argv[1], "matmul") == 0) {
-    int n = check_matmul();
-    if (n < 0)
+    int n = check_matmul(0), m = n < 0 ? -1 : check_matmul(1);
+    if (m < 0)
       return 1;
-    printf("matmul: %d ok\n", n);
+    printf("matmul: %d ok\n", n + m);
     return 0;
   }
   llm_math_init();

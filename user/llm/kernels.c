@@ -2,10 +2,22 @@
 //
 // Under QEMU's TCG a float operation costs 10-30 ns and an integer one
 // 0.2-0.4 ns (docs/PERF_NOTES.md, fact 1), so every O(dim^2) loop here is
-// int8 x int8 with integer accumulation: 8 bytes per 64-bit load, each byte
-// sign-extended by a shift pair, int32 sums per group of 32, int64 sums of
-// the group sums times fixed-point multipliers. Floats appear once per row
-// or per group. The matmuls take nearly all of a token's time.
+// int8 x int8 with integer accumulation: 8 bytes per 64-bit load, int32
+// sums per group of 32, int64 sums of the group sums times fixed-point
+// multipliers. Floats appear once per row or per group. The matmuls take
+// nearly all of a token's time, and under TCG they cost by the instruction
+// (fact 2), so they form two or three products with one 64-bit multiply
+// (docs/PERF_NOTES.md, fact 20):
+// - the scalar kernels' weights are stored offset by 128 (u = w + 128, the
+//   byte w ^ 0x80), so that a mask takes two of them from a word with no
+//   sign extension; the sum of u_k q_k is corrected by 128 * sum q_k, which
+//   the activation carries per group (qsum);
+// - one position (matmul1): weight pairs u_j + u_{j+4} * 2^32 times
+//   activation pairs q_{j+4} + q_j * 2^32 have the two products' sum in the
+//   high half;
+// - up to 8 positions (matmul8): one weight times a word holding three
+//   positions' activations in 21-bit lanes.
+// The sums are exact: every lane is bounded well inside its bits.
 //
 // The hot kernels live in the section .text.hot, which user/lib/user.ld starts
 // on a page of its own: code that crosses a 4 KiB page boundary runs 3-5x
@@ -280,27 +292,53 @@ llm_quantize(const double *x, int n, int8 *q, int32 *m, double *xs)
   }
 }
 
-// Quantise count vectors (row stride `stride` doubles) into a, and pack
-// them pairwise for the batched matmul: pairs[k][j] = q[2j][k] +
-// q[2j+1][k] * 2^32, so one multiply by a weight forms both products.
-// Positions beyond count are zeros.
+// Quantise count vectors (row stride `stride` doubles) into a, with each
+// group's qsum. One position is also packed pairwise for matmul1; more
+// are packed three to a word for the batched matmul: packs[k][j] =
+// q[3j][k] + q[3j+1][k] * 2^21 + q[3j+2][k] * 2^42, so that one multiply
+// by a weight forms three products. Positions beyond count are zeros.
 HOT void
 llm_qact_fill(struct llm_qact *a, const double *x, int stride, int count)
 {
-  int n = a->n;
+  int n = a->n, ng = n / LLM_GS;
   a->count = count;
-  for (int p = 0; p < count; p++)
-    llm_quantize(x + p * stride, n, a->q + p * n, a->m + p * (n / LLM_GS),
-        &a->xs[p]);
-  if (count == 1)
+  for (int p = 0; p < count; p++) {
+    const int8 *q = a->q + p * n;
+    llm_quantize(x + p * stride, n, a->q + p * n, a->m + p * ng, &a->xs[p]);
+    for (int g = 0; g < ng; g++) {
+      int32 sum = 0;
+      for (int i = g * LLM_GS; i < (g + 1) * LLM_GS; i++)
+        sum += q[i];
+      a->qsum[p * ng + g] = 128 * sum;
+    }
+  }
+  if (count == 1) {
+    for (int k = 0; k < n; k += 8)
+      for (int j = 0; j < 4; j++)
+        a->pairs[k / 2 + j] = (int64)a->q[k + j + 4] + (int64)a->q[k + j] * 4294967296L;
     return;
+  }
   for (int p = count; p < LLM_BATCH; p++) {
     memset(a->q + p * n, 0, n);
-    memset(a->m + p * (n / LLM_GS), 0, (n / LLM_GS) * sizeof(int32));
+    memset(a->m + p * ng, 0, ng * sizeof(int32));
+    memset(a->qsum + p * ng, 0, ng * sizeof(int32));
   }
   for (int k = 0; k < n; k++)
-    for (int j = 0; j < LLM_PAIRS; j++)
-      a->pairs[k * LLM_PAIRS + j] = (int64)a->q[(2 * j) * n + k] + (int64)a->q[(2 * j + 1) * n + k] * 4294967296L;
+    for (int j = 0; j < LLM_PACKS; j++) {
+      int64 v = 0;
+      for (int l = 0; l < 3 && 3 * j + l < LLM_BATCH; l++)
+        v += (int64)a->q[(3 * j + l) * n + k] * (1L << (21 * l));
+      a->packs[k * LLM_PACKS + j] = v;
+    }
+}
+
+void
+llm_qmat_offset(struct llm_qmat *m)
+{
+  uint64 *w = (uint64 *)(m->q + (uint64)m->vrows * m->cols);
+  uint64 words = (uint64)(m->rows - m->vrows) * m->cols / 8;
+  for (uint64 i = 0; i < words; i++)
+    w[i] ^= 0x8080808080808080UL;
 }
 
 // The int32 dot product of 32 int8s: 4 loads of 8 bytes from each side.
@@ -315,83 +353,145 @@ dot32(const uint64 *w, const uint64 *x)
   return s;
 }
 
-// One position: T_r = sum_g mult_g * acc[r][g] with mult_g = m_g (v1/v2)
-// or wm[r][g] * m_g (v3, at most 2^30); y_r = ((double)T_r * f) * ws_r with
+// Weight word w (8 offset weights u_0..u_7) as 4 pairs: pair j is
+// u_j + u_{j+4} * 2^32. Times activation pair x_{j+4} + x_j * 2^32 it
+// gives u_j x_{j+4} + (u_j x_j + u_{j+4} x_{j+4}) * 2^32 modulo 2^64:
+// two products of the dot product in the high half, from one multiply.
+#define PAIR_MASK   0x000000ff000000ffUL
+#define WPAIR(w, j) ((int64)(((w) >> (8 * (j))) & PAIR_MASK))
+#define MAC8(s, w, X) \
+  s += WPAIR(w, 0) * X[0] + WPAIR(w, 1) * X[1] + WPAIR(w, 2) * X[2] + WPAIR(w, 3) * X[3]
+
+// The offset dot product (sum of u_k q_k) of one group from its pair sum
+// s = L + D * 2^32 (|L| <= 16 * 255 * 127 < 2^31, |D| < 2^20).
+#define PAIR_DOT(s) (((s) - (int64)(int32)(s)) >> 32)
+
+// The int64 T of rows ra..rd (4 rows; equal rows allowed) for one
+// position, into t[0..4).
+static inline void
+rows4(const struct llm_qmat *w, const struct llm_qact *a, const int *rr, int64 *t)
+{
+  int ng = w->cols / LLM_GS;
+  const uint64 *w0 = (const uint64 *)(w->q + (uint64)rr[0] * w->cols);
+  const uint64 *w1 = (const uint64 *)(w->q + (uint64)rr[1] * w->cols);
+  const uint64 *w2 = (const uint64 *)(w->q + (uint64)rr[2] * w->cols);
+  const uint64 *w3 = (const uint64 *)(w->q + (uint64)rr[3] * w->cols);
+  const int64 *X = a->pairs;
+  int64 t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+  for (int g = 0; g < ng; g++) {
+    int64 s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (int i = 4 * g; i < 4 * g + 4; i++, X += 4) {
+      uint64 a0 = w0[i], a1 = w1[i], a2 = w2[i], a3 = w3[i];
+      MAC8(s0, a0, X);
+      MAC8(s1, a1, X);
+      MAC8(s2, a2, X);
+      MAC8(s3, a3, X);
+    }
+    int64 m = a->m[g], c = a->qsum[g];
+    if (w->wm) {
+      const uint16 *wm = w->wm + g;
+      t0 += (int64)(wm[(uint64)rr[0] * ng] * m) * (PAIR_DOT(s0) - c);
+      t1 += (int64)(wm[(uint64)rr[1] * ng] * m) * (PAIR_DOT(s1) - c);
+      t2 += (int64)(wm[(uint64)rr[2] * ng] * m) * (PAIR_DOT(s2) - c);
+      t3 += (int64)(wm[(uint64)rr[3] * ng] * m) * (PAIR_DOT(s3) - c);
+    } else {
+      t0 += m * (PAIR_DOT(s0) - c);
+      t1 += m * (PAIR_DOT(s1) - c);
+      t2 += m * (PAIR_DOT(s2) - c);
+      t3 += m * (PAIR_DOT(s3) - c);
+    }
+  }
+  t[0] = t0;
+  t[1] = t1;
+  t[2] = t2;
+  t[3] = t3;
+}
+
+// One position, rows four at a time (the last ones repeated to fill a
+// four): T_r = sum_g mult_g * dot_g with mult_g = m_g (v1/v2) or
+// wm[r][g] * m_g (v3, at most 2^30) and dot_g = (sum of u_k q_k) - qsum_g
+// the group's int8 dot product; y_r = ((double)T_r * f) * ws_r with
 // f = xs/32768 or xs/2^30.
 HOT __attribute__((optimize("no-schedule-insns"))) static void
 matmul1(const struct llm_qmat *w, const struct llm_qact *a, double *y, int r0, int r1)
 {
-  int ng = w->cols / LLM_GS;
-  const uint64 *x = (const uint64 *)a->q;
   double f = w->wm ? a->xs[0] / 1073741824.0 : a->xs[0] / 32768.0;
-  for (int r = r0; r < r1; r++) {
-    const uint64 *wr = (const uint64 *)(w->q + (uint64)r * w->cols);
-    int64 t = 0;
-    if (w->wm) {
-      const uint16 *wm = w->wm + (uint64)r * ng;
-      for (int g = 0; g < ng; g++)
-        t += (int64)(wm[g] * a->m[g]) * dot32(wr + 4 * g, x + 4 * g);
-    } else {
-      for (int g = 0; g < ng; g++)
-        t += (int64)a->m[g] * dot32(wr + 4 * g, x + 4 * g);
-    }
-    y[r] = ((double)t * f) * w->ws[r];
+  for (int r = r0; r < r1; r += 4) {
+    int rr[4];
+    int64 t[4];
+    for (int i = 0; i < 4; i++)
+      rr[i] = r + i < r1 ? r + i : r1 - 1;
+    rows4(w, a, rr, t);
+    for (int i = 0; i < 4 && r + i < r1; i++)
+      y[r + i] = ((double)t[i] * f) * w->ws[r + i];
   }
 }
 
-// s_i += u * X[i] and t_i += v * X[i]: pair i of one column of the batch
+// s_i += u * X[i] and t_i += v * X[i]: word i of one column of the batch
 // times the weights u and v of two rows.
-#define PAIR2(i, X) \
+#define PACK2(i, X) \
   do { \
     int64 x_ = (X)[i]; \
     s##i += u_ * x_; \
     t##i += v_ * x_; \
   } while (0)
 
-// The 4 packed pairs of one column (k) of the batch against two rows'
-// weights: each pair is loaded once for both rows (loads cost more than
+// The 3 packed words of one column (k) of the batch against two rows'
+// weights: each word is loaded once for both rows (loads cost more than
 // arithmetic under TCG).
-#define MAC4X2(uv, vv, X) \
+#define MAC3X2(uv, vv, X) \
   do { \
     int64 u_ = (uv), v_ = (vv); \
-    PAIR2(0, X); \
-    PAIR2(1, X); \
-    PAIR2(2, X); \
-    PAIR2(3, X); \
+    PACK2(0, X); \
+    PACK2(1, X); \
+    PACK2(2, X); \
   } while (0)
 
-// The two sums in a packed pair sum s = A + B * 2^32 (no overflow: each
-// product is below 2^46): A is exact as an int32 (|A| < 2^20), B is what
-// remains, shifted down.
-#define LO(s) ((int64)(int32)(s))
-#define HI(s) (((s)-LO(s)) >> 32)
+// A packed sum s = A + B * 2^21 + C * 2^42 over one group of 32 columns
+// (no overflow: |A|, |B|, |C| <= 32 * 255 * 127 < 2^20, so |s| < 2^63):
+// A is the low 21 bits, sign-extended; (s - A) >> 21 = B + C * 2^21 holds
+// the other two the same way.
+#define LOW21(s) ((int64)((uint64)(s) << 43) >> 43)
 
-// Group sums of two rows (weights wa, wb) and one group of 32 columns
-// against the packed batch: acc[p] for row a, acc[8 + p] for row b
-// (p < 8). Each weight byte is sign-extended once and multiplied into 4
-// position pairs at a time (one multiply per 2 MACs).
+// The up-to-3 sums of word s into acc[0..n).
+static inline void
+unpack3(int64 s, int64 *acc, int n)
+{
+  int64 a = LOW21(s), r = (s - a) >> 21, b = LOW21(r);
+  acc[0] = a;
+  acc[1] = b;
+  if (n > 2)
+    acc[2] = (r - b) >> 21;
+}
+
+// Offset weight j of word a (u = w + 128, in [0, 255]).
+#define UB(a, j) ((int64)(((a) >> (8 * (j))) & 0xff))
+
+// Offset group sums (sum of u_k q_k) of two rows (weights wa, wb) and one
+// group of 32 columns against the packed batch: acc[p] for row a,
+// acc[LLM_BATCH + p] for row b. Each weight byte is extracted once and
+// multiplied into the 3 words (one multiply per 3 MACs).
 static inline void
 group8x2(const uint64 *wa, const uint64 *wb, const int64 *X, int64 *acc)
 {
-  int64 s0 = 0, s1 = 0, s2 = 0, s3 = 0, t0 = 0, t1 = 0, t2 = 0, t3 = 0;
-  for (int k = 0; k < 4; k++, X += 8 * LLM_PAIRS) {
+  int64 s0 = 0, s1 = 0, s2 = 0, t0 = 0, t1 = 0, t2 = 0;
+  for (int k = 0; k < 4; k++, X += 8 * LLM_PACKS) {
     uint64 a = wa[k], b = wb[k];
-    MAC4X2(SX(a, 0), SX(b, 0), X + 0 * LLM_PAIRS);
-    MAC4X2(SX(a, 1), SX(b, 1), X + 1 * LLM_PAIRS);
-    MAC4X2(SX(a, 2), SX(b, 2), X + 2 * LLM_PAIRS);
-    MAC4X2(SX(a, 3), SX(b, 3), X + 3 * LLM_PAIRS);
-    MAC4X2(SX(a, 4), SX(b, 4), X + 4 * LLM_PAIRS);
-    MAC4X2(SX(a, 5), SX(b, 5), X + 5 * LLM_PAIRS);
-    MAC4X2(SX(a, 6), SX(b, 6), X + 6 * LLM_PAIRS);
-    MAC4X2(SX(a, 7), SX(b, 7), X + 7 * LLM_PAIRS);
+    MAC3X2(UB(a, 0), UB(b, 0), X + 0 * LLM_PACKS);
+    MAC3X2(UB(a, 1), UB(b, 1), X + 1 * LLM_PACKS);
+    MAC3X2(UB(a, 2), UB(b, 2), X + 2 * LLM_PACKS);
+    MAC3X2(UB(a, 3), UB(b, 3), X + 3 * LLM_PACKS);
+    MAC3X2(UB(a, 4), UB(b, 4), X + 4 * LLM_PACKS);
+    MAC3X2(UB(a, 5), UB(b, 5), X + 5 * LLM_PACKS);
+    MAC3X2(UB(a, 6), UB(b, 6), X + 6 * LLM_PACKS);
+    MAC3X2(UB(a, 7), UB(b, 7), X + 7 * LLM_PACKS);
   }
-  int64 sums[8] = { s0, s1, s2, s3, t0, t1, t2, t3 };
-  for (int i = 0; i < 4; i++) {
-    acc[2 * i] = LO(sums[i]);
-    acc[2 * i + 1] = HI(sums[i]);
-    acc[8 + 2 * i] = LO(sums[4 + i]);
-    acc[8 + 2 * i + 1] = HI(sums[4 + i]);
-  }
+  unpack3(s0, acc, 3);
+  unpack3(s1, acc + 3, 3);
+  unpack3(s2, acc + 6, LLM_BATCH - 6);
+  unpack3(t0, acc + LLM_BATCH, 3);
+  unpack3(t1, acc + LLM_BATCH + 3, 3);
+  unpack3(t2, acc + LLM_BATCH + 6, LLM_BATCH - 6);
 }
 
 // Up to 8 positions at once, each with exactly matmul1's arithmetic; rows
@@ -401,7 +501,7 @@ matmul8(const struct llm_qmat *w, const struct llm_qact *a, double *y,
     int ystride, int r0, int r1)
 {
   int ng = w->cols / LLM_GS;
-  const int64 *X = (const int64 *)a->pairs;
+  const int64 *X = (const int64 *)a->packs;
   double f[LLM_BATCH];
   for (int p = 0; p < a->count; p++)
     f[p] = w->wm ? a->xs[p] / 1073741824.0 : a->xs[p] / 32768.0;
@@ -411,13 +511,13 @@ matmul8(const struct llm_qmat *w, const struct llm_qact *a, double *y,
     const uint64 *wb = (const uint64 *)(w->q + (uint64)rb * w->cols);
     int64 t[2 * LLM_BATCH] = { 0 }, acc[2 * LLM_BATCH];
     for (int g = 0; g < ng; g++) {
-      group8x2(wa + 4 * g, wb + 4 * g, X + g * LLM_GS * LLM_PAIRS, acc);
+      group8x2(wa + 4 * g, wb + 4 * g, X + g * LLM_GS * LLM_PACKS, acc);
       int32 ga = w->wm ? w->wm[(uint64)r * ng + g] : 1;
       int32 gb = w->wm ? w->wm[(uint64)rb * ng + g] : 1;
       for (int p = 0; p < LLM_BATCH; p++) {
-        int32 m = a->m[p * ng + g];
-        t[p] += (int64)(ga * m) * acc[p];
-        t[LLM_BATCH + p] += (int64)(gb * m) * acc[LLM_BATCH + p];
+        int32 m = a->m[p * ng + g], c = a->qsum[p * ng + g];
+        t[p] += (int64)(ga * m) * (acc[p] - c);
+        t[LLM_BATCH + p] += (int64)(gb * m) * (acc[LLM_BATCH + p] - c);
       }
     }
     for (int p = 0; p < a->count; p++) {

@@ -6,9 +6,9 @@
 #ifndef AISVC_LLM_KERNELS_H
 #define AISVC_LLM_KERNELS_H
 
-#define LLM_GS    32              // group size of activation and weight scales
-#define LLM_PAIRS 4               // position pairs the batched matmul handles at once
-#define LLM_BATCH (2 * LLM_PAIRS) // prefill positions per pass through a matrix
+#define LLM_GS    32 // group size of activation and weight scales
+#define LLM_BATCH 8  // prefill positions per pass through a matrix
+#define LLM_PACKS 3  // words per column of the batch, 3 positions in each
 
 // A quantised weight matrix W[rows][cols] (docs/ASSET_FORMAT.md,
 // "qmat", v3 "gmat").
@@ -19,6 +19,8 @@ struct llm_qmat {
   const int8 *q;    // (rows, cols) 8-byte aligned
   // Vector kernels (kernels_vec.h): the first vrows rows of q are packed
   // for them, with their group multipliers as int32 in vwm; 0 otherwise.
+  // The other rows, the scalar kernels', hold each weight w offset by 128
+  // (the byte w ^ 0x80, unsigned): llm_qmat_offset does it at load time.
   int vrows;
   const int32 *vwm;
 };
@@ -31,8 +33,12 @@ struct llm_qact {
   int8 *q;      // (LLM_BATCH, n) 8-byte aligned
   int32 *m;     // (LLM_BATCH, n/32) group multipliers in [0, 32768]
   double *xs;   // (LLM_BATCH) amax / 127
-  int64 *pairs; // (n, LLM_PAIRS) q[2j][k] + q[2j+1][k] * 2^32: two
-                // positions per word, for the batched matmul
+  int32 *qsum;  // (LLM_BATCH, n/32) 128 * the sum of each group's q
+  int64 *packs; // (n, LLM_PACKS) q[3j][k] + q[3j+1][k] * 2^21 +
+                // q[3j+2][k] * 2^42: three positions per word, for the
+                // batched matmul
+  int64 *pairs; // (n/2) position 0 alone: word 4i + j (j < 4) holds
+                // q[8i + j + 4] + q[8i + j] * 2^32
 };
 
 // rint: round half to even, as numpy's np.rint.
@@ -94,6 +100,10 @@ void llm_rmsnorm(const double *x, const double *w, int n, double eps, double *y)
 // Quantisation.
 void llm_quantize(const double *x, int n, int8 *q, int32 *m, double *xs);
 void llm_qact_fill(struct llm_qact *a, const double *x, int stride, int count);
+
+// Stores the rows from m->vrows on offset by 128, as the scalar kernels
+// read them (call once per matrix, after llm_vec_pack if at all).
+void llm_qmat_offset(struct llm_qmat *m);
 
 // y[p][r] = (W x_p)_r for the a->count positions and the rows [r0, r1)
 // only (y has row stride ystride): each row's arithmetic is the same

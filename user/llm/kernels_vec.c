@@ -176,7 +176,7 @@ int
 llm_qmat_weight(const struct llm_qmat *w, int r, int k)
 {
   if (r >= w->vrows)
-    return w->q[(uint64)r * w->cols + k];
+    return (int)(uint8)w->q[(uint64)r * w->cols + k] - 128;
   const int8 *b = w->q + (uint64)(r / block) * block * w->cols;
   return b[((uint64)(k / 4) * block + r % block) * 4 + k % 4];
 }

@@ -448,7 +448,8 @@ widen_file(struct llm_runtime *rt, uint8 *p, uint64 n)
 }
 
 // The next qmat of rows x cols: row scales, group multipliers (version 3
-// only), int8 weights.
+// only), int8 weights (repacked for the vector kernels or offset for the
+// scalar ones).
 static void
 take_qmat(struct cursor *c, struct llm_qmat *m, int rows, int cols)
 {
@@ -466,6 +467,8 @@ take_qmat(struct cursor *c, struct llm_qmat *m, int rows, int cols)
     if (vwm == 0 || llm_vec_pack(m, vwm) < 0)
       c->fail = 1;
   }
+  if (m->q)
+    llm_qmat_offset(m);
 }
 
 // The MLP of a layer: gate, up, down.
