@@ -303,8 +303,8 @@ llm_qact_fill(struct llm_qact *a, const double *x, int stride, int count)
   int n = a->n, ng = n / LLM_GS;
   a->count = count;
   for (int p = 0; p < count; p++) {
-    const int8 *q = a->q + p * n;
-    llm_quantize(x + p * stride, n, a->q + p * n, a->m + p * ng, &a->xs[p]);
+    int8 *q = a->q + p * n;
+    llm_quantize(x + p * stride, n, q, a->m + p * ng, &a->xs[p]);
     for (int g = 0; g < ng; g++) {
       int32 sum = 0;
       for (int i = g * LLM_GS; i < (g + 1) * LLM_GS; i++)
@@ -356,18 +356,19 @@ dot32(const uint64 *w, const uint64 *x)
 // Weight word w (8 offset weights u_0..u_7) as 4 pairs: pair j is
 // u_j + u_{j+4} * 2^32. Times activation pair x_{j+4} + x_j * 2^32 it
 // gives u_j x_{j+4} + (u_j x_j + u_{j+4} x_{j+4}) * 2^32 modulo 2^64:
-// two products of the dot product in the high half, from one multiply.
+// two products of the dot product in the high half, from one multiply
+// (unsigned: the true product has bits beyond 2^64, dropped).
 #define PAIR_MASK   0x000000ff000000ffUL
-#define WPAIR(w, j) ((int64)(((w) >> (8 * (j))) & PAIR_MASK))
+#define WPAIR(w, j) (((w) >> (8 * (j))) & PAIR_MASK)
 #define MAC8(s, w, X) \
   s += WPAIR(w, 0) * X[0] + WPAIR(w, 1) * X[1] + WPAIR(w, 2) * X[2] + WPAIR(w, 3) * X[3]
 
 // The offset dot product (sum of u_k q_k) of one group from its pair sum
 // s = L + D * 2^32 (|L| <= 16 * 255 * 127 < 2^31, |D| < 2^20).
-#define PAIR_DOT(s) (((s) - (int64)(int32)(s)) >> 32)
+#define PAIR_DOT(s) (((int64)(s) - (int64)(int32)(s)) >> 32)
 
-// The int64 T of rows ra..rd (4 rows; equal rows allowed) for one
-// position, into t[0..4).
+// The int64 T of rows rr[0..4) (equal rows allowed) for one position,
+// into t[0..4).
 static inline void
 rows4(const struct llm_qmat *w, const struct llm_qact *a, const int *rr, int64 *t)
 {
@@ -376,10 +377,10 @@ rows4(const struct llm_qmat *w, const struct llm_qact *a, const int *rr, int64 *
   const uint64 *w1 = (const uint64 *)(w->q + (uint64)rr[1] * w->cols);
   const uint64 *w2 = (const uint64 *)(w->q + (uint64)rr[2] * w->cols);
   const uint64 *w3 = (const uint64 *)(w->q + (uint64)rr[3] * w->cols);
-  const int64 *X = a->pairs;
+  const uint64 *X = (const uint64 *)a->pairs;
   int64 t0 = 0, t1 = 0, t2 = 0, t3 = 0;
   for (int g = 0; g < ng; g++) {
-    int64 s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    uint64 s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     for (int i = 4 * g; i < 4 * g + 4; i++, X += 4) {
       uint64 a0 = w0[i], a1 = w1[i], a2 = w2[i], a3 = w3[i];
       MAC8(s0, a0, X);
