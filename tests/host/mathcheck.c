@@ -109,9 +109,104 @@ check_matmul(int extreme)
   return checked;
 }
 
+// llm_quantize's q as docs/ARITHMETIC.md writes it, with float operations:
+// q_i = clamp(rint(x_i * (1 / s_g)), -127, 127).
+static void
+plain_quantize(const double *x, int n, int8 *q)
+{
+  double amax = 0.0;
+  for (int i = 0; i < n; i++)
+    amax = __builtin_fabs(x[i]) > amax ? __builtin_fabs(x[i]) : amax;
+  for (int g = 0; g < n / LLM_GS; g++) {
+    double gmax = 0.0;
+    for (int i = g * LLM_GS; i < (g + 1) * LLM_GS; i++)
+      gmax = __builtin_fabs(x[i]) > gmax ? __builtin_fabs(x[i]) : gmax;
+    double v = (gmax * 32768.0) / amax;
+    int64 mg = (int64)v;
+    if ((double)mg < v)
+      mg++;
+    mg = mg < 1 ? 1 : mg > 32768 ? 32768
+                                 : mg;
+    double inv = 1.0 / (((amax / 127.0) * (double)mg) / 32768.0);
+    for (int i = g * LLM_GS; i < (g + 1) * LLM_GS; i++) {
+      double r = __builtin_rint(x[i] * inv);
+      q[i] = r > 127.0 ? 127 : r < -127.0 ? -127
+                                          : (int8)r;
+    }
+  }
+}
+
+// A random double for the quantiser: random sign and significand, the
+// exponent around 2^scale; every 7th value has a short significand (so
+// that products with the group's 1/s_g are often exact or half-way), every
+// 13th is zero, every 50th subnormal.
+static double
+rand_double(int scale, int i)
+{
+  union {
+    double d;
+    uint64 u;
+  } b;
+  seed ^= seed << 13;
+  seed ^= seed >> 7;
+  seed ^= seed << 17;
+  uint64 sig = seed & ((1UL << 52) - 1);
+  if (i % 7 == 0)
+    sig &= 0xfUL << 48;
+  int e = 1023 + scale - (int)((seed >> 56) % 12);
+  b.u = (seed >> 63) << 63 | (uint64)e << 52 | sig;
+  if (i % 13 == 0)
+    b.u = 0;
+  if (i % 50 == 0)
+    b.u = (seed >> 63) << 63 | sig >> 3;
+  return b.d;
+}
+
+// llm_quantize against plain_quantize: random vectors at many scales, and
+// vectors whose every product is an exact tie (group maxima 127 * 2^j,
+// values (k + 1/2) * 2^j); returns the number of values checked, or -1
+// after printing the first difference.
+static int
+check_quantize(void)
+{
+  enum { N = 96 };
+  static double x[N];
+  int8 q[N], want[N];
+  int32 m[N / LLM_GS];
+  double xs;
+  int checked = 0;
+  for (int v = 0; v < 40000; v++) {
+    int scale = v % 2000 - 1000, ties = v % 5 == 0;
+    for (int i = 0; i < N; i++)
+      x[i] = rand_double(v % 3 == 0 ? scale : scale % 12, i + v);
+    if (ties) {
+      double unit = 1.0;
+      for (int j = 0; j < v % 40; j++)
+        unit = unit * 0.5;
+      for (int i = 0; i < N; i++)
+        x[i] = (i % LLM_GS == 0 ? 127.0 : (double)(rand8() / 2) + 0.5) * unit;
+    }
+    llm_quantize(x, N, q, m, &xs);
+    plain_quantize(x, N, want);
+    for (int i = 0; i < N; i++, checked++)
+      if (q[i] != want[i]) {
+        printf("quantize: vector %d x[%d] = %a: q = %d, want %d\n", v, i, x[i], q[i], want[i]);
+        return -1;
+      }
+  }
+  return checked;
+}
+
 int
 main(int argc, char **argv)
 {
+  if (argc > 1 && strcmp(argv[1], "quantize") == 0) {
+    int n = check_quantize();
+    if (n < 0)
+      return 1;
+    printf("quantize: %d ok\n", n);
+    return 0;
+  }
   if (argc > 1 && strcmp(argv[1], "matmul") == 0) {
     int n = check_matmul(0), m = n < 0 ? -1 : check_matmul(1);
     if (m < 0)
