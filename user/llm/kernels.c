@@ -255,86 +255,12 @@ absmax(const double *x, int n)
   return m.d;
 }
 
-// A positive normal double's significand (with its leading 1) and the
-// power of two it is scaled by: d = sig * 2^exp.
-struct llm_fp {
-  uint64 sig;
-  int exp;
-};
-
-// x rounded half to even at bit k (1 <= k <= 63) and shifted down: the
-// integer part of x / 2^k, rounded.
-static inline uint64
-round_shift(uint64 x, int k)
-{
-  uint64 q = x >> k, r = x & ((1UL << k) - 1), half = 1UL << (k - 1);
-  return q + (r > half || (r == half && (q & 1)));
-}
-
-// clamp(rint(x * inv), -127, 127) from the bits alone, for normal x and
-// inv = f (normal, positive): the exact 106-bit product of the
-// significands is rounded to 53 bits, as the float multiply rounds it,
-// and that to an integer, as rint does (both half to even). Each float
-// operation is a helper call under TCG (docs/PERF_NOTES.md, fact 1);
-// this is about 30 integer ones. Returns 128 for an x it does not take
-// (subnormal, infinite, NaN).
-static inline int
-quant_bits(double x, struct llm_fp f)
-{
-  union {
-    double d;
-    uint64 u;
-  } b = { .d = x };
-  int ex = (int)((b.u >> 52) & 0x7ff);
-  if ((b.u << 1) == 0)
-    return 0;
-  if (ex == 0 || ex == 0x7ff)
-    return 128;
-  uint64 mx = (b.u & ((1UL << 52) - 1)) | (1UL << 52);
-  unsigned __int128 p = (unsigned __int128)mx * f.sig; // in [2^104, 2^106)
-  int s1 = (p >> 105) ? 53 : 52;                       // bits below the kept 53
-  uint64 lo = (uint64)p, m = (uint64)(p >> s1);
-  uint64 r = lo & ((1UL << s1) - 1), half = 1UL << (s1 - 1);
-  m += r > half || (r == half && (m & 1));
-  int e = s1 + ex - 1075 + f.exp; // the product is m * 2^e
-  int64 q;
-  if (e >= 0)
-    q = 127; // at least 2^52
-  else if (e < -54)
-    q = 0; // below 1/2
-  else
-    q = (int64)round_shift(m, -e);
-  if (q > 127)
-    q = 127;
-  return (int)(b.u >> 63 ? -q : q);
-}
-
-// The significand and exponent of d, positive and normal; sig = 0 if d
-// is not.
-static inline struct llm_fp
-fp_parts(double d)
-{
-  union {
-    double d;
-    uint64 u;
-  } b = { .d = d };
-  int e = (int)((b.u >> 52) & 0x7ff);
-  struct llm_fp f = { 0, 0 };
-  if (e != 0 && e != 0x7ff && !(b.u >> 63)) {
-    f.sig = (b.u & ((1UL << 52) - 1)) | (1UL << 52);
-    f.exp = e - 1075;
-  }
-  return f;
-}
-
 // Quantise x[n] in groups of 32: xs = amax/127, group multipliers
 // m_g = ceil(32768 * amax_g / amax) in [1, 32768], group scale
-// s_g = xs * m_g / 32768 and q_i = clamp(rint(x_i / s_g), -127, 127),
-// with x_i * (1 / s_g) computed by quant_bits (the float operations where
-// it does not take x_i or 1 / s_g). An all-zero vector gives q = 0,
-// m = 0, xs = 0. (Each group's maximum is found twice, once for amax and
-// once for m_g: n float compares are cheaper than a scratch array sized
-// for the longest vector.)
+// s_g = xs * m_g / 32768 and q_i = clamp(rint(x_i / s_g), -127, 127).
+// An all-zero vector gives q = 0, m = 0, xs = 0. (Each group's maximum is
+// found twice, once for amax and once for m_g: n float compares are cheaper
+// than a scratch array sized for the longest vector.)
 HOT void
 llm_quantize(const double *x, int n, int8 *q, int32 *m, double *xs)
 {
@@ -359,14 +285,9 @@ llm_quantize(const double *x, int n, int8 *q, int32 *m, double *xs)
       mg = 32768;
     m[g] = (int32)mg;
     double inv = 1.0 / ((*xs * (double)mg) / 32768.0);
-    struct llm_fp f = fp_parts(inv);
     for (int i = 0; i < LLM_GS; i++) {
-      int r = f.sig ? quant_bits(xg[i], f) : 128;
-      if (r == 128) {
-        int64 rf = llm_rint(xg[i] * inv);
-        r = rf > 127 ? 127 : (rf < -127 ? -127 : rf);
-      }
-      q[g * LLM_GS + i] = r;
+      int64 r = llm_rint(xg[i] * inv);
+      q[g * LLM_GS + i] = r > 127 ? 127 : (r < -127 ? -127 : r);
     }
   }
 }
