@@ -6,8 +6,10 @@
 // (RVV 1.0, the machine must have it), or "auto" (the default: vector when
 // the machine has V with 128- to 512-bit registers). With vector kernels,
 // the loader repacks every weight matrix in place (llm_vec_pack), and
-// llm_matmul hands the packed rows to llm_vec_matmul. Both paths compute
-// the same integers, so their tokens are identical.
+// llm_matmul hands the packed rows to llm_vec_matmul; the rows left over
+// (and all rows with scalar kernels) are stored offset by 128 for the
+// scalar kernels (llm_qmat_offset). Both paths compute the same integers,
+// so their tokens are identical.
 #ifndef AISVC_LLM_KERNELS_VEC_H
 #define AISVC_LLM_KERNELS_VEC_H
 
@@ -43,7 +45,8 @@ void llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a,
 // both sides; 16 with scalar kernels, which take any range.
 int llm_row_grain(void);
 
-// The int8 weight at row r, column k, packed or not.
+// The int8 weight at row r, column k, whichever layout its row has
+// (packed for the vector kernels or offset for the scalar ones).
 int llm_qmat_weight(const struct llm_qmat *w, int r, int k);
 
 #endif
