@@ -22,7 +22,6 @@ that shows what the thread pool itself costs (docs/THREADS.md,
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from pathlib import Path
 
@@ -30,11 +29,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests/host"))
 
-from bench_llmrun import prompt_ids  # noqa: E402
+from bench_llmrun import add_model_args, model_image, prompt_ids, qemu_label  # noqa: E402
 
-from pyaisvc.llmguest import KERNEL, MODELS, timings, uprogs  # noqa: E402
-from pyaisvc.modelimage import build_model_image  # noqa: E402
-from pyaisvc.qemu import Guest, GuestError, QemuConfig, default_qemu, qemu_version  # noqa: E402
+from pyaisvc.llmguest import KERNEL, MODELS, timings  # noqa: E402
+from pyaisvc.qemu import Guest, GuestError, QemuConfig  # noqa: E402
 
 RUNS = ("alone", "pair", "threads")
 
@@ -72,24 +70,15 @@ def measure(args: argparse.Namespace, image: Path, ids: list[int]) -> Best:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", choices=sorted(MODELS), default="smol")
-    ap.add_argument("--assets", type=Path, default=None)
-    ap.add_argument("--ram", default=None)
+    add_model_args(ap)
     ap.add_argument("--kernels", choices=("scalar", "vector"), default="scalar")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--prompt", type=int, default=32)
     ap.add_argument("--gen", type=int, default=32)
     args = ap.parse_args()
-    args.assets = args.assets or ROOT / MODELS[args.model].assets
-    args.ram = args.ram or MODELS[args.model].ram
-    subprocess.run(["make", "-s", "kernel", "uprogs"], cwd=ROOT, check=True)
-    image = ROOT / "build/llmbench" / f"floor-{args.model}.img"
-    build_model_image(image, uprogs(ROOT),
-                      {MODELS[args.model].guest_dir.lstrip("/"): args.assets})
+    image = model_image(args, f"floor-{args.model}")
     ids = prompt_ids(args.model, args.prompt)
-    version = qemu_version(default_qemu())
-    have = "unknown" if version is None else f"{version[0]}.{version[1]}"
-    print(f"{default_qemu()} (QEMU {have}), {args.model}, 2 harts, {args.kernels} kernels, "
+    print(f"{qemu_label()}, {args.model}, 2 harts, {args.kernels} kernels, "
           f"prompt {len(ids)}, gen {args.gen}, min of {args.reps}")
     best = measure(args, image, ids)
     a_ttft, a_tpot = best["alone"]

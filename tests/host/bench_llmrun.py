@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from pyaisvc.llmguest import KERNEL, MODELS, timings, uprogs  # noqa: E402
 from pyaisvc.modelimage import build_model_image  # noqa: E402
-from pyaisvc.qemu import Guest, QemuConfig  # noqa: E402
+from pyaisvc.qemu import Guest, QemuConfig, default_qemu, qemu_version  # noqa: E402
 
 PROFILE = re.compile(r"profile phase=(\w+) matmul_us=(\d+) attn_us=(\d+) other_us=(\d+) "
                      r"tokens=(\d+)")
@@ -37,6 +37,32 @@ def prompt_ids(model: str, n: int) -> list[int]:
 
     text = (ROOT / "tests/data/heldout_en.txt").read_text()[:4000]
     return load_tokenizer(model).encode(text)[:n]
+
+
+def add_model_args(ap: argparse.ArgumentParser) -> None:
+    """--model, --assets and --ram, as every guest benchmark takes them."""
+    ap.add_argument("--model", choices=sorted(MODELS), default="smol")
+    ap.add_argument("--assets", type=Path, default=None)
+    ap.add_argument("--ram", default=None)
+
+
+def model_image(args: argparse.Namespace, name: str) -> Path:
+    """Fills in args.assets and args.ram for args.model, builds the kernel and the
+    programs, and returns build/llmbench/NAME.img: every program and the model."""
+    args.assets = args.assets or ROOT / MODELS[args.model].assets
+    args.ram = args.ram or MODELS[args.model].ram
+    subprocess.run(["make", "-s", "kernel", "uprogs"], cwd=ROOT, check=True)
+    image = ROOT / "build/llmbench" / f"{name}.img"
+    build_model_image(image, uprogs(ROOT),
+                      {MODELS[args.model].guest_dir.lstrip("/"): args.assets})
+    return image
+
+
+def qemu_label() -> str:
+    """The QEMU binary the guests use and its version, for a report's first line."""
+    version = qemu_version(default_qemu())
+    have = "unknown" if version is None else f"{version[0]}.{version[1]}"
+    return f"{default_qemu()} (QEMU {have})"
 
 
 def requests(model: str, prompts: list[int], gens: list[int]) -> str:
@@ -88,9 +114,7 @@ def report(out: str) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", choices=sorted(MODELS), default="smol")
-    ap.add_argument("--assets", type=Path, default=None)
-    ap.add_argument("--ram", default=None)
+    add_model_args(ap)
     ap.add_argument("--cpus", type=int, default=1)
     ap.add_argument("--prompts", default="8,16,32")
     ap.add_argument("--gens", default="8,16,32")

@@ -18,7 +18,6 @@ facts 8, 9 and 17). Figures, not a test.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,11 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests/host"))
 
-from bench_llmrun import prompt_ids  # noqa: E402
+from bench_llmrun import add_model_args, model_image, prompt_ids, qemu_label  # noqa: E402
 
-from pyaisvc.llmguest import KERNEL, MODELS, kernels_ran, parse_output, uprogs  # noqa: E402
-from pyaisvc.modelimage import build_model_image  # noqa: E402
-from pyaisvc.qemu import Guest, QemuConfig, default_qemu, qemu_version  # noqa: E402
+from pyaisvc.llmguest import KERNEL, MODELS, kernels_ran, parse_output  # noqa: E402
+from pyaisvc.qemu import Guest, QemuConfig  # noqa: E402
 
 KERNELS = ("scalar", "vector")
 
@@ -62,9 +60,7 @@ def measure(args: argparse.Namespace, image: Path, vlen: int, ids: list[int]) ->
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", choices=sorted(MODELS), default="smol")
-    ap.add_argument("--assets", type=Path, default=None)
-    ap.add_argument("--ram", default=None)
+    add_model_args(ap)
     ap.add_argument("--cpus", type=int, default=1)
     ap.add_argument("--threads", type=int, default=0, help="llmrun --threads (default: its own)")
     ap.add_argument("--vlens", default="256")
@@ -72,16 +68,9 @@ def main() -> int:
     ap.add_argument("--prompt", type=int, default=32)
     ap.add_argument("--gen", type=int, default=16)
     args = ap.parse_args()
-    args.assets = args.assets or ROOT / MODELS[args.model].assets
-    args.ram = args.ram or MODELS[args.model].ram
-    subprocess.run(["make", "-s", "kernel", "uprogs"], cwd=ROOT, check=True)
-    image = ROOT / "build/llmbench" / f"vec-{args.model}.img"
-    build_model_image(image, uprogs(ROOT),
-                      {MODELS[args.model].guest_dir.lstrip("/"): args.assets})
+    image = model_image(args, f"vec-{args.model}")
     ids = prompt_ids(args.model, args.prompt)
-    version = qemu_version(default_qemu())
-    have = "unknown" if version is None else f"{version[0]}.{version[1]}"
-    print(f"{default_qemu()} (QEMU {have}), {args.model}, {args.cpus} hart(s), prompt "
+    print(f"{qemu_label()}, {args.model}, {args.cpus} hart(s), prompt "
           f"{len(ids)}, gen {args.gen}, min of {args.reps}")
     print(" vlen kernels   load ms   TTFT ms   TPOT ms  ran (kernels/threads) | TTFT ratio "
           "TPOT ratio  same ids")
