@@ -29,11 +29,14 @@
 //
 // Waiting (workers for the next step, thread 0 for the last chunk) spins
 // first, then sleeps in futex_wait. The spin adapts (wait_change): a wait
-// that a spin would have caught makes the next spin twice as long as it,
-// a wait that was longer halves it. With a free host core per hart, waits
+// longer than half the longest spin halves it; a shorter one can only
+// lengthen it, to twice that wait. With a free host core per hart, waits
 // are short and spins stay long (a sleep and wake-up cost two system
 // calls and a context switch); with more harts than cores, waits are long
 // and spins shrink, so waiting vCPUs give their host core to working ones.
+// (A short wait must not shorten the spin: the waits of one token differ
+// by step, a few microseconds after one, tens after the next, and a spin
+// set to twice the last wait slept about 30 times a token.)
 //
 // Sizing: by default (llm_pool_start(0)) the pool starts one thread per
 // hart, then measures how many run at once: for 20 ms every thread reads
@@ -95,15 +98,17 @@ wait_change(uint32 *word, uint32 old, uint32 *sleepers, int t)
         goto learn;
   } while (time_us() - t0 < pool.spin_now[t]);
   __atomic_add_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
+  if (pool.profile)
+    pool.st.sleeps[t]++;
   while (__atomic_load_n(word, __ATOMIC_SEQ_CST) == old)
     futex_wait(word, old);
   __atomic_sub_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
 learn:
   waited = time_us() - t0;
-  if (waited <= POOL_SPIN_MAX_US / 2)
-    pool.spin_now[t] = 2 * waited;
-  else
+  if (waited > POOL_SPIN_MAX_US / 2)
     pool.spin_now[t] /= 2;
+  else if (2 * waited > pool.spin_now[t])
+    pool.spin_now[t] = 2 * waited;
   return waited;
 }
 

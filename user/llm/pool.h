@@ -7,10 +7,12 @@
 #define LLM_MAX_THREADS 8
 
 // Per-thread time under --profile: busy (running chunks) and waiting:
-// thread 0 for the step's last chunk, a worker for the next step.
+// thread 0 for the step's last chunk, a worker for the next step; and how
+// many of those waits ended in futex_wait (a spin did not last).
 struct llm_pool_stats {
   uint64 busy_us[LLM_MAX_THREADS];
   uint64 wait_us[LLM_MAX_THREADS];
+  uint64 sleeps[LLM_MAX_THREADS];
   uint64 steps;
 };
 

@@ -16,12 +16,13 @@
 // --profile, more lines split the prefill and the decode time into matmuls
 // (quantising their inputs included), attention (for Qwen also the Gated
 // DeltaNet recurrence) and the rest, and say per thread how long it
-// worked in pool steps and waited at their end barrier for the others
-// (thread 0, the caller, waits inside matmul_us and attn_us):
+// worked in pool steps, waited at their end barrier for the others
+// (thread 0, the caller, waits inside matmul_us and attn_us), and how many
+// of those waits slept in the kernel:
 //   PROG: profile phase=prefill matmul_us=M attn_us=A other_us=O tokens=N
-//   PROG: profile phase=prefill threads=T steps=S busy_us=B0,B1 wait_us=W0,W1
+//   PROG: profile phase=prefill threads=T steps=S busy_us=B0,B1 wait_us=W0,W1 sleeps=Z0,Z1
 //   PROG: profile phase=decode matmul_us=M attn_us=A other_us=O tokens=G-1
-//   PROG: profile phase=decode threads=T steps=S busy_us=B0,B1 wait_us=W0,W1
+//   PROG: profile phase=decode threads=T steps=S busy_us=B0,B1 wait_us=W0,W1 sleeps=Z0,Z1
 
 #include "user/lib/user.h"
 #include "user/llm/session.h"
@@ -223,14 +224,15 @@ profile_line(const char *phase, struct llm_session *s, uint64 total, int tokens)
   t->matmul_us = t->attn_us = 0;
   struct llm_pool_stats st;
   llm_pool_take_stats(&st);
-  char busy[16 * LLM_MAX_THREADS], wait[16 * LLM_MAX_THREADS];
-  int nb = 0, nw = 0, n = llm_pool_threads();
+  char busy[16 * LLM_MAX_THREADS], wait[16 * LLM_MAX_THREADS], sleeps[16 * LLM_MAX_THREADS];
+  int nb = 0, nw = 0, ns = 0, n = llm_pool_threads();
   for (int i = 0; i < n; i++) {
     nb += snprintf(busy + nb, sizeof(busy) - nb, i ? ",%lu" : "%lu", st.busy_us[i]);
     nw += snprintf(wait + nw, sizeof(wait) - nw, i ? ",%lu" : "%lu", st.wait_us[i]);
+    ns += snprintf(sleeps + ns, sizeof(sleeps) - ns, i ? ",%lu" : "%lu", st.sleeps[i]);
   }
-  fprintf(2, "%s: profile phase=%s threads=%d steps=%lu busy_us=%s wait_us=%s\n",
-      llm_prog, phase, n, st.steps, busy, wait);
+  fprintf(2, "%s: profile phase=%s threads=%d steps=%lu busy_us=%s wait_us=%s sleeps=%s\n",
+      llm_prog, phase, n, st.steps, busy, wait, sleeps);
 }
 
 // Prefill, then decode, as batched steps of this one request
