@@ -51,6 +51,43 @@ plain_row(const struct llm_qmat *w, const int8 *q, const struct llm_qact *a, int
   return ((double)t * f) * w->ws[r];
 }
 
+// Quantises count positions of x (n = a->n columns) into a in three
+// pieces, llm_qact_start then llm_qact_groups over [0, 1) and [1, n/32),
+// and once more whole (llm_qact_fill), as the pool's steps and one thread
+// do: is every byte the same? Leaves a as llm_qact_fill does; prints the
+// first difference.
+static int
+split_is_whole(struct llm_qact *a, const double *x, int stride, int count)
+{
+  enum { MAXN = 96 };
+  static int8 q[LLM_BATCH * MAXN];
+  static int32 m[LLM_BATCH * MAXN / LLM_GS], qsum[LLM_BATCH * MAXN / LLM_GS];
+  static int64 packs[MAXN * LLM_PACKS], pairs[MAXN / 2];
+  static double xs[LLM_BATCH];
+  int n = a->n, ng = n / LLM_GS;
+  llm_qact_start(a, x, stride, count);
+  llm_qact_groups(a, x, stride, 0, 1);
+  llm_qact_groups(a, x, stride, 1, ng);
+  memcpy(q, a->q, LLM_BATCH * n);
+  memcpy(m, a->m, LLM_BATCH * ng * sizeof(int32));
+  memcpy(qsum, a->qsum, LLM_BATCH * ng * sizeof(int32));
+  memcpy(packs, a->packs, n * LLM_PACKS * sizeof(int64));
+  memcpy(pairs, a->pairs, n / 2 * sizeof(int64));
+  memcpy(xs, a->xs, count * sizeof(double));
+  llm_qact_fill(a, x, stride, count);
+  const char *differs = memcmp(q, a->q, LLM_BATCH * n)                      ? "q"
+      : memcmp(m, a->m, LLM_BATCH * ng * sizeof(int32))                     ? "m"
+      : memcmp(qsum, a->qsum, LLM_BATCH * ng * sizeof(int32))               ? "qsum"
+      : memcmp(xs, a->xs, count * sizeof(double))                           ? "xs"
+      : count == 1 && memcmp(pairs, a->pairs, n / 2 * sizeof(int64))        ? "pairs"
+      : count > 1 && memcmp(packs, a->packs, n * LLM_PACKS * sizeof(int64)) ? "packs"
+                                                                            : 0;
+  if (differs)
+    printf("quantisation: %d positions in two pieces: %s differs from one pass\n", count,
+        differs);
+  return differs == 0;
+}
+
 // Every position count 1..LLM_BATCH and row ranges [r0, r1) of both
 // parities of a 37 x 96 matrix, with random values (extreme = 0) or with
 // the largest group sums there are (extreme = 1: weights of -128 and 127,
@@ -87,7 +124,8 @@ check_matmul(int extreme)
     memcpy(qo, q, sizeof(q));
     llm_qmat_offset(&w);
     for (int count = 1; count <= LLM_BATCH; count++) {
-      llm_qact_fill(&a, x, COLS, count);
+      if (!split_is_whole(&a, x, COLS, count))
+        return -1;
       int ranges[][2] = { { 0, ROWS }, { 3, 10 }, { 5, 6 }, { 8, 30 }, { 36, 37 } };
       for (int i = 0; i < 5; i++) {
         int r0 = ranges[i][0], r1 = ranges[i][1];

@@ -255,81 +255,99 @@ absmax(const double *x, int n)
   return m.d;
 }
 
-// Quantise x[n] in groups of 32: xs = amax/127, group multipliers
-// m_g = ceil(32768 * amax_g / amax) in [1, 32768], group scale
-// s_g = xs * m_g / 32768 and q_i = clamp(rint(x_i / s_g), -127, 127).
-// An all-zero vector gives q = 0, m = 0, xs = 0. (Each group's maximum is
-// found twice, once for amax and once for m_g: n float compares are cheaper
-// than a scratch array sized for the longest vector.)
-HOT void
-llm_quantize(const double *x, int n, int8 *q, int32 *m, double *xs)
+// One group of llm_quantize: x[0..32) into q and *m, for a vector whose
+// absolute maximum is amax (xs = amax / 127). amax = 0 gives zeros. (The
+// group's maximum is found here, not kept from the pass that found amax:
+// 32 integer compares are cheaper than a scratch array.)
+static inline void
+quantize_group(const double *x, double amax, double xs, int8 *q, int32 *m)
 {
-  int ng = n / LLM_GS;
-  double amax = absmax(x, n);
   if (amax == 0.0) {
-    memset(q, 0, n);
-    memset(m, 0, ng * sizeof(int32));
-    *xs = 0.0;
+    memset(q, 0, LLM_GS);
+    *m = 0;
     return;
   }
-  *xs = amax / 127.0;
-  for (int g = 0; g < ng; g++) {
-    const double *xg = x + g * LLM_GS;
-    double v = (absmax(xg, LLM_GS) * 32768.0) / amax;
-    int64 mg = (int64)v; // ceil: truncate, then up if below
-    if ((double)mg < v)
-      mg++;
-    if (mg < 1)
-      mg = 1;
-    if (mg > 32768)
-      mg = 32768;
-    m[g] = (int32)mg;
-    double inv = 1.0 / ((*xs * (double)mg) / 32768.0);
-    for (int i = 0; i < LLM_GS; i++) {
-      int64 r = llm_rint(xg[i] * inv);
-      q[g * LLM_GS + i] = r > 127 ? 127 : (r < -127 ? -127 : r);
-    }
+  double v = (absmax(x, LLM_GS) * 32768.0) / amax;
+  int64 mg = (int64)v; // ceil: truncate, then up if below
+  if ((double)mg < v)
+    mg++;
+  if (mg < 1)
+    mg = 1;
+  if (mg > 32768)
+    mg = 32768;
+  *m = (int32)mg;
+  double inv = 1.0 / ((xs * (double)mg) / 32768.0);
+  for (int i = 0; i < LLM_GS; i++) {
+    int64 r = llm_rint(x[i] * inv);
+    q[i] = r > 127 ? 127 : (r < -127 ? -127 : r);
   }
 }
 
-// Quantise count vectors (row stride `stride` doubles) into a, with each
-// group's qsum. One position is also packed pairwise for matmul1; more
-// are packed three to a word for the batched matmul: packs[k][j] =
-// q[3j][k] + q[3j+1][k] * 2^21 + q[3j+2][k] * 2^42, so that one multiply
-// by a weight forms three products. Positions beyond count are zeros.
+// Quantise x[n] in groups of 32: xs = amax/127, group multipliers
+// m_g = clamp(ceil(amax_g * 32768 / amax), 1, 32768) stored as int32,
+// s_g = xs * m_g / 32768 and q_i = clamp(rint(x_i / s_g), -127, 127).
+// An all-zero vector gives q = 0, m = 0, xs = 0.
 HOT void
-llm_qact_fill(struct llm_qact *a, const double *x, int stride, int count)
+llm_quantize(const double *x, int n, int8 *q, int32 *m, double *xs)
+{
+  double amax = absmax(x, n);
+  *xs = amax / 127.0;
+  for (int g = 0; g < n / LLM_GS; g++)
+    quantize_group(x + g * LLM_GS, amax, *xs, q + g * LLM_GS, &m[g]);
+}
+
+// (contracts in user/llm/kernels.h)
+void
+llm_qact_start(struct llm_qact *a, const double *x, int stride, int count)
 {
   int n = a->n, ng = n / LLM_GS;
   a->count = count;
   for (int p = 0; p < count; p++) {
-    int8 *q = a->q + p * n;
-    llm_quantize(x + p * stride, n, q, a->m + p * ng, &a->xs[p]);
-    for (int g = 0; g < ng; g++) {
-      int32 sum = 0;
-      for (int i = g * LLM_GS; i < (g + 1) * LLM_GS; i++)
-        sum += q[i];
-      a->qsum[p * ng + g] = 128 * sum;
-    }
+    a->amax[p] = absmax(x + p * stride, n);
+    a->xs[p] = a->amax[p] / 127.0;
   }
-  if (count == 1) {
-    for (int k = 0; k < n; k += 8)
-      for (int j = 0; j < 4; j++)
-        a->pairs[k / 2 + j] = (int64)a->q[k + j + 4] + (int64)a->q[k + j] * 4294967296L;
+  if (count == 1)
     return;
-  }
   for (int p = count; p < LLM_BATCH; p++) {
     memset(a->q + p * n, 0, n);
     memset(a->m + p * ng, 0, ng * sizeof(int32));
     memset(a->qsum + p * ng, 0, ng * sizeof(int32));
   }
-  for (int k = 0; k < n; k++)
+}
+
+HOT void
+llm_qact_groups(struct llm_qact *a, const double *x, int stride, int g0, int g1)
+{
+  int n = a->n, ng = n / LLM_GS, count = a->count;
+  for (int p = 0; p < count; p++)
+    for (int g = g0; g < g1; g++) {
+      int8 *q = a->q + p * n + g * LLM_GS;
+      quantize_group(x + p * stride + g * LLM_GS, a->amax[p], a->xs[p], q, &a->m[p * ng + g]);
+      int32 sum = 0;
+      for (int i = 0; i < LLM_GS; i++)
+        sum += q[i];
+      a->qsum[p * ng + g] = 128 * sum;
+    }
+  if (count == 1) {
+    for (int k = g0 * LLM_GS; k < g1 * LLM_GS; k += 8)
+      for (int j = 0; j < 4; j++)
+        a->pairs[k / 2 + j] = (int64)a->q[k + j + 4] + (int64)a->q[k + j] * 4294967296L;
+    return;
+  }
+  for (int k = g0 * LLM_GS; k < g1 * LLM_GS; k++)
     for (int j = 0; j < LLM_PACKS; j++) {
       int64 v = 0;
       for (int l = 0; l < 3 && 3 * j + l < LLM_BATCH; l++)
         v += (int64)a->q[(3 * j + l) * n + k] * (1L << (21 * l));
       a->packs[k * LLM_PACKS + j] = v;
     }
+}
+
+void
+llm_qact_fill(struct llm_qact *a, const double *x, int stride, int count)
+{
+  llm_qact_start(a, x, stride, count);
+  llm_qact_groups(a, x, stride, 0, a->n / LLM_GS);
 }
 
 void

@@ -28,17 +28,18 @@ struct llm_qmat {
 // Up to LLM_BATCH activation vectors of length n, quantised (docs/ARITHMETIC.md
 // "Activation quantisation"): position p stands for s_{p,g} * q[p][i].
 struct llm_qact {
-  int n;        // vector length, a multiple of 32
-  int count;    // positions held
-  int8 *q;      // (LLM_BATCH, n) 8-byte aligned
-  int32 *m;     // (LLM_BATCH, n/32) group multipliers in [0, 32768]
-  double *xs;   // (LLM_BATCH) amax / 127
-  int32 *qsum;  // (LLM_BATCH, n/32) 128 * the sum of each group's q
-  int64 *packs; // (n, LLM_PACKS) q[3j][k] + q[3j+1][k] * 2^21 +
-                // q[3j+2][k] * 2^42: three positions per word, for the
-                // batched matmul
-  int64 *pairs; // (n/2) position 0 alone: word 4i + j (j < 4) holds
-                // q[8i + j + 4] + q[8i + j] * 2^32
+  int n;                  // vector length, a multiple of 32
+  int count;              // positions held
+  int8 *q;                // (LLM_BATCH, n) 8-byte aligned
+  int32 *m;               // (LLM_BATCH, n/32) group multipliers in [0, 32768]
+  double *xs;             // (LLM_BATCH) amax / 127
+  int32 *qsum;            // (LLM_BATCH, n/32) 128 * the sum of each group's q
+  int64 *packs;           // (n, LLM_PACKS) q[3j][k] + q[3j+1][k] * 2^21 +
+                          // q[3j+2][k] * 2^42: three positions per word, for the
+                          // batched matmul
+  int64 *pairs;           // (n/2) position 0 alone: word 4i + j (j < 4) holds
+                          // q[8i + j + 4] + q[8i + j] * 2^32
+  double amax[LLM_BATCH]; // each position's largest |x_i|
 };
 
 // rint: round half to even, as numpy's np.rint.
@@ -99,7 +100,20 @@ void llm_rmsnorm(const double *x, const double *w, int n, double eps, double *y)
 
 // Quantisation.
 void llm_quantize(const double *x, int n, int8 *q, int32 *m, double *xs);
+// Quantises count vectors (row stride `stride` doubles) into a: q, m and
+// xs as llm_quantize, each group's qsum, and the packed forms the scalar
+// matmuls read. One position is packed pairwise for matmul1; more are
+// packed three to a word for the batched matmul: packs[k][j] =
+// q[3j][k] + q[3j+1][k] * 2^21 + q[3j+2][k] * 2^42, so that one multiply
+// by a weight forms three products. Positions beyond count are zeros.
 void llm_qact_fill(struct llm_qact *a, const double *x, int stride, int count);
+// llm_qact_fill in two parts, so that the thread pool can split the
+// second: llm_qact_start finds each position's amax and xs (and zeroes
+// the positions beyond count); llm_qact_groups then does the rest for the
+// groups [g0, g1) of every position, which depend on nothing outside
+// them. Any split of the groups gives the same bytes.
+void llm_qact_start(struct llm_qact *a, const double *x, int stride, int count);
+void llm_qact_groups(struct llm_qact *a, const double *x, int stride, int g0, int g1);
 
 // Stores the rows from m->vrows on offset by 128, as the scalar kernels
 // read them (call once per matrix, after llm_vec_pack if at all).

@@ -12,13 +12,30 @@
 #include "user/llm/kernels_vec.h"
 #include "user/llm/pool.h"
 
+// The groups of llm_mm_in's quantisation, one pool step: item g is
+// group g of every position.
+struct quant_step {
+  struct llm_qact *a;
+  const double *x;
+  int xstride;
+};
+
+static void
+quant_groups(void *arg, int lo, int hi, int t)
+{
+  struct quant_step *q = arg;
+  llm_qact_groups(q->a, q->x, q->xstride, lo, hi);
+}
+
 // (contracts in user/llm/layers.h)
 void
 llm_mm_in(struct llm_session *s, const double *x, int xstride, int len, int n)
 {
   uint64 t = llm_clock(s);
   s->act.n = len;
-  llm_qact_fill(&s->act, x, xstride, n);
+  llm_qact_start(&s->act, x, xstride, n);
+  struct quant_step q = { &s->act, x, xstride };
+  llm_pool_run(quant_groups, &q, len / LLM_GS, 1);
   llm_charge(s, &s->tm.matmul_us, t);
 }
 
