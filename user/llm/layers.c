@@ -88,6 +88,30 @@ llm_mm(struct llm_session *s, const struct llm_qmat *w, double *y, int ystride)
   llm_mm_many(s, &o, 1);
 }
 
+// The positions of llm_norm_in, one pool step: item p is position p.
+struct norm_step {
+  struct llm_session *s;
+  const double *w;
+  int dim;
+  double eps;
+};
+
+static void
+norm_positions(void *arg, int lo, int hi, int t)
+{
+  struct norm_step *m = arg;
+  for (int p = lo; p < hi; p++)
+    llm_rmsnorm(m->s->x + p * m->dim, m->w, m->dim, m->eps, m->s->xn + p * m->dim);
+}
+
+// (contract in user/llm/layers.h)
+void
+llm_norm_in(struct llm_runtime *rt, struct llm_session *s, const double *w, int n)
+{
+  struct norm_step m = { s, w, rt->cfg.dim, (double)rt->cfg.rms_eps };
+  llm_pool_run(norm_positions, &m, n, 1);
+}
+
 // x[p] = row st->kv[p]->seq[st->pos[p]] of EMB, dequantised:
 // v1/v2 x_k = ws * q_k; v3 x_k = ((ws * wm_g) / 32768) * q_k.
 void
@@ -234,7 +258,20 @@ struct attend_step {
   struct llm_session *s;
   const struct llm_step *st;
   int slot, qrows; // qrows: s->q's row stride
+  const struct llm_layer *L;
 };
+
+// Steps 2-4 for the step's positions, one pool step before attend_heads:
+// item p is position p, whose K and V go to its own row of its cache.
+static void
+prepare_positions(void *arg, int lo, int hi, int t)
+{
+  struct attend_step *a = arg;
+  int kvd = a->rt->cfg.n_kv_heads * a->rt->cfg.head_dim;
+  for (int p = lo; p < hi; p++)
+    prepare_heads(a->rt, a->st->kv[p], a->L, a->slot, a->st->pos[p],
+        a->s->q + p * a->qrows, a->s->k + p * kvd, a->s->v + p * kvd);
+}
 
 static void
 attend_heads(void *arg, int lo, int hi, int t)
@@ -280,18 +317,15 @@ llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s, int l,
   int dim = g->dim, kvd = g->n_kv_heads * g->head_dim;
   int qd = g->n_heads * g->head_dim, qrows = L->wq.rows, slot = rt->slot[l];
   // 1. xn = rmsnorm(x); q, k, v = Wq xn, Wk xn, Wv xn
-  for (int p = 0; p < n; p++)
-    llm_rmsnorm(s->x + p * dim, L->input_norm, dim, (double)g->rms_eps, s->xn + p * dim);
+  llm_norm_in(rt, s, L->input_norm, n);
   llm_mm_in(s, s->xn, dim, dim, n);
   struct llm_mm_out qkv[] = { { &L->wq, s->q, qrows }, { &L->wk, s->k, kvd }, { &L->wv, s->v, kvd } };
   llm_mm_many(s, qkv, 3);
   // 2-8. norms, RoPE, cache, attention (keys of the whole batch first:
   // position p attends to its request's earlier positions in the batch too)
   uint64 t = llm_clock(s);
-  for (int p = 0; p < n; p++)
-    prepare_heads(rt, st->kv[p], L, slot, st->pos[p], s->q + p * qrows,
-        s->k + p * kvd, s->v + p * kvd);
-  struct attend_step a = { rt, s, st, slot, qrows };
+  struct attend_step a = { rt, s, st, slot, qrows, L };
+  llm_pool_run(prepare_positions, &a, n, 1);
   llm_pool_run(attend_heads, &a, n * g->n_heads, 1);
   llm_charge(s, &s->tm.attn_us, t);
   // 9. x = x + Wo out
@@ -329,8 +363,7 @@ llm_apply_ffn(struct llm_runtime *rt, struct llm_session *s, int l, int n)
   const struct llm_config *g = &rt->cfg;
   const struct llm_layer *L = &rt->layers[l];
   int dim = g->dim, hid = g->hidden_dim;
-  for (int p = 0; p < n; p++)
-    llm_rmsnorm(s->x + p * dim, L->post_norm, dim, (double)g->rms_eps, s->xn + p * dim);
+  llm_norm_in(rt, s, L->post_norm, n);
   llm_mm_in(s, s->xn, dim, dim, n);
   uint64 t = llm_clock(s);
   struct gate_up_step gu = { s, L, hid };

@@ -24,6 +24,10 @@ void llm_residual(struct llm_runtime *rt, struct llm_session *s, const double *y
 void llm_heads(struct llm_runtime *rt, struct llm_session *s, const int *at,
     int n, int *ids);
 
+// xn[p] = rmsnorm(x[p], w) for the n positions of a step (across the
+// thread pool when n > 1).
+void llm_norm_in(struct llm_runtime *rt, struct llm_session *s, const double *w,
+    int n);
 // Quantise n vectors of length len (row stride xstride) as the input of
 // the next llm_mm calls; llm_mm then writes y[p] = W x_p (row stride
 // ystride). Both charge their time to matmul_us under --profile.

@@ -302,7 +302,7 @@ llm_pool_threads(void)
 void
 llm_pool_run(void (*fn)(void *arg, int lo, int hi, int t), void *arg, int n, int grain)
 {
-  if (pool.n == 1) {
+  if (pool.n == 1 || n <= grain) { // one chunk: no hand-over
     fn(arg, 0, n, 0);
     return;
   }

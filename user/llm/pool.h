@@ -34,7 +34,8 @@ int llm_pool_threads(void);
 // every chunk is done. Each item must depend only on its index and on
 // memory no other item writes (t picks the thread's own scratch memory),
 // so the result is the same for any thread count and any assignment of
-// chunks to threads.
+// chunks to threads. A step of one chunk (n <= grain) runs on the caller
+// at once, without waking anyone.
 void llm_pool_run(void (*fn)(void *arg, int lo, int hi, int t), void *arg, int n, int grain);
 
 // --profile: measure (on) and read-and-reset the per-thread times.

@@ -139,8 +139,7 @@ apply_linear_layer(struct llm_runtime *rt, struct llm_session *s, int l,
   const struct llm_layer *L = &rt->layers[l];
   int dim = g->dim, cd = llm_conv_dim(g), slot = rt->slot[l];
   int vh = g->lin_v_heads, vdim = vh * g->lin_v_dim, n = st->n;
-  for (int p = 0; p < n; p++)
-    llm_rmsnorm(s->x + p * dim, L->input_norm, dim, (double)g->rms_eps, s->xn + p * dim);
+  llm_norm_in(rt, s, L->input_norm, n);
   llm_mm_in(s, s->xn, dim, dim, n);
   double *a = s->ab, *b = s->ab + LLM_BATCH * vh;
   struct llm_mm_out in[] = { { &L->qkv, s->qkv, cd }, { &L->z, s->z, vdim }, { &L->a, a, vh },
