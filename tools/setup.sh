@@ -22,8 +22,10 @@ BACKPORTS_LIST=/etc/apt/sources.list.d/aisvc-bookworm-backports.sources
 BACKPORTS_PIN=/etc/apt/preferences.d/aisvc-qemu-backports
 QEMU_BACKPORTS_PKGS=(qemu-system-misc qemu-system-riscv)
 
+# Prints QEMU's major version, or nothing when there is no QEMU (a failed
+# --version must not end the script under set -e and pipefail).
 qemu_major() {
-  qemu-system-riscv64 --version 2>/dev/null | sed -n 's/.*version \([0-9][0-9]*\)\..*/\1/p' | head -n1
+  { qemu-system-riscv64 --version 2>/dev/null || true; } | sed -n 's/.*version \([0-9][0-9]*\)\..*/\1/p' | head -n1
 }
 
 # Adds bookworm-backports (unless some source has it) and the QEMU pin.
