@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests/host"))
 
-from bench_llmrun import add_model_args, model_image, prompt_ids, qemu_label  # noqa: E402
+from bench_llmrun import add_model_args, add_run_args, model_image, prompt_ids, qemu_label  # noqa: E402
 
 from pyaisvc.llmguest import KERNEL, MODELS, timings  # noqa: E402
 from pyaisvc.qemu import Guest, GuestError, QemuConfig  # noqa: E402
@@ -72,9 +72,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)
     ap.add_argument("--kernels", choices=("scalar", "vector"), default="scalar")
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--prompt", type=int, default=32)
-    ap.add_argument("--gen", type=int, default=32)
+    add_run_args(ap, gen=32)
     args = ap.parse_args()
     image = model_image(args, f"floor-{args.model}")
     ids = prompt_ids(args.model, args.prompt)

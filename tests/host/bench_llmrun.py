@@ -46,6 +46,13 @@ def add_model_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--ram", default=None)
 
 
+def add_run_args(ap: argparse.ArgumentParser, gen: int) -> None:
+    """--reps, --prompt and --gen (default gen), for benchmarks of one request shape."""
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--prompt", type=int, default=32)
+    ap.add_argument("--gen", type=int, default=gen)
+
+
 def model_image(args: argparse.Namespace, name: str) -> Path:
     """Fills in args.assets and args.ram for args.model, builds the kernel and the
     programs, and returns build/llmbench/NAME.img: every program and the model."""

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests/host"))
 
-from bench_llmrun import add_model_args, model_image, prompt_ids, qemu_label  # noqa: E402
+from bench_llmrun import add_model_args, add_run_args, model_image, prompt_ids, qemu_label  # noqa: E402
 
 from pyaisvc.llmguest import KERNEL, MODELS, kernels_ran, parse_output  # noqa: E402
 from pyaisvc.qemu import Guest, QemuConfig  # noqa: E402
@@ -64,9 +64,7 @@ def main() -> int:
     ap.add_argument("--cpus", type=int, default=1)
     ap.add_argument("--threads", type=int, default=0, help="llmrun --threads (default: its own)")
     ap.add_argument("--vlens", default="256")
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--prompt", type=int, default=32)
-    ap.add_argument("--gen", type=int, default=16)
+    add_run_args(ap, gen=16)
     args = ap.parse_args()
     image = model_image(args, f"vec-{args.model}")
     ids = prompt_ids(args.model, args.prompt)
