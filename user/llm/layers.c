@@ -61,19 +61,25 @@ mm_rows(void *arg, int lo, int hi, int t)
   }
 }
 
-// (contract in user/llm/layers.h) A matrix whose width is not the input's
-// is a bug: message and exit.
+// Exits with a message unless w takes the quantised input (w's width is
+// the input's length): a mismatch is a bug in a model's code.
+static void
+check_width(const struct llm_session *s, const struct llm_qmat *w)
+{
+  if (w->cols != s->act.n) {
+    fprintf(2, "%s: llm_mm: matrix has %d columns, input %d\n", llm_prog, w->cols, s->act.n);
+    exit(1);
+  }
+}
+
+// (contract in user/llm/layers.h)
 void
 llm_mm_many(struct llm_session *s, const struct llm_mm_out *out, int count)
 {
   uint64 t = llm_clock(s);
   int rows = 0;
   for (int j = 0; j < count; j++) {
-    if (out[j].w->cols != s->act.n) {
-      fprintf(2, "%s: llm_mm: matrix has %d columns, input %d\n", llm_prog,
-          out[j].w->cols, s->act.n);
-      exit(1);
-    }
+    check_width(s, out[j].w);
     rows += out[j].w->rows;
   }
   struct mm_step m = { count, out, &s->act };
@@ -86,6 +92,41 @@ llm_mm(struct llm_session *s, const struct llm_qmat *w, double *y, int ystride)
 {
   struct llm_mm_out o = { w, y, ystride };
   llm_mm_many(s, &o, 1);
+}
+
+// llm_mm_residual's pool step: item r is row r of W for every position,
+// then x[p][r] = x[p][r] + y[p][r], which needs nothing from the other rows.
+struct residual_step {
+  struct llm_session *s;
+  const struct llm_qmat *w;
+  int dim;
+};
+
+static void
+residual_rows(void *arg, int lo, int hi, int t)
+{
+  struct residual_step *m = arg;
+  struct llm_session *s = m->s;
+  llm_matmul_rows(m->w, &s->act, s->proj, m->dim, lo, hi, t);
+  for (int p = 0; p < s->act.count; p++)
+    for (int i = p * m->dim + lo; i < p * m->dim + hi; i++)
+      s->x[i] = s->x[i] + s->proj[i];
+}
+
+// (contract in user/llm/layers.h)
+void
+llm_mm_residual(struct llm_runtime *rt, struct llm_session *s, const struct llm_qmat *w)
+{
+  uint64 t = llm_clock(s);
+  check_width(s, w);
+  if (w->rows != rt->cfg.dim) {
+    fprintf(2, "%s: llm_mm_residual: matrix has %d rows, the model %d dims\n", llm_prog,
+        w->rows, rt->cfg.dim);
+    exit(1);
+  }
+  struct residual_step m = { s, w, rt->cfg.dim };
+  llm_pool_run(residual_rows, &m, m.dim, llm_row_grain());
+  llm_charge(s, &s->tm.matmul_us, t);
 }
 
 // The positions of llm_norm_in, one pool step: item p is position p.
@@ -152,22 +193,26 @@ kv_row(const struct llm_runtime *rt, int slot, int t)
   return (uint64)slot * rt->cfg.runtime_seq_len + t;
 }
 
-// Steps 2-4 for one position: q/k norms, RoPE, and the quantised K and V
-// of every kv head stored at `pos` of cache c.
+// Steps 2-4 for one query head at `pos`: its norm (if the model has
+// one) and RoPE, in place.
 static void
-prepare_heads(struct llm_runtime *rt, struct llm_cache *c,
-    const struct llm_layer *L, int slot, int pos,
-    double *q, double *k, double *v)
+prepare_query(struct llm_runtime *rt, const struct llm_layer *L, int pos, double *qh)
 {
   const struct llm_config *g = &rt->cfg;
-  int hd = g->head_dim, qstep = hd * (g->flags & LLM_GATED ? 2 : 1);
-  int kvd = g->n_kv_heads * hd;
+  if (g->flags & LLM_QKNORM)
+    llm_rmsnorm(qh, L->q_norm, g->head_dim, (double)g->rms_eps, qh);
+  rope(rt, qh, pos);
+}
+
+// Steps 2-4 for the keys and values of one position: k norm, RoPE, and
+// the quantised K and V of every kv head stored at `pos` of cache c.
+static void
+prepare_kv(struct llm_runtime *rt, struct llm_cache *c,
+    const struct llm_layer *L, int slot, int pos, double *k, double *v)
+{
+  const struct llm_config *g = &rt->cfg;
+  int hd = g->head_dim, kvd = g->n_kv_heads * hd;
   double eps = (double)g->rms_eps;
-  for (int h = 0; h < g->n_heads; h++) {
-    if (g->flags & LLM_QKNORM)
-      llm_rmsnorm(q + h * qstep, L->q_norm, hd, eps, q + h * qstep);
-    rope(rt, q + h * qstep, pos);
-  }
   uint64 row = kv_row(rt, slot, pos);
   for (int h = 0; h < g->n_kv_heads; h++) {
     if (g->flags & LLM_QKNORM)
@@ -248,9 +293,10 @@ head_values(struct llm_runtime *rt, struct llm_head_scratch *sc, const struct ll
     out[k] = ((double)acc[k] * f) * inv;
 }
 
-// Steps 5-8 for the query heads of the step's positions, one pool step:
+// Steps 2-8 for the query heads of the step's positions, one pool step:
 // item i is head i % n_heads of step position p = i / n_heads (position
-// st->pos[p] of cache st->kv[p]), with the thread's own scratch. s->q
+// st->pos[p] of cache st->kv[p]), with the thread's own scratch; its query
+// norm and RoPE (steps 2-3) are done in place first. s->q
 // holds the heads (each followed by its gate when flags & LLM_GATED);
 // s->mixed gets n_heads*head_dim per position.
 struct attend_step {
@@ -261,16 +307,18 @@ struct attend_step {
   const struct llm_layer *L;
 };
 
-// Steps 2-4 for the step's positions, one pool step before attend_heads:
-// item p is position p, whose K and V go to its own row of its cache.
+// Steps 2-4 for the keys and values of the step's positions, one pool
+// step before attend_heads: item p is position p, whose K and V go to its
+// own row of its cache. (The query heads' steps 2-4 run in attend_heads:
+// each head needs only its own.)
 static void
 prepare_positions(void *arg, int lo, int hi, int t)
 {
   struct attend_step *a = arg;
   int kvd = a->rt->cfg.n_kv_heads * a->rt->cfg.head_dim;
   for (int p = lo; p < hi; p++)
-    prepare_heads(a->rt, a->st->kv[p], a->L, a->slot, a->st->pos[p],
-        a->s->q + p * a->qrows, a->s->k + p * kvd, a->s->v + p * kvd);
+    prepare_kv(a->rt, a->st->kv[p], a->L, a->slot, a->st->pos[p], a->s->k + p * kvd,
+        a->s->v + p * kvd);
 }
 
 static void
@@ -285,8 +333,9 @@ attend_heads(void *arg, int lo, int hi, int t)
   for (int i = lo; i < hi; i++) {
     int p = i / nh, h = i % nh, pos = a->st->pos[p];
     const struct llm_cache *c = a->st->kv[p];
-    const double *qh = s->q + p * a->qrows + h * qstep;
+    double *qh = s->q + p * a->qrows + h * qstep;
     double *o = s->mixed + p * nh * hd + h * hd;
+    prepare_query(rt, a->L, pos, qh);
     double inv = head_softmax(rt, &s->head[t], c, a->slot, h / rep, qh, pos);
     for (int grp = 0; grp < hd / LLM_GS; grp++)
       head_values(rt, &s->head[t], c, a->slot, h / rep, grp, pos, inv, o + grp * LLM_GS);
@@ -294,15 +343,6 @@ attend_heads(void *arg, int lo, int hi, int t)
       for (int k = 0; k < hd; k++)
         o[k] = o[k] * llm_sigmoid(qh[hd + k]);
   }
-}
-
-// x = x + y, both (n, dim).
-void
-llm_residual(struct llm_runtime *rt, struct llm_session *s, const double *y, int n)
-{
-  int len = n * rt->cfg.dim;
-  for (int i = 0; i < len; i++)
-    s->x[i] = s->x[i] + y[i];
 }
 
 // Full attention (docs/ARITHMETIC.md, "Full attention") of layer l for
@@ -330,8 +370,7 @@ llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s, int l,
   llm_charge(s, &s->tm.attn_us, t);
   // 9. x = x + Wo out
   llm_mm_in(s, s->mixed, qd, qd, n);
-  llm_mm(s, &L->wo, s->proj, dim);
-  llm_residual(rt, s, s->proj, n);
+  llm_mm_residual(rt, s, &L->wo);
 }
 
 // The MLP's first pool step, item r of hidden_dim: rows r of Wgate and
@@ -370,8 +409,7 @@ llm_apply_ffn(struct llm_runtime *rt, struct llm_session *s, int l, int n)
   llm_pool_run(gate_up_silu, &gu, hid, llm_row_grain());
   llm_charge(s, &s->tm.matmul_us, t);
   llm_mm_in(s, s->xn, hid, hid, n);
-  llm_mm(s, &L->down, s->proj, dim);
-  llm_residual(rt, s, s->proj, n);
+  llm_mm_residual(rt, s, &L->down);
 }
 
 // The head's pool step: logits rows [lo, hi) of every position, merged

@@ -16,9 +16,6 @@ void llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s,
     int l, const struct llm_step *st);
 // x = x + the MLP of layer l, for n positions.
 void llm_apply_ffn(struct llm_runtime *rt, struct llm_session *s, int l, int n);
-// x = x + y for n positions: a block's output joins the residual stream.
-void llm_residual(struct llm_runtime *rt, struct llm_session *s, const double *y,
-    int n);
 // The next token (greedy) from the hidden state at each of the batch
 // positions at[0..n) (n <= LLM_BATCH), into ids[0..n), in one matmul.
 void llm_heads(struct llm_runtime *rt, struct llm_session *s, const int *at,
@@ -35,6 +32,12 @@ void llm_mm_in(struct llm_session *s, const double *x, int xstride, int len,
     int n);
 void llm_mm(struct llm_session *s, const struct llm_qmat *w, double *y,
     int ystride);
+// A block's output joins the residual stream: x[p] = x[p] + W x_p for the
+// positions of the input (W has dim rows; s->proj keeps W x_p), in one
+// pool step: each thread adds the rows it computed, so no serial pass
+// over x follows the matmul.
+void llm_mm_residual(struct llm_runtime *rt, struct llm_session *s,
+    const struct llm_qmat *w);
 // Several matmuls of the same input in one step of the thread pool (one
 // barrier instead of one per matrix): out[j].y = out[j].w x_p.
 struct llm_mm_out {

@@ -160,8 +160,7 @@ apply_linear_layer(struct llm_runtime *rt, struct llm_session *s, int l,
   llm_pool_run(delta_heads_run, &d, vh, 1);
   llm_charge(s, &s->tm.attn_us, t);
   llm_mm_in(s, s->mixed, vdim, vdim, n);
-  llm_mm(s, &L->out, s->proj, dim);
-  llm_residual(rt, s, s->proj, n);
+  llm_mm_residual(rt, s, &L->out);
 }
 
 // The positions of st: embedding, then per layer its token mixer (by
