@@ -8,6 +8,7 @@ and on 4 (2 and 4); the timing lines say how many threads ran. --profile adds th
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -86,6 +87,21 @@ def test_same_ids_at_every_thread_count(boot_guest, thread_image, model: str,
         # others claim what they reach first, possibly none of a short phase).
         assert (int(steps) > 0 and int(busy.split(",")[0]) > 0) == (int(n) > 1), console
     assert "panic" not in g.transcript
+
+
+def test_default_pool_never_outnumbers_the_host_cores(boot_guest, thread_image) -> None:
+    # 4 harts on this host: the pool measures how many run at once and must not keep
+    # more threads than the host has cores (a third thread on 2 cores made tokens 2x
+    # slower). The measurement once credited a thread that started late in its window
+    # with the time before, and kept 3 threads in about 1 run of 5 (user/llm/pool.c,
+    # running_us); 8 runs catch that with 83% odds, and can never fail a right pool.
+    g = boot_guest(cpus=4, ram="256M", image=thread_image[0])
+    cores = min(4, os.cpu_count() or 1)
+    ran = []
+    for _ in range(8):
+        out = g.run("llmrun_qwen --asset-dir /AI/QWEN --predict 1 1 2 3", timeout=300)
+        ran += [int(n) for n in re.findall(r" threads=(\d+)$", out, re.M)]
+    assert len(ran) == 8 and all(1 <= n <= cores for n in ran), (cores, ran)
 
 
 def test_bad_thread_counts(boot_guest, thread_image) -> None:

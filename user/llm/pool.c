@@ -164,16 +164,25 @@ run_chunks(uint32 step, int t)
 // Microseconds of [start, end) in which the calling thread ran: it spins
 // reading the clock, and a gap of more than STOLEN_GAP_US between two
 // reads is time the host did not run this vCPU (one turn takes tens).
+// The window's edges count too: a thread whose first reading comes late
+// did not run from start to it, and one stopped just before end did not
+// run from its last reading to end (each was once counted as running, and
+// four harts on two host cores sometimes measured 2.6 cores and started a
+// third thread: 2x slower tokens).
 static uint64
 running_us(uint64 start, uint64 end)
 {
-  uint64 now, last, stolen = 0;
-  while ((last = time_us()) < start)
-    ;
-  while ((now = time_us()) < end) {
+  uint64 last = start, stolen = 0;
+  for (;;) {
+    uint64 now = time_us();
+    if (now < start)
+      continue;
+    uint64 upto = now < end ? now : end;
     if (now - last > STOLEN_GAP_US)
-      stolen += now - last;
-    last = now;
+      stolen += upto - last;
+    last = upto;
+    if (now >= end)
+      break;
   }
   return end - start > stolen ? end - start - stolen : 0;
 }
