@@ -257,6 +257,13 @@ def test_burst_parse_table_and_plot(tmp_path: Path):
     assert "| B=8, 1 harts | vector/1 | 2000 | 1.0x | 0.25x |" in text
     assert "| B=1, 1 harts | - | 8000 | 8.0x | 1.00x |" in text
     assert "Machine: QEMU 10.0.2, -cpu rv64,v=true,vlen=256, 512 MiB RAM." in text
+    # With several hart counts, a column compares every span with B=1 on the fewest.
+    eight2 = burst.parse_burst(_burst_output([1000] * 8, 5), 5, 8, 2)
+    text = burst.markdown([one, eight, eight2], "pyaisvc bench --burst --cpus 1,2")
+    assert "| burst | ran | all 8 done (ms) | 8th / 1st TTFT | vs B=1 (same harts) | " \
+           "vs B=1, 1 harts |" in text
+    assert "| B=8, 2 harts | - | 1000 | 1.0x | - | 0.12x |" in text
+    assert "| B=8, 1 harts | vector/1 | 2000 | 1.0x | 0.25x | 0.25x |" in text
     burst.plot_ttft([one, eight], tmp_path / "b.png")
     assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(BenchError, match="failed with -112"):
