@@ -40,11 +40,14 @@ llm_mm_in(struct llm_session *s, const double *x, int xstride, int len, int n)
 }
 
 // One pool step of up to LLM_MM_MAX matmuls on the same input: item i is
-// a row of the matrices' rows laid end to end.
+// a row of the matrices' rows laid end to end. With x set, each row r of
+// y is also added to x (x[p][r] = x[p][r] + y[p][r], same row stride), by
+// the thread that computed it: the add needs nothing from other rows.
 struct mm_step {
   int count;
   const struct llm_mm_out *out;
   const struct llm_qact *a;
+  double *x;
 };
 
 static void
@@ -55,78 +58,61 @@ mm_rows(void *arg, int lo, int hi, int t)
   for (int j = 0; j < m->count && base < hi; j++) {
     const struct llm_mm_out *o = &m->out[j];
     int r0 = lo > base ? lo - base : 0, r1 = hi - base < o->w->rows ? hi - base : o->w->rows;
-    if (r0 < r1)
+    if (r0 < r1) {
       llm_matmul_rows(o->w, m->a, o->y, o->ystride, r0, r1, t);
+      for (int p = 0; m->x && p < m->a->count; p++)
+        for (int i = p * o->ystride + r0; i < p * o->ystride + r1; i++)
+          m->x[i] = m->x[i] + o->y[i];
+    }
     base += o->w->rows;
   }
 }
 
-// Exits with a message unless w takes the quantised input (w's width is
-// the input's length): a mismatch is a bug in a model's code.
+// The matmuls of out as one pool step, adding each row to x when x is
+// set. A matrix whose width is not the input's is a bug: message and exit.
 static void
-check_width(const struct llm_session *s, const struct llm_qmat *w)
-{
-  if (w->cols != s->act.n) {
-    fprintf(2, "%s: llm_mm: matrix has %d columns, input %d\n", llm_prog, w->cols, s->act.n);
-    exit(1);
-  }
-}
-
-// (contract in user/llm/layers.h)
-void
-llm_mm_many(struct llm_session *s, const struct llm_mm_out *out, int count)
+mm_step_run(struct llm_session *s, const struct llm_mm_out *out, int count, double *x)
 {
   uint64 t = llm_clock(s);
   int rows = 0;
   for (int j = 0; j < count; j++) {
-    check_width(s, out[j].w);
+    if (out[j].w->cols != s->act.n) {
+      fprintf(2, "%s: llm_mm: matrix has %d columns, input %d\n", llm_prog,
+          out[j].w->cols, s->act.n);
+      exit(1);
+    }
     rows += out[j].w->rows;
   }
-  struct mm_step m = { count, out, &s->act };
+  struct mm_step m = { count, out, &s->act, x };
   llm_pool_run(mm_rows, &m, rows, llm_row_grain());
   llm_charge(s, &s->tm.matmul_us, t);
+}
+
+// (contracts in user/llm/layers.h)
+void
+llm_mm_many(struct llm_session *s, const struct llm_mm_out *out, int count)
+{
+  mm_step_run(s, out, count, 0);
 }
 
 void
 llm_mm(struct llm_session *s, const struct llm_qmat *w, double *y, int ystride)
 {
   struct llm_mm_out o = { w, y, ystride };
-  llm_mm_many(s, &o, 1);
+  mm_step_run(s, &o, 1, 0);
 }
 
-// llm_mm_residual's pool step: item r is row r of W for every position,
-// then x[p][r] = x[p][r] + y[p][r], which needs nothing from the other rows.
-struct residual_step {
-  struct llm_session *s;
-  const struct llm_qmat *w;
-  int dim;
-};
-
-static void
-residual_rows(void *arg, int lo, int hi, int t)
-{
-  struct residual_step *m = arg;
-  struct llm_session *s = m->s;
-  llm_matmul_rows(m->w, &s->act, s->proj, m->dim, lo, hi, t);
-  for (int p = 0; p < s->act.count; p++)
-    for (int i = p * m->dim + lo; i < p * m->dim + hi; i++)
-      s->x[i] = s->x[i] + s->proj[i];
-}
-
-// (contract in user/llm/layers.h)
+// A matrix whose height is not the model's width is a bug: message and exit.
 void
 llm_mm_residual(struct llm_runtime *rt, struct llm_session *s, const struct llm_qmat *w)
 {
-  uint64 t = llm_clock(s);
-  check_width(s, w);
   if (w->rows != rt->cfg.dim) {
     fprintf(2, "%s: llm_mm_residual: matrix has %d rows, the model %d dims\n", llm_prog,
         w->rows, rt->cfg.dim);
     exit(1);
   }
-  struct residual_step m = { s, w, rt->cfg.dim };
-  llm_pool_run(residual_rows, &m, m.dim, llm_row_grain());
-  llm_charge(s, &s->tm.matmul_us, t);
+  struct llm_mm_out o = { w, s->proj, rt->cfg.dim };
+  mm_step_run(s, &o, 1, s->x);
 }
 
 // The positions of llm_norm_in, one pool step: item p is position p.
