@@ -9,6 +9,7 @@ malformed asset must be refused with its message. No QEMU needed.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -109,6 +110,28 @@ def test_qwen_tiny_batch_matches_reference(progs: dict[str, Path], batch: int) -
                             str(batch)], lines)
     assert p.returncode == 0, p.stderr
     assert ids_lines(p.stdout) == want
+
+
+def test_batch_profile(progs: dict[str, Path]) -> None:
+    """--profile with --batch: the ids stay the reference's, and one pair of phase=batch
+    lines splits the batch's time; tokens= counts the positions run: every prompt id and
+    every generated id but each request's last (never fed back)."""
+    assets = lc.qwen_tiny_dir("v3")
+    prompts = lc.qwen_prompts()
+    lines, want = batch_case(assets, prompts)
+    p = run(progs["qwen"], ["--asset-dir", str(assets), "--quiet", "--profile", "--stdin",
+                            "--batch", "3", "--threads", "2"], lines)
+    assert p.returncode == 0, p.stderr
+    assert ids_lines(p.stdout) == want
+    parts = re.findall(r"^llmrun_qwen: profile phase=batch matmul_us=(\d+) attn_us=(\d+) "
+                       r"other_us=(\d+) tokens=(\d+)$", p.stderr, re.M)
+    threads = re.findall(r"^llmrun_qwen: profile phase=batch threads=2 steps=(\d+) "
+                         r"busy_us=\d+,\d+ wait_us=\d+,\d+ sleeps=\d+,\d+$", p.stderr, re.M)
+    assert len(parts) == 1 and len(threads) == 1, p.stderr
+    positions = sum(len(q) + len(w) - 1 for q, w in zip(prompts, want, strict=True))
+    assert int(parts[0][3]) == positions
+    assert int(parts[0][0]) > 0 and int(threads[0]) > 0, p.stderr
+    assert "profile phase=prefill" not in p.stderr and "timing" not in p.stderr
 
 
 def test_batch_option_refused(progs: dict[str, Path]) -> None:

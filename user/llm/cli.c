@@ -30,7 +30,8 @@
 // at once, admitted in input order; the id lines and timing lines then
 // come in input order, with ttft_us measured from the start of the batch.
 // --batch is greedy (--temp is refused with it: a sampler serves one
-// request at a time); --stop works per request.
+// request at a time); --stop works per request. With --profile, one pair
+// of profile lines (phase=batch) splits the whole batch's time.
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
@@ -275,8 +276,8 @@ parse_options(int argc, char **argv, struct options *o)
                  "<predict> <id0> <id1> ... (exit or Ctrl-D ends)\n",
           llm_prog);
   }
-  if (o->batch && (!o->use_stdin || o->stream || o->profile || o->smp.temp > 0)) {
-    fprintf(2, "%s: --batch serves --stdin only, greedy, without --stream or --profile\n",
+  if (o->batch && (!o->use_stdin || o->stream || o->smp.temp > 0)) {
+    fprintf(2, "%s: --batch serves --stdin only, greedy, without --stream\n",
         llm_prog);
     return -1;
   }
@@ -381,7 +382,8 @@ batch_add(const int *ids, int count, int predict)
 
 // Serve the kept requests at most `batch` at once (FIFO admission; a
 // finished request's cache goes to the next one at once), then print
-// their id lines and timing lines in input order.
+// their id lines and timing lines in input order, and with --profile the
+// batch's profile lines.
 static int
 serve_batch(const struct llm_model *md, struct llm_runtime *rt,
     struct llm_session *s, int batch, int quiet)
@@ -391,6 +393,7 @@ serve_batch(const struct llm_model *md, struct llm_runtime *rt,
   int ncache = llm_session_add_caches(s, rt, batch);
   for (int i = 0; i < LLM_MAXCACHE; i++)
     run[i] = &req[i];
+  llm_pool_profile(s->tm.profile);
   uint64 t0 = time_us();
   while (next < nbreq || nrun > 0) {
     while (nrun < ncache && next < nbreq) { // admit, in input order
@@ -430,6 +433,8 @@ serve_batch(const struct llm_model *md, struct llm_runtime *rt,
       i--;
     }
   }
+  uint64 end = time_us();
+  int positions = 0;
   for (int k = 0; k < nbreq; k++) {
     struct breq *b = &breqs[k];
     if (!b->ok)
@@ -441,7 +446,10 @@ serve_batch(const struct llm_model *md, struct llm_runtime *rt,
           llm_prog, s->tm.load_us, s->tm.init_us, b->first_us,
           b->gen > 1 ? (b->end_us - b->first_us) / (b->gen - 1) : 0,
           b->n, b->gen, llm_kernels_name(), llm_pool_threads());
+    positions += b->n + b->gen - 1; // the last id is never fed back
   }
+  if (s->tm.profile)
+    llm_profile_lines(s, "batch", end - t0, positions);
   return 0;
 }
 

@@ -23,6 +23,8 @@
 //   PROG: profile phase=prefill threads=T steps=S busy_us=B0,B1 wait_us=W0,W1 sleeps=Z0,Z1
 //   PROG: profile phase=decode matmul_us=M attn_us=A other_us=O tokens=G-1
 //   PROG: profile phase=decode threads=T steps=S busy_us=B0,B1 wait_us=W0,W1 sleeps=Z0,Z1
+// (the CLI's --batch prints one pair, phase=batch, for all its requests:
+// tokens= then counts the positions run, prompts and fed-back ids).
 
 #include "user/lib/user.h"
 #include "user/llm/session.h"
@@ -211,10 +213,9 @@ llm_charge(struct llm_session *s, uint64 *part, uint64 since)
     *part += time_us() - since;
 }
 
-// One --profile line for a phase of total us and `tokens` tokens; resets
-// the parts for the next phase.
-static void
-profile_line(const char *phase, struct llm_session *s, uint64 total, int tokens)
+// (contract in user/llm/session.h)
+void
+llm_profile_lines(struct llm_session *s, const char *phase, uint64 total, int tokens)
 {
   struct llm_timing *t = &s->tm;
   uint64 known = t->matmul_us + t->attn_us;
@@ -261,12 +262,12 @@ llm_drive_decode(const struct llm_model *md, struct llm_runtime *rt,
     if (llm_token_hook)
       llm_token_hook(had, r->kv->seq[r->n + had]);
     if (had == 0 && s->tm.profile)
-      profile_line("prefill", s, *ttft, r->n);
+      llm_profile_lines(s, "prefill", *ttft, r->n);
   }
   uint64 t2 = time_us();
   *tpot = r->gen > 1 ? (t2 - t1) / (r->gen - 1) : 0;
   if (s->tm.profile)
-    profile_line("decode", s, t2 - t1, r->gen - 1);
+    llm_profile_lines(s, "decode", t2 - t1, r->gen - 1);
   return r->gen;
 }
 

@@ -168,5 +168,9 @@ void llm_print_ids(const int *ids, int n);
 // adds the time since it to *part.
 uint64 llm_clock(struct llm_session *s);
 void llm_charge(struct llm_session *s, uint64 *part, uint64 since);
+// --profile: the two lines of a phase (user/llm/session.c, top) that took
+// total us for `tokens` tokens, from the parts and the pool's statistics
+// gathered since the last call (both then start again from 0).
+void llm_profile_lines(struct llm_session *s, const char *phase, uint64 total, int tokens);
 
 #endif
