@@ -1,8 +1,8 @@
 """The guest system-call fuzzer, user/tests/fuzz.c, on one and two harts.
 
 `fuzz -s SEED -p PROCS -n CALLS` runs PROCS worker processes of CALLS checked
-calls each (typed and raw arguments, forked children, AI calls served by a
-fuzzer-run worker: the boots pass CONSOLE_AI_WORKER so that it may register,
+calls each (typed and raw arguments to every system call, forked children, threads,
+AI calls served by a fuzzer-run worker: the boots pass CONSOLE_AI_WORKER so that it may register,
 docs/AI_SERVICE.md rule 13), then checks that free pages, open-file slots, process
 slots and AI slots are back to their start values, and prints
 "N passed, N failed" (N counts every call plus the leak checks).
@@ -41,6 +41,10 @@ def _fuzz(guest, seed: int, procs: int, calls: int, timeout: float) -> tuple[int
     assert done >= procs * calls, out  # every worker reported every call
     assert int(summary.group(1)) == done + 4, out  # the calls and four leak checks
     assert "panic" not in guest.transcript
+    # The file system reported no damage: the image starts clean, so a damaged inode
+    # ("fs: inode N: ...") is one the kernel itself wrote (a create that raced with
+    # the iput freeing the same inode once linked an inode with no links).
+    assert not re.search(r"^fs: ", guest.transcript, re.M), guest.transcript[-2000:]
     assert guest.run("echo alive") == "alive\n"
     # The scratch directory is gone.
     assert "fuzz.tmp" not in guest.run("ls")

@@ -343,9 +343,19 @@ iget(uint dev, uint inum)
   return empty;
 }
 
-// Allocates an inode of the given type and returns it, unlocked, in *ipp.
-// Returns 0, -ENOSPC if every inode is in use, or -ENFILE if the inode
-// table is full. Caller is inside a transaction.
+// Allocates an inode of the given type and returns it, locked, in *ipp,
+// with no links yet (the caller sets nlink and calls iupdate). Returns 0,
+// -ENOSPC if every inode is in use, or -ENFILE if the inode table is full.
+// Caller is inside a transaction.
+//
+// The table entry may still be held by an iput that is freeing the same
+// inode: its type is 0 on disk from iput's iupdate on, but iput clears
+// valid only after that. The sleep lock, which iput holds throughout, is
+// taken before the cached copy is filled in, so iput's clearing comes
+// first. (Filled in without the lock, the copy was sometimes cleared
+// after: create's ilock then read the new on-disk inode, refused it for
+// its link count of 0, and create linked the inode into the directory
+// anyway, a name that every later lookup refused with -EIO.)
 int
 ialloc(uint dev, short type, struct inode **ipp)
 {
@@ -366,9 +376,9 @@ ialloc(uint dev, short type, struct inode **ipp)
       memset(dip, 0, sizeof(*dip));
       dip->type = type;
       log_write(bp);
-      brelse(bp);
-      // The caller sets the link count: fill in the cached copy here, as
-      // ilock would refuse an inode without links. Nobody else holds it.
+      brelse(bp); // before the sleep lock: iput's iupdate may need bp
+      // Filled in here, as ilock would refuse an inode without links.
+      acquiresleep(&(*ipp)->lock);
       (*ipp)->type = type;
       (*ipp)->major = (*ipp)->minor = (*ipp)->nlink = 0;
       (*ipp)->size = 0;
@@ -494,7 +504,8 @@ iput(struct inode *ip)
   acquire(&itable.lock);
   if (ip->ref == 1 && ip->valid && ip->nlink == 0) {
     // No other process holds ip (ref is 1) and no directory names it, so
-    // acquiresleep cannot block and nobody can find ip meanwhile.
+    // acquiresleep cannot block. Only ialloc can find ip meanwhile, once
+    // the type on disk is 0, and it waits for the sleep lock.
     acquiresleep(&ip->lock);
     release(&itable.lock);
     itrunc(ip);

@@ -362,8 +362,7 @@ create(char *path, short type, short major, short minor, struct inode **ipp)
     iunlockput(dp);
     return r;
   }
-  ilock(ip); // a fresh inode: nothing on disk to check
-  ip->major = major;
+  ip->major = major; // ialloc returned it locked
   ip->minor = minor;
   ip->nlink = 1;
   iupdate(ip);

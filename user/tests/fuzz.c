@@ -5,8 +5,10 @@
 // PROCS worker processes (default 8) each make CALLS system calls (default
 // 2000) with arguments drawn from SEED (default 1): typed arguments (every
 // kind of bad pointer, huge and negative lengths, invalid descriptors,
-// numbers and paths, AI calls with wrong ids and buffers) and raw ones
-// (random 64-bit registers, invalid call numbers). A worker also forks
+// numbers and paths, AI calls with wrong ids and buffers, threads and
+// futexes with every kind of stack and word pointer) and raw ones (random
+// 64-bit registers, invalid call numbers). Every call number the kernel
+// has is made, typed. A worker also forks
 // short-lived children that make random calls, exit with random statuses
 // and are killed or waited for. One more process serves the AI service as
 // its worker (when no real worker is registered), so that AI callers'
@@ -36,7 +38,11 @@
 // end; chdir only moves deeper inside it); kill only targets the worker's
 // own children or pids that do not exist; exec only names scratch files
 // (never an ELF: program files are only read, and scratch is cleared after)
-// or bad pointers; mknod never makes a console node; a
+// or bad pointers; mknod never makes a console node; setfg only gets
+// negative groups (the console's foreground stays the shell's choice);
+// threads start at an entry that exits at once without touching memory
+// (so any stack will do); futex_wait only sees a word that differs from
+// its value, or an address it must refuse; a
 // pipe's write end is closed right after the pipe is filled a little, so
 // reads never wait; sleep is at most 2 ticks; children never fork and make
 // no AI call that can block (see child_main).
@@ -56,6 +62,9 @@
 #define SANDBOX     "fuzz.tmp"
 #define NOTE_MAX    160
 #define RAW_PERCENT 15
+#define MAXTHREADS  4 // threads a worker keeps unjoined
+#define XSTR(x)     STR(x)
+#define STR(x)      #x
 
 // ---------------------------------------------------------------- random
 
@@ -91,6 +100,7 @@ static char *textpage; // the program's code: readable, not writable
 static int aiblock;    // AI waits may block: our own worker serves
 static int child;      // this process is a worker's child
 static int kids[MAXKIDS], nkids;
+static int threads[MAXTHREADS], nthreads; // started, not yet joined
 static int mypid;
 static int reportfd = -1; // the pipe to the parent: never picked as a descriptor
 
@@ -284,13 +294,13 @@ known_errno(long e)
 static int
 is_ai(long nr)
 {
-  return (nr >= SYS_ai_submit && nr <= SYS_ai_fail) || nr == SYS_ai_submit_opts;
+  return nr >= SYS_ai_submit && nr <= SYS_ai_submit_opts;
 }
 
 static int
 valid_nr(long nr)
 {
-  return (nr >= SYS_fork && nr <= SYS_time_us) || nr == SYS_sysinfo || is_ai(nr);
+  return (nr >= SYS_fork && nr <= SYS_setfg) || is_ai(nr) || nr == SYS_vlenb;
 }
 
 // Records a failed check (the first one's description is kept).
@@ -352,6 +362,17 @@ forget_kid(int pid)
   for (int i = 0; i < nkids; i++)
     if (kids[i] == pid) {
       kids[i] = kids[--nkids];
+      return;
+    }
+}
+
+// Thread tid was joined: no longer one to join.
+static void
+forget_thread(int tid)
+{
+  for (int i = 0; i < nthreads; i++)
+    if (threads[i] == tid) {
+      threads[i] = threads[--nthreads];
       return;
     }
 }
@@ -592,26 +613,141 @@ call_ai(struct call *c)
     c->a[4] = chance(70) ? AI_RESULT_MAX + 1 : anylen();
     c->datacount = 1;
     break;
-  default: // worker-only calls from a caller: refused
-    c->nr = SYS_ai_register + pick(5);
+  default: { // worker-only calls from a caller: refused
+    static const long worker[] = { SYS_ai_register, SYS_ai_progress, SYS_ai_complete,
+      SYS_ai_fail, SYS_ai_take, SYS_ai_emit }; // (an ai_next that succeeds would take a request)
+    c->nr = worker[pick(NELEM(worker))];
     c->a[0] = c->nr == SYS_ai_register ? (chance(50) ? 0 : pick(100000)) : anyreqid();
     c->a[1] = c->nr == SYS_ai_register ? (chance(50) ? 0 : pick(1000)) : okptr(1024);
     c->a[2] = pick(300);
-    if (c->nr == SYS_ai_next) // (an ai_next that succeeds would take a request)
-      c->nr = SYS_ai_progress;
+    if (c->nr == SYS_ai_take) // (job, places)
+      c->a[0] = okptr(sizeof(struct ai_job));
+    break;
+  }
+  }
+}
+
+// ai_stream and ai_right, which any process may call. A stream read blocks
+// only until the request has an id at `from` or ends: only on requests of
+// our own that a worker serves (with a real worker, submits are all bad).
+static void
+call_ai_any(struct call *c)
+{
+  static const int froms[] = { 0, 1, AI_MAX_PREDICT - 1, AI_MAX_PREDICT, -1, 0x7fffffff };
+
+  if (chance(30)) {
+    c->nr = SYS_ai_right;
+    c->a[0] = chance(50) ? 0 : rnd(); // non-zero drops it: workers never register
+    return;
+  }
+  long cap = anylen();
+  c->nr = SYS_ai_stream;
+  c->a[0] = aiblock ? anyreqid() : -1;
+  c->a[2] = froms[pick(NELEM(froms))];
+  c->a[3] = cap;
+  dataptr(c, 1, cap, 1);
+  c->datacount = 1;
+}
+
+// A thread entry that touches no memory, so any stack will do: it calls
+// thread_exit with its argument at once.
+void fuzz_thread_entry(void *arg);
+asm(".pushsection .text\n"
+    ".globl fuzz_thread_entry\n"
+    "fuzz_thread_entry:\n"
+    "  li a7, " XSTR(SYS_thread_exit) "\n"
+                                      "  ecall\n"
+                                      ".popsection\n");
+
+// A futex word address and a value it does not hold: any kind of pointer;
+// one into the heap (up to the break: sbrk fuzzing moves it) or the code
+// gets a value other than the word's, so futex_wait can only refuse the
+// address or answer -EAGAIN, never sleep (nothing would wake it). Only
+// this worker's threads share its memory, and they write nothing.
+static void
+futex_args(struct call *c)
+{
+  int kind;
+  uint32 word;
+  uint64 a = anyptr(&kind) & (chance(70) ? ~(uint64)3 : ~(uint64)0);
+
+  c->a[0] = a;
+  c->a[1] = rnd();
+  if ((a >= (uint64)scratch && a <= (uint64)sbrk(0) - 4) || kind == P_RO) {
+    memmove(&word, (void *)a, 4);
+    c->a[1] = word + 1 + pick(1000);
+  }
+}
+
+// Threads, futexes, process groups and the machine queries.
+static void
+call_threads(struct call *c)
+{
+  static const int badtids[] = { 0, -1, 1, 0x7fffffff, (int)0x80000000 };
+  int kind;
+
+  switch (pick(8)) {
+  case 0: // a stack of any kind, aligned or not
+    if (nthreads == MAXTHREADS) {
+      c->nr = SYS_thread_join;
+      c->a[0] = threads[--nthreads];
+      c->a[1] = chance(50) ? 0 : okptr(8);
+      break;
+    }
+    c->nr = SYS_thread_create;
+    c->a[0] = (uint64)fuzz_thread_entry;
+    c->a[1] = rnd();
+    c->a[2] = anyptr(&kind) & (chance(80) ? ~(uint64)15 : ~(uint64)0);
+    break;
+  case 1: // join: our threads (result pointer of any kind) or none
+    c->nr = SYS_thread_join;
+    c->a[0] = nthreads > 0 && chance(70) ? threads[pick(nthreads)] : badtids[pick(NELEM(badtids))];
+    dataptr(c, 1, 8, 1);
+    if (chance(30))
+      c->a[1] = 0; // no result wanted
+    c->nodata = c->nodata && c->a[1] != 0;
+    break;
+  case 2:
+    c->nr = SYS_futex_wait;
+    futex_args(c);
+    break;
+  case 3:
+    c->nr = SYS_futex_wake;
+    c->a[0] = anyptr(&kind);
+    c->a[1] = chance(50) ? pick(4) : rnd();
+    break;
+  case 4: // process groups: ourselves, our children or nobody
+    c->nr = SYS_setpgid;
+    if (chance(30))
+      c->a[0] = 0; // the caller
+    else
+      c->a[0] = nkids > 0 && chance(50) ? kids[pick(nkids)] : badtids[pick(NELEM(badtids))];
+    c->a[1] = chance(50) ? pick(3) : rnd();
+    break;
+  case 5:
+    c->nr = SYS_setfg;
+    c->a[0] = -1 - pick(1000);
+    break;
+  case 6:
+    c->nr = SYS_nharts;
+    break;
+  default:
+    c->nr = SYS_vlenb;
     break;
   }
 }
 
 // Random registers; call numbers valid or not, never ones that could
 // end the test or block (fork, exit, exec, kill, sbrk, sleep, wait, read,
-// pipe, AI waits and the worker calls).
+// pipe, AI waits and the worker calls, threads, futex_wait, setpgid and
+// setfg, ai_right).
 static void
 call_raw(struct call *c)
 {
   static const long safe[] = { SYS_write, SYS_fstat, SYS_chdir, SYS_dup, SYS_getpid, SYS_uptime,
     SYS_open, SYS_mknod, SYS_unlink, SYS_link, SYS_mkdir, SYS_close, SYS_time_us, SYS_sysinfo,
-    SYS_ai_query, SYS_ai_cancel, SYS_ai_info, SYS_ai_progress, SYS_ai_fail };
+    SYS_ai_query, SYS_ai_cancel, SYS_ai_info, SYS_ai_progress, SYS_ai_fail, SYS_nharts,
+    SYS_vlenb, SYS_futex_wake, SYS_ai_take, SYS_ai_emit };
   static const long bad[] = { 0, -1, 1000, 0x7fffffff, 0x100000005L,
     (long)0x8000000000000000UL };
 
@@ -639,7 +775,7 @@ one_call(void)
     run(&c);
     return;
   }
-  switch (pick(child ? 9 : 10)) {
+  switch (pick(child ? 11 : 12)) {
   case 0:
   case 1:
   case 2:
@@ -656,6 +792,12 @@ one_call(void)
   case 7:
   case 8:
     call_ai(&c);
+    break;
+  case 9:
+    call_threads(&c);
+    break;
+  case 10:
+    call_ai_any(&c);
     break;
   default: // fork a child (workers only)
     if (nkids >= MAXKIDS) {
@@ -685,6 +827,10 @@ one_call(void)
   r = run(&c);
   if (c.nr == SYS_wait && r > 0)
     forget_kid(r);
+  if (c.nr == SYS_thread_create && r > 0 && !child)
+    threads[nthreads++] = r;
+  if (c.nr == SYS_thread_join && r == 0)
+    forget_thread(c.a[0]);
   if (c.tmpfd >= 0)
     close(c.tmpfd);
   if (c.scrub) // never an ELF image in scratch, so none gets written to a file
@@ -696,7 +842,7 @@ static void
 child_main(void)
 {
   child = 1;
-  nkids = 0;
+  nkids = nthreads = 0; // the parent's (fork copies only the calling thread)
   // A child's blocking AI call could sleep in submit on a table full of
   // results that its parent, blocked in wait() for it, holds: a deadlock of
   // the program's own making. Children make only the calls that fail at once.
@@ -784,17 +930,24 @@ finish(int reqid, int predict)
     ai_fail(reqid, AIE_RUNTIME);
 }
 
+static void finish(int reqid, int predict);
+
 // Bad and good worker-side calls while request reqid runs; none of them
-// ends it (a complete with n = -1 is refused; fail is redirected).
+// ends it (a complete with n = -1 is refused; fail is redirected; emit
+// adds ids, or is refused). ai_take gets only pointers it must refuse, so
+// it takes nothing (should it take a request, that is a failed check, and
+// the request is finished too, so that its caller's wait ends).
 static void
 worker_noise(int reqid)
 {
+  static const long nrs[] = { SYS_ai_progress, SYS_ai_complete, SYS_ai_fail, SYS_ai_emit,
+    SYS_ai_take };
   struct call c;
   int kind;
 
   for (int k = pick(4); k > 0; k--) {
     memset(&c, 0, sizeof(c));
-    c.nr = SYS_ai_progress + pick(3);
+    c.nr = nrs[pick(NELEM(nrs))];
     c.a[0] = chance(50) ? reqid : anyreqid();
     c.a[1] = c.nr == SYS_ai_progress ? (uint64)pick(300) : anyptr(&kind);
     c.a[2] = anylen();
@@ -802,7 +955,17 @@ worker_noise(int reqid)
       c.a[2] = -1;
     if (c.nr == SYS_ai_fail && c.a[0] == (uint64)reqid)
       c.nr = SYS_ai_progress;
-    run(&c);
+    if (c.nr == SYS_ai_take) {
+      do
+        c.a[0] = anyptr(&kind);
+      while (kind != P_BAD && kind != P_NULL && kind != P_RO);
+      c.a[1] = pick(10);
+      c.nodata = 1;
+      c.datacount = 1;
+    }
+    long r = run(&c);
+    if (c.nr == SYS_ai_take && r > 0)
+      finish(r, 1);
   }
 }
 
