@@ -391,10 +391,12 @@ fork(void)
     return -ENOMEM;
   }
 
+  acquire(&l->tg.filelock); // the other threads may close or chdir meanwhile
   for (int i = 0; i < NOFILE; i++)
     if (l->ofile[i])
       np->ofile[i] = filedup(l->ofile[i]);
   np->cwd = idup(l->cwd);
+  release(&l->tg.filelock);
   safestrcpy(np->name, p->name, sizeof(p->name));
   np->ai_right = l->ai_right;
   np->pgid = pgid;

@@ -3,6 +3,13 @@
 // Every call returns a negative errno on failure. Paths are copied in
 // with argstr (at most MAXPATH bytes); descriptors are checked by argfd;
 // user buffers are checked by copyin/copyout where they are used.
+//
+// Threads share the descriptor table (p->tg.filelock guards it), so a
+// descriptor may be closed, or given to another file, by another thread
+// at any moment: argfd returns a reference of the call's own, which the
+// call drops with fileclose when done; a file is filled in completely
+// before fdalloc makes it visible; and close empties the slot and takes
+// its reference in one step under the lock.
 // Calls that change the file system run inside begin_op()/end_op().
 // On a file system mounted read-only (a damaged image, see log.c) they
 // fail with -EROFS before they start.
@@ -21,41 +28,42 @@
 #include "file.h"
 #include "fcntl.h"
 
-// Fetches the n-th argument as a descriptor and its file.
-// Returns 0 or -EBADF.
+// Fetches the n-th argument as a descriptor and its file, with a new
+// reference the caller drops with fileclose. Returns 0 or -EBADF.
 static int
-argfd(int n, int *pfd, struct file **pf)
-{
-  int fd;
-  struct file *f;
-
-  argint(n, &fd);
-  if (fd < 0 || fd >= NOFILE || (f = myprocess()->ofile[fd]) == 0)
-    return -EBADF;
-  if (pfd)
-    *pfd = fd;
-  if (pf)
-    *pf = f;
-  return 0;
-}
-
-// Gives f the lowest free descriptor. Returns it, or -EMFILE.
-static int
-fdalloc(struct file *f)
+argfd(int n, struct file **pf)
 {
   int fd;
   struct proc *p = myprocess();
 
+  argint(n, &fd);
+  if (fd < 0 || fd >= NOFILE)
+    return -EBADF;
   acquire(&p->tg.filelock);
-  for (fd = 0; fd < NOFILE; fd++) {
-    if (p->ofile[fd] == 0) {
-      p->ofile[fd] = f;
-      release(&p->tg.filelock);
-      return fd;
-    }
-  }
+  struct file *f = p->ofile[fd];
+  if (f)
+    *pf = filedup(f); // the slot's reference keeps f alive meanwhile
   release(&p->tg.filelock);
-  return -EMFILE;
+  return f ? 0 : -EBADF;
+}
+
+// Gives f[0..n) the lowest free descriptors, into fd[0..n): all of them or
+// none. Each file passes its reference to its descriptor. Returns 0 or
+// -EMFILE.
+static int
+fdalloc(struct file **f, int *fd, int n)
+{
+  struct proc *p = myprocess();
+  int k = 0;
+
+  acquire(&p->tg.filelock);
+  for (int i = 0; i < NOFILE && k < n; i++)
+    if (p->ofile[i] == 0)
+      fd[k++] = i;
+  for (int i = 0; k == n && i < n; i++)
+    p->ofile[fd[i]] = f[i];
+  release(&p->tg.filelock);
+  return k == n ? 0 : -EMFILE;
 }
 
 uint64
@@ -64,12 +72,13 @@ sys_dup(void)
   struct file *f;
   int fd, r;
 
-  if ((r = argfd(0, 0, &f)) < 0)
+  if ((r = argfd(0, &f)) < 0)
     return r;
-  if ((fd = fdalloc(f)) < 0)
-    return fd;
-  filedup(f);
-  return fd;
+  if ((r = fdalloc(&f, &fd, 1)) < 0) {
+    fileclose(f);
+    return r;
+  }
+  return fd; // argfd's reference is the new descriptor's
 }
 
 // The arguments of read and write: (fd, user buffer, count).
@@ -81,10 +90,12 @@ argrw(struct file **f, uint64 *p, int *n)
 
   argaddr(1, p);
   argint(2, n);
-  if ((r = argfd(0, 0, f)) < 0)
+  if ((r = argfd(0, f)) < 0)
     return r;
-  if (*n < 0)
+  if (*n < 0) {
+    fileclose(*f);
     return -EINVAL;
+  }
   return 0;
 }
 
@@ -97,7 +108,9 @@ sys_read(void)
 
   if ((r = argrw(&f, &p, &n)) < 0)
     return r;
-  return fileread(f, p, n);
+  r = fileread(f, p, n);
+  fileclose(f);
+  return r;
 }
 
 uint64
@@ -109,29 +122,29 @@ sys_write(void)
 
   if ((r = argrw(&f, &p, &n)) < 0)
     return r;
-  return filewrite(f, p, n);
+  r = filewrite(f, p, n);
+  fileclose(f);
+  return r;
 }
 
 uint64
 sys_close(void)
 {
-  int fd, r;
-  struct file *f;
-
+  int fd;
+  struct file *f = 0;
   struct proc *p = myprocess();
 
-  if ((r = argfd(0, &fd, &f)) < 0)
-    return r;
-  // Another thread may close fd meanwhile: only one of them closes f.
-  acquire(&p->tg.filelock);
-  if (p->ofile[fd] != f)
-    r = -EBADF;
-  else
-    p->ofile[fd] = 0;
+  argint(0, &fd);
+  if (fd < 0 || fd >= NOFILE)
+    return -EBADF;
+  acquire(&p->tg.filelock); // of two threads closing fd, one gets f
+  f = p->ofile[fd];
+  p->ofile[fd] = 0;
   release(&p->tg.filelock);
-  if (r == 0)
-    fileclose(f);
-  return r;
+  if (f == 0)
+    return -EBADF;
+  fileclose(f);
+  return 0;
 }
 
 uint64
@@ -142,9 +155,11 @@ sys_fstat(void)
   int r;
 
   argaddr(1, &st);
-  if ((r = argfd(0, 0, &f)) < 0)
+  if ((r = argfd(0, &f)) < 0)
     return r;
-  return filestat(f, st);
+  r = filestat(f, st);
+  fileclose(f);
+  return r;
 }
 
 // Makes new a name for the inode old names (not a directory).
@@ -412,22 +427,26 @@ do_open(char *path, int omode)
     iunlockput(ip);
     return -EINVAL;
   }
-  if ((f = filealloc()) == 0 || (fd = fdalloc(f)) < 0) {
-    r = f ? -EMFILE : -ENFILE;
-    if (f)
-      fileclose(f);
+  if ((f = filealloc()) == 0) {
     iunlockput(ip);
-    return r;
+    return -ENFILE;
   }
   f->type = ip->type == T_DEVICE ? FD_DEVICE : FD_INODE;
   f->major = ip->major;
   f->off = 0;
-  f->ip = ip;
+  f->ip = idup(ip); // f's own: once fd is visible, another thread may close it
   f->readable = !(omode & O_WRONLY);
   f->writable = (omode & O_WRONLY) || (omode & O_RDWR);
+  if ((r = fdalloc(&f, &fd, 1)) < 0) {
+    f->type = FD_NONE; // never visible: free f alone, and put f's reference
+    fileclose(f);      // here (fileclose's would start a nested transaction)
+    iput(ip);
+    iunlockput(ip);
+    return r;
+  }
   if ((omode & O_TRUNC) && ip->type == T_FILE)
     itrunc(ip);
-  iunlock(ip);
+  iunlockput(ip);
   return fd;
 }
 
@@ -526,20 +545,19 @@ sys_pipe(void)
   struct proc *p = myprocess();
 
   argaddr(0, &fdarray);
+  // The array is checked before the descriptors exist: once they are
+  // visible, another thread may use or close them, so they cannot be
+  // taken back. (Written once, it stays writable: a process with threads
+  // cannot shrink its memory.)
+  if (copyout(p->pagetable, fdarray, fd, sizeof(fd)) < 0)
+    return -EFAULT;
   if ((r = pipealloc(&rf, &wf)) < 0)
     return r;
-  if ((fd[0] = fdalloc(rf)) < 0 || (fd[1] = fdalloc(wf)) < 0) {
-    r = -EMFILE;
-  } else if (copyout(p->pagetable, fdarray, fd, sizeof(fd)) < 0) {
-    r = -EFAULT;
-  } else {
-    return 0;
+  struct file *f[2] = { rf, wf };
+  if ((r = fdalloc(f, fd, 2)) < 0) {
+    fileclose(rf);
+    fileclose(wf);
+    return r;
   }
-  if (fd[0] >= 0)
-    p->ofile[fd[0]] = 0;
-  if (fd[1] >= 0)
-    p->ofile[fd[1]] = 0;
-  fileclose(rf);
-  fileclose(wf);
-  return r;
+  return copyout(p->pagetable, fdarray, fd, sizeof(fd)) < 0 ? -EFAULT : 0;
 }

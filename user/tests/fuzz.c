@@ -355,24 +355,13 @@ dataptr(struct call *c, int i, long n, int out)
     c->nodata = 1;
 }
 
-// pid was reaped: no longer one of this worker's children to kill.
+// Removes id from list[0..*n) (a reaped child, a joined thread), if there.
 static void
-forget_kid(int pid)
+forget(int *list, int *n, int id)
 {
-  for (int i = 0; i < nkids; i++)
-    if (kids[i] == pid) {
-      kids[i] = kids[--nkids];
-      return;
-    }
-}
-
-// Thread tid was joined: no longer one to join.
-static void
-forget_thread(int tid)
-{
-  for (int i = 0; i < nthreads; i++)
-    if (threads[i] == tid) {
-      threads[i] = threads[--nthreads];
+  for (int i = 0; i < *n; i++)
+    if (list[i] == id) {
+      list[i] = list[--*n];
       return;
     }
 }
@@ -826,11 +815,11 @@ one_call(void)
   }
   r = run(&c);
   if (c.nr == SYS_wait && r > 0)
-    forget_kid(r);
+    forget(kids, &nkids, r);
   if (c.nr == SYS_thread_create && r > 0 && !child)
     threads[nthreads++] = r;
   if (c.nr == SYS_thread_join && r == 0)
-    forget_thread(c.a[0]);
+    forget(threads, &nthreads, c.a[0]);
   if (c.tmpfd >= 0)
     close(c.tmpfd);
   if (c.scrub) // never an ELF image in scratch, so none gets written to a file

@@ -14,6 +14,9 @@
 
 #include "user/lib/user.h"
 #include "kernel/include/param.h"
+#include "kernel/include/fcntl.h"
+#include "kernel/include/stat.h"
+#include "kernel/include/sysinfo.h"
 
 static int failfd = -1;
 
@@ -399,6 +402,69 @@ t_sbrk(void)
   (void)tid;
 }
 
+// One thread uses a descriptor (dup and close of the copy, fstat, read)
+// while another closes it and opens a file or a pipe in its place,
+// FDRACE_ROUNDS times: every call answers, with a result or an
+// error code, the kernel stays up, and no open file is left behind. (The
+// kernel once used a file that another thread's close had just freed: a
+// dup then hit the panic "filedup: unused file".)
+#define FDRACE_ROUNDS 8000
+static volatile int fdrace_done;
+static volatile int fdrace_fd; // the main thread's descriptor of the round
+
+static uint64
+fdrace_user(void *arg)
+{
+  char c;
+  struct stat st;
+  uint64 bad = 0;
+
+  (void)arg;
+  while (!fdrace_done) {
+    int d = dup(fdrace_fd);
+    if (d >= 0)
+      bad += close(d) != 0;
+    else
+      bad += d != -EBADF && d != -EMFILE;
+    int r = fstat(fdrace_fd, &st);
+    bad += r != 0 && r != -EBADF && r != -EINVAL; // -EINVAL: a pipe has no inode
+    r = read(fdrace_fd, &c, 1);
+    bad += r < 0 && r != -EBADF;
+  }
+  return bad;
+}
+
+static void
+t_fdrace(void)
+{
+  struct sysinfo before, after;
+  int p[2];
+
+  expect(sysinfo(&before) == 0, "sysinfo");
+  fdrace_fd = open("/threadtests", O_RDONLY);
+  expect(fdrace_fd >= 0, "open: %s", strerror(fdrace_fd));
+  int tid = start(fdrace_user, 0);
+  for (int i = 0; i < FDRACE_ROUNDS; i++) {
+    expect(close(fdrace_fd) == 0, "close %d", fdrace_fd);
+    if (i % 2 == 0) {
+      int fd = open("/threadtests", O_RDONLY);
+      expect(fd >= 0, "open: %s", strerror(fd));
+      fdrace_fd = fd;
+    } else { // a pipe's read end: a read there ends at EOF
+      expect(pipe(p) == 0, "pipe");
+      fdrace_fd = p[0];
+      close(p[1]);
+    }
+  }
+  fdrace_done = 1;
+  uint64 bad = 9;
+  expect(uthread_join(tid, &bad) == 0, "join");
+  expect(bad == 0, "%lu calls gave a wrong result", bad);
+  close(fdrace_fd);
+  expect(sysinfo(&after) == 0 && after.files == before.files,
+      "open files %d before, %d after", before.files, after.files);
+}
+
 // wait sees the process once, whatever its threads did.
 static void
 t_wait(void)
@@ -457,6 +523,7 @@ struct test {
   { t_sbrk, "sbrk" },
   { t_wait, "wait" },
   { t_nharts_full, "nhartsfull" },
+  { t_fdrace, "fdrace" },
   { 0, 0 },
 };
 
