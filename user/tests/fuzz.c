@@ -15,6 +15,13 @@
 // waits end; it takes every request and completes or fails it, with bad
 // worker-side calls in between.
 //
+// Each worker also runs a helper thread that makes unchecked calls on the
+// process's shared descriptors, directory and memory while the worker's
+// own calls run (see helper_main), in every other phase of HELPER_PHASE
+// calls (a process with threads cannot shrink its heap, which the worker's
+// sbrk calls do when alone); it is also stopped before each exec the
+// worker makes.
+//
 // Passed and failed. Each call is checked; it passes when
 //   - it returns, and the calling process is not killed for it;
 //   - its result is a success value or an error code the call can return
@@ -56,15 +63,17 @@
 #include "kernel/include/sysinfo.h"
 #include "kernel/include/aisvc.h"
 
-#define NELEM(a)    ((int)(sizeof(a) / sizeof((a)[0])))
-#define SCRATCH     (64 * 1024) // the one buffer valid pointers point into
-#define MAXKIDS     3
-#define SANDBOX     "fuzz.tmp"
-#define NOTE_MAX    160
-#define RAW_PERCENT 15
-#define MAXTHREADS  4 // threads a worker keeps unjoined
-#define XSTR(x)     STR(x)
-#define STR(x)      #x
+#define NELEM(a)     ((int)(sizeof(a) / sizeof((a)[0])))
+#define SCRATCH      (64 * 1024) // the one buffer valid pointers point into
+#define MAXKIDS      3
+#define SANDBOX      "fuzz.tmp"
+#define NOTE_MAX     160
+#define RAW_PERCENT  15
+#define MAXTHREADS   4           // threads a worker keeps unjoined
+#define HSTACK       (16 * 1024) // the helper thread's stack
+#define HELPER_PHASE 500         // calls with the helper thread, then as many without
+#define XSTR(x)      STR(x)
+#define STR(x)       #x
 
 // ---------------------------------------------------------------- random
 
@@ -101,6 +110,10 @@ static int aiblock;    // AI waits may block: our own worker serves
 static int child;      // this process is a worker's child
 static int kids[MAXKIDS], nkids;
 static int threads[MAXTHREADS], nthreads; // started, not yet joined
+static char *hstack;                      // the helper thread's stack, below scratch
+static int helper;                        // its thread id while it runs, else 0
+static volatile int helper_stop;          // set when the worker's calls are done
+static volatile uint32 main_calls;        // the worker's calls: the helper's pace
 static int mypid;
 static int reportfd = -1; // the pipe to the parent: never picked as a descriptor
 
@@ -123,7 +136,7 @@ enum { P_OK,
 static uint64
 anyptr(int *kind)
 {
-  uint64 top = (uint64)heaptop + 64 * PGSIZE;
+  uint64 top = (uint64)sbrk(0) + 64 * PGSIZE; // the helper thread grows the heap too
 
   switch (pick(14)) {
   case 0: *kind = P_NULL; return 0;
@@ -367,6 +380,7 @@ forget(int *list, int *n, int id)
 }
 
 static void child_main(void);
+static void stop_helper(void);
 
 // ---------------------------------------------------------------- typed calls
 
@@ -813,6 +827,8 @@ one_call(void)
     }
     return;
   }
+  if (c.nr == SYS_exec)
+    stop_helper();
   r = run(&c);
   if (c.nr == SYS_wait && r > 0)
     forget(kids, &nkids, r);
@@ -831,12 +847,20 @@ static void
 child_main(void)
 {
   child = 1;
-  nkids = nthreads = 0; // the parent's (fork copies only the calling thread)
+  nkids = nthreads = helper = 0; // the parent's (fork copies only the calling thread)
   // A child's blocking AI call could sleep in submit on a table full of
   // results that its parent, blocked in wait() for it, holds: a deadlock of
   // the program's own making. Children make only the calls that fail at once.
   aiblock = 0;
   close(reportfd);
+  // The parent's helper thread may have held a pipe's write end for a
+  // moment (a pipe it had just made, or a dup) when the fork copied the
+  // table: a read of that pipe here would wait for the child itself, and
+  // the parent, reading it too, for the child. Children keep no pipes.
+  struct stat st;
+  for (int fd = 0; fd < NOFILE; fd++)
+    if (fstat(fd, &st) == -EINVAL)
+      close(fd);
   for (int n = 1 + pick(20); n > 0; n--)
     one_call();
   exit(pick(256));
@@ -856,6 +880,7 @@ setup(uint64 seed)
   close(1);
   close(2);
   textpage = (char *)setup;
+  hstack = sbrk(HSTACK);
   scratch = sbrk(SCRATCH);
   heaptop = sbrk(0);
 }
@@ -877,6 +902,93 @@ send_report(void)
   write(reportfd, &rep, sizeof(rep));
 }
 
+// The helper thread: while the worker's main thread makes its checked
+// calls, it makes unchecked ones on what the threads share: descriptors
+// (read, write, dup, fstat, close, open, pipe), the directory (mkdir,
+// unlink, chdir deeper), the break (sbrk grows) and the children (fork;
+// the child exits at once). Its own random numbers and buffers: what it
+// reads is never written anywhere (scratch must never hold a program), it
+// writes only to files and devices (a full pipe would block it), and it
+// leaves blocking AI calls alone, so it always comes back to see
+// helper_stop. It makes one call per call of the worker's (futex_wait on
+// main_calls), so the two overlap without the helper taking over the hart.
+static void
+helper_main(void *arg)
+{
+  static const char *names[] = { "a", "b", "h", "a/h", "h/h", "." };
+  static char in[512];
+  static const char out[64] = "written by the helper thread";
+  struct stat st;
+  uint64 r = (uint64)arg | 1;
+  int p[2];
+
+  uint32 seen = main_calls;
+  while (!helper_stop) {
+    futex_wait(&main_calls, seen);
+    seen = main_calls;
+    r ^= r << 13;
+    r ^= r >> 7;
+    r ^= r << 17;
+    int fd = (int)((r >> 8) % NOFILE), n = (int)((r >> 32) % sizeof(in));
+    const char *name = names[(r >> 40) % NELEM(names)];
+    if (fd == reportfd)
+      continue;
+    switch ((r >> 20) % 10) {
+    case 0: read(fd, in, n); break;
+    case 1:
+      if (fstat(fd, &st) == 0 && st.type != T_DIR)
+        write(fd, out, n % sizeof(out));
+      break;
+    case 2:
+      if ((n = dup(fd)) >= 0)
+        close(n);
+      break;
+    case 3: close(fd); break;
+    case 4: open(name, n % 2 ? O_CREATE | O_RDWR : O_RDONLY); break;
+    case 5:
+      if (pipe(p) == 0) {
+        close(p[1]); // so a read of p[0] ends
+        if (n % 2)
+          close(p[0]);
+      }
+      break;
+    case 6: n % 2 ? mkdir(name) : unlink(name); break;
+    case 7: chdir(name); break; // names never climb
+    case 8: sbrk(n); break;
+    default:
+      if (n % 8 == 0 && fork() == 0)
+        exit(0);
+      break;
+    }
+  }
+  thread_exit(0);
+}
+
+// Starts the helper thread if none runs.
+static void
+start_helper(void)
+{
+  if (helper == 0)
+    helper = thread_create(helper_main, (void *)rnd(), hstack + HSTACK);
+  if (helper < 0)
+    helper = 0;
+}
+
+// Ends the helper thread and waits for it: at the end, and before an exec,
+// which ends the other threads only once it has copied its arguments (so
+// the worker could not tell whether the helper still runs).
+static void
+stop_helper(void)
+{
+  if (helper == 0)
+    return;
+  helper_stop = 1;
+  main_calls++;
+  futex_wake(&main_calls, 1);
+  thread_join(helper, 0);
+  helper = helper_stop = 0;
+}
+
 // Worker index: ncalls checked calls, then waits for its children.
 static void __attribute__((noreturn))
 worker_main(int index, uint64 seed, long ncalls)
@@ -889,8 +1001,16 @@ worker_main(int index, uint64 seed, long ncalls)
     send_report();
     exit(1);
   }
-  while (rep.calls < ncalls)
+  while (rep.calls < ncalls) {
+    if (rep.calls / HELPER_PHASE % 2 == 0)
+      start_helper();
+    else
+      stop_helper(); // alone, the worker's sbrk may shrink the heap again
     one_call();
+    main_calls++;
+    futex_wake(&main_calls, 1);
+  }
+  stop_helper();
   while (wait(0) > 0)
     ;
   send_report();
