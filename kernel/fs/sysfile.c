@@ -131,7 +131,7 @@ uint64
 sys_close(void)
 {
   int fd;
-  struct file *f = 0;
+  struct file *f;
   struct proc *p = myprocess();
 
   argint(0, &fd);

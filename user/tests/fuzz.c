@@ -79,13 +79,20 @@
 
 static uint64 rng;
 
+// The next number of the xorshift generator with state *st (never 0).
+static uint64
+rnd_from(uint64 *st)
+{
+  *st ^= *st << 13;
+  *st ^= *st >> 7;
+  *st ^= *st << 17;
+  return *st;
+}
+
 static uint64
 rnd(void)
 {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
+  return rnd_from(&rng);
 }
 
 // A number in [0, n).
@@ -926,9 +933,7 @@ helper_main(void *arg)
   while (!helper_stop) {
     futex_wait(&main_calls, seen);
     seen = main_calls;
-    r ^= r << 13;
-    r ^= r >> 7;
-    r ^= r << 17;
+    rnd_from(&r); // its own state: rng is the worker's
     int fd = (int)((r >> 8) % NOFILE), n = (int)((r >> 32) % sizeof(in));
     const char *name = names[(r >> 40) % NELEM(names)];
     if (fd == reportfd)
