@@ -67,7 +67,11 @@
 # whole-register load brings two word vectors (8 columns): a vector load
 # costs about the same up to 1 KiB (PERF_NOTES.md, fact 9), so fewer and
 # larger loads pay. The m4 versions (LMUL 4: vlen 128 and 256) load 8
-# registers, the m2 ones (vlen 512) 4.
+# registers, the m2 ones (vlen 512) 4. Every load and store here names
+# byte elements (vl8re8.v, vs8r.v, ...), whatever the data: a register
+# holds the same bytes either way, and QEMU 10 copies a byte-element
+# access as one block but moves wider elements one at a time
+# (PERF_NOTES.md, fact 25).
 #
 # Three versions use different registers for the group sums (acc), the
 # weights (w0, w1), the scratch (scr) and the int64 totals (tot): an op on
@@ -76,7 +80,7 @@
 # harts (PERF_NOTES.md, fact 19). Whichever single register it cuts, one
 # version leaves it out of its inline ops (the totals only meet a helper
 # call, once per group): kernels_vec.c times them and takes the fastest.
-.macro MATVEC name, load, acc, scr, w0, w1, tot
+.macro MATVEC name, load, mload, tstore, acc, scr, w0, w1, tot
         .global \name
 \name:
         addi t2, a6, 9                  # e64 and twice the LMUL
@@ -94,7 +98,7 @@
         COLS8 \acc, \scr, \w0, \w1
         addi t4, t4, -1
         bnez t4, 2b
-        vle32.v \scr, (a1)              # mult = wm[g][.] * m[g]
+        \mload \scr, (a1)              # mult = wm[g][.] * m[g]
         add a1, a1, t3
         lw t5, 0(a3)
         addi a3, a3, 4
@@ -102,17 +106,16 @@
         vwmacc.vv \tot, \scr, \acc
         addi a4, a4, -1
         bnez a4, 1b
-        vsetvl t0, zero, t2
-        vse64.v \tot, (a5)
+        \tstore \tot, (a5)
         ret
 .endm
 
-        MATVEC llm_rvv_matvec_m4_a, vl8re32.v, v4, v16, v8, v12, v24
-        MATVEC llm_rvv_matvec_m4_b, vl8re32.v, v0, v20, v8, v12, v24
-        MATVEC llm_rvv_matvec_m4_c, vl8re32.v, v4, v16, v24, v28, v8
-        MATVEC llm_rvv_matvec_m2_a, vl4re32.v, v4, v16, v8, v10, v24
-        MATVEC llm_rvv_matvec_m2_b, vl4re32.v, v0, v20, v8, v10, v24
-        MATVEC llm_rvv_matvec_m2_c, vl4re32.v, v4, v16, v24, v26, v8
+        MATVEC llm_rvv_matvec_m4_a, vl8re8.v, vl4re8.v, vs8r.v, v4, v16, v8, v12, v24
+        MATVEC llm_rvv_matvec_m4_b, vl8re8.v, vl4re8.v, vs8r.v, v0, v20, v8, v12, v24
+        MATVEC llm_rvv_matvec_m4_c, vl8re8.v, vl4re8.v, vs8r.v, v4, v16, v24, v28, v8
+        MATVEC llm_rvv_matvec_m2_a, vl4re8.v, vl2re8.v, vs4r.v, v4, v16, v8, v10, v24
+        MATVEC llm_rvv_matvec_m2_b, vl4re8.v, vl2re8.v, vs4r.v, v0, v20, v8, v10, v24
+        MATVEC llm_rvv_matvec_m2_c, vl4re8.v, vl2re8.v, vs4r.v, v4, v16, v24, v26, v8
 
 # t5 = byte j of the 32-bit word in xreg (as lw leaves it), sign-extended.
 .macro WBYTE xreg, j
@@ -163,8 +166,10 @@
 # vmul.vx and vadd.vv rather than vmacc.vx: QEMU 10 runs vmacc through a
 # helper call, 2-3x slower. Totals to t[p*H .. p*H+H), H = VLMAX.
 # One 4-byte load per position brings 4 columns (s0-s3, saved).
-        .global llm_rvv_matvec4
-llm_rvv_matvec4:
+# load: vl2re8.v or vl1re8.v, one register group at the kernel's LMUL.
+.macro MATVEC4 name, load, tstore
+        .global \name
+\name:
         addi sp, sp, -32
         sd s0, 0(sp)
         sd s1, 8(sp)
@@ -187,7 +192,7 @@ llm_rvv_matvec4:
         vmv.v.i v4, 0
         vmv.v.i v6, 0
         li a7, 8
-2:      vle32.v v8, (a0)
+2:      \load v8, (a0)
         add a0, a0, t1
         add a0, a0, t1
         lw s0, 0(a2)                    # 4 columns of each position
@@ -204,7 +209,7 @@ llm_rvv_matvec4:
         addi t6, t6, 4
         addi a7, a7, -1
         bnez a7, 2b
-        vle32.v v12, (a1)
+        \load v12, (a1)
         add a1, a1, t1
         add a1, a1, t1
         mv t0, a3
@@ -218,16 +223,20 @@ llm_rvv_matvec4:
         addi t2, a6, 9
         vsetvl t0, zero, t2
         slli t1, t0, 3
-        vse64.v v16, (a5)
+        \tstore v16, (a5)
         add a5, a5, t1
-        vse64.v v20, (a5)
+        \tstore v20, (a5)
         add a5, a5, t1
-        vse64.v v24, (a5)
+        \tstore v24, (a5)
         add a5, a5, t1
-        vse64.v v28, (a5)
+        \tstore v28, (a5)
         ld s0, 0(sp)
         ld s1, 8(sp)
         ld s2, 16(sp)
         ld s3, 24(sp)
         addi sp, sp, 32
         ret
+.endm
+
+        MATVEC4 llm_rvv_matvec4_m2, vl2re8.v, vs4r.v
+        MATVEC4 llm_rvv_matvec4_m1, vl1re8.v, vs2r.v

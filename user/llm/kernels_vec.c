@@ -35,8 +35,10 @@ typedef void matvec_fn(const int8 *w, const int32 *wm, const int8 *x, const int3
     long ng, int64 *t, long vtype);
 matvec_fn llm_rvv_matvec_m4_a, llm_rvv_matvec_m4_b, llm_rvv_matvec_m4_c;
 matvec_fn llm_rvv_matvec_m2_a, llm_rvv_matvec_m2_b, llm_rvv_matvec_m2_c;
-void llm_rvv_matvec4(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
+typedef void matvec4_fn(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
     long ng, int64 *t, long vtype, long n);
+matvec4_fn llm_rvv_matvec4_m2, llm_rvv_matvec4_m1;
+static matvec4_fn *matvec4; // the 4-position kernel, at half the packing's LMUL
 
 // The decode kernel's three register assignments (kernels_rvv.S) for the
 // packing's LMUL: 4 (vlen 128, 256) or 2 (512).
@@ -110,6 +112,7 @@ kernels(void)
     matvec_fn *m2[VERSIONS] = { llm_rvv_matvec_m2_a, llm_rvv_matvec_m2_b, llm_rvv_matvec_m2_c };
     for (int v = 0; v < VERSIONS; v++)
       matvec[v] = lmul == 4 ? m4[v] : m2[v];
+    matvec4 = lmul == 4 ? llm_rvv_matvec4_m2 : llm_rvv_matvec4_m1;
 #endif
   }
   return decided;
@@ -243,7 +246,7 @@ half4(const struct llm_qmat *w, const struct llm_qact *a, int b0, int h, int lo,
   int ng = w->cols / LLM_GS, n = w->cols, H = block / 2, h0 = b0 + h * H;
   if (h0 >= hi || h0 + H <= lo)
     return;
-  llm_rvv_matvec4(w->q + (uint64)b0 * n + 4 * h * H, w->vwm + (uint64)b0 * ng + h * H,
+  matvec4(w->q + (uint64)b0 * n + 4 * h * H, w->vwm + (uint64)b0 * ng + h * H,
       a->q + p0 * n, a->m + p0 * ng, ng, t, vtype32 - 1, n);
   int r0 = h0 > lo ? h0 : lo, r1 = h0 + H < hi ? h0 + H : hi;
   for (int p = p0; p < p0 + 4 && p < a->count; p++)
