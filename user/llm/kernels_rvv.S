@@ -15,10 +15,8 @@
 # use twice the LMUL.
 #
 # Registers: see each kernel (the matvec comes in three register
-# assignments); the 4-position kernel: acc (int32 group sums) v0-v6, W v8
-# (packed weights), v12 (one byte per lane, sign-extended), v14, T (int64
-# totals) v16-v28. The code sits on a page of its
-# own (PERF_NOTES.md, fact 4).
+# assignments, the 4-position kernel in two). The code sits on a page of
+# its own (PERF_NOTES.md, fact 4).
 
         .option arch, +v
         .section .text.hot.rvv, "ax", @progbits
@@ -127,35 +125,37 @@
         .endif
 .endm
 
-# Byte j of each lane (shift 24 - 8j, as in MAC1) times the activations
-# of 4 positions, byte j of the words in s0-s3.
-.macro MAC4 shift, j
+# Byte j of each lane of w (shift 24 - 8j, as in MAC1) into b, times the
+# activations of 4 positions (byte j of the words in s0-s3) through p,
+# added to c0-c3.
+.macro MAC4 shift, j, c0, c1, c2, c3, w, b, p
         .if \shift
-        vsll.vi v12, v8, \shift
-        vsra.vi v12, v12, 24
+        vsll.vi \b, \w, \shift
+        vsra.vi \b, \b, 24
         .else
-        vsra.vi v12, v8, 24
+        vsra.vi \b, \w, 24
         .endif
         WBYTE s0, \j
-        vmul.vx v14, v12, t5
-        vadd.vv v0, v0, v14
+        vmul.vx \p, \b, t5
+        vadd.vv \c0, \c0, \p
         WBYTE s1, \j
-        vmul.vx v14, v12, t5
-        vadd.vv v2, v2, v14
+        vmul.vx \p, \b, t5
+        vadd.vv \c1, \c1, \p
         WBYTE s2, \j
-        vmul.vx v14, v12, t5
-        vadd.vv v4, v4, v14
+        vmul.vx \p, \b, t5
+        vadd.vv \c2, \c2, \p
         WBYTE s3, \j
-        vmul.vx v14, v12, t5
-        vadd.vv v6, v6, v14
+        vmul.vx \p, \b, t5
+        vadd.vv \c3, \c3, \p
 .endm
 
-# T_p += (wm[g] * m_p[g]) * acc_p, with m_p[g] at t0 (advanced by t2).
-.macro TOTAL acc, tot
+# tot += (wm[g] * m_p[g]) * acc, with wm[g] in b and m_p[g] at t0
+# (advanced by t2); p is scratch.
+.macro TOTAL acc, tot, b, p
         lw t5, 0(t0)
         add t0, t0, t2
-        vmul.vx v14, v12, t5
-        vwmacc.vv \tot, v14, \acc
+        vmul.vx \p, \b, t5
+        vwmacc.vv \tot, \p, \acc
 .endm
 
 # void llm_rvv_matvec4(const int8 *w, const int32 *wm, const int8 *x,
@@ -167,7 +167,12 @@
 # helper call, 2-3x slower. Totals to t[p*H .. p*H+H), H = VLMAX.
 # One 4-byte load per position brings 4 columns (s0-s3, saved).
 # load: vl2re8.v or vl1re8.v, one register group at the kernel's LMUL.
-.macro MATVEC4 name, load, tstore
+# Two versions, a and b, keep their inline ops on disjoint registers
+# (group sums c0-c3, weights w, byte b, product p; the int64 totals
+# t0r-t3r only meet the widening helper): whichever register a host page
+# boundary cuts, one of them runs at full speed (PERF_NOTES.md, facts 19
+# and 26); kernels_vec.c times both, as for the matvec.
+.macro MATVEC4 name, load, tstore, c0, c1, c2, c3, w, b, p, t0r, t1r, t2r, t3r
         .global \name
 \name:
         addi sp, sp, -32
@@ -177,59 +182,58 @@
         sd s3, 24(sp)
         addi t2, a6, 9
         vsetvl t0, zero, t2
-        vmv.v.i v16, 0
-        vmv.v.i v20, 0
-        vmv.v.i v24, 0
-        vmv.v.i v28, 0
+        vmv.v.i \t0r, 0
+        vmv.v.i \t1r, 0
+        vmv.v.i \t2r, 0
+        vmv.v.i \t3r, 0
         vsetvl t0, zero, a6
         slli t1, t0, 2                  # bytes per (half) word vector
         add t3, a2, a7                  # the positions' activations
         add t4, t3, a7
         add t6, t4, a7
         slli t2, a4, 2                  # bytes between positions' multipliers
-1:      vmv.v.i v0, 0
-        vmv.v.i v2, 0
-        vmv.v.i v4, 0
-        vmv.v.i v6, 0
+1:      vmv.v.i \c0, 0
+        vmv.v.i \c1, 0
+        vmv.v.i \c2, 0
+        vmv.v.i \c3, 0
         li a7, 8
-2:      \load v8, (a0)
+2:      \load \w, (a0)
         add a0, a0, t1
         add a0, a0, t1
         lw s0, 0(a2)                    # 4 columns of each position
         lw s1, 0(t3)
         lw s2, 0(t4)
         lw s3, 0(t6)
-        MAC4 24, 0
-        MAC4 16, 1
-        MAC4 8, 2
-        MAC4 0, 3
+        .irp j, 0, 1, 2, 3
+        MAC4 24-8*\j, \j, \c0, \c1, \c2, \c3, \w, \b, \p
+        .endr
         addi a2, a2, 4
         addi t3, t3, 4
         addi t4, t4, 4
         addi t6, t6, 4
         addi a7, a7, -1
         bnez a7, 2b
-        \load v12, (a1)
+        \load \b, (a1)
         add a1, a1, t1
         add a1, a1, t1
         mv t0, a3
-        TOTAL v0, v16
-        TOTAL v2, v20
-        TOTAL v4, v24
-        TOTAL v6, v28
+        TOTAL \c0, \t0r, \b, \p
+        TOTAL \c1, \t1r, \b, \p
+        TOTAL \c2, \t2r, \b, \p
+        TOTAL \c3, \t3r, \b, \p
         addi a3, a3, 4
         addi a4, a4, -1
         bnez a4, 1b
         addi t2, a6, 9
         vsetvl t0, zero, t2
         slli t1, t0, 3
-        \tstore v16, (a5)
+        \tstore \t0r, (a5)
         add a5, a5, t1
-        \tstore v20, (a5)
+        \tstore \t1r, (a5)
         add a5, a5, t1
-        \tstore v24, (a5)
+        \tstore \t2r, (a5)
         add a5, a5, t1
-        \tstore v28, (a5)
+        \tstore \t3r, (a5)
         ld s0, 0(sp)
         ld s1, 8(sp)
         ld s2, 16(sp)
@@ -238,5 +242,7 @@
         ret
 .endm
 
-        MATVEC4 llm_rvv_matvec4_m2, vl2re8.v, vs4r.v
-        MATVEC4 llm_rvv_matvec4_m1, vl1re8.v, vs2r.v
+        MATVEC4 llm_rvv_matvec4_m2_a, vl2re8.v, vs4r.v, v0, v2, v4, v6, v8, v12, v14, v16, v20, v24, v28
+        MATVEC4 llm_rvv_matvec4_m2_b, vl2re8.v, vs4r.v, v16, v18, v20, v22, v24, v28, v30, v0, v4, v8, v12
+        MATVEC4 llm_rvv_matvec4_m1_a, vl1re8.v, vs2r.v, v0, v2, v4, v6, v8, v12, v14, v16, v20, v24, v28
+        MATVEC4 llm_rvv_matvec4_m1_b, vl1re8.v, vs2r.v, v16, v18, v20, v22, v24, v28, v30, v0, v4, v8, v12

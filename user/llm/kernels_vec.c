@@ -37,25 +37,41 @@ matvec_fn llm_rvv_matvec_m4_a, llm_rvv_matvec_m4_b, llm_rvv_matvec_m4_c;
 matvec_fn llm_rvv_matvec_m2_a, llm_rvv_matvec_m2_b, llm_rvv_matvec_m2_c;
 typedef void matvec4_fn(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
     long ng, int64 *t, long vtype, long n);
-matvec4_fn llm_rvv_matvec4_m2, llm_rvv_matvec4_m1;
-static matvec4_fn *matvec4; // the 4-position kernel, at half the packing's LMUL
+matvec4_fn llm_rvv_matvec4_m2_a, llm_rvv_matvec4_m2_b, llm_rvv_matvec4_m1_a, llm_rvv_matvec4_m1_b;
 
-// The decode kernel's three register assignments (kernels_rvv.S) for the
-// packing's LMUL: 4 (vlen 128, 256) or 2 (512).
+// The kernels' register assignments (kernels_rvv.S) for the packing's
+// LMUL, 4 (vlen 128, 256) or 2 (512): three of the decode kernel, two of
+// the 4-position kernel (which runs at half that LMUL).
+enum { ONE,
+  FOUR,
+  KINDS };
 #define VERSIONS 3
+static const int nversions[KINDS] = { 3, 2 };
 static matvec_fn *matvec[VERSIONS];
+static matvec4_fn *matvec4[VERSIONS];
 
-// Each thread of the pool times the three versions on a block, runs the
-// fastest, and times them again after RETIME_BLOCKS blocks: an op on a
+// Each thread of the pool times the versions of a kernel on a call, runs
+// the fastest, and times them again after RETIME_CALLS calls: an op on a
 // vector register that a host page boundary cuts is about 4x slower
 // under QEMU 10, and which register that is depends on the QEMU process
 // and on the hart (a thread may move to another hart) (PERF_NOTES.md,
-// fact 19). Timing 6 blocks costs tens of microseconds, every few tokens.
-#define RETIME_BLOCKS 20000
+// facts 19 and 26). A timing costs a few calls, every few tokens.
+#define RETIME_CALLS 20000
 static struct {
-  int version;
-  int left; // blocks until the next timing
+  int version[KINDS];
+  int left[KINDS]; // calls until the next timing
 } per_thread[LLM_MAX_THREADS];
+
+// One kernel call: a block (ONE) or half a block for 4 positions (FOUR).
+struct call {
+  int kind;
+  const int8 *q;   // packed weights
+  const int32 *wm; // packed multipliers
+  const int8 *x;   // activations
+  const int32 *m;  // their group multipliers
+  int ng, n;       // groups and columns
+  int64 *t;        // totals: block of them (ONE) or 2 * block (FOUR)
+};
 
 // Bytes per vector register, 0 without V.
 static int
@@ -110,9 +126,12 @@ kernels(void)
 #ifdef __riscv
     matvec_fn *m4[VERSIONS] = { llm_rvv_matvec_m4_a, llm_rvv_matvec_m4_b, llm_rvv_matvec_m4_c };
     matvec_fn *m2[VERSIONS] = { llm_rvv_matvec_m2_a, llm_rvv_matvec_m2_b, llm_rvv_matvec_m2_c };
-    for (int v = 0; v < VERSIONS; v++)
+    matvec4_fn *q2[2] = { llm_rvv_matvec4_m2_a, llm_rvv_matvec4_m2_b };
+    matvec4_fn *q1[2] = { llm_rvv_matvec4_m1_a, llm_rvv_matvec4_m1_b };
+    for (int v = 0; v < VERSIONS; v++) {
       matvec[v] = lmul == 4 ? m4[v] : m2[v];
-    matvec4 = lmul == 4 ? llm_rvv_matvec4_m2 : llm_rvv_matvec4_m1;
+      matvec4[v] = v < 2 ? (lmul == 4 ? q2[v] : q1[v]) : 0;
+    }
 #endif
   }
   return decided;
@@ -185,28 +204,38 @@ llm_qmat_weight(const struct llm_qmat *w, int r, int k)
 }
 
 #ifdef __riscv
-// The fastest version for the block at q, from two runs of each (the
-// faster run counts), into t. Every run must give the same totals: a
+// Runs version v of c's kernel.
+static void
+run_version(const struct call *c, int v)
+{
+  if (c->kind == ONE)
+    matvec[v](c->q, c->wm, c->x, c->m, c->ng, c->t, vtype32);
+  else
+    matvec4[v](c->q, c->wm, c->x, c->m, c->ng, c->t, vtype32 - 1, c->n);
+}
+
+// The fastest version for c, from two runs of each (the faster run
+// counts), leaving c's totals. Every run must give the same totals: a
 // difference is a bug in a version's registers, said and fatal (so every
 // timing also checks the versions against each other).
 static int
-fastest_version(const int8 *q, const int32 *wm, const struct llm_qact *a, int ng, int64 *t)
+fastest_version(const struct call *c)
 {
-  int64 first[MAXBLOCK];
-  uint64 best = ~0UL;
-  int fastest = 0;
-  for (int run = 0; run < 2 * VERSIONS; run++) {
-    int v = run % VERSIONS;
+  int64 first[2 * MAXBLOCK];
+  uint64 best = ~0UL, bytes = (c->kind == ONE ? block : 2 * block) * sizeof(int64);
+  int fastest = 0, nv = nversions[c->kind];
+  for (int run = 0; run < 2 * nv; run++) {
+    int v = run % nv;
     uint64 t0 = time_ticks();
-    matvec[v](q, wm, a->q, a->m, ng, t, vtype32);
+    run_version(c, v);
     uint64 dt = time_ticks() - t0;
     if (dt < best) {
       best = dt;
       fastest = v;
     }
     if (run == 0)
-      memmove(first, t, block * sizeof(int64));
-    else if (memcmp(first, t, block * sizeof(int64)) != 0) {
+      memmove(first, c->t, bytes);
+    else if (memcmp(first, c->t, bytes) != 0) {
       fprintf(2, "%s: vector kernel version %d differs from version 0 (a bug in kernels_rvv.S); "
                  "run with --kernels scalar\n",
           llm_prog, v);
@@ -214,6 +243,19 @@ fastest_version(const int8 *q, const int32 *wm, const struct llm_qact *a, int ng
     }
   }
   return fastest;
+}
+
+// Runs c on thread th with the version last timed fastest there (timing
+// them again when due).
+static void
+run_call(const struct call *c, int th)
+{
+  if (per_thread[th].left[c->kind]-- <= 0) {
+    per_thread[th].version[c->kind] = fastest_version(c);
+    per_thread[th].left[c->kind] = RETIME_CALLS;
+  } else {
+    run_version(c, per_thread[th].version[c->kind]);
+  }
 }
 
 // One block of B rows from row b0 for one position, by thread th: y[r] for
@@ -224,30 +266,26 @@ block1(const struct llm_qmat *w, const struct llm_qact *a, int b0, int lo, int h
 {
   int64 t[MAXBLOCK];
   int ng = w->cols / LLM_GS;
-  const int8 *q = w->q + (uint64)b0 * w->cols;
-  const int32 *wm = w->vwm + (uint64)b0 * ng;
-  if (per_thread[th].left-- <= 0) {
-    per_thread[th].version = fastest_version(q, wm, a, ng, t);
-    per_thread[th].left = RETIME_BLOCKS;
-  } else {
-    matvec[per_thread[th].version](q, wm, a->q, a->m, ng, t, vtype32);
-  }
+  struct call c = { ONE, w->q + (uint64)b0 * w->cols, w->vwm + (uint64)b0 * ng, a->q, a->m,
+    ng, w->cols, t };
+  run_call(&c, th);
   for (int r = lo; r < hi; r++)
     y[r] = ((double)t[r - b0] * f) * w->ws[r];
 }
 
-// Half h of the block of B rows from row b0, for positions p0 .. p0+3:
-// the rows in [lo, hi).
+// Half h of the block of B rows from row b0, for positions p0 .. p0+3,
+// by thread th: the rows in [lo, hi).
 static void
 half4(const struct llm_qmat *w, const struct llm_qact *a, int b0, int h, int lo, int hi,
-    int p0, const double *f, double *y, int ystride)
+    int p0, const double *f, double *y, int ystride, int th)
 {
   int64 t[4 * MAXBLOCK / 2];
   int ng = w->cols / LLM_GS, n = w->cols, H = block / 2, h0 = b0 + h * H;
   if (h0 >= hi || h0 + H <= lo)
     return;
-  matvec4(w->q + (uint64)b0 * n + 4 * h * H, w->vwm + (uint64)b0 * ng + h * H,
-      a->q + p0 * n, a->m + p0 * ng, ng, t, vtype32 - 1, n);
+  struct call c = { FOUR, w->q + (uint64)b0 * n + 4 * h * H, w->vwm + (uint64)b0 * ng + h * H,
+    a->q + p0 * n, a->m + p0 * ng, ng, n, t };
+  run_call(&c, th);
   int r0 = h0 > lo ? h0 : lo, r1 = h0 + H < hi ? h0 + H : hi;
   for (int p = p0; p < p0 + 4 && p < a->count; p++)
     for (int r = r0; r < r1; r++)
@@ -271,7 +309,7 @@ llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
     }
     for (int h = 0; h < 2; h++)
       for (int p0 = 0; p0 < a->count; p0 += 4)
-        half4(w, a, b0, h, r0, r1, p0, f, y, ystride);
+        half4(w, a, b0, h, r0, r1, p0, f, y, ystride, t);
   }
 }
 #else
