@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -113,6 +114,19 @@ def _gone(pid: int, wait: float = 10.0) -> bool:
     return False
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _spawn_chat(*args: str) -> pexpect.spawn:
+    """`pyaisvc chat ARGS` on a terminal of its own, with SIGINT at its default as a
+    shell gives it: a test run started as a background job of a script inherits
+    SIGINT ignored, and Python then never raises KeyboardInterrupt for Ctrl-C."""
+    return pexpect.spawn(sys.executable, ["-m", "pyaisvc", "chat", *args], cwd=ROOT,
+                         encoding="utf-8", timeout=300, dimensions=(50, 500),
+                         preexec_fn=_default_sigint)
+
+
 @pytest.mark.guest
 def test_chat_streams_the_reference_reply_and_exits_cleanly(build):
     """One question at the terminal (the second turn, which holds the first:
@@ -123,9 +137,7 @@ def test_chat_streams_the_reference_reply_and_exits_cleanly(build):
     tok = load_tokenizer("smol")
     prompt = encode_message(tok, "smol", QUESTION)
     (ref,) = lc.reference_ids(assets, [prompt], GEN)
-    child = pexpect.spawn(sys.executable, ["-m", "pyaisvc", "chat", "--model", "smol",
-                                           "--max-new-tokens", str(GEN)],
-                          cwd=ROOT, encoding="utf-8", timeout=300, dimensions=(50, 500))
+    child = _spawn_chat("--model", "smol", "--max-new-tokens", str(GEN))
     try:
         child.expect(r"QEMU pid (\d+)")
         qemu_pid = int(child.match.group(1))
@@ -158,8 +170,7 @@ def test_chat_streams_the_reference_reply_and_exits_cleanly(build):
 def test_chat_ctrl_c_shuts_down(build):
     if lc.smol_dir("v3") is None:
         pytest.skip("models/SMOL is missing: run `make smol-assets`")
-    child = pexpect.spawn(sys.executable, ["-m", "pyaisvc", "chat", "--max-new-tokens", "2"],
-                          cwd=ROOT, encoding="utf-8", timeout=300)
+    child = _spawn_chat("--max-new-tokens", "2")
     try:
         child.expect(r"QEMU pid (\d+)")
         qemu_pid = int(child.match.group(1))
@@ -255,8 +266,7 @@ def test_reply_stops_at_end_of_turn_and_the_next_turn_remembers(build):
 def test_unknown_command_and_ctrl_c_stop_only_the_reply(build):
     if lc.smol_dir("v3") is None:
         pytest.skip("models/SMOL is missing: run `make smol-assets`")
-    child = pexpect.spawn(sys.executable, ["-m", "pyaisvc", "chat", "--max-new-tokens", "200"],
-                          cwd=ROOT, encoding="utf-8", timeout=300, dimensions=(50, 500))
+    child = _spawn_chat("--max-new-tokens", "200")
     try:
         child.expect(r"QEMU pid (\d+)")
         child.expect("you> ")

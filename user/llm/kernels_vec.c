@@ -45,10 +45,11 @@ matvec4_fn llm_rvv_matvec4_m2_a, llm_rvv_matvec4_m2_b, llm_rvv_matvec4_m1_a, llm
 enum { ONE,
   FOUR,
   KINDS };
-#define VERSIONS 3
-static const int nversions[KINDS] = { 3, 2 };
+#define VERSIONS  3
+#define VERSIONS4 2
+static const int nversions[KINDS] = { VERSIONS, VERSIONS4 };
 static matvec_fn *matvec[VERSIONS];
-static matvec4_fn *matvec4[VERSIONS];
+static matvec4_fn *matvec4[VERSIONS4];
 
 // Each thread of the pool times the versions of a kernel on a call, runs
 // the fastest, and times them again after RETIME_CALLS calls: an op on a
@@ -126,12 +127,12 @@ kernels(void)
 #ifdef __riscv
     matvec_fn *m4[VERSIONS] = { llm_rvv_matvec_m4_a, llm_rvv_matvec_m4_b, llm_rvv_matvec_m4_c };
     matvec_fn *m2[VERSIONS] = { llm_rvv_matvec_m2_a, llm_rvv_matvec_m2_b, llm_rvv_matvec_m2_c };
-    matvec4_fn *q2[2] = { llm_rvv_matvec4_m2_a, llm_rvv_matvec4_m2_b };
-    matvec4_fn *q1[2] = { llm_rvv_matvec4_m1_a, llm_rvv_matvec4_m1_b };
-    for (int v = 0; v < VERSIONS; v++) {
+    matvec4_fn *q2[VERSIONS4] = { llm_rvv_matvec4_m2_a, llm_rvv_matvec4_m2_b };
+    matvec4_fn *q1[VERSIONS4] = { llm_rvv_matvec4_m1_a, llm_rvv_matvec4_m1_b };
+    for (int v = 0; v < VERSIONS; v++)
       matvec[v] = lmul == 4 ? m4[v] : m2[v];
-      matvec4[v] = v < 2 ? (lmul == 4 ? q2[v] : q1[v]) : 0;
-    }
+    for (int v = 0; v < VERSIONS4; v++)
+      matvec4[v] = lmul == 4 ? q2[v] : q1[v];
 #endif
   }
   return decided;
