@@ -259,16 +259,16 @@ run_call(const struct call *c, int th)
   }
 }
 
-// One block of B rows from row b0 for one position, by thread th: y[r] for
+// One block of B rows from row b0 for position p, by thread th: y[r] for
 // the rows r of the block in [lo, hi) (a thread's range may cut a block).
 static void
-block1(const struct llm_qmat *w, const struct llm_qact *a, int b0, int lo, int hi, double f,
-    double *y, int th)
+block1(const struct llm_qmat *w, const struct llm_qact *a, int p, int b0, int lo, int hi,
+    double f, double *y, int th)
 {
   int64 t[MAXBLOCK];
   int ng = w->cols / LLM_GS;
-  struct call c = { ONE, w->q + (uint64)b0 * w->cols, w->vwm + (uint64)b0 * ng, a->q, a->m,
-    ng, w->cols, t };
+  struct call c = { ONE, w->q + (uint64)b0 * w->cols, w->vwm + (uint64)b0 * ng,
+    a->q + p * w->cols, a->m + p * ng, ng, w->cols, t };
   run_call(&c, th);
   for (int r = lo; r < hi; r++)
     y[r] = ((double)t[r - b0] * f) * w->ws[r];
@@ -302,15 +302,17 @@ llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
     f[p] = w->wm ? a->xs[p] / 1073741824.0 : a->xs[p] / 32768.0;
   if (hi > w->vrows)
     hi = w->vrows;
+  // Whole fours of positions go through the 4-position kernel; the 1-3
+  // left over each through the one-position kernel, which costs less than
+  // a 4-position pass for them (PERF_NOTES.md, fact 27).
+  int fours = a->count - a->count % 4;
   for (int b0 = lo - lo % block; b0 < hi; b0 += block) {
     int r0 = b0 > lo ? b0 : lo, r1 = b0 + block < hi ? b0 + block : hi;
-    if (a->count == 1) {
-      block1(w, a, b0, r0, r1, f[0], y, t);
-      continue;
-    }
     for (int h = 0; h < 2; h++)
-      for (int p0 = 0; p0 < a->count; p0 += 4)
+      for (int p0 = 0; p0 < fours; p0 += 4)
         half4(w, a, b0, h, r0, r1, p0, f, y, ystride, t);
+    for (int p = fours; p < a->count; p++)
+      block1(w, a, p, b0, r0, r1, f[p], y + p * ystride, t);
   }
 }
 #else
