@@ -158,8 +158,8 @@
         vwmacc.vv \tot, \p, \acc
 .endm
 
-# void llm_rvv_matvec4(const int8 *w, const int32 *wm, const int8 *x,
-#     const int32 *m, long ng, int64 *t, long vtype, long n)
+# void llm_rvv_matvec4_{m2,m1}_{a,b}(const int8 *w, const int32 *wm,
+#     const int8 *x, const int32 *m, long ng, int64 *t, long vtype, long n)
 # llm_rvv_matvec for 4 positions (x + p*n, m + p*ng; n = 32 * ng) and
 # half a block: vtype has half the LMUL of the packing's, so a load takes
 # the first half of a packed word vector, and w and wm advance by two.
@@ -224,9 +224,7 @@
         addi a3, a3, 4
         addi a4, a4, -1
         bnez a4, 1b
-        addi t2, a6, 9
-        vsetvl t0, zero, t2
-        slli t1, t0, 3
+        slli t1, t1, 1                  # bytes per position's totals
         \tstore \t0r, (a5)
         add a5, a5, t1
         \tstore \t1r, (a5)

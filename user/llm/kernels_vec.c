@@ -274,8 +274,8 @@ block1(const struct llm_qmat *w, const struct llm_qact *a, int p, int b0, int lo
     y[r] = ((double)t[r - b0] * f) * w->ws[r];
 }
 
-// Half h of the block of B rows from row b0, for positions p0 .. p0+3,
-// by thread th: the rows in [lo, hi).
+// Half h of the block of B rows from row b0, for positions p0 .. p0+3
+// (all held), by thread th: the rows in [lo, hi).
 static void
 half4(const struct llm_qmat *w, const struct llm_qact *a, int b0, int h, int lo, int hi,
     int p0, const double *f, double *y, int ystride, int th)
@@ -288,7 +288,7 @@ half4(const struct llm_qmat *w, const struct llm_qact *a, int b0, int h, int lo,
     a->q + p0 * n, a->m + p0 * ng, ng, n, t };
   run_call(&c, th);
   int r0 = h0 > lo ? h0 : lo, r1 = h0 + H < hi ? h0 + H : hi;
-  for (int p = p0; p < p0 + 4 && p < a->count; p++)
+  for (int p = p0; p < p0 + 4; p++)
     for (int r = r0; r < r1; r++)
       y[p * ystride + r] = ((double)t[(p - p0) * H + r - h0] * f[p]) * w->ws[r];
 }
