@@ -227,6 +227,27 @@ def test_unloadable_model_no_worker(boot_guest, build, tmp_path) -> None:
     assert "restarting" not in g.transcript
 
 
+def test_missing_worker_program_is_given_up(boot_guest, build, qwen_dir, tmp_path) -> None:
+    """A model but no /ai_daemon: init tries it RESPAWN_LIMIT (4) times, 1, 2 and
+    4 s apart, then gives it up with one line; the shell keeps working. The old
+    init restarted it every second forever, a console line each time."""
+    tree = fsimg.Tree(fsimg.load_layout())
+    for name, elf in build.uprogs.items():
+        if name != "ai_daemon":
+            tree.add_file(name, elf)
+    tree.add_dir("AI/QWEN", qwen_dir)
+    image = tmp_path / "noworker.img"
+    fsimg.build_image(image, tree)
+    g = boot_guest(image=image)
+    g.run("sleep 9")  # 1 + 2 + 4 s of back-off, and some to spare
+    assert "init: /ai_daemon failed 4 times in a row; init no longer restarts it" in g.transcript
+    g.run("sleep 3")
+    assert g.transcript.count("init: cannot run /ai_daemon") == 4, g.transcript
+    assert "restarting it in 4 s" in g.transcript, g.transcript
+    assert "call: error -108: no AI worker" in g.run("ai call 4 1 2 3")
+    assert g.run("echo still here").strip() == "still here"
+
+
 def _parse_stress(out: str) -> dict[tuple[int, int], tuple[list[int], int, list[int]]]:
     got = {}
     for line in out.splitlines():

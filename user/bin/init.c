@@ -5,8 +5,12 @@
 //
 // It opens the console as fds 0, 1 and 2 (creating /console on a fresh
 // image), then starts every program in the services table and keeps it
-// running: when one exits, init starts it again. init is also the parent
-// of every orphan, so its wait loop reaps them.
+// running: when one exits, init starts it again. A service that keeps
+// failing (exit status not 0, each time within a minute of its start)
+// waits 1, 2, 4 ... s before each restart, and after RESPAWN_LIMIT
+// failures in a row init gives it up with one line, so a missing or
+// broken program cannot fill the console forever. init is also the
+// parent of every orphan, so its wait loop reaps them.
 //
 // The AI worker right (docs/AI_SERVICE.md, rule 13): init holds it from
 // the kernel and hands it on only to the services marked ai_worker
@@ -18,11 +22,14 @@
 // B (pyaisvc bench --burst compares batch sizes so, one boot each).
 
 #include "user/lib/user.h"
+#include "kernel/include/param.h"
 #include "kernel/include/fcntl.h"
 #include "kernel/include/stat.h"
 
-#define CONSOLE_MAJOR 1  // CONSOLE in kernel/include/file.h
-#define RESPAWN_TICKS 10 // a service that dies sooner waits this long first
+#define CONSOLE_MAJOR 1              // CONSOLE in kernel/include/file.h
+#define RESPAWN_TICKS TICK_HZ        // a service that dies sooner waits this long first
+#define RESPAWN_LIMIT 4              // failures in a row after which init gives up
+#define RESPAWN_RESET (60 * TICK_HZ) // a run this long ends a series of failures
 
 struct service {
   char *path;
@@ -32,6 +39,7 @@ struct service {
   int ai_worker;       // keeps the AI worker right
   int pid;             // 0 while not running
   int started;         // uptime() when last started
+  int failures;        // failed runs in a row (see ended)
 };
 
 // The AI worker runs when a model is installed.
@@ -105,13 +113,15 @@ start(struct service *s)
 {
   int pid, err, fds[2];
 
-  if (s->wanted && !s->wanted())
+  if (s->failures >= RESPAWN_LIMIT || (s->wanted && !s->wanted()))
     return;
   if (s->notify && pipe(fds) < 0)
     s->notify = 0;
-  // Back off when the service died at once, so a broken program (or a
-  // missing one) does not spin the machine.
-  if (s->started != 0 && uptime() - s->started < RESPAWN_TICKS)
+  // Back off when the service failed or died at once, so a broken program
+  // (or a missing one) does not spin the machine.
+  if (s->failures > 0)
+    sleep(RESPAWN_TICKS << (s->failures - 1));
+  else if (s->started != 0 && uptime() - s->started < RESPAWN_TICKS)
     sleep(RESPAWN_TICKS);
   s->started = uptime();
   pid = fork();
@@ -127,6 +137,28 @@ start(struct service *s)
   if (pid < 0)
     fprintf(2, "init: fork for %s failed: %s\n", s->path, strerror(pid));
   s->pid = pid > 0 ? pid : 0;
+}
+
+// Records that service s exited with status. A failure (status not 0)
+// extends s's series of failures, unless s ran for RESPAWN_RESET ticks;
+// a clean exit ends the series. Says what init does next.
+static void
+ended(struct service *s, int status)
+{
+  s->pid = 0;
+  if (status == 0) {
+    s->failures = 0;
+    return;
+  }
+  if (uptime() - s->started >= RESPAWN_RESET)
+    s->failures = 0;
+  s->failures++;
+  if (s->failures < RESPAWN_LIMIT)
+    fprintf(2, "init: %s exited with status %d; restarting it in %d s\n", s->path, status,
+        (RESPAWN_TICKS << (s->failures - 1)) / TICK_HZ);
+  else
+    fprintf(2, "init: %s failed %d times in a row; init no longer restarts it\n", s->path,
+        s->failures);
 }
 
 int
@@ -149,12 +181,10 @@ main(int argc, char *argv[])
       if (s->pid == 0)
         start(s);
     pid = wait(&status);
-    for (s = services; s < services + NSERVICE; s++) {
-      if (pid > 0 && s->pid == pid) {
-        if (status != 0)
-          fprintf(2, "init: %s exited with status %d; restarting it\n", s->path, status);
-        s->pid = 0;
-      }
-    }
+    if (pid < 0) // no children: every service given up (or not wanted)
+      sleep(RESPAWN_RESET);
+    for (s = services; s < services + NSERVICE; s++)
+      if (pid > 0 && s->pid == pid)
+        ended(s, status);
   }
 }
