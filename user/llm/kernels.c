@@ -637,6 +637,8 @@ HOT void
 llm_delta_step(double *S, const double *k, const double *q, const double *v,
     double beta, double decay, int kd, int vd, double *kv, double *o)
 {
+  if (llm_vec_delta_step(S, k, q, v, beta, decay, kd, vd, o) == 0)
+    return;
   for (int j = 0; j < vd; j++)
     kv[j] = o[j] = 0.0;
   for (int i = 0; i < kd; i++) {

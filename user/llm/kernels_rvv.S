@@ -1,5 +1,7 @@
-# RVV 1.0 int8 matrix kernels for the LLM runtime (user/llm/kernels_vec.c
-# packs the weights and calls these; docs/PERF_NOTES.md, facts 9 and 17).
+# RVV 1.0 kernels for the LLM runtime: the int8 matrix kernels
+# (user/llm/kernels_vec.c packs the weights and calls these;
+# docs/PERF_NOTES.md, facts 9 and 17), and at the end the Gated DeltaNet's
+# state update.
 #
 # Rows lie across vector lanes: each 32-bit lane accumulates one output
 # row. A block of B rows (B = VLMAX for e32 and the caller's LMUL) is
@@ -244,3 +246,69 @@
         MATVEC4 llm_rvv_matvec4_m2_b, vl2re8.v, vs4r.v, v16, v18, v20, v22, v24, v28, v30, v0, v4, v8, v12
         MATVEC4 llm_rvv_matvec4_m1_a, vl1re8.v, vs2r.v, v0, v2, v4, v6, v8, v12, v14, v16, v20, v24, v28
         MATVEC4 llm_rvv_matvec4_m1_b, vl1re8.v, vs2r.v, v16, v18, v20, v22, v24, v28, v30, v0, v4, v8, v12
+
+# void llm_rvv_delta_{m8,m4}(double *S, const double *k, const double *q,
+#     const double *v, long kd, long vd, double *o, long vtype,
+#     double beta, double decay)
+# One step of the gated delta rule for one value head (kernels.c,
+# llm_delta_step, says what it computes), with the columns j of the state
+# S (kd rows of vd doubles) across the lanes. Column j needs only kv_j,
+# delta_j and o_j, so the kernel runs both passes over all rows for one
+# chunk of C columns (C = VLMAX for vtype: e64 and LMUL 8 or 4, 16 or 32
+# doubles; vd a multiple of C) before the next chunk. Each lane does the
+# scalar code's float operations on its column in the same order
+# (vfmul, then vfadd: no fused multiply-add, as -ffp-contract=off keeps
+# the C), so S and o are bit for bit the scalar ones.
+# Registers: v0 products, v8 kv then delta, v16 o, v24 a chunk of a row.
+.macro DELTA name, load, store
+        .global \name
+\name:
+        vsetvl t0, zero, a7             # t0 = C
+        slli t1, t0, 3                  # bytes per chunk
+        slli t2, a5, 3                  # bytes per row
+        mv t3, zero                     # the chunk's byte offset
+1:      vmv.v.i v8, 0                   # kv = +0.0
+        add t4, a0, t3
+        mv t5, a1
+        mv t6, a4
+2:      \load v24, (t4)                 # S_ij *= decay; kv_j += S_ij * k_i
+        vfmul.vf v24, v24, fa1
+        \store v24, (t4)
+        fld ft0, 0(t5)
+        vfmul.vf v0, v24, ft0
+        vfadd.vv v8, v8, v0
+        add t4, t4, t2
+        addi t5, t5, 8
+        addi t6, t6, -1
+        bnez t6, 2b
+        add t4, a3, t3                  # delta_j = (v_j - kv_j) * beta
+        \load v0, (t4)
+        vfsub.vv v8, v0, v8
+        vfmul.vf v8, v8, fa0
+        vmv.v.i v16, 0                  # o = +0.0
+        add t4, a0, t3
+        mv t5, a1
+        mv a7, a2
+        mv t6, a4
+3:      \load v24, (t4)                 # S_ij += k_i * delta_j; o_j += S_ij * q_i
+        fld ft0, 0(t5)
+        vfmul.vf v0, v8, ft0
+        vfadd.vv v24, v24, v0
+        \store v24, (t4)
+        fld ft1, 0(a7)
+        vfmul.vf v0, v24, ft1
+        vfadd.vv v16, v16, v0
+        add t4, t4, t2
+        addi t5, t5, 8
+        addi a7, a7, 8
+        addi t6, t6, -1
+        bnez t6, 3b
+        add t4, a6, t3
+        \store v16, (t4)
+        add t3, t3, t1
+        bltu t3, t2, 1b
+        ret
+.endm
+
+        DELTA llm_rvv_delta_m8, vl8re8.v, vs8r.v
+        DELTA llm_rvv_delta_m4, vl4re8.v, vs4r.v

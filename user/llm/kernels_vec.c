@@ -27,6 +27,8 @@ static int choice = KERNELS_AUTO; // from llm_kernels_select
 static int decided = -1;          // KERNELS_SCALAR or _VECTOR, once known
 static int block;                 // rows per packed block (B)
 static long vtype32;              // e32, LMUL for B rows, ta, ma
+static int delta_chunk;           // columns per delta kernel chunk (16 or 32)
+static long vtype64;              // e64, LMUL 8 (vlen 128, 256) or 4 (512), ta, ma
 
 #define MAXBLOCK 64
 
@@ -38,6 +40,9 @@ matvec_fn llm_rvv_matvec_m2_a, llm_rvv_matvec_m2_b, llm_rvv_matvec_m2_c;
 typedef void matvec4_fn(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
     long ng, int64 *t, long vtype, long n);
 matvec4_fn llm_rvv_matvec4_m2_a, llm_rvv_matvec4_m2_b, llm_rvv_matvec4_m1_a, llm_rvv_matvec4_m1_b;
+typedef void delta_fn(double *S, const double *k, const double *q, const double *v, long kd,
+    long vd, double *o, long vtype, double beta, double decay);
+delta_fn llm_rvv_delta_m8, llm_rvv_delta_m4;
 
 // The kernels' register assignments (kernels_rvv.S) for the packing's
 // LMUL, 4 (vlen 128, 256) or 2 (512): three of the decode kernel, two of
@@ -50,6 +55,7 @@ enum { ONE,
 static const int nversions[KINDS] = { VERSIONS, VERSIONS4 };
 static matvec_fn *matvec[VERSIONS];
 static matvec4_fn *matvec4[VERSIONS4];
+static delta_fn *delta;
 
 // Each thread of the pool times the versions of a kernel on a call, runs
 // the fastest, and times them again after RETIME_CALLS calls: an op on a
@@ -124,6 +130,8 @@ kernels(void)
     block = n * lmul / 4;
     vtype32 = (3 << 6) | (2 << 3) | (lmul == 4 ? 2 : lmul == 2 ? 1
                                                                : 0);
+    delta_chunk = n <= 32 ? n : n / 2;
+    vtype64 = (3 << 6) | (3 << 3) | (n <= 32 ? 3 : 2);
 #ifdef __riscv
     matvec_fn *m4[VERSIONS] = { llm_rvv_matvec_m4_a, llm_rvv_matvec_m4_b, llm_rvv_matvec_m4_c };
     matvec_fn *m2[VERSIONS] = { llm_rvv_matvec_m2_a, llm_rvv_matvec_m2_b, llm_rvv_matvec_m2_c };
@@ -133,6 +141,7 @@ kernels(void)
       matvec[v] = lmul == 4 ? m4[v] : m2[v];
     for (int v = 0; v < VERSIONS4; v++)
       matvec4[v] = lmul == 4 ? q2[v] : q1[v];
+    delta = n <= 32 ? llm_rvv_delta_m8 : llm_rvv_delta_m4;
 #endif
   }
   return decided;
@@ -315,7 +324,24 @@ llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
       block1(w, a, p, b0, r0, r1, f[p], y + p * ystride, t);
   }
 }
+
+int
+llm_vec_delta_step(double *S, const double *k, const double *q, const double *v,
+    double beta, double decay, int kd, int vd, double *o)
+{
+  if (kernels() != KERNELS_VECTOR || kd < 1 || vd % delta_chunk != 0)
+    return -1;
+  delta(S, k, q, v, kd, vd, o, vtype64, beta, decay);
+  return 0;
+}
 #else
+int
+llm_vec_delta_step(double *S, const double *k, const double *q, const double *v,
+    double beta, double decay, int kd, int vd, double *o)
+{
+  return -1;
+}
+
 void
 llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
     int ystride, int lo, int hi, int t)

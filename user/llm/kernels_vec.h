@@ -9,7 +9,9 @@
 // llm_matmul hands the packed rows to llm_vec_matmul; the rows left over
 // (and all rows with scalar kernels) are stored offset by 128 for the
 // scalar kernels (llm_qmat_offset). Both paths compute the same integers,
-// so their tokens are identical.
+// so their tokens are identical. The vector choice also runs the Gated
+// DeltaNet's state update on RVV (llm_vec_delta_step), with the scalar
+// code's float operations in the same order.
 #ifndef AISVC_LLM_KERNELS_VEC_H
 #define AISVC_LLM_KERNELS_VEC_H
 
@@ -39,6 +41,13 @@ int llm_vec_pack(struct llm_qmat *m, int32 *vwm);
 // the calling thread's index in the pool (below LLM_MAX_THREADS).
 void llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a,
     double *y, int ystride, int lo, int hi, int t);
+
+// One gated delta rule step (kernels.c, llm_delta_step) by the RVV kernel,
+// bit for bit the scalar one's S and o. Returns 0, or -1 without doing
+// anything when the scalar code must run it (scalar kernels, or vd not a
+// multiple of the kernel's chunk of 16 or 32 columns).
+int llm_vec_delta_step(double *S, const double *k, const double *q, const double *v,
+    double beta, double decay, int kd, int vd, double *o);
 
 // Row ranges split across threads start at multiples of this: the vector
 // kernels' block (16 or 32 rows), so that no block is cut and computed by
