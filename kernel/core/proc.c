@@ -28,6 +28,18 @@
 // cpu.idle before its last look for work and the waker sets the state
 // before it looks at cpu.idle, each with a fence between, so at least one
 // of them sees the other.
+//
+// Soft affinity: a process goes back to the hart it last ran on (its
+// home) when that hart is free, and to any hart when its home is busy
+// with another process or has not taken it within HOME_WAIT. A hart
+// skips a RUNNABLE process whose home is another hart not running
+// anything (that hart is in its scheduler and will take it, or in wfi
+// and make_runnable wakes it first), for that long. So a lone process
+// does not wander between harts at every wake-up, and each thread of the
+// runtime's pool keeps its hart. That matters under QEMU: how fast a
+// vector register is depends on the hart (docs/PERF_NOTES.md, facts 19
+// and 29), and the runtime times its kernels per thread. The time limit
+// is for harts that the host runs late (more harts than host cores).
 #include "kernel/include/types.h"
 #include "kernel/include/param.h"
 #include "kernel/include/errno.h"
@@ -36,6 +48,8 @@
 #include "kernel/include/spinlock.h"
 #include "kernel/include/proc.h"
 #include "kernel/include/defs.h"
+
+#define HOME_WAIT (TIMEBASE_HZ / 10000) // 100 us: soft affinity's limit (design comment)
 
 struct cpu cpus[NCPU];
 
@@ -144,6 +158,7 @@ allocproc(void)
     return 0;
   p->pid = allocpid();
   p->state = USED;
+  p->home = -1;
   p->leader = p;
   p->tfva = TRAPFRAME;
   if ((p->trapframe = kalloc()) == 0 || (p->pagetable = proc_pagetable(p)) == 0) {
@@ -519,10 +534,15 @@ void
 make_runnable(struct proc *p)
 {
   p->state = RUNNABLE;
+  p->runnable_at = r_time();
   __sync_synchronize();
-  int me = r_tp();
+  int me = r_tp(), home = p->home;
+  // Claiming a hart (idle 1 -> 0) sends the next wake-up elsewhere.
+  if (home >= 0 && home != me && __atomic_exchange_n(&cpus[home].idle, 0, __ATOMIC_ACQ_REL)) {
+    ipi_send(home);
+    return;
+  }
   for (int i = 0; i < NCPU; i++) {
-    // Claiming the hart (idle 1 -> 0) sends the next wake-up elsewhere.
     if (i != me && __atomic_exchange_n(&cpus[i].idle, 0, __ATOMIC_ACQ_REL)) {
       ipi_send(i);
       return;
@@ -553,12 +573,25 @@ idle_wait(struct cpu *c)
   __atomic_store_n(&c->idle, 0, __ATOMIC_RELAXED);
 }
 
+// Does RUNNABLE p belong to another hart, one that is free to take it
+// and has had less than HOME_WAIT to do so? (Soft affinity, design
+// comment; a lock-free look at that hart.)
+static int
+goes_home(struct proc *p, int me)
+{
+  return p->home >= 0 && p->home != me &&
+      __atomic_load_n(&cpus[p->home].proc, __ATOMIC_RELAXED) == 0 &&
+      r_time() - p->runnable_at < HOME_WAIT;
+}
+
 // Every hart ends up here after boot and never leaves: run each RUNNABLE
-// process in turn; wait for an interrupt when there is none.
+// process in turn (leaving those that go home); wait for an interrupt
+// when there is none.
 void
 scheduler(void)
 {
   struct cpu *c = mycpu();
+  int me = cpuid();
 
   c->proc = 0;
   for (;;) {
@@ -570,8 +603,9 @@ scheduler(void)
       if (!slot_used(p))
         continue;
       acquire(&p->lock);
-      if (p->state == RUNNABLE) {
+      if (p->state == RUNNABLE && !goes_home(p, me)) {
         p->state = RUNNING;
+        p->home = me;
         c->proc = p;
         swtch(&c->context, &p->context);
         c->proc = 0;
@@ -615,6 +649,7 @@ yield(void)
 
   acquire(&p->lock);
   p->state = RUNNABLE;
+  p->runnable_at = r_time();
   sched();
   release(&p->lock);
 }

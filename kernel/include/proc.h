@@ -122,7 +122,9 @@ struct proc {
   int killed; // if non-zero, the process has been killed
   int xstate; // exit status returned to the parent's wait
   int pid;
-  int pgid; // process group: the console's ^C kills a whole group (console.c)
+  int pgid;           // process group: the console's ^C kills a whole group (console.c)
+  int home;           // the hart it last ran on, -1 before its first run (proc.c)
+  uint64 runnable_at; // r_time() when it last became RUNNABLE
 
   // wait_lock must be held when using these:
   struct proc *parent;  // 0 for a thread other than the main one
