@@ -98,6 +98,22 @@ def test_exit_status(boot_guest) -> None:
 
 
 @pytest.mark.guest
+def test_shell_exit_always_comes_back(boot_guest) -> None:
+    """`exit 3` at the prompt, five times: init restarts the shell every time. It
+    gives up only background services that keep failing (ai_daemon), never the
+    console's shell, which would leave the user without one."""
+    g = boot_guest()
+    for _ in range(5):
+        g.send_line("exit 3")
+        g.expect([re.escape("init: /sh exited with status 3; restarting it")],
+                 time.monotonic() + 30, "init's restart line")
+        g.expect([re.escape(PROMPT)], time.monotonic() + 30, "the new shell's prompt")
+    assert g.run("echo back") == "back\n"
+    assert g.transcript.count("init: /sh exited with status 3; restarting it") == 5
+    assert "no longer restarts" not in g.transcript
+
+
+@pytest.mark.guest
 def test_cd(boot_guest) -> None:
     g = boot_guest()
     assert g.run("cd /nosuch") == "sh: cd: /nosuch: no such file or directory\n"

@@ -5,12 +5,13 @@
 //
 // It opens the console as fds 0, 1 and 2 (creating /console on a fresh
 // image), then starts every program in the services table and keeps it
-// running: when one exits, init starts it again. A service that keeps
-// failing (exit status not 0, each time within a minute of its start)
-// waits 1, 2, 4 ... s before each restart, and after RESPAWN_LIMIT
-// failures in a row init gives it up with one line, so a missing or
-// broken program cannot fill the console forever. init is also the
-// parent of every orphan, so its wait loop reaps them.
+// running: when one exits, init starts it again. A background service
+// that keeps failing (exit status not 0, each time within a minute of
+// its start) waits 1, 2, 4 ... s before each restart, and after
+// RESPAWN_LIMIT failures in a row init gives it up with one line, so a
+// missing or broken program cannot fill the console forever. The shell
+// is always restarted (`exit 1` at the prompt is a failure too). init is
+// also the parent of every orphan, so its wait loop reaps them.
 //
 // The AI worker right (docs/AI_SERVICE.md, rule 13): init holds it from
 // the kernel and hands it on only to the services marked ai_worker
@@ -37,6 +38,7 @@ struct service {
   int (*wanted)(void); // if set, started only while it returns 1
   int notify;          // init waits for a byte on its fd 3 (or its exit)
   int ai_worker;       // keeps the AI worker right
+  int may_give_up;     // after RESPAWN_LIMIT failures in a row (see ended)
   int pid;             // 0 while not running
   int started;         // uptime() when last started
   int failures;        // failed runs in a row (see ended)
@@ -55,7 +57,7 @@ have_model(void)
 // when it is ready (model loaded, registered), so the shell starts only
 // after that.
 static struct service services[] = {
-  { "/ai_daemon", { "ai_daemon", "--ready-fd", "3", 0 }, have_model, 1, 1 },
+  { "/ai_daemon", { "ai_daemon", "--ready-fd", "3", 0 }, have_model, 1, 1, 1 },
   { "/sh", { "sh", 0 } },
 };
 #define WORKER   (&services[0])
@@ -139,15 +141,18 @@ start(struct service *s)
   s->pid = pid > 0 ? pid : 0;
 }
 
-// Records that service s exited with status. A failure (status not 0)
-// extends s's series of failures, unless s ran for RESPAWN_RESET ticks;
-// a clean exit ends the series. Says what init does next.
+// Records that service s exited with status. For a service init may
+// give up, a failure (status not 0) extends its series of failures,
+// unless it ran for RESPAWN_RESET ticks; a clean exit ends the series.
+// Says what init does next.
 static void
 ended(struct service *s, int status)
 {
   s->pid = 0;
-  if (status == 0) {
+  if (status == 0 || !s->may_give_up) {
     s->failures = 0;
+    if (status != 0)
+      fprintf(2, "init: %s exited with status %d; restarting it\n", s->path, status);
     return;
   }
   if (uptime() - s->started >= RESPAWN_RESET)
