@@ -78,10 +78,11 @@ RULES = [  # one or more aitest cases must cover each of these
 
 
 def _image(build, tmp: Path, model_dirs: dict[str, Path],
-           files: dict[str, str] | None = None) -> Path:
+           files: dict[str, str] | None = None, without: tuple[str, ...] = ()) -> Path:
     tree = fsimg.Tree(fsimg.load_layout())
     for name, elf in build.uprogs.items():
-        tree.add_file(name, elf)
+        if name not in without:
+            tree.add_file(name, elf)
     for target, d in model_dirs.items():
         tree.add_dir(target, d)
     for target, text in (files or {}).items():
@@ -231,13 +232,7 @@ def test_missing_worker_program_is_given_up(boot_guest, build, qwen_dir, tmp_pat
     """A model but no /ai_daemon: init tries it RESPAWN_LIMIT (4) times, 1, 2 and
     4 s apart, then gives it up with one line; the shell keeps working. The old
     init restarted it every second forever, a console line each time."""
-    tree = fsimg.Tree(fsimg.load_layout())
-    for name, elf in build.uprogs.items():
-        if name != "ai_daemon":
-            tree.add_file(name, elf)
-    tree.add_dir("AI/QWEN", qwen_dir)
-    image = tmp_path / "noworker.img"
-    fsimg.build_image(image, tree)
+    image = _image(build, tmp_path, {"AI/QWEN": qwen_dir}, without=("ai_daemon",))
     g = boot_guest(image=image)
     g.run("sleep 9")  # 1 + 2 + 4 s of back-off, and some to spare
     assert "init: /ai_daemon failed 4 times in a row; init no longer restarts it" in g.transcript

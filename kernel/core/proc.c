@@ -536,13 +536,11 @@ make_runnable(struct proc *p)
   p->state = RUNNABLE;
   p->runnable_at = r_time();
   __sync_synchronize();
-  int me = r_tp(), home = p->home;
-  // Claiming a hart (idle 1 -> 0) sends the next wake-up elsewhere.
-  if (home >= 0 && home != me && __atomic_exchange_n(&cpus[home].idle, 0, __ATOMIC_ACQ_REL)) {
-    ipi_send(home);
-    return;
-  }
-  for (int i = 0; i < NCPU; i++) {
+  int me = r_tp(), first = p->home >= 0 ? p->home : 0;
+  // The home hart first (soft affinity). Claiming a hart (idle 1 -> 0)
+  // sends the next wake-up elsewhere.
+  for (int k = 0; k < NCPU; k++) {
+    int i = (first + k) % NCPU;
     if (i != me && __atomic_exchange_n(&cpus[i].idle, 0, __ATOMIC_ACQ_REL)) {
       ipi_send(i);
       return;

@@ -110,6 +110,14 @@ await_ready(int pid, int fds[2])
   close(fds[0]);
 }
 
+// Ticks to wait before restarting s after its failures so far: 1, 2,
+// 4 ... s.
+static int
+backoff(struct service *s)
+{
+  return RESPAWN_TICKS << (s->failures - 1);
+}
+
 static void
 start(struct service *s)
 {
@@ -122,7 +130,7 @@ start(struct service *s)
   // Back off when the service failed or died at once, so a broken program
   // (or a missing one) does not spin the machine.
   if (s->failures > 0)
-    sleep(RESPAWN_TICKS << (s->failures - 1));
+    sleep(backoff(s));
   else if (s->started != 0 && uptime() - s->started < RESPAWN_TICKS)
     sleep(RESPAWN_TICKS);
   s->started = uptime();
@@ -160,10 +168,12 @@ ended(struct service *s, int status)
   s->failures++;
   if (s->failures < RESPAWN_LIMIT)
     fprintf(2, "init: %s exited with status %d; restarting it in %d s\n", s->path, status,
-        (RESPAWN_TICKS << (s->failures - 1)) / TICK_HZ);
+        backoff(s) / TICK_HZ);
   else
-    fprintf(2, "init: %s failed %d times in a row; init no longer restarts it\n", s->path,
-        s->failures);
+    fprintf(2,
+        "init: %s failed %d times in a row; init no longer restarts it "
+        "(the lines above say why; fix that and reboot)\n",
+        s->path, s->failures);
 }
 
 int

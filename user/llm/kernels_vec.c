@@ -27,7 +27,6 @@ static int choice = KERNELS_AUTO; // from llm_kernels_select
 static int decided = -1;          // KERNELS_SCALAR or _VECTOR, once known
 static int block;                 // rows per packed block (B)
 static long vtype32;              // e32, LMUL for B rows, ta, ma
-static int delta_chunk;           // columns per delta kernel chunk (16 or 32)
 static long vtype64;              // e64, LMUL 8 (vlen 128, 256) or 4 (512), ta, ma
 
 #define MAXBLOCK 64
@@ -130,7 +129,6 @@ kernels(void)
     block = n * lmul / 4;
     vtype32 = (3 << 6) | (2 << 3) | (lmul == 4 ? 2 : lmul == 2 ? 1
                                                                : 0);
-    delta_chunk = n <= 32 ? n : n / 2;
     vtype64 = (3 << 6) | (3 << 3) | (n <= 32 ? 3 : 2);
 #ifdef __riscv
     matvec_fn *m4[VERSIONS] = { llm_rvv_matvec_m4_a, llm_rvv_matvec_m4_b, llm_rvv_matvec_m4_c };
@@ -329,7 +327,7 @@ int
 llm_vec_delta_step(double *S, const double *k, const double *q, const double *v,
     double beta, double decay, int kd, int vd, double *o)
 {
-  if (kernels() != KERNELS_VECTOR || kd < 1 || vd % delta_chunk != 0)
+  if (kernels() != KERNELS_VECTOR)
     return -1;
   delta(S, k, q, v, kd, vd, o, vtype64, beta, decay);
   return 0;

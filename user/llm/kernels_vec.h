@@ -43,9 +43,10 @@ void llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a,
     double *y, int ystride, int lo, int hi, int t);
 
 // One gated delta rule step (kernels.c, llm_delta_step) by the RVV kernel,
-// bit for bit the scalar one's S and o. Returns 0, or -1 without doing
-// anything when the scalar code must run it (scalar kernels, or vd not a
-// multiple of the kernel's chunk of 16 or 32 columns).
+// bit for bit the scalar one's S and o. kd >= 1 and vd a multiple of 32,
+// as the loader's config checks guarantee (the kernel's chunk is 16 or
+// 32 columns). Returns 0, or -1 without doing anything when the scalar
+// kernels run.
 int llm_vec_delta_step(double *S, const double *k, const double *q, const double *v,
     double beta, double decay, int kd, int vd, double *o);
 
