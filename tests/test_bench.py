@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import struct
 import subprocess
 import sys
@@ -272,3 +273,75 @@ def test_burst_parse_table_and_plot(tmp_path: Path):
         burst.parse_burst(_burst_output([1000] * 7, 5), 5, 8, 1)
     with pytest.raises(BenchError, match="did not all give the same 5 ids"):
         burst.parse_burst(_burst_output([1000] * 8, 5, odd=2), 5, 8, 1)
+
+
+def test_burst_rounds_report_the_median_round():
+    """With several rounds, the per-request table shows each configuration's median round
+    and the ratios compare median spans, whatever order the rounds came in."""
+    from pyaisvc.bench import burst
+
+    def one(batch: int, ttft: list[int], rnd: int) -> burst.Burst:
+        return replace(burst.parse_burst(_burst_output(ttft, 5), 5, batch, 1), round=rnd)
+
+    b1 = [one(1, [s * (k + 1) for k in range(8)], r) for r, s in enumerate((1500, 1000, 1200))]
+    b8 = [one(8, [s] * 8, r) for r, s in enumerate((3000, 5000, 4000))]
+    bursts = [x for pair in zip(b1, b8, strict=True) for x in pair]  # as measured
+    assert [b.span_ms for b in burst.median_bursts(bursts)] == [9600, 4000]
+    text = burst.markdown(bursts, "pyaisvc bench --burst --repeat 3")
+    assert "its median round of 3" in text
+    assert "| B=1, 1 harts | - | 9600 (8000, 9600, 12000) | 8.0x | 1.00x |" in text
+    assert "| B=8, 1 harts | - | 4000 (3000, 4000, 5000) | 1.0x | 0.42x |" in text
+    # request 8 of each median round (ttft_us 9600 and 4000, plus 4 decode steps of 1 ms)
+    assert "| 8 | 10 | 1 | 14 | 4 | 1 | 8 |" in text
+
+
+def _bench(out: Path, *flags: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "pyaisvc", "bench", "--model", "smol", "--no-progress",
+           "--prompt-lens", "4", "--out", str(out), *flags]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+@pytest.mark.guest
+def test_harts_sweep_alternates_between_its_guests(build, tmp_path: Path):
+    """--cpus 1,2: both guests stay up and each run goes to one, then the other, so the
+    samples alternate harts within every repeat; the ids are the reference's."""
+    if lc.smol_dir("v3") is None:
+        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    proc = _bench(tmp_path, "--cpus", "1,2", "--repeat", "2", "--gen-lens", "2,3")
+    data = json.loads((tmp_path / "results.json").read_text())
+    order = [(s["repeat"], s["gen_len"], s["harts"]) for s in data["samples"]]
+    assert order == [(r, g, h) for r in (0, 1) for g in (2, 3) for h in (1, 2)]
+    want = lc.reference_ids(lc.smol_dir("v3"), [data["prompts"]["smol"]["4"]], 3)[0]
+    assert all(s["ids"] == want[:s["gen_len"]] for s in data["samples"])
+    assert "Speed-up (median with N harts / median with 1" in proc.stdout
+
+
+@pytest.mark.guest
+def test_burst_rounds_go_round_every_worker(build, tmp_path: Path):
+    """--burst --repeat 2 with two batch sizes: both guests stay up, each gets a burst per
+    round, and the report shows every span and the median round's requests, whose ids
+    are the reference's."""
+    if lc.smol_dir("v3") is None:
+        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    proc = _bench(tmp_path, "--mode", "service", "--burst", "--batch", "1,8", "--repeat", "2",
+                  "--gen-lens", "3")
+    text = (tmp_path / "burst.md").read_text()
+    assert proc.stdout == text and "its median round of 2" in text
+    assert proc.stderr.count("booting the guest") == 2
+    assert proc.stderr.count("burst: 8 x (4 prompt + 3 generated ids)") == 4
+    rows = [line for line in text.splitlines() if line.startswith("| B=")]
+    assert [r.split(" |")[0] for r in rows] == ["| B=1, 1 harts", "| B=8, 1 harts"]
+    for r in rows:  # "median (round, round)"
+        done = r.split(" | ")[2]
+        assert re.fullmatch(r"\d+ \(\d+, \d+\)", done), r
+    table = [line for line in text.splitlines() if re.match(r"\| [1-8] \|", line)]
+    assert len(table) == 8
+    assert (tmp_path / "burst_ttft.png").read_bytes()[:4] == b"\x89PNG"
+    data = json.loads((tmp_path / "burst.json").read_text())
+    assert [(b["round"], b["batch"]) for b in data["bursts"]] == [(0, 1), (0, 8), (1, 1), (1, 8)]
+    prompt = load_tokenizer("smol").encode(TEXT)[:4]
+    want = lc.reference_ids(lc.smol_dir("v3"), [prompt], 3)[0]
+    for b in data["bursts"]:
+        assert [r["ids"] for r in b["requests"]] == [want] * 8, (b["round"], b["batch"])

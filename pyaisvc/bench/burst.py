@@ -9,15 +9,19 @@ timestamps (from submit) and its ids, and a summary line::
     bench K: reqid R n=N queued_us=Q ttft_us=F total_us=T prefill+1_us=P: IDS
     bench: 8 requests, first submit to last finish S ms
 
-TPOT = (total_us - ttft_us) / (G - 1). For each worker batch size B one
-guest boots with the boot argument ``aibatch=B``, so that init starts the
-worker as ``ai_daemon --batch B`` (B=1 is the old one-at-a-time service).
+TPOT = (total_us - ttft_us) / (G - 1). For each worker batch size B and hart
+count one guest boots with the boot argument ``aibatch=B``, so that init
+starts the worker as ``ai_daemon --batch B`` (B=1 is the old one-at-a-time
+service). The guests stay up together and the bursts go round them, one per
+guest per round, so that a change in the host's load falls on every
+configuration alike; the report takes each configuration's median round.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+import statistics
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from pyaisvc.bench.matrix import BenchError, prompt_ids
@@ -57,6 +61,7 @@ class Burst:
     span_ms: int  # first submit to last finish
     machine: str = ""  # report.machine_line: QEMU version, -cpu, harts, RAM
     ran: str = ""  # the worker's "kernels/threads", e.g. "vector/2"
+    round: int = 0  # which round of the measurement (0 = first)
 
 
 def parse_burst(out: str, gen: int, batch: int, harts: int) -> Burst:
@@ -100,29 +105,54 @@ def run_burst(guest: Guest, prompt: list[int], gen: int, batch: int, harts: int,
 
 
 def run_bursts(root: Path, model: str, prompt_len: int, gen: int, batches: list[int],
-               cpus: int, ram: str | None, assets: Path | None, note: Note) -> list[Burst]:
-    """Boots one guest with `model` and measures one burst per worker batch size (returned
-    smallest first)."""
+               cpus: list[int], rounds: int, ram: str | None, assets: Path | None,
+               note: Note) -> list[Burst]:
+    """Boots one guest with `model` per (hart count, worker batch size) and keeps them all
+    up; then `rounds` times, one burst on each guest in turn (hart counts and batch sizes
+    smallest first). Returns every burst in the order measured."""
     spec = MODELS[model]
     note(f"{model}: building kernel, programs and image")
     p = prepare(root, spec, assets)
     prompt = prompt_ids(load_tokenizer(model).encode, prompt_len)
     timeout = 60.0 + 4.0 * N_BURST * gen * p.size_mb / 10
     version = qemu_version(default_qemu())
+    guests: list[tuple[int, int, Guest, str]] = []  # harts, batch, guest, machine line
     bursts = []
-    for b in sorted(batches):
-        # init starts ai_daemon --batch B (user/bin/init.c)
-        qc = QemuConfig(kernel=p.kernel, image=p.image, ram=ram or spec.ram, cpus=cpus,
-                        snapshot=True, append=f"aibatch={b}")
-        guest = Guest(qc)
-        try:  # not `with`: a failed boot must close QEMU too
-            note(f"{model}: booting the guest ({cpus} harts, {qc.ram}, worker batch {b})")
-            guest.boot()
-            machine = machine_line(booted_machine(guest, version))
-            bursts.append(run_burst(guest, prompt, gen, b, cpus, note, timeout, machine))
-        finally:
+    try:  # not `with`: a failed boot must close every QEMU started so far
+        for c in sorted(set(cpus)):
+            for b in sorted(set(batches)):
+                # init starts ai_daemon --batch B (user/bin/init.c)
+                qc = QemuConfig(kernel=p.kernel, image=p.image, ram=ram or spec.ram, cpus=c,
+                                snapshot=True, append=f"aibatch={b}")
+                note(f"{model}: booting the guest ({c} harts, {qc.ram}, worker batch {b})")
+                guest = Guest(qc)
+                guests.append((c, b, guest, ""))
+                guest.boot()
+                guests[-1] = (c, b, guest, machine_line(booted_machine(guest, version)))
+        for r in range(rounds):
+            for c, b, guest, machine in guests:
+                if rounds > 1:
+                    note(f"round {r + 1} of {rounds}")
+                one = run_burst(guest, prompt, gen, b, c, note, timeout, machine)
+                bursts.append(replace(one, round=r))
+    finally:
+        for _, _, guest, _ in guests:
             guest.close()
     return bursts
+
+
+def _configs(bursts: list[Burst]) -> list[list[Burst]]:
+    """The bursts grouped by (harts, batch), fewest harts and smallest batch first; each
+    group's rounds ordered by span."""
+    groups: dict[tuple[int, int], list[Burst]] = {}
+    for b in bursts:
+        groups.setdefault((b.harts, b.batch), []).append(b)
+    return [sorted(groups[k], key=lambda b: b.span_ms) for k in sorted(groups)]
+
+
+def median_bursts(bursts: list[Burst]) -> list[Burst]:
+    """Each configuration's median round (the lower middle one for an even count)."""
+    return [g[(len(g) - 1) // 2] for g in _configs(bursts)]
 
 
 def _machines(bursts: list[Burst]) -> str:
@@ -131,51 +161,68 @@ def _machines(bursts: list[Burst]) -> str:
 
 
 def markdown(bursts: list[Burst], command: str) -> str:
-    """The burst table: per request TTFT, TPOT and total (ms) for every burst, then spans."""
+    """The burst table: per request TTFT, TPOT and total (ms) of each configuration's median
+    round, then each configuration's spans over the rounds and their ratios."""
+    groups = _configs(bursts)
+    medians = median_bursts(bursts)
+    rounds = max(len(g) for g in groups)
     lines = [f"# Burst of {N_BURST} requests through the AI service", "", f"`{command}`", "",
              "Times in ms from each request's submit (kernel timestamps); requests in "
-             "arrival order.", ""]
+             "arrival order" + (f"; for each configuration its median round of {rounds} "
+                                "(rounds went to every configuration in turn)"
+                                if rounds > 1 else "") + ".", ""]
     if _machines(bursts):
         lines += [f"Machine: {_machines(bursts)}.", ""]
     head = "| request |" + "".join(f" B={b.batch} {b.harts}h TTFT | TPOT | total |"
-                                   for b in bursts)
-    lines += [head, "|---|" + "---|---|---|" * len(bursts)]
+                                   for b in medians)
+    lines += [head, "|---|" + "---|---|---|" * len(medians)]
     for k in range(N_BURST):
         row = f"| {k + 1} |"
-        for b in bursts:
+        for b in medians:
             r = b.requests[k]
             row += f" {r.ttft_us / 1000:.0f} | {r.tpot_us / 1000:.0f} | {r.total_us / 1000:.0f} |"
         lines.append(row)
     # With several hart counts, each span is also compared with B=1 on the fewest harts
-    # (the old one-at-a-time service on one hart, with --cpus 1,2).
+    # (the old one-at-a-time service on one hart, with --cpus 1,2). Ratios are of the
+    # median spans.
+    spans = {(g[0].harts, g[0].batch): statistics.median(b.span_ms for b in g) for g in groups}
     fewest = min(b.harts for b in bursts)
     several = any(b.harts != fewest for b in bursts)
     lines += ["", "| burst | ran | all 8 done (ms) | 8th / 1st TTFT | vs B=1 (same harts) |"
               + (f" vs B=1, {fewest} harts |" if several else ""),
               "|---|---|---|---|---|" + ("---|" if several else "")]
-    for b in bursts:
+    for g, b in zip(groups, medians, strict=True):
         first = b.requests[0].ttft_us or 1
-        row = (f"| B={b.batch}, {b.harts} harts | {b.ran or '-'} | {b.span_ms} | "
-               f"{b.requests[-1].ttft_us / first:.1f}x | {_span_ratio(b, bursts, b.harts)} |")
-        lines.append(row + (f" {_span_ratio(b, bursts, fewest)} |" if several else ""))
+        span = spans[(b.harts, b.batch)]
+        done = (f"{span:.0f}" if len(g) == 1
+                else f"{span:.0f} ({', '.join(str(x.span_ms) for x in g)})")
+        row = (f"| B={b.batch}, {b.harts} harts | {b.ran or '-'} | {done} | "
+               f"{b.requests[-1].ttft_us / first:.1f}x | {_span_ratio(span, spans, b.harts)} |")
+        lines.append(row + (f" {_span_ratio(span, spans, fewest)} |" if several else ""))
     return "\n".join(lines) + "\n"
 
 
-def _span_ratio(b: Burst, bursts: list[Burst], harts: int) -> str:
-    """b's span over the span of the B=1 burst on `harts` harts, e.g. "0.64x"; "-" if none."""
-    base = next((x for x in bursts if x.batch == 1 and x.harts == harts), None)
-    return f"{b.span_ms / base.span_ms:.2f}x" if base and base.span_ms else "-"
+def _span_ratio(span: float, spans: dict[tuple[int, int], float], harts: int) -> str:
+    """span over the B=1 configuration's on `harts` harts, e.g. "0.64x"; "-" if none."""
+    base = spans.get((harts, 1))
+    return f"{span / base:.2f}x" if base else "-"
+
+
+def to_json(bursts: list[Burst], command: str) -> dict:
+    """Every burst in the order measured, with its requests' times and ids."""
+    return {"command": command, "bursts": [asdict(b) for b in bursts]}
 
 
 def plot_ttft(bursts: list[Burst], path: Path) -> None:
-    """PNG: TTFT (ms) against arrival order, one line per burst."""
+    """PNG: TTFT (ms) against arrival order, one line per configuration (its median
+    round)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4.5), dpi=100)
-    for b in bursts:
+    for b in median_bursts(bursts):
         ax.plot([r.k + 1 for r in b.requests], [r.ttft_us / 1000 for r in b.requests],
                 marker="o", label=f"worker batch {b.batch}, {b.harts} harts, {b.ran}")
     ax.set_xlabel("arrival order in the burst")

@@ -1,7 +1,8 @@
 """Run a benchmark plan in the guest and collect one Sample per run.
 
-Each model gets one booted guest (its own image, booted once); every run of
-that model is one shell command in it:
+Each model gets one booted guest per --cpus value (its own image, booted
+once; with several values the guests stay up together and every run goes
+to each in turn); every run of that model is one shell command in it:
 
 - cold: ``llmrun_smol --predict G "ID ID ..."`` - a fresh process that loads
   the model, serves one request and exits, as students run it. The timing
@@ -153,37 +154,48 @@ def _prepare_all(cfg: BenchConfig, note: Note) -> tuple[dict[str, Prepared], dic
     return prepared, prompts
 
 
-def _measure_model(cfg: BenchConfig, model: str, harts: int, p: Prepared, runs: list[Run],
-                   version: str, state: Progress, progress: Callable[[Progress], None] | None,
-                   note: Note, samples: list[Sample], machines: dict[str, Machine]) -> None:
-    """Boots one guest with `harts` harts for model and runs its part of the plan in it,
-    appending each sample to samples as it is measured (so a failure later keeps it) and
-    the machine to machines once booted (the first harts value's, for the tables)."""
+def _measure_model(cfg: BenchConfig, model: str, p: Prepared, runs: list[Run], version: str,
+                   state: Progress, progress: Callable[[Progress], None] | None, note: Note,
+                   samples: list[Sample], machines: dict[str, Machine]) -> None:
+    """Boots one guest per --cpus value for model and keeps them all up while it runs
+    its part of the plan: every run goes to each guest in turn (harts in --cpus order),
+    so that a change in the host's load falls on every hart count alike and the
+    speed-up ratios compare runs made minutes, not a whole sweep, apart. Appends each
+    sample as it is measured (so a failure later keeps it) and the first guest's machine
+    to machines. An idle guest's harts sleep in wfi and cost the others nothing."""
     spec = MODELS[model]
-    qc = QemuConfig(kernel=p.kernel, image=p.image, ram=cfg.ram or spec.ram, cpus=harts,
-                    snapshot=True, qemu=cfg.qemu)
-    note(f"{model}: booting the guest ({harts} harts, {qc.ram})")
-    guest = Guest(qc)
-    try:  # not `with`: a failed boot must close QEMU too
-        guest.boot()
-        machines.setdefault(model, booted_machine(guest, version))
-        service = ServiceClient(guest, spec, note) if "service" in cfg.modes else None
+    guests: list[tuple[int, Guest, ServiceClient | None]] = []
+    try:  # not `with`: a failed boot must close every QEMU started so far
+        for harts in cfg.cpus:
+            qc = QemuConfig(kernel=p.kernel, image=p.image, ram=cfg.ram or spec.ram, cpus=harts,
+                            snapshot=True, qemu=cfg.qemu)
+            note(f"{model}: booting the guest ({harts} harts, {qc.ram})")
+            state.label = f"{model}: boot with {harts} harts"
+            guest = Guest(qc)
+            guests.append((harts, guest, None))
+            guest.boot()
+            machines.setdefault(model, booted_machine(guest, version))
+            if "service" in cfg.modes:
+                guests[-1] = (harts, guest, ServiceClient(guest, spec, note))
         for run in runs:
-            state.label = run.cell.label + f" #{run.repeat + 1}"
-            if progress:
-                progress(state)
-            timeout = run_timeout(run, p.size_mb)
-            if service is not None and run.cell.mode == "service":
-                sample = service.run(run, timeout)
-            else:
-                sample = run_cold(guest, run, timeout, cfg.profile)
-            samples.append(replace(sample, harts=harts))
-            state.done += 1
-            state.done_weight += run.weight
-            if progress:
-                progress(state)
+            for harts, guest, service in guests:
+                state.label = (run.cell.label + f" #{run.repeat + 1}"
+                               + (f" {harts}h" if len(guests) > 1 else ""))
+                if progress:
+                    progress(state)
+                timeout = run_timeout(run, p.size_mb)
+                if service is not None and run.cell.mode == "service":
+                    sample = service.run(run, timeout)
+                else:
+                    sample = run_cold(guest, run, timeout, cfg.profile)
+                samples.append(replace(sample, harts=harts))
+                state.done += 1
+                state.done_weight += run.weight
+                if progress:
+                    progress(state)
     finally:
-        guest.close()
+        for _, guest, _ in guests:
+            guest.close()
 
 
 class BenchIncomplete(BenchError):
@@ -222,14 +234,13 @@ def run_bench(cfg: BenchConfig, progress: Callable[[Progress], None] | None = No
 
     for model in cfg.models:
         mine = [r for r in runs if r.cell.model == model]
-        for harts in cfg.cpus:
-            try:
-                _measure_model(cfg, model, harts, prepared[model], mine, version, state,
-                               progress, note, samples, machines)
-            except (AisvcError, KeyboardInterrupt) as e:
-                done = result([m for m in cfg.models if m in machines])
-                why = ("interrupted" if isinstance(e, KeyboardInterrupt)
-                       else f"{model}: the guest failed during the benchmark ({harts} harts): {e}")
-                raise BenchIncomplete(f"{why} (after {state.done} of {state.total} runs)", done,
-                                      isinstance(e, KeyboardInterrupt)) from e
+        try:
+            _measure_model(cfg, model, prepared[model], mine, version, state, progress, note,
+                           samples, machines)
+        except (AisvcError, KeyboardInterrupt) as e:
+            done = result([m for m in cfg.models if m in machines])
+            why = ("interrupted" if isinstance(e, KeyboardInterrupt)
+                   else f"{model}: the guest failed during the benchmark ({state.label}): {e}")
+            raise BenchIncomplete(f"{why} (after {state.done} of {state.total} runs)", done,
+                                  isinstance(e, KeyboardInterrupt)) from e
     return result(cfg.models)

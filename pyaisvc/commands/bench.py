@@ -19,6 +19,7 @@ says where each number comes from and how to read the plots.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import sys
@@ -76,8 +77,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--burst", action="store_true",
                         help="with --mode service: instead of the matrix, submit 8 requests at "
                              "once (aistress --bench; the first --prompt-lens and --gen-lens "
-                             "values) once per --batch and --cpus value; writes burst.md "
-                             "and burst_ttft.png (TTFT by arrival order)")
+                             "values) on one guest per --batch and --cpus value, --repeat "
+                             "rounds over them all; writes burst.md, burst.json and "
+                             "burst_ttft.png (TTFT by arrival order, each configuration's "
+                             "median round)")
     parser.add_argument("--batch", default="1,8", metavar="B,B,...",
                         help="--burst: the worker's batch sizes to compare (1 = the old "
                              "one-at-a-time service; default 1,8)")
@@ -134,20 +137,22 @@ def _run_burst(args: argparse.Namespace, out: Path) -> int:
         raise CommandError(f"bench: {e}") from e
     if any(b > 8 for b in batches):
         raise CommandError("bench: --batch values must be 1..8 (ai_daemon's AI_BATCH)")
+    if args.repeat < 1:
+        raise CommandError("bench: --repeat must be at least 1")
     check_out(out)
     try:
-        bursts = [b for c in sorted(set(cpus))
-                  for b in burst.run_bursts(Path("."), args.model, prompt_len, gen, batches, c,
-                                            args.ram, getattr(args, f"assets_{args.model}"),
-                                            lambda t: print(f"bench: {t}", file=sys.stderr))]
+        bursts = burst.run_bursts(Path("."), args.model, prompt_len, gen, batches, cpus,
+                                  args.repeat, args.ram, getattr(args, f"assets_{args.model}"),
+                                  lambda t: print(f"bench: {t}", file=sys.stderr))
     except AisvcError as e:
         raise CommandError(f"bench: {e}") from e
     command = "pyaisvc bench " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else [])
     text = burst.markdown(bursts, command.strip())
     (out / "burst.md").write_text(text)
+    (out / "burst.json").write_text(json.dumps(burst.to_json(bursts, command.strip()), indent=1))
     burst.plot_ttft(bursts, out / "burst_ttft.png")
     sys.stdout.write(text)
-    print(f"bench: wrote burst.md, burst_ttft.png to {out}/", file=sys.stderr)
+    print(f"bench: wrote burst.md, burst.json, burst_ttft.png to {out}/", file=sys.stderr)
     return 0
 
 
