@@ -130,9 +130,9 @@ def run_bursts(root: Path, model: str, prompt_len: int, gen: int, batches: list[
                 guest.boot()
                 guests[-1] = (c, b, guest, machine_line(booted_machine(guest, version)))
         for r in range(rounds):
+            if rounds > 1:
+                note(f"round {r + 1} of {rounds}")
             for c, b, guest, machine in guests:
-                if rounds > 1:
-                    note(f"round {r + 1} of {rounds}")
                 one = run_burst(guest, prompt, gen, b, c, note, timeout, machine)
                 bursts.append(replace(one, round=r))
     finally:
