@@ -78,11 +78,14 @@ RULES = [  # one or more aitest cases must cover each of these
 
 
 def _image(build, tmp: Path, model_dirs: dict[str, Path],
-           files: dict[str, str] | None = None, without: tuple[str, ...] = ()) -> Path:
+           files: dict[str, str] | None = None, without: tuple[str, ...] = (),
+           testprogs: tuple[str, ...] = ()) -> Path:
     tree = fsimg.Tree(fsimg.load_layout())
     for name, elf in build.uprogs.items():
         if name not in without:
             tree.add_file(name, elf)
+    for name in testprogs:
+        tree.add_file(name, build.testprogs[name])
     for target, d in model_dirs.items():
         tree.add_dir(target, d)
     for target, text in (files or {}).items():
@@ -255,6 +258,37 @@ def _parse_stress(out: str) -> dict[tuple[int, int], tuple[list[int], int, list[
         got[key] = ([int(v) for v in prompt.split()], int(predict),
                     [int(v) for v in result.split()])
     return got
+
+
+THREADS_CHANGE = re.compile(r"ai_daemon: threads (\d+) -> (\d+) \(measured again while idle\)")
+
+
+def test_worker_measures_its_pool_again_when_idle(boot_guest, build, qwen_dir,
+                                                  tmp_path) -> None:
+    """ai_daemon sizes its thread pool by measurement at start and again when it goes
+    idle 10 s or more later (user/ai/ai_daemon.c): with both harts of a 2-hart guest
+    taken by two `spin` processes, the worker's next idle moment leaves it one thread,
+    and its results stay the reference's before and after. It needs the host's two
+    cores at boot (for the 2 to shrink from) and skips when the worker started with
+    one: under `make test`'s two workers that happens; run it alone to see it."""
+    image = _image(build, tmp_path, {"AI/QWEN": qwen_dir}, testprogs=("spin",))
+    g = boot_guest(cpus=2, ram="512M", image=image)
+    w = boot_worker(g.transcript)
+    assert w is not None, g.transcript
+    if w.ran.endswith("/1"):
+        pytest.skip("the host gave the guest one core at boot: nothing to shrink")
+    ids = " ".join(map(str, lc.FRANCE["qwen"]))
+    want = " ".join(map(str, lc.reference_ids(qwen_dir, [lc.FRANCE["qwen"]], 4)[0]))
+    assert g.run(f"ai gen 4 {ids}", timeout=120).splitlines()[0].strip() == want
+    g.run("spin 40 & spin 40 & echo spinning")
+    time.sleep(11)  # past the daemon's 10 s; its next idle moment measures again
+    assert g.run(f"ai gen 4 {ids}", timeout=120).splitlines()[0].strip() == want
+    deadline = time.monotonic() + 20
+    while not THREADS_CHANGE.search(g.transcript) and time.monotonic() < deadline:
+        g.run("sleep 0.5")
+    assert THREADS_CHANGE.findall(g.transcript) == [("2", "1")], g.transcript[-2000:]
+    assert g.run(f"ai gen 4 {ids}", timeout=120).splitlines()[0].strip() == want
+    assert "panic" not in g.transcript
 
 
 @pytest.mark.parametrize("cpus,seed", [(1, 1), (2, 2)])

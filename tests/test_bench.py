@@ -241,6 +241,10 @@ def test_worker_line():
             "batch 8, kernels vector, threads 2\r\n")
     assert boot_worker("init: starting\n" + line) == Worker(7, "/AI/SMOL", 130, 8, "vector/2")
     assert boot_worker("ai_daemon: not serving; fix the assets, then kill pid 7\n") is None
+    # the count it reported last, after measuring its pool again, and only its own
+    resized = "ai_daemon: threads 2 -> 1 (measured again while idle)\r\n"
+    assert boot_worker(line + resized).ran == "vector/1"
+    assert boot_worker(resized + line).ran == "vector/2"
 
 
 def test_burst_parse_table_and_plot(tmp_path: Path):

@@ -32,6 +32,8 @@ from pyaisvc.qemu import PROMPT, Guest
 # The worker's line at boot (user/ai/ai_daemon.c).
 DAEMON = re.compile(r"ai_daemon: pid (\d+) serving (\S+) \(.*\), load (\d+) ms, batch (\d+), "
                     r"kernels (\w+), threads (\d+)")
+# The worker's line when it measured its pool again and the count changed.
+RESIZED = re.compile(r"ai_daemon: threads \d+ -> (\d+) \(measured again while idle\)")
 AI_PROMPT = "ai> "
 QUERY = (r"reqid (\d+): (\w+)[^\n]*\n\s*prompt (\d+), predict (\d+); "
          r"queued_us (\d+) ttft_us (\d+) total_us (\d+)\r*\n")
@@ -51,11 +53,15 @@ class Worker:
 
 
 def boot_worker(transcript: str) -> Worker | None:
-    """The last worker that started in the transcript; None if none did."""
-    found = DAEMON.findall(transcript)
+    """The last worker that started in the transcript, with the thread count it last
+    reported (it measures its pool again when idle); None if none started."""
+    found = list(DAEMON.finditer(transcript))
     if not found:
         return None
-    pid, served, load_ms, batch, kernels, threads = found[-1]
+    pid, served, load_ms, batch, kernels, threads = found[-1].groups()
+    changes = RESIZED.findall(transcript, found[-1].end())
+    if changes:
+        threads = changes[-1]
     return Worker(int(pid), served, int(load_ms), int(batch), f"{kernels}/{threads}")
 
 
@@ -79,6 +85,8 @@ class ServiceClient:
     def run(self, run: Run, timeout: float) -> Sample:
         c = run.cell
         deadline = time.monotonic() + timeout
+        w = boot_worker(self.guest.transcript)  # its thread count may have changed
+        ran = w.ran if w is not None else self.ran
         t0 = time.monotonic()
         self.guest.send_line("ai")
         self.guest.expect([re.escape(AI_PROMPT)], deadline, "the ai tool's prompt")
@@ -98,7 +106,7 @@ class ServiceClient:
         ttft, total = timing["ttft_us"], timing["total_us"]
         tpot = (total - ttft) // (c.gen_len - 1) if c.gen_len > 1 else 0
         return Sample(c.model, c.mode, c.prompt_len, c.gen_len, run.repeat, self.load_us,
-                      self.load_us, ttft, tpot, wall, ids, ran=self.ran)
+                      self.load_us, ttft, tpot, wall, ids, ran=ran)
 
     def _poll(self, reqid: int, deadline: float) -> dict[str, int]:
         """Queries reqid until it is done; its prompt length and timings."""

@@ -3,7 +3,12 @@
 //   ai_daemon [--ready-fd FD] [--batch B] [ASSET_DIR]  (default /AI/SMOL, else /AI/QWEN)
 //
 // Each batched step runs on the runtime's thread pool, one thread per
-// hart (user/llm/pool.c); the workers sleep between requests.
+// hart that the host runs at once (user/llm/pool.c measures it); the
+// workers sleep between requests. The host's free cores change (another
+// program on the host, or in the guest, while the daemon started), so
+// before it sleeps for work, with nothing queued, the daemon measures
+// again if the last measurement is RESIZE_US old, and says so when the
+// count changes. The measurement takes about 20 ms, only while idle.
 // Loads the model once, with the runtime and models of llmrun_smol /
 // llmrun_qwen (CFG.BIN's model_kind, read by the runtime's loader, picks
 // which), registers with the kernel as the worker, then serves forever,
@@ -52,7 +57,8 @@
 #include "user/llm/smol.h"
 #include "user/llm/qwen.h"
 
-#define AI_BATCH 8 // B: requests the worker runs at once (<= LLM_MAXCACHE)
+#define AI_BATCH  8          // B: requests the worker runs at once (<= LLM_MAXCACHE)
+#define RESIZE_US 10000000UL // measure the pool again after this long, when idle
 
 _Static_assert(AI_BATCH <= LLM_MAXCACHE, "AI_BATCH above the session's caches");
 
@@ -66,6 +72,7 @@ struct running {
 
 static struct running run[AI_BATCH]; // oldest first
 static int nrun, places;
+static uint64 pool_sized_at;    // when llm_pool_start last measured
 static struct llm_sampler work; // the samplers' shared workspace (cand, cum)
 
 // The model for dir's CFG.BIN (version 1 files are all Llama); 0 after a
@@ -164,6 +171,35 @@ admit(struct llm_runtime *rt, struct llm_session *s, struct ai_job *job)
   nrun++;
 }
 
+// Restarts the thread pool with as many threads as the host now runs at
+// once, if it was sized RESIZE_US ago or more (design comment); prints the
+// change. Only between steps.
+static void
+resize_pool(void)
+{
+  if (time_us() - pool_sized_at < RESIZE_US)
+    return;
+  int before = llm_pool_threads();
+  llm_pool_stop();
+  llm_pool_start(0);
+  pool_sized_at = time_us();
+  if (llm_pool_threads() != before)
+    printf("ai_daemon: threads %d -> %d (measured again while idle)\n", before,
+        llm_pool_threads());
+}
+
+// The next request: one already queued (ai_take never blocks) or, with
+// none running, sleep for one, first resizing the pool if due.
+static int
+next_request(struct ai_job *job)
+{
+  int r = ai_take(job, places);
+  if (r != 0 || nrun > 0)
+    return r;
+  resize_pool();
+  return ai_next(job);
+}
+
 // Take requests while a place is free: sleep for one if none runs, never
 // block otherwise. Exits when this process is no longer the worker.
 static void
@@ -171,7 +207,7 @@ admit_all(struct llm_runtime *rt, struct llm_session *s)
 {
   static struct ai_job job;
   while (nrun < places) {
-    int r = nrun == 0 ? ai_next(&job) : ai_take(&job, places);
+    int r = next_request(&job);
     if (r == -AIE_NOTWORKER) {
       fprintf(2, "ai_daemon: no longer the worker; exiting\n");
       exit(1);
@@ -298,6 +334,7 @@ main(int argc, char **argv)
     fprintf(2, "ai_daemon: no memory for the sampler: sampled requests will fail "
                "(out of memory); boot with more RAM to serve them\n");
   llm_pool_start(0); // as many threads as the machine runs at once
+  pool_sized_at = time_us();
   if (register_worker(&rt.cfg) < 0)
     return 1;
   printf("ai_daemon: pid %d serving %s (vocab %d, runtime_seq_len %d), load %lu ms, batch %d, "
