@@ -333,6 +333,20 @@ def test_bad_option_is_named(progs: dict[str, Path], args: list[str], first: str
     assert p.stdout == ""
 
 
+def test_help_lists_every_option(progs: dict[str, Path]) -> None:
+    """--help, as llama-cli's: the usage line and a line per option on stdout, exit 0,
+    before any model is loaded (the asset directory need not exist); every option of
+    the usage line is explained."""
+    p = run(progs["qwen"], ["--asset-dir", "/nonexistent", "--help", "1", "2"])
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("usage: llmrun_qwen [--asset-dir DIR]")
+    options = set(re.findall(r"--[a-z-]+", lines[0]))
+    explained = set(re.findall(r"--[a-z-]+", "\n".join(lines[1:])))
+    assert options and options <= explained, options - explained
+    assert "(default /AI/QWEN)" in p.stdout
+
+
 SAMPLING = lc.SAMPLING_CASES
 
 

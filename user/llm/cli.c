@@ -10,7 +10,8 @@
 // gets a message and the loop goes on. Without ids or --stdin, a terminal
 // as input is told that lines are awaited (so a forgotten id list is not a
 // silent wait); a pipe or file is served quietly. An unknown option, or
-// one without its value, is named, then the usage line is printed.
+// one without its value, is named, then the usage line is printed; --help
+// prints the usage and what each option does on stdout, and exits 0.
 // Generated ids go to stdout, one line per request; messages and timing to
 // stderr, prefixed with PROG.
 // --stream writes each id as soon as it is chosen instead of the whole line
@@ -55,16 +56,44 @@ struct options {
   struct llm_sampler smp; // --temp, --top-k, --top-p, --seed, --stop
 };
 
+// The usage line, to fd.
+static void
+usage_line(int fd)
+{
+  fprintf(fd, "usage: %s [--asset-dir DIR] [--predict N] [--threads N] [--quiet] [--profile] "
+              "[--stream] [--kernels auto|scalar|vector] [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... "
+              "[--prompt-file F | --stdin [--batch B] | <id> ...]\n",
+      llm_prog);
+}
+
 // Print "PROG: WHAT OPTION" and the usage line; returns -1.
 static int
 usage(const char *what, const char *option)
 {
   fprintf(2, "%s: %s %s\n", llm_prog, what, option);
-  fprintf(2, "usage: %s [--asset-dir DIR] [--predict N] [--threads N] [--quiet] [--profile] "
-             "[--stream] [--kernels auto|scalar|vector] [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... "
-             "[--prompt-file F | --stdin [--batch B] | <id> ...]\n",
-      llm_prog);
+  usage_line(2);
   return -1;
+}
+
+// --help: the usage line and what each option does, on stdout.
+static void
+help(const char *dir)
+{
+  usage_line(1);
+  printf("  <id> ...           the prompt's token ids (pyaisvc translate makes them)\n"
+         "  --asset-dir DIR    the model's directory (default %s)\n"
+         "  --predict N        ids to generate (default 1)\n"
+         "  --threads N        threads (default: one per hart the host runs at once)\n"
+         "  --kernels K        auto, scalar or vector matmuls (default auto: vector with V)\n"
+         "  --temp T           sample at temperature T (default 0: greedy);\n"
+         "                     --top-k K (40), --top-p P (0.95), --seed S (0)\n"
+         "  --stop ID          end a request after this id (up to %d times)\n"
+         "  --stream           print each id as soon as it is chosen\n"
+         "  --quiet            no timing line; --profile: time per phase and thread\n"
+         "  --prompt-file F    read the ids from file F\n"
+         "  --stdin            one request per line: <predict> <id> ...; --batch B serves\n"
+         "                     up to B of them at once, as the AI service does\n",
+      dir, LLM_MAX_STOP);
 }
 
 // A decimal number below 2^31 -> 0 and *v; else -1.
@@ -237,10 +266,12 @@ value_option(struct options *o, const char *a, const char *v)
 }
 
 // Fill o from the --options of argv (defaults: md's directory, predict 1,
-// greedy, stdin when no ids and no file). Returns 0, or -1 after a message.
+// greedy, stdin when no ids and no file). Returns 0; 1 after --help's
+// text; -1 after a message.
 static int
 parse_options(int argc, char **argv, struct options *o)
 {
+  const char *default_dir = o->dir;
   o->predict = 1;
   o->smp.top_k = 40;
   o->smp.top_p = 0.95;
@@ -248,7 +279,10 @@ parse_options(int argc, char **argv, struct options *o)
   for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
     const char *a = argv[i];
     int r;
-    if (strcmp(a, "--quiet") == 0)
+    if (strcmp(a, "--help") == 0) {
+      help(default_dir);
+      return 1;
+    } else if (strcmp(a, "--quiet") == 0)
       o->quiet = 1;
     else if (strcmp(a, "--profile") == 0)
       o->profile = 1;
@@ -556,8 +590,8 @@ llm_cli_main(const struct llm_model *md, int argc, char **argv)
   struct options o = { md->default_dir };
   int count = 0, r;
   llm_prog = md->name;
-  if (parse_options(argc, argv, &o) < 0)
-    return 2;
+  if ((r = parse_options(argc, argv, &o)) != 0)
+    return r < 0 ? 2 : 0;
   if (o.prompt_file)
     r = prompt_from_file(o.prompt_file, ids, &count);
   else
