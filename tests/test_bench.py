@@ -349,3 +349,18 @@ def test_burst_rounds_go_round_every_worker(build, tmp_path: Path):
     want = lc.reference_ids(lc.smol_dir("v3"), [prompt], 3)[0]
     for b in data["bursts"]:
         assert [r["ids"] for r in b["requests"]] == [want] * 8, (b["round"], b["batch"])
+
+
+def test_guests_up_together_must_fit_the_host():
+    """A sweep's guests stay up at once: their RAM must fit what the host has free, or
+    the benchmark stops before booting any, saying what to pass instead."""
+    from pyaisvc.bench.runner import check_guests_fit, ram_mib
+
+    assert (ram_mib("512M"), ram_mib("3G"), ram_mib("2048")) == (512, 3072, 2048)
+    with pytest.raises(BenchError, match="give MiB or GiB"):
+        ram_mib("3T")
+    check_guests_fit(["3G", "3G"], avail=6144)
+    check_guests_fit(["3G"], avail=1000)  # one guest: QEMU itself says if it cannot
+    with pytest.raises(BenchError, match="2 guests up together need 6144 MiB of RAM and "
+                                         "the host has 6000 MiB available: pass fewer"):
+        check_guests_fit(["3G", "3G"], avail=6000)

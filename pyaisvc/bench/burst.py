@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pyaisvc.bench.matrix import BenchError, prompt_ids
 from pyaisvc.bench.report import machine_line
-from pyaisvc.bench.runner import booted_machine, qemu_version
+from pyaisvc.bench.runner import booted_machine, check_guests_fit, qemu_version
 from pyaisvc.bench.sample import Note
 from pyaisvc.bench.service import boot_worker
 from pyaisvc.llmguest import MODELS, prepare
@@ -116,6 +116,7 @@ def run_bursts(root: Path, model: str, prompt_len: int, gen: int, batches: list[
     prompt = prompt_ids(load_tokenizer(model).encode, prompt_len)
     timeout = 60.0 + 4.0 * N_BURST * gen * p.size_mb / 10
     version = qemu_version(default_qemu())
+    check_guests_fit([ram or spec.ram] * len(set(cpus)) * len(set(batches)))
     guests: list[tuple[int, int, Guest, str]] = []  # harts, batch, guest, machine line
     bursts = []
     try:  # not `with`: a failed boot must close every QEMU started so far

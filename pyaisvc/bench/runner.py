@@ -133,6 +133,36 @@ def run_cold(guest: Guest, run: Run, timeout: float, profile: bool = False) -> S
                   ran=",".join(kernels_ran(out, prog)))
 
 
+def ram_mib(ram: str) -> int:
+    """MiB of a QEMU -m value: "512M", "3G", "2048" (QEMU's default unit is MiB)."""
+    m = re.fullmatch(r"(\d+)([MmGg]?)", ram.strip())
+    if not m:
+        raise BenchError(f"--ram {ram}: give MiB or GiB, e.g. 512M or 2G")
+    return int(m.group(1)) * (1024 if m.group(2) in ("G", "g") else 1)
+
+
+def available_mib() -> int | None:
+    """The host's available memory (MemAvailable of /proc/meminfo), None if unknown."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_guests_fit(rams: list[str], avail: int | None = None) -> None:
+    """BenchError if guests of these RAM sizes, booted together, need more memory than the
+    host has available (a sweep keeps its guests up at once)."""
+    need = sum(ram_mib(r) for r in rams)
+    avail = available_mib() if avail is None else avail
+    if len(rams) > 1 and avail is not None and need > avail:
+        raise BenchError(f"{len(rams)} guests up together need {need} MiB of RAM and the host "
+                         f"has {avail} MiB available: pass fewer --cpus (or --batch) values, "
+                         "or a smaller --ram")
+
+
 def run_timeout(run: Run, size_mb: float) -> float:
     """A generous deadline for one run: 2 s per token per 135 MB of model, plus a minute."""
     tokens = run.cell.prompt_len + run.cell.gen_len + 10
@@ -217,6 +247,8 @@ def run_bench(cfg: BenchConfig, progress: Callable[[Progress], None] | None = No
     t_start = time.monotonic()
     version = qemu_version(cfg.qemu)
     prepared, prompts = _prepare_all(cfg, note)
+    for model in cfg.models:  # each model's guests are up together
+        check_guests_fit([cfg.ram or MODELS[model].ram] * len(cfg.cpus))
     runs = plan_runs(cfg.models, cfg.modes, cfg.prompt_lens, cfg.gen_lens, cfg.repeat, prompts,
                      {m: p.size_mb for m, p in prepared.items()})
     n = len(cfg.cpus)
