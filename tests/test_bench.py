@@ -120,12 +120,18 @@ def test_kernels_ran_and_their_summary():
 
 def test_parse_profile():
     out = ("llmrun_qwen: profile phase=prefill matmul_us=90 attn_us=5 other_us=5 tokens=8\n"
-           "llmrun_qwen: profile phase=decode matmul_us=80 attn_us=15 other_us=5 tokens=3\n")
+           "llmrun_qwen: profile phase=prefill threads=1 steps=0 busy_us=0 wait_us=0 sleeps=0 "
+           "serial_us=0\n"
+           "llmrun_qwen: profile phase=decode matmul_us=80 attn_us=15 other_us=5 tokens=3\n"
+           "llmrun_qwen: profile phase=decode threads=2 steps=9 busy_us=50,40 wait_us=1,9 "
+           "sleeps=0,1 serial_us=7\n")
     prof = parse_profile(out, "llmrun_qwen")
-    assert prof["prefill_matmul_us"] == 90 and prof["decode_attn_us"] == 15 and len(prof) == 6
+    assert prof["prefill_matmul_us"] == 90 and prof["decode_attn_us"] == 15
+    # one thread has no serial part to report; two threads do
+    assert "prefill_serial_us" not in prof and prof["decode_serial_us"] == 7 and len(prof) == 7
     assert parse_profile(out, "llmrun_smol") == {}
     s = Sample("qwen", "cold", 8, 4, 0, 1, 1, 1, 1, 1.0, (1, 2, 3, 4), prof)
-    assert report.profile_table([s])[-2] == "| 8 | 4 | 90% | 5% | 5% | 80% | 15% | 5% |"
+    assert report.profile_table([s])[-2] == "| 8 | 4 | 90% | 5% | 5% | - | 80% | 15% | 5% | 7% |"
 
 
 def test_summary_median_and_spread():

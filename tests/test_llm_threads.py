@@ -22,7 +22,8 @@ GEN = 4  # ids per request: decode steps enough to carry each state forward
 THREADS = (1, 2, 4)
 pytestmark = pytest.mark.guest
 THREAD_LINE = re.compile(r"^(\S+): profile phase=(prefill|decode) threads=(\d+) steps=(\d+) "
-                         r"busy_us=([\d,]+) wait_us=([\d,]+) sleeps=([\d,]+)\s*$", re.M)
+                         r"busy_us=([\d,]+) wait_us=([\d,]+) sleeps=([\d,]+) "
+                         r"serial_us=(\d+)\s*$", re.M)
 
 
 @pytest.fixture(scope="module")
@@ -81,11 +82,13 @@ def test_same_ids_at_every_thread_count(boot_guest, thread_image, model: str,
     ran = int(re.findall(r" threads=(\d+)$", console, re.M)[-1])
     assert 1 <= ran <= cpus, console
     assert [(phase, int(n)) for _, phase, n, *_ in lines] == [("prefill", ran), ("decode", ran)]
-    for _, _, n, steps, busy, wait, sleeps in lines:
+    for _, _, n, steps, busy, wait, sleeps, serial in lines:
         assert len(busy.split(",")) == len(wait.split(",")) == len(sleeps.split(",")) == int(n)
         # One thread runs no pool steps; with more, thread 0 always runs chunks (the
-        # others claim what they reach first, possibly none of a short phase).
+        # others claim what they reach first, possibly none of a short phase) and
+        # runs alone between steps (the norms, at least).
         assert (int(steps) > 0 and int(busy.split(",")[0]) > 0) == (int(n) > 1), console
+        assert (int(serial) > 0) == (int(n) > 1), console
     assert "panic" not in g.transcript
 
 

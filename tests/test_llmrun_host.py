@@ -126,7 +126,8 @@ def test_batch_profile(progs: dict[str, Path]) -> None:
     parts = re.findall(r"^llmrun_qwen: profile phase=batch matmul_us=(\d+) attn_us=(\d+) "
                        r"other_us=(\d+) tokens=(\d+)$", p.stderr, re.M)
     threads = re.findall(r"^llmrun_qwen: profile phase=batch threads=2 steps=(\d+) "
-                         r"busy_us=\d+,\d+ wait_us=\d+,\d+ sleeps=\d+,\d+$", p.stderr, re.M)
+                         r"busy_us=\d+,\d+ wait_us=\d+,\d+ sleeps=\d+,\d+ serial_us=\d+$",
+                         p.stderr, re.M)
     assert len(parts) == 1 and len(threads) == 1, p.stderr
     positions = sum(len(q) + len(w) - 1 for q, w in zip(prompts, want, strict=True))
     assert int(parts[0][3]) == positions

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pyaisvc.bench.runner import BenchResult, Machine
-from pyaisvc.bench.sample import PROFILE_FIELDS, Sample
+from pyaisvc.bench.sample import PROFILE_FIELDS, PROFILE_PARTS, Sample
 
 METRICS = ("load_us", "init_us", "ttft_us", "tpot_us")
 CSV_FIELDS = ("model", "mode", "prompt_len", "gen_len", "harts", "repeat", *METRICS, "wall_s",
@@ -172,23 +172,26 @@ def speedup_table(cells: list[CellSummary], harts: list[int]) -> list[str]:
 
 
 def profile_table(samples: list[Sample]) -> list[str]:
-    """Markdown lines: per cell, the median share of matmul / attention / other time."""
+    """Markdown lines: per cell, the median share of matmul / attention / other time,
+    and of the serial time (thread 0 alone between parallel steps; "-" for one thread)."""
     if not samples:
         return []
     sweep = len({s.harts for s in samples}) > 1  # then a harts column
-    lines = ["Where the time goes (`--profile`; median share of the phase's time):", "",
+    lines = ["Where the time goes (`--profile`; median share of the phase's time; serial: "
+             "thread 0 alone between parallel steps, which more harts cannot shorten):", "",
              "| prompt | gen | " + ("harts | " if sweep else "") + "prefill matmul | attention "
-             "| other | decode matmul | attention | other |",
-             "|---:|---:|" + ("---:|" if sweep else "") + "---:|---:|---:|---:|---:|---:|"]
+             "| other | serial | decode matmul | attention | other | serial |",
+             "|---:|---:|" + ("---:|" if sweep else "") + "---:|" * 8]
     cells = sorted({(s.prompt_len, s.gen_len, s.harts) for s in samples})
     for p, g, h in cells:
         group = [s for s in samples if (s.prompt_len, s.gen_len, s.harts) == (p, g, h)]
         shares = []
         for phase in ("prefill", "decode"):
-            parts = [f"{phase}_{x}_us" for x in ("matmul", "attn", "other")]
-            for k in parts:
-                ratios = [s.profile[k] / max(1, sum(s.profile[q] for q in parts)) for s in group]
-                shares.append(f"{100 * statistics.median(ratios):.0f}%")
+            parts = [f"{phase}_{x}_us" for x in PROFILE_PARTS]
+            for k in [*parts, f"{phase}_serial_us"]:
+                ratios = [s.profile[k] / max(1, sum(s.profile[q] for q in parts))
+                          for s in group if k in s.profile]
+                shares.append(f"{100 * statistics.median(ratios):.0f}%" if ratios else "-")
         lines.append(f"| {p} | {g} | " + (f"{h} | " if sweep else "") + " | ".join(shares)
                      + " |")
     return [*lines, ""]

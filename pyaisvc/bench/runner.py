@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pyaisvc.assets import load_config
 from pyaisvc.bench.matrix import BenchError, Run, check_lengths, plan_runs, prompt_ids
-from pyaisvc.bench.sample import Note, Sample
+from pyaisvc.bench.sample import PROFILE_PARTS, Note, Sample
 from pyaisvc.bench.service import ServiceClient
 from pyaisvc.errors import AisvcError
 from pyaisvc.llmguest import MODELS, Prepared, id_args, kernels_ran, parse_output, prepare
@@ -38,6 +38,8 @@ from pyaisvc.tokenizer import load_tokenizer
 
 PROFILE = re.compile(r"^(\S+): profile phase=(prefill|decode) matmul_us=(\d+) attn_us=(\d+) "
                      r"other_us=(\d+) tokens=(\d+)\s*$", re.M)
+POOL_PROFILE = re.compile(r"^(\S+): profile phase=(prefill|decode) threads=(\d+) .* "
+                          r"serial_us=(\d+)\s*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -107,12 +109,16 @@ def qemu_version(qemu: str) -> str:
 
 
 def parse_profile(output: str, prog: str) -> dict[str, int]:
-    """PROFILE_FIELDS from the --profile lines of a run (empty without them)."""
+    """PROFILE_FIELDS from the --profile lines of a run (empty without them; no
+    serial time from a run of one thread)."""
     out = {}
     for m in PROFILE.finditer(output):
         if m.group(1) == prog:
-            for part, value in zip(("matmul", "attn", "other"), m.groups()[2:5], strict=True):
+            for part, value in zip(PROFILE_PARTS, m.groups()[2:5], strict=True):
                 out[f"{m.group(2)}_{part}_us"] = int(value)
+    for m in POOL_PROFILE.finditer(output):
+        if m.group(1) == prog and int(m.group(3)) > 1:
+            out[f"{m.group(2)}_serial_us"] = int(m.group(4))
     return out
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+PROFILE_PARTS = ("matmul", "attn", "other")  # the phase's time, split
+# serial: thread 0 alone between parallel steps (runs of 2+ threads only); it
+# overlaps the parts above.
 PROFILE_FIELDS = tuple(f"{ph}_{part}_us" for ph in ("prefill", "decode")
-                       for part in ("matmul", "attn", "other"))
+                       for part in (*PROFILE_PARTS, "serial"))
 
 Note = Callable[[str], None]  # receives one line about a set-up step
 

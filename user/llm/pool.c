@@ -81,6 +81,7 @@ static struct {
   uint64 calib[LLM_MAX_THREADS]; // how long each worker ran in the window
   uint32 calib_ready, calib_go, calib_done;
   int profile;
+  uint64 step_end; // when the last step handed over ended (0: none yet)
   struct llm_pool_stats st;
 } pool = { .n = 1 };
 
@@ -315,6 +316,8 @@ llm_pool_run(void (*fn)(void *arg, int lo, int hi, int t), void *arg, int n, int
     fn(arg, 0, n, 0);
     return;
   }
+  if (pool.profile && pool.step_end)
+    pool.st.serial_us += time_us() - pool.step_end;
   pool.fn = fn;
   pool.arg = arg;
   pool.items = n;
@@ -327,8 +330,10 @@ llm_pool_run(void (*fn)(void *arg, int lo, int hi, int t), void *arg, int n, int
   uint64 w = 0;
   while ((d = __atomic_load_n(&pool.done, __ATOMIC_SEQ_CST)) != (uint32)pool.chunks)
     w += wait_change(&pool.done, d, &pool.waiting, 0);
-  if (pool.profile)
+  if (pool.profile) {
     pool.st.wait_us[0] += w;
+    pool.step_end = time_us();
+  }
   pool.st.steps++;
 }
 
@@ -343,4 +348,5 @@ llm_pool_take_stats(struct llm_pool_stats *st)
 {
   *st = pool.st;
   memset(&pool.st, 0, sizeof(pool.st));
+  pool.step_end = 0;
 }

@@ -8,12 +8,16 @@
 
 // Per-thread time under --profile: busy (running chunks) and waiting:
 // thread 0 for the step's last chunk, a worker for the next step; and how
-// many of those waits ended in futex_wait (a spin did not last).
+// many of those waits ended in futex_wait (a spin did not last). serial_us:
+// thread 0's time from the end of one step to the start of the next (steps
+// of one chunk included), when the workers have nothing to run: the part
+// of the time more threads cannot shorten.
 struct llm_pool_stats {
   uint64 busy_us[LLM_MAX_THREADS];
   uint64 wait_us[LLM_MAX_THREADS];
   uint64 sleeps[LLM_MAX_THREADS];
   uint64 steps;
+  uint64 serial_us;
 };
 
 // Start n - 1 worker threads (n in 1..LLM_MAX_THREADS; the caller is

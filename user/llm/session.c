@@ -17,12 +17,13 @@
 // (quantising their inputs included), attention (for Qwen also the Gated
 // DeltaNet recurrence) and the rest, and say per thread how long it
 // worked in pool steps, waited at their end barrier for the others
-// (thread 0, the caller, waits inside matmul_us and attn_us), and how many
-// of those waits slept in the kernel:
+// (thread 0, the caller, waits inside matmul_us and attn_us), how many
+// of those waits slept in the kernel, and how long thread 0 ran alone
+// between steps (serial_us: the part more threads cannot shorten):
 //   PROG: profile phase=prefill matmul_us=M attn_us=A other_us=O tokens=N
-//   PROG: profile phase=prefill threads=T steps=S busy_us=B0,B1 wait_us=W0,W1 sleeps=Z0,Z1
+//   PROG: profile phase=prefill threads=T steps=S busy_us=B0,B1 wait_us=W0,W1 sleeps=Z0,Z1 serial_us=R
 //   PROG: profile phase=decode matmul_us=M attn_us=A other_us=O tokens=G-1
-//   PROG: profile phase=decode threads=T steps=S busy_us=B0,B1 wait_us=W0,W1 sleeps=Z0,Z1
+//   PROG: profile phase=decode threads=T steps=S busy_us=B0,B1 wait_us=W0,W1 sleeps=Z0,Z1 serial_us=R
 // (the CLI's --batch prints one pair, phase=batch, for all its requests:
 // tokens= then counts the positions run, prompts and fed-back ids).
 
@@ -232,8 +233,9 @@ llm_profile_lines(struct llm_session *s, const char *phase, uint64 total, int to
     nw += snprintf(wait + nw, sizeof(wait) - nw, i ? ",%lu" : "%lu", st.wait_us[i]);
     ns += snprintf(sleeps + ns, sizeof(sleeps) - ns, i ? ",%lu" : "%lu", st.sleeps[i]);
   }
-  fprintf(2, "%s: profile phase=%s threads=%d steps=%lu busy_us=%s wait_us=%s sleeps=%s\n",
-      llm_prog, phase, n, st.steps, busy, wait, sleeps);
+  fprintf(2,
+      "%s: profile phase=%s threads=%d steps=%lu busy_us=%s wait_us=%s sleeps=%s serial_us=%lu\n",
+      llm_prog, phase, n, st.steps, busy, wait, sleeps, st.serial_us);
 }
 
 // Prefill, then decode, as batched steps of this one request
