@@ -26,7 +26,7 @@ from host import llmcases as lc
 
 from pyaisvc.bench import report
 from pyaisvc.bench.matrix import TEXT, BenchError, check_lengths, parse_lengths, prompt_ids
-from pyaisvc.bench.plots import figure_pixels
+from pyaisvc.bench.plots import PANEL_IN, figure_pixels, set_title
 from pyaisvc.bench.runner import parse_profile
 from pyaisvc.bench.sample import Sample
 from pyaisvc.bench.service import Worker, boot_worker
@@ -240,6 +240,33 @@ def _burst_output(ttfts: list[int], gen: int, fail: int | None = None,
              + (ids + " 9" if k == odd else ids)
              for k, t in enumerate(ttfts)]
     return "\n".join(lines) + f"\nbench: 8 requests, first submit to last finish {max(ttfts)} ms\n"
+
+
+@pytest.mark.parametrize("panels", [1, 2])
+def test_plot_titles_fit_their_panel(panels: int):
+    """A title's machine line is longer than a panel is wide; set_title wraps it so that
+    every title stays inside the figure (a plain title lost both ends of the line)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    machine = ("QEMU 10.0.2, -cpu rv64,v=true,vlen=256, 1 harts, 512 MiB RAM; QEMU 10.0.2, "
+               "-cpu rv64,v=true,vlen=256, 2 harts, 512 MiB RAM; ran vector/1, vector/2")
+    fig, axes = plt.subplots(1, panels, figsize=(PANEL_IN[0] * panels, PANEL_IN[1]),
+                             squeeze=False)
+    for ax in axes[0]:
+        set_title(ax, f"SmolLM2-135M-Instruct: TPOT\n{machine}", 10)
+        assert ax.get_title().split() == f"SmolLM2-135M-Instruct: TPOT {machine}".split()
+    fig.tight_layout()
+    fig.canvas.draw()
+    width = fig.bbox.width
+    boxes = [ax.title.get_window_extent() for ax in axes[0]]
+    plt.close(fig)
+    for box in boxes:
+        assert 0 <= box.x0 and box.x1 <= width, (box, width)
+    for left, right in zip(boxes, boxes[1:], strict=False):
+        assert left.x1 <= right.x0  # neighbouring panels' titles do not overlap
 
 
 def test_worker_line():

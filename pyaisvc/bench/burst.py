@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from pyaisvc.bench.matrix import BenchError, prompt_ids
+from pyaisvc.bench.plots import set_title
 from pyaisvc.bench.report import machine_line
 from pyaisvc.bench.runner import booted_machine, check_guests_fit, qemu_version
 from pyaisvc.bench.sample import Note
@@ -225,10 +226,11 @@ def plot_ttft(bursts: list[Burst], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 4.5), dpi=100)
     for b in median_bursts(bursts):
         ax.plot([r.k + 1 for r in b.requests], [r.ttft_us / 1000 for r in b.requests],
-                marker="o", label=f"worker batch {b.batch}, {b.harts} harts, {b.ran}")
+                marker="o",
+                label=f"worker batch {b.batch}, {b.harts} harts" + (f", {b.ran}" if b.ran else ""))
     ax.set_xlabel("arrival order in the burst")
     ax.set_ylabel("TTFT from submit (ms)")
-    ax.set_title(f"{N_BURST} requests submitted at once\n{_machines(bursts)}", fontsize=9)
+    set_title(ax, f"{N_BURST} requests submitted at once\n{_machines(bursts)}", 9)
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()

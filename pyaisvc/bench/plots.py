@@ -16,6 +16,7 @@ on the data.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from pyaisvc.bench.report import kernels_summary, machine_line, stat
@@ -32,6 +33,15 @@ def figure_pixels(name: str, n_models: int) -> tuple[int, int]:
     if name == "load_time":
         return int(max(5.0, 3.0 * n_models) * DPI), int(PANEL_IN[1] * DPI)
     return int(PANEL_IN[0] * n_models * DPI), int(PANEL_IN[1] * DPI)
+
+
+def set_title(ax, text: str, fontsize: float) -> None:
+    """ax's title with each line wrapped to the width of ax's column of the figure: a
+    machine line (QEMU, -cpu, harts, RAM, kernels) is longer than a panel is wide."""
+    width_in = ax.figure.get_figwidth() / ax.get_subplotspec().get_gridspec().ncols
+    chars = max(20, int(width_in * 72 / (0.62 * fontsize)))  # average glyph ~0.6 em
+    ax.set_title("\n".join(textwrap.fill(line, chars) for line in text.split("\n")),
+                 fontsize=fontsize)
 
 
 def _machine(result: BenchResult, model: str) -> str:
@@ -85,7 +95,7 @@ def _label(ax, result: BenchResult, model: str, metric: str, xticks: list[int],
            xlabel: str, ylabel: str) -> None:
     """Title (model, metric, machine), axes, grid and legend of one line-plot panel."""
     ax.set_xticks(xticks)
-    ax.set_title(f"{result.titles[model]}: {metric}\n{_machine(result, model)}", fontsize=10)
+    set_title(ax, f"{result.titles[model]}: {metric}\n{_machine(result, model)}", 10)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
@@ -151,7 +161,7 @@ def plot_load(result: BenchResult, path: Path) -> None:
     ax.set_xticks(range(len(models)), [result.titles[m] for m in models])
     ax.set_ylabel("model loading time (s)")
     machines = "\n".join(f"{result.titles[m]}: {_machine(result, m)}" for m in models)
-    ax.set_title(f"Model loading time\n{machines}", fontsize=9)
+    set_title(ax, f"Model loading time\n{machines}", 9)
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8)
     _save(fig, path)
