@@ -8,7 +8,7 @@
 // program on the host, or in the guest, while the daemon started), so
 // before it sleeps for work, with nothing queued, the daemon measures
 // again if the last measurement is RESIZE_US old, and says so when the
-// count changes. The measurement takes about 20 ms, only while idle.
+// count changes. The measurement takes 40-60 ms, only while idle.
 // Loads the model once, with the runtime and models of llmrun_smol /
 // llmrun_qwen (CFG.BIN's model_kind, read by the runtime's loader, picks
 // which), registers with the kernel as the worker, then serves forever,

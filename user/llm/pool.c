@@ -45,7 +45,14 @@
 // host has cores, or a busy host) lose time so, and the pool keeps as
 // many threads as the cores' worth of time they got: with every thread on
 // a core of its own, no step waits for a vCPU the host has stopped
-// (docs/THREADS.md, "Measured"). --threads N skips the measurement.
+// (docs/THREADS.md, "Measured"). One window can fall on a moment when the
+// host ran something else (in a bench sweep on a 2-core host, a 4-hart
+// guest ran one thread in 1 of 3 runs), or on one when it ran more of the
+// vCPUs than it has cores for a while; so the pool measures two windows
+// and keeps their count if they agree, else the median of three: one odd
+// window, either way, does not decide. (The largest of three windows
+// started a third thread on 4 harts of a 2-core host in 1 of 12 runs.)
+// --threads N skips the measurement.
 //
 // Every item is computed by the same code on the same inputs whichever
 // thread runs it: results do not depend on the number of threads.
@@ -54,10 +61,11 @@
 #include "user/llm/loader.h"
 #include "user/llm/pool.h"
 
-#define POOL_SPIN_MAX_US 1000  // the longest spin before sleeping
-#define MAX_CHUNKS       128   // chunks per step, at most
-#define CALIBRATE_US     20000 // how long the threads measure to size the pool
-#define STOLEN_GAP_US    50    // a longer gap between clock reads: not running
+#define POOL_SPIN_MAX_US 1000        // the longest spin before sleeping
+#define MAX_CHUNKS       128         // chunks per step, at most
+#define CALIBRATE_US     20000       // how long the threads measure to size the pool
+#define CALIB_OVER       0xffffffffU // calib_go: no more windows
+#define STOLEN_GAP_US    50          // a longer gap between clock reads: not running
 
 static struct {
   int n; // threads, the caller included
@@ -79,7 +87,9 @@ static struct {
   int calibrating;
   uint64 calib_start, calib_end; // when every thread counts
   uint64 calib[LLM_MAX_THREADS]; // how long each worker ran in the window
-  uint32 calib_ready, calib_go, calib_done;
+  uint32 calib_ready;            // workers ready to measure
+  uint32 calib_go;               // the window to measure (1, 2, ...) or CALIB_OVER
+  uint32 calib_done;             // worker measurements made, all windows
   int profile;
   uint64 step_end; // when the last step handed over ended (0: none yet)
   struct llm_pool_stats st;
@@ -188,18 +198,30 @@ running_us(uint64 start, uint64 end)
   return end - start > stolen ? end - start - stolen : 0;
 }
 
+// Worker t's part of sizing the pool: how long it ran in each window
+// thread 0 opens (calib_go = 1, 2, ...), until thread 0 ends them.
+static void
+measure_windows(int t)
+{
+  __atomic_add_fetch(&pool.calib_ready, 1, __ATOMIC_RELEASE);
+  for (uint32 w = 1;; w++) {
+    uint32 go;
+    while ((go = __atomic_load_n(&pool.calib_go, __ATOMIC_ACQUIRE)) < w)
+      ;
+    if (go == CALIB_OVER)
+      return;
+    pool.calib[t] = running_us(pool.calib_start, pool.calib_end);
+    __atomic_add_fetch(&pool.calib_done, 1, __ATOMIC_RELEASE);
+  }
+}
+
 static uint64
 worker(void *arg)
 {
   int t = (int)(uint64)arg;
   uint32 seen = __atomic_load_n(&pool.step, __ATOMIC_ACQUIRE);
-  if (pool.calibrating) {
-    __atomic_add_fetch(&pool.calib_ready, 1, __ATOMIC_RELEASE);
-    while (!__atomic_load_n(&pool.calib_go, __ATOMIC_ACQUIRE))
-      ;
-    pool.calib[t] = running_us(pool.calib_start, pool.calib_end);
-    __atomic_add_fetch(&pool.calib_done, 1, __ATOMIC_RELEASE);
-  }
+  if (pool.calibrating)
+    measure_windows(t);
   for (;;) {
     uint64 w = wait_change(&pool.step, seen, &pool.idle, t);
     if (pool.profile)
@@ -236,22 +258,19 @@ stop_from(int keep)
   pool.n = keep;
 }
 
-// How many of the pool's n threads the machine runs at once: once every
-// worker is running, all n spin in one common window of CALIBRATE_US and
-// each measures how much of it the host let it run; the sum over the
-// window is the host cores the harts got (two on a 2-core host, whether
-// the guest has 2 harts or 4).
+// Window w of the measurement: all n threads spin in one common window of
+// CALIBRATE_US and each measures how much of it the host let it run; the
+// sum is the host cores the harts got (two on a 2-core host, whether the
+// guest has 2 harts or 4). Returns that many threads, 1 to n.
 static int
-parallel_threads(void)
+window_threads(uint32 w)
 {
   int n = pool.n;
-  while (__atomic_load_n(&pool.calib_ready, __ATOMIC_ACQUIRE) != (uint32)(n - 1))
-    ;
   pool.calib_start = time_us() + 1000; // time for the workers to see go
   pool.calib_end = pool.calib_start + CALIBRATE_US;
-  __atomic_store_n(&pool.calib_go, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&pool.calib_go, w, __ATOMIC_RELEASE);
   uint64 sum = running_us(pool.calib_start, pool.calib_end);
-  while (__atomic_load_n(&pool.calib_done, __ATOMIC_ACQUIRE) != (uint32)(n - 1))
+  while (__atomic_load_n(&pool.calib_done, __ATOMIC_ACQUIRE) != w * (uint32)(n - 1))
     ;
   for (int t = 1; t < n; t++)
     sum += pool.calib[t];
@@ -260,6 +279,31 @@ parallel_threads(void)
   int p = (int)((sum + CALIBRATE_US * 2 / 5) / CALIBRATE_US);
   return p < 1 ? 1 : p > n ? n
                            : p;
+}
+
+// The median of a, b and c.
+static int
+median3(int a, int b, int c)
+{
+  int lo = a < b ? a : b, hi = a < b ? b : a;
+  if (c < lo)
+    return lo;
+  return c > hi ? hi : c;
+}
+
+// How many of the pool's n threads the machine runs at once, once every
+// worker is ready: two windows' count if they agree, else the median of
+// three (design comment).
+static int
+parallel_threads(void)
+{
+  int n = pool.n;
+  while (__atomic_load_n(&pool.calib_ready, __ATOMIC_ACQUIRE) != (uint32)(n - 1))
+    ;
+  int a = window_threads(1), b = window_threads(2);
+  int p = a == b ? a : median3(a, b, window_threads(3));
+  __atomic_store_n(&pool.calib_go, CALIB_OVER, __ATOMIC_RELEASE);
+  return p;
 }
 
 int

@@ -22,10 +22,10 @@ struct llm_pool_stats {
 
 // Start n - 1 worker threads (n in 1..LLM_MAX_THREADS; the caller is
 // thread 0), or with n = 0 as many as the machine runs at once: one per
-// hart, fewer if the harts share host cores (measured in 20 ms: 2 on a
-// 2-core host with 4 harts). Returns the number of threads running, at
-// least 1: a thread that cannot be created leaves the pool smaller, with
-// a message.
+// hart, fewer if the harts share host cores (measured in two or three
+// windows of 20 ms: 2 on a 2-core host with 4 harts). Returns the number
+// of threads running, at least 1: a thread that cannot be created leaves
+// the pool smaller, with a message.
 int llm_pool_start(int n);
 // Stop and join the workers.
 void llm_pool_stop(void);
