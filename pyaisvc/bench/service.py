@@ -78,15 +78,14 @@ class ServiceClient:
         if w.served != spec.guest_dir:
             raise BenchError(f"--mode service: the worker serves {w.served}, not "
                              f"{spec.guest_dir}")
-        self.load_us, self.ran = w.load_ms * 1000, w.ran
+        self.load_us = w.load_ms * 1000
         note(f"{spec.name}: AI worker pid {w.pid} loaded the model in {w.load_ms} ms "
              f"({w.ran})")
 
     def run(self, run: Run, timeout: float) -> Sample:
         c = run.cell
         deadline = time.monotonic() + timeout
-        w = boot_worker(self.guest.transcript)  # its thread count may have changed
-        ran = w.ran if w is not None else self.ran
+        ran = self._ran()
         t0 = time.monotonic()
         self.guest.send_line("ai")
         self.guest.expect([re.escape(AI_PROMPT)], deadline, "the ai tool's prompt")
@@ -107,6 +106,13 @@ class ServiceClient:
         tpot = (total - ttft) // (c.gen_len - 1) if c.gen_len > 1 else 0
         return Sample(c.model, c.mode, c.prompt_len, c.gen_len, run.repeat, self.load_us,
                       self.load_us, ttft, tpot, wall, ids, ran=ran)
+
+    def _ran(self) -> str:
+        """kernels/threads the worker reported last: its pool is measured again when
+        idle, so the count at boot may have changed."""
+        w = boot_worker(self.guest.transcript)
+        assert w is not None  # found at __init__, and the transcript only grows
+        return w.ran
 
     def _poll(self, reqid: int, deadline: float) -> dict[str, int]:
         """Queries reqid until it is done; its prompt length and timings."""
