@@ -154,6 +154,8 @@ FAULTS = {
     "load0": r"load page fault at 0x0 ",
     "store0": r"store page fault at 0x0 ",
     "kernel": r"store page fault at 0x80000000 ",
+    "kread": r"load page fault at 0x80000000 ",
+    "uart": r"store page fault at 0x10000000 ",
     "illegal": r"illegal instruction at 0x[0-9a-f]+ ",
     "jump0": r"instruction page fault at 0x0 ",
     "stack": r"store page fault at 0x[0-9a-f]+ ",

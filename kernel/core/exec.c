@@ -179,6 +179,7 @@ exec(char *path, char **argv)
   pagetable_t oldpt = p->pagetable;
   uint64 oldsz = p->sz;
   p->pagetable = pt;
+  p->vmid = vm_newid();
   p->sz = sz;
   p->heapbase = sz;
   p->tfva = TRAPFRAME;
@@ -189,7 +190,8 @@ exec(char *path, char **argv)
   // possibly still in this hart's registers, are dropped.
   memset(&p->fpu, 0, sizeof(p->fpu));
   p->fpu_loaded = 0;
-  vector_free(p); // and without vector state until it uses V
+  vector_free(p);      // and without vector state until it uses V
+  vm_use(pt, p->vmid); // this hart ran on oldpt until now
   proc_freepagetable(oldpt, oldsz);
   return argc;
 

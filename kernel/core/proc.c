@@ -7,8 +7,10 @@
 // Every hart runs scheduler(), which picks RUNNABLE processes round-robin
 // and swtch()es to them. A process gives the hart back by calling sched()
 // (from yield, sleep or exit) with its p->lock held; the scheduler
-// releases that lock. Timer interrupts make a running process yield, so
-// scheduling is preemptive.
+// releases that lock. Timer interrupts make a running process yield when
+// another one is RUNNABLE, so scheduling is preemptive. The scheduler
+// runs on the kernel page table and switches satp to the process's table
+// around each run (vm.c says why only there).
 //
 // Locks: p->lock guards the state, chan, killed, xstate, pid and pgid
 // fields; wait_lock guards every p->parent and is taken before any
@@ -166,6 +168,7 @@ allocproc(void)
     release(&p->lock);
     return 0;
   }
+  p->vmid = vm_newid();
   memset(p->trapframe, 0, PGSIZE);
   memset(&p->context, 0, sizeof(p->context));
   memset(&p->fpu, 0, sizeof(p->fpu));
@@ -185,6 +188,7 @@ freeproc(struct proc *p)
   if (p->pagetable)
     proc_freepagetable(p->pagetable, p->sz);
   p->pagetable = 0;
+  p->vmid = 0;
   p->sz = 0;
   p->heapbase = 0;
   vector_free(p);
@@ -605,7 +609,11 @@ scheduler(void)
         p->state = RUNNING;
         p->home = me;
         c->proc = p;
+        vm_use(p->pagetable, p->vmid);
         swtch(&c->context, &p->context);
+        // Off p's page table before p->lock goes: whoever frees the
+        // table (wait, exec, a thread's reaper) takes that lock first.
+        vm_use(kernel_pagetable, 0);
         c->proc = 0;
         found = 1;
       }
@@ -637,6 +645,17 @@ sched(void)
   int intena = mycpu()->intena;
   swtch(&p->context, &mycpu()->context);
   mycpu()->intena = intena;
+}
+
+// Is a process waiting for a hart (RUNNABLE)? The timer makes the running
+// process yield only then (trap.c).
+int
+proc_waiting(void)
+{
+  for (struct proc *p = proc; p < &proc[NPROC]; p++)
+    if (__atomic_load_n(&p->state, __ATOMIC_RELAXED) == RUNNABLE)
+      return 1;
+  return 0;
 }
 
 // Gives up the hart for one scheduling round.

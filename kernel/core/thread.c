@@ -55,8 +55,9 @@
 //   files and directory. The others are gone even if exec then fails.
 // - sbrk is serialised by the main thread's vmlock. A process with more
 //   than one thread cannot shrink its memory (-EBUSY): another hart may
-//   still hold the old mapping in its TLB until its next trap, and this
-//   kernel has no cross-hart TLB shootdown.
+//   still hold the old mapping in its TLB until it switches processes
+//   (traps keep the TLB: vm.c), and this kernel has no cross-hart TLB
+//   shootdown.
 // - Threads that are never joined stay zombies until the process ends.
 //
 // Locks: wait_lock (proc.c) guards parent, leader, thread_result and the
@@ -308,6 +309,7 @@ sys_thread_create(void)
   // allocproc made a process; a thread uses l's page table instead.
   proc_freepagetable(t->pagetable, 0);
   t->pagetable = l->pagetable;
+  t->vmid = l->vmid;
   t->tfva = THREADFRAME(t - proc);
   int tid = t->pid;
   release(&t->lock);

@@ -4,7 +4,9 @@
 // user registers in the trapframe and calls usertrap(). A system call runs
 // with interrupts on; a fault kills the process with a one-line message
 // naming the cause and the address; a timer interrupt makes the process
-// yield. usertrapret() then goes back through userret.
+// yield if another one is waiting for a hart (a yield switches page
+// tables, and so empties the hart's TLB: vm.c). usertrapret() then goes
+// back through userret.
 //
 // In the kernel, traps enter kernelvec (kernelvec.S) and kerneltrap().
 // Only interrupts are expected there: an exception in the kernel is a
@@ -71,6 +73,7 @@ clockintr(void)
     }
     release(&tickslock);
   }
+  vm_tick();
   timer_arm();
 }
 
@@ -168,7 +171,7 @@ usertrap(void)
   }
   if (killed(p))
     exit(-1);
-  if (which == INTR_TIMER)
+  if (which == INTR_TIMER && proc_waiting())
     yield();
   usertrapret();
 }
@@ -186,7 +189,6 @@ usertrapret(void)
   vector_enter(p);
   csr_write(stvec, TRAMPOLINE + (uservec - trampoline));
 
-  p->trapframe->kernel_satp = csr_read(satp);
   p->trapframe->kernel_sp = p->kstack + KSTACKPAGES * PGSIZE;
   p->trapframe->kernel_trap = (uint64)usertrap;
   p->trapframe->kernel_hartid = r_tp();
@@ -197,9 +199,8 @@ usertrapret(void)
   csr_write(sstatus, s);
   csr_write(sepc, p->trapframe->epc);
 
-  uint64 satp = MAKE_SATP(p->pagetable);
-  void (*ret)(uint64, uint64) = (void (*)(uint64, uint64))(TRAMPOLINE + (userret - trampoline));
-  ret(satp, p->tfva);
+  void (*ret)(uint64) = (void (*)(uint64))(TRAMPOLINE + (userret - trampoline));
+  ret(p->tfva);
 }
 
 // A trap in S-mode, called from kernelvec on the current kernel stack.
@@ -219,7 +220,7 @@ kerneltrap(void)
     printf("kerneltrap: scause 0x%lx sepc 0x%lx stval 0x%lx\n", scause, sepc, csr_read(stval));
     panic("kerneltrap: exception in the kernel");
   }
-  if (which == INTR_TIMER && myproc() != 0)
+  if (which == INTR_TIMER && myproc() != 0 && proc_waiting())
     yield();
   // yield() may have run other code that changed sepc and sstatus.
   csr_write(sepc, sepc);

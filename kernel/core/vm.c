@@ -3,13 +3,31 @@
 //
 // The kernel page table maps devices and all RAM 1:1, RAM in 2 MiB
 // megapages where alignment allows (a 4 GiB map then needs 4 table pages
-// instead of 2049, and far fewer TLB entries), the kernel's text read-only.
-// Above that sit the trampoline and the per-process kernel stacks.
+// instead of 2049, and far fewer TLB entries), the kernel's text read-only,
+// and the per-process kernel stacks just below USERBASE; at the top, the
+// trampoline.
 //
-// A user page table maps the program, its stack and heap from USERBASE
-// up to p->sz in 4 KiB pages with PTE_U, and the trampoline and the
-// process's trapframe (without PTE_U) at the top. The range below p->sz
-// may have holes (page 0 at least, and everything below a program that
+// A user page table shares the kernel's part: its root entries below
+// KERNEL_ROOT_PX (all of the kernel's mappings but the trampoline) are
+// copies of the kernel page table's, pointing at the same table pages,
+// none with PTE_U. Above that it maps the program, its stack and heap
+// from USERBASE up to p->sz in 4 KiB pages with PTE_U, and the trampoline
+// and the threads' trapframes (without PTE_U) at the top.
+//
+// Why the kernel sits in every page table: a trap then needs no satp
+// switch, and a hart keeps its TLB entries across system calls and timer
+// interrupts. QEMU drops a hart's whole TLB on every satp write and
+// sfence.vma, and refilling an entry costs about 0.35 us; a SmolLM2
+// token touches some 34,000 pages of weights, so with a satp switch at
+// every trap (one system call per token at least) it paid about 11 ms
+// of page walks per token (docs/PERF_NOTES.md, fact 32). Now satp
+// changes only when a hart switches processes (proc.c: the scheduler
+// runs on the kernel page table), and a process's own mapping removals
+// fence this hart's TLB (uvmunmap). A process with several threads
+// cannot shrink its memory (thread.c), so no other hart can keep a stale
+// entry of its user pages.
+//
+// The range below p->sz may have holes (everything below a program that
 // exec placed at a high address); the functions here skip them.
 //
 // Cost: fork (uvmcopy), exit and exec's teardown (uvmunmap, uvmfree) walk
@@ -17,24 +35,28 @@
 // 2 MiB or 1 GiB it would map. So their cost grows with the pages mapped
 // (plus one table scan per leaf table), whatever p->sz is. exec therefore
 // accepts a segment at any address below the stack's top limit; a program
-// at 200 GiB forks as fast as one at 4 KiB.
+// at 200 GiB forks as fast as one at 128 GiB.
 //
 // User address ranges: user_range_ok() is the one check that a range
-// [va, va+len) lies inside user space (below TRAPFRAME) without wrapping
-// past 2^64. copyin and copyout apply it before touching anything, and so
-// does fs.c's readi() before it turns a user buffer into DMA segments;
-// then copyin/copyout/copyinstr check every page against the page table:
-// an unmapped page, a kernel-only page or (for copyout) a read-only one
-// gives -EFAULT, so a bad pointer from a user program never reaches a
-// kernel load or store or the disk.
+// [va, va+len) lies inside user space (from USERBASE to TRAPFRAME)
+// without wrapping past 2^64. copyin and copyout apply it before touching
+// anything, and so does fs.c's readi() before it turns a user buffer into
+// DMA segments; then copyin/copyout/copyinstr check every page against
+// the page table: an unmapped page, a kernel-only page or (for copyout) a
+// read-only one gives -EFAULT, so a bad pointer from a user program never
+// reaches a kernel load or store or the disk.
 #include "kernel/include/param.h"
 #include "kernel/include/types.h"
 #include "kernel/include/errno.h"
 #include "kernel/include/memlayout.h"
 #include "kernel/include/riscv.h"
+#include "kernel/include/spinlock.h"
+#include "kernel/include/proc.h"
 #include "kernel/include/defs.h"
 
 pagetable_t kernel_pagetable;
+
+#define TLB_EVERY_MAX 512 // timer ticks (5.12 s) between TLB growth chances
 
 extern char etext[];      // kernel.ld: end of kernel code
 extern char trampoline[]; // trampoline.S
@@ -95,6 +117,8 @@ kvminit(uint64 ram_end)
 {
   pagetable_t kpt = kzalloc();
 
+  if (ram_end > KSTACK(NPROC - 1))
+    panic("kvminit: RAM reaches the kernel stacks");
   kvmmap(kpt, CLINT, CLINT, PGSIZE, PTE_R | PTE_W);
   kvmmap(kpt, UART0, UART0, PGSIZE, PTE_R | PTE_W);
   kvmmap(kpt, VIRTIO0, VIRTIO0, PGSIZE, PTE_R | PTE_W);
@@ -106,13 +130,55 @@ kvminit(uint64 ram_end)
   kernel_pagetable = kpt;
 }
 
+// A new name for a user page table (never 0, never reused).
+uint64
+vm_newid(void)
+{
+  static uint64 last;
+
+  return __atomic_add_fetch(&last, 1, __ATOMIC_RELAXED);
+}
+
+// Makes pt this hart's page table, emptying its TLB: the scheduler calls
+// it around each process it runs, exec for the new program's table.
+// vmid is pt's name (vm_newid), 0 for the kernel page table.
+void
+vm_use(pagetable_t pt, uint64 vmid)
+{
+  struct cpu *c = mycpu();
+
+  sfence_vma();
+  csr_write(satp, MAKE_SATP(pt));
+  sfence_vma();
+  c->tlb_ticks = 0;
+  if (vmid != 0 && vmid != c->tlb_vmid) {
+    c->tlb_vmid = vmid;
+    c->tlb_every = 1;
+  }
+}
+
+// Every timer tick of this hart: empties its TLB at ticks 1, 2, 4, ...
+// TLB_EVERY_MAX after it switched to another process, then every
+// TLB_EVERY_MAX ticks (design comment: QEMU grows a TLB only when it is
+// emptied).
+void
+vm_tick(void)
+{
+  struct cpu *c = mycpu();
+
+  if (c->tlb_every == 0 || ++c->tlb_ticks < c->tlb_every)
+    return; // no user page table yet, or not yet
+  sfence_vma();
+  c->tlb_ticks = 0;
+  if (c->tlb_every < TLB_EVERY_MAX)
+    c->tlb_every *= 2;
+}
+
 // Every hart: turns paging on with the kernel page table.
 void
 kvminithart(void)
 {
-  sfence_vma();
-  csr_write(satp, MAKE_SATP(kernel_pagetable));
-  sfence_vma();
+  vm_use(kernel_pagetable, 0);
 }
 
 // Maps the 4 KiB pages of [va, va+sz) (va page-aligned) to pa with perm.
@@ -139,7 +205,7 @@ mappages(pagetable_t pt, uint64 va, uint64 sz, uint64 pa, int perm)
 int
 user_range_ok(uint64 va, uint64 len)
 {
-  return va <= TRAPFRAME && len <= TRAPFRAME - va;
+  return va >= USERBASE && va <= TRAPFRAME && len <= TRAPFRAME - va;
 }
 
 // Returns the physical address of user page va if it is mapped with all
@@ -147,7 +213,7 @@ user_range_ok(uint64 va, uint64 len)
 static uint64
 user_pa(pagetable_t pt, uint64 va, int perm)
 {
-  if (va >= MAXVA)
+  if (va < USERBASE || va >= MAXVA)
     return 0;
   pte_t *pte = walk(pt, va, 0);
   int need = PTE_V | PTE_U | perm;
@@ -194,7 +260,8 @@ walk_skip(pagetable_t pt, uint64 va, uint64 *first, uint64 *next)
 // them in the same ascending order as this one had them. (Freed bottom
 // up, every other process got its pages in descending order, and
 // streaming a model's weights through those ran 12-15% slower under
-// QEMU: docs/PERF_NOTES.md, fact 21.)
+// QEMU: docs/PERF_NOTES.md, fact 21.) Then it fences this hart's TLB, in
+// case pt is its page table (design comment).
 void
 uvmunmap(pagetable_t pt, uint64 va, uint64 npages, int do_free)
 {
@@ -210,13 +277,19 @@ uvmunmap(pagetable_t pt, uint64 va, uint64 npages, int do_free)
       kfree((void *)PTE2PA(*pte));
     *pte = 0;
   }
+  sfence_vma();
 }
 
-// Returns an empty user page table, or 0 if out of memory.
+// Returns a user page table with only the kernel's part (design
+// comment), or 0 if out of memory.
 pagetable_t
 uvmcreate(void)
 {
-  return kzalloc();
+  pagetable_t pt = kzalloc();
+
+  if (pt)
+    memmove(pt, kernel_pagetable, KERNEL_ROOT_PX * sizeof(pte_t));
+  return pt;
 }
 
 // Grows a process's memory from oldsz to newsz with zeroed pages, mapped
@@ -267,17 +340,19 @@ freewalk(pagetable_t pt)
   kfree(pt);
 }
 
-// Frees the user pages below sz, then the page table itself. The caller
-// has unmapped the trampoline and the trapframe.
+// Frees the user pages from USERBASE to sz, then the page table itself
+// (not the kernel's part, which it shares). The caller has unmapped the
+// trampoline and the trapframe.
 void
 uvmfree(pagetable_t pt, uint64 sz)
 {
-  if (sz > 0)
-    uvmunmap(pt, 0, PGROUNDUP(sz) / PGSIZE, 1);
+  if (sz > USERBASE)
+    uvmunmap(pt, USERBASE, (PGROUNDUP(sz) - USERBASE) / PGSIZE, 1);
+  memset(pt, 0, KERNEL_ROOT_PX * sizeof(pte_t));
   freewalk(pt);
 }
 
-// fork: copies the user pages below sz from old to new, same permissions,
+// fork: copies the user pages from USERBASE to sz from old to new, same permissions,
 // visiting only the table pages that exist. Returns 0, or -ENOMEM having
 // freed what it copied.
 int
@@ -285,7 +360,7 @@ uvmcopy(pagetable_t old, pagetable_t new, uint64 sz)
 {
   uint64 first, next;
 
-  for (uint64 a = 0; a < sz; a = next) {
+  for (uint64 a = USERBASE; a < sz; a = next) {
     pte_t *pte = walk_skip(old, a, &first, &next);
     if (pte == 0 || (*pte & PTE_V) == 0)
       continue;
@@ -301,7 +376,7 @@ uvmcopy(pagetable_t old, pagetable_t new, uint64 sz)
   return 0;
 
 bad:
-  uvmunmap(new, 0, PGROUNDUP(sz) / PGSIZE, 1);
+  uvmunmap(new, USERBASE, (PGROUNDUP(sz) - USERBASE) / PGSIZE, 1);
   return -ENOMEM;
 }
 

@@ -70,6 +70,10 @@ uint64 kfreepages(void);
 // vm.c
 void kvminit(uint64 ram_end);
 void kvminithart(void);
+void vm_use(pagetable_t, uint64);
+uint64 vm_newid(void);
+void vm_tick(void);
+extern pagetable_t kernel_pagetable;
 void kvmmap(pagetable_t kpt, uint64 va, uint64 pa, uint64 sz, int perm);
 int mappages(pagetable_t pt, uint64 va, uint64 sz, uint64 pa, int perm);
 pte_t *walk(pagetable_t pt, uint64 va, int alloc);
@@ -110,6 +114,7 @@ void freeproc(struct proc *p);
 void scheduler(void) __attribute__((noreturn));
 void sched(void);
 void yield(void);
+int proc_waiting(void);
 void sleep(void *chan, struct spinlock *lk);
 void wakeup(void *chan);
 void make_runnable(struct proc *p);

@@ -9,15 +9,20 @@
 //   0x80000000  RAM; QEMU loads the kernel here (-bios none).
 //               The RAM size comes from the device tree (fdt.c).
 //
-// Kernel virtual: RAM, CLINT, UART0, VIRTIO0 and PLIC are mapped 1:1 (va == pa).
-// At the top: the trampoline page, then each process's kernel stack with
-// an unmapped guard page below it.
-//
-// User virtual, from 0: an unmapped page (so a null pointer faults), the
-// program's segments, a guard page, the user stack (USTACKSIZE), then the
-// heap grown by sbrk, all below USERTOP; above it the trapframes of the
-// process's threads (THREADFRAME(slot), one page per process-table slot,
-// kernel/core/thread.c), then TRAPFRAME (the main thread's) and TRAMPOLINE.
+// Virtual, one address space per process with the kernel in its lower
+// part (vm.c says why):
+//   below USERBASE (128 GiB), the kernel's: RAM, CLINT, UART0, VIRTIO0
+//     and PLIC mapped 1:1 (va == pa), and just below USERBASE each
+//     process slot's kernel stack with an unmapped guard page below it.
+//     None of it has PTE_U, so user code cannot touch it.
+//   from USERBASE, the process's: the program's segments, a guard page,
+//     the user stack (USTACKSIZE), then the heap grown by sbrk, all below
+//     USERTOP; above it the trapframes of the process's threads
+//     (THREADFRAME(slot), one page per process-table slot,
+//     kernel/core/thread.c), then TRAPFRAME (the main thread's).
+//   at the top, TRAMPOLINE, in every page table.
+// Address 0 is in the kernel's part and unmapped: a null pointer faults.
+
 #ifndef AISVC_MEMLAYOUT_H
 #define AISVC_MEMLAYOUT_H
 
@@ -42,16 +47,19 @@
 
 #define KERNBASE 0x80000000L
 
+// The kernel's half: everything below USERBASE (128 GiB, root entries
+// 0-127 of an Sv39 table). Every user page table shares these entries
+// with the kernel page table (vm.c), so user programs live above it.
+#define USERBASE       (1L << 37)
+#define KERNEL_ROOT_PX 128 // root entries [0, KERNEL_ROOT_PX) are the kernel's
+
 #define TRAMPOLINE (MAXVA - PGSIZE)
-#define KSTACK(i)  (TRAMPOLINE - ((i) + 1) * (KSTACKPAGES + 1) * PGSIZE)
+#define KSTACK(i)  (USERBASE - ((i) + 1) * (KSTACKPAGES + 1) * PGSIZE)
 #define TRAPFRAME  (TRAMPOLINE - PGSIZE)
 
 // The trapframe of the thread in process-table slot i, and the top of
 // user memory below all of them.
 #define THREADFRAME(i) (TRAPFRAME - ((i) + 1) * PGSIZE)
 #define USERTOP        THREADFRAME(NPROC)
-
-// Lowest user address a program may load at: page 0 stays unmapped.
-#define USERBASE PGSIZE
 
 #endif

@@ -21,16 +21,20 @@ struct cpu {
   int noff;               // depth of push_off() nesting
   int intena;             // were interrupts enabled before push_off()?
   int idle;               // in the scheduler's wfi, waiting for work
+  // vm.c: when the timer empties this hart's TLB
+  uint64 tlb_vmid; // the user page table it switched to last
+  uint tlb_ticks;  // timer ticks since the TLB was last emptied
+  uint tlb_every;  // the timer empties it after this many
 };
 
 extern struct cpu cpus[NCPU];
 
 // User registers saved by trampoline.S on a trap from user mode, in a page
-// of its own mapped at TRAPFRAME in the user page table. The first five
-// fields are what uservec needs to enter the kernel; the offsets are fixed
-// because trampoline.S uses them.
+// of its own mapped at TRAPFRAME in the user page table. Fields 1-4 are
+// what uservec needs to enter the kernel; the offsets are fixed because
+// trampoline.S uses them.
 struct trapframe {
-  /*   0 */ uint64 kernel_satp;   // kernel page table
+  /*   0 */ uint64 unused;        // free (no page table switch: vm.c)
   /*   8 */ uint64 kernel_sp;     // top of the process's kernel stack
   /*  16 */ uint64 kernel_trap;   // usertrap()
   /*  24 */ uint64 epc;           // user pc
@@ -136,6 +140,7 @@ struct proc {
   uint64 sz;                   // size of user memory (bytes)
   uint64 heapbase;             // start of the heap: sbrk cannot shrink below
   pagetable_t pagetable;       // user page table
+  uint64 vmid;                 // names that page table (vm.c, vm_use)
   struct trapframe *trapframe; // the page mapped at tfva
   uint64 tfva;                 // TRAPFRAME (main thread) or THREADFRAME(slot)
   struct context context;      // swtch() here to run the process

@@ -18,7 +18,7 @@ int
 main(int argc, char **argv)
 {
   if (argc != 2) {
-    fprintf(2, "usage: fault load0|store0|kernel|illegal|jump0|stack\n");
+    fprintf(2, "usage: fault load0|store0|kernel|kread|uart|illegal|jump0|stack\n");
     return 2;
   }
   char *m = argv[1];
@@ -28,6 +28,12 @@ main(int argc, char **argv)
     *(volatile int *)0 = 1;
   if (strcmp(m, "kernel") == 0)
     *(volatile long *)0x80000000L = 1;
+  // The kernel's text and a device: mapped in every page table, not for
+  // user mode (kernel/core/vm.c).
+  if (strcmp(m, "kread") == 0)
+    return *(volatile int *)0x80000000L;
+  if (strcmp(m, "uart") == 0)
+    *(volatile char *)0x10000000L = 'x';
   if (strcmp(m, "illegal") == 0)
     asm volatile(".word 0");
   if (strcmp(m, "jump0") == 0)

@@ -1,17 +1,17 @@
 # The trampoline page: user traps enter the kernel here and the kernel
 # returns to user mode from here. The page is mapped at TRAMPOLINE in the
-# kernel page table and in every user page table, so the code keeps
-# running while satp switches between them.
+# kernel page table and in every user page table. satp does not change on
+# the way: the kernel runs on the process's page table, which holds the
+# kernel's mappings too (vm.c), so the hart's TLB survives the trap.
 #
 # uservec: stvec points here while in user mode. Saves the user registers
 # in the thread's trapframe (mapped at TRAPFRAME or THREADFRAME(slot) in
 # the user page table; sscratch holds that address while in user mode),
-# loads the kernel's stack, hart id and page table from it, and jumps to
-# usertrap().
+# loads the kernel's stack and hart id from it, and jumps to usertrap().
 #
-# userret(satp, tfva): called by usertrapret() to switch to the user page
-# table, restore the user registers from the trapframe at tfva, leave
-# tfva in sscratch for the next uservec, and sret to user mode.
+# userret(tfva): called by usertrapret() to restore the user registers
+# from the trapframe at tfva, leave tfva in sscratch for the next
+# uservec, and sret to user mode.
 
 #include "kernel/include/memlayout.h"
 
@@ -62,22 +62,10 @@ uservec:
         ld sp, 8(a0)
         ld tp, 32(a0)
         ld t0, 16(a0)
-        ld t1, 0(a0)
-
-        # Order the user's memory accesses before the switch, and drop
-        # the user's TLB entries after it.
-        sfence.vma zero, zero
-        csrw satp, t1
-        sfence.vma zero, zero
         jr t0
 
 userret:
-        sfence.vma zero, zero
-        csrw satp, a0
-        sfence.vma zero, zero
-
-        csrw sscratch, a1
-        mv a0, a1
+        csrw sscratch, a0
         ld ra, 40(a0)
         ld sp, 48(a0)
         ld gp, 56(a0)
