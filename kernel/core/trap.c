@@ -73,7 +73,6 @@ clockintr(void)
     }
     release(&tickslock);
   }
-  vm_tick();
   timer_arm();
 }
 
@@ -171,8 +170,11 @@ usertrap(void)
   }
   if (killed(p))
     exit(-1);
-  if (which == INTR_TIMER && proc_waiting())
-    yield();
+  if (which == INTR_TIMER) {
+    vm_tick();
+    if (proc_waiting())
+      yield();
+  }
   usertrapret();
 }
 

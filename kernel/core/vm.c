@@ -16,16 +16,29 @@
 //
 // Why the kernel sits in every page table: a trap then needs no satp
 // switch, and a hart keeps its TLB entries across system calls and timer
-// interrupts. QEMU drops a hart's whole TLB on every satp write and
-// sfence.vma, and refilling an entry costs about 0.35 us; a SmolLM2
-// token touches some 34,000 pages of weights, so with a satp switch at
-// every trap (one system call per token at least) it paid about 11 ms
-// of page walks per token (docs/PERF_NOTES.md, fact 32). Now satp
-// changes only when a hart switches processes (proc.c: the scheduler
-// runs on the kernel page table), and a process's own mapping removals
-// fence this hart's TLB (uvmunmap). A process with several threads
-// cannot shrink its memory (thread.c), so no other hart can keep a stale
-// entry of its user pages.
+// interrupts. QEMU empties a hart's whole TLB on every satp write and
+// sfence.vma, and refilling an entry costs about 0.35-0.4 us; a SmolLM2
+// token reads some 34,000 pages of weights, so with a satp switch at
+// every trap (one system call per token at least) a token paid about
+// 14 ms of refills (docs/PERF_NOTES.md, fact 32). Now satp changes only
+// when a hart switches processes (proc.c: the scheduler runs on the
+// kernel page table), and a process's own mapping removals fence this
+// hart's TLB (uvmunmap). A process with several threads cannot shrink
+// its memory (thread.c), so no other hart can keep a stale entry of its
+// user pages.
+//
+// QEMU sizes a hart's TLB only when it empties it: it doubles the TLB if
+// the entries filled since the last emptying took more than 70% of it,
+// and shrinks it to fit if they stayed under 30% for 100 ms. Without
+// emptying, a TLB would keep its size (256 entries at first) and a
+// model's weights would miss anyway. So the timer empties it too
+// (vm_tick): after a hart switches to a new page table, at user-mode
+// ticks 1, 1, 2, 2, 4, 4, ... apart, up to 2^TLB_EVERY_LOG (5.12 s).
+// Only user-mode ticks count: while the kernel works (exec, sbrk, a big
+// read) the program fills no TLB entries, and an emptying then would be
+// a lost chance to grow. A program streaming 96 MiB gets a TLB that
+// holds it 0.2 s after its first pass, instead of never; afterwards one
+// refill every 5 s costs under 1% of the time.
 //
 // The range below p->sz may have holes (everything below a program that
 // exec placed at a high address); the functions here skip them.
@@ -56,7 +69,7 @@
 
 pagetable_t kernel_pagetable;
 
-#define TLB_EVERY_MAX 512 // timer ticks (5.12 s) between TLB growth chances
+#define TLB_EVERY_LOG 9 // at most 2^9 ticks (5.12 s) between TLB growth chances
 
 extern char etext[];      // kernel.ld: end of kernel code
 extern char trampoline[]; // trampoline.S
@@ -153,25 +166,25 @@ vm_use(pagetable_t pt, uint64 vmid)
   c->tlb_ticks = 0;
   if (vmid != 0 && vmid != c->tlb_vmid) {
     c->tlb_vmid = vmid;
-    c->tlb_every = 1;
+    c->tlb_emptied = 0;
   }
 }
 
-// Every timer tick of this hart: empties its TLB at ticks 1, 2, 4, ...
-// TLB_EVERY_MAX after it switched to another process, then every
-// TLB_EVERY_MAX ticks (design comment: QEMU grows a TLB only when it is
-// emptied).
+// Every timer tick that interrupts user mode: empties this hart's TLB at
+// ticks 1, 1, 2, 2, 4, 4, ... 2^TLB_EVERY_LOG apart after the hart
+// switched to a new page table (design comment: QEMU grows a TLB only
+// when it empties it).
 void
 vm_tick(void)
 {
   struct cpu *c = mycpu();
+  int doublings = c->tlb_emptied / 2; // of the interval
 
-  if (c->tlb_every == 0 || ++c->tlb_ticks < c->tlb_every)
-    return; // no user page table yet, or not yet
+  if (++c->tlb_ticks < 1U << (doublings < TLB_EVERY_LOG ? doublings : TLB_EVERY_LOG))
+    return;
   sfence_vma();
   c->tlb_ticks = 0;
-  if (c->tlb_every < TLB_EVERY_MAX)
-    c->tlb_every *= 2;
+  c->tlb_emptied++;
 }
 
 // Every hart: turns paging on with the kernel page table.

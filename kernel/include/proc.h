@@ -23,8 +23,8 @@ struct cpu {
   int idle;               // in the scheduler's wfi, waiting for work
   // vm.c: when the timer empties this hart's TLB
   uint64 tlb_vmid; // the user page table it switched to last
-  uint tlb_ticks;  // timer ticks since the TLB was last emptied
-  uint tlb_every;  // the timer empties it after this many
+  uint tlb_ticks;  // user-mode timer ticks since the TLB was last emptied
+  int tlb_emptied; // times the timer emptied it since the switch
 };
 
 extern struct cpu cpus[NCPU];
