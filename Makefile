@@ -232,7 +232,7 @@ $(addprefix $(BUILD)/user/_,aitest aistress ai): $(BUILD)/user/_%: $(BUILD)/user
 
 # Guest programs used only by the kernel's pytest tests (tests/progs/NAME.c
 # -> build/tests/_NAME); the tests pack them into images of their own.
-TESTPROGS := fault sbrkbig fpmix fswrite spin
+TESTPROGS := fault sbrkbig fpmix fswrite spin tlbprobe
 TESTPROG_ELFS := $(addprefix $(BUILD)/tests/_,$(TESTPROGS))
 .PHONY: testprogs
 testprogs: $(TESTPROG_ELFS)
