@@ -612,7 +612,8 @@ scheduler(void)
         vm_use(p->pagetable, p->vmid);
         swtch(&c->context, &p->context);
         // Off p's page table before p->lock goes: whoever frees the
-        // table (wait, exec, a thread's reaper) takes that lock first.
+        // table (a parent's wait, a thread's reaper) takes that lock
+        // first. (exec frees the old table after switching off it.)
         vm_use(kernel_pagetable, 0);
         c->proc = 0;
         found = 1;

@@ -17,15 +17,18 @@
 // Why the kernel sits in every page table: a trap then needs no satp
 // switch, and a hart keeps its TLB entries across system calls and timer
 // interrupts. QEMU empties a hart's whole TLB on every satp write and
-// sfence.vma, and refilling an entry costs about 0.35-0.4 us; a SmolLM2
+// sfence.vma, and refilling an entry costs about 0.33 us; a SmolLM2
 // token reads some 34,000 pages of weights, so with a satp switch at
 // every trap (one system call per token at least) a token paid about
-// 14 ms of refills (docs/PERF_NOTES.md, fact 32). Now satp changes only
-// when a hart switches processes (proc.c: the scheduler runs on the
-// kernel page table), and a process's own mapping removals fence this
-// hart's TLB (uvmunmap). A process with several threads cannot shrink
-// its memory (thread.c), so no other hart can keep a stale entry of its
-// user pages.
+// 14 ms of refills, 12% of its time (docs/PERF_NOTES.md, fact 32). Now
+// satp changes only when a hart switches processes (proc.c: the
+// scheduler runs on the kernel page table), and a process's own mapping
+// removals fence this hart's TLB (uvmunmap). A process with several
+// threads cannot shrink its memory (thread.c), so no other hart can keep
+// a stale entry of its user pages. (On a real CPU that speculates,
+// kernel mappings in user page tables are what Meltdown-style attacks
+// read, and Linux separates the tables again for such CPUs; QEMU's TCG
+// does not speculate.)
 //
 // QEMU sizes a hart's TLB only when it empties it: it doubles the TLB if
 // the entries filled since the last emptying took more than 70% of it,
