@@ -34,6 +34,11 @@ probe(void)
   if (!sstc_ok)
     panic("main: the timer needs the Sstc extension (QEMU 7.1 or later)");
   printf("\naisvc: %d harts, %lu MiB RAM\n", nharts, size >> 20);
+  if (base + size > RAM_TOP) {
+    size = RAM_TOP - base;
+    printf("aisvc: only %lu MiB of RAM will be used (the kernel maps RAM below 128 GiB)\n",
+        size >> 20);
+  }
   if (nharts > NCPU)
     printf("aisvc: only %d harts will be used (NCPU)\n", NCPU);
   nharts_used = nharts < 1 ? 1 : nharts < NCPU ? nharts

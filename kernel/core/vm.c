@@ -127,14 +127,13 @@ kvmmap(pagetable_t kpt, uint64 va, uint64 pa, uint64 sz, int perm)
   }
 }
 
-// Hart 0, once: builds the kernel page table over RAM up to ram_end.
+// Hart 0, once: builds the kernel page table over RAM up to ram_end
+// (at most RAM_TOP: main.c).
 void
 kvminit(uint64 ram_end)
 {
   pagetable_t kpt = kzalloc();
 
-  if (ram_end > KSTACK(NPROC - 1))
-    panic("kvminit: RAM reaches the kernel stacks");
   kvmmap(kpt, CLINT, CLINT, PGSIZE, PTE_R | PTE_W);
   kvmmap(kpt, UART0, UART0, PGSIZE, PTE_R | PTE_W);
   kvmmap(kpt, VIRTIO0, VIRTIO0, PGSIZE, PTE_R | PTE_W);

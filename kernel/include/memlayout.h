@@ -56,6 +56,7 @@
 #define TRAMPOLINE (MAXVA - PGSIZE)
 #define KSTACK(i)  (USERBASE - ((i) + 1) * (KSTACKPAGES + 1) * PGSIZE)
 #define TRAPFRAME  (TRAMPOLINE - PGSIZE)
+#define RAM_TOP    KSTACK(NPROC - 1) // RAM's 1:1 map ends below the kernel stacks
 
 // The trapframe of the thread in process-table slot i, and the top of
 // user memory below all of them.

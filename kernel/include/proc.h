@@ -30,46 +30,45 @@ struct cpu {
 extern struct cpu cpus[NCPU];
 
 // User registers saved by trampoline.S on a trap from user mode, in a page
-// of its own mapped at TRAPFRAME in the user page table. Fields 1-4 are
-// what uservec needs to enter the kernel; the offsets are fixed because
-// trampoline.S uses them.
+// of its own mapped at TRAPFRAME in the user page table. The first four
+// fields are what uservec needs to enter the kernel; the offsets are fixed
+// because trampoline.S uses them.
 struct trapframe {
-  /*   0 */ uint64 unused;        // free (no page table switch: vm.c)
-  /*   8 */ uint64 kernel_sp;     // top of the process's kernel stack
-  /*  16 */ uint64 kernel_trap;   // usertrap()
-  /*  24 */ uint64 epc;           // user pc
-  /*  32 */ uint64 kernel_hartid; // tp in the kernel
-  /*  40 */ uint64 ra;
-  /*  48 */ uint64 sp;
-  /*  56 */ uint64 gp;
-  /*  64 */ uint64 tp;
-  /*  72 */ uint64 t0;
-  /*  80 */ uint64 t1;
-  /*  88 */ uint64 t2;
-  /*  96 */ uint64 s0;
-  /* 104 */ uint64 s1;
-  /* 112 */ uint64 a0;
-  /* 120 */ uint64 a1;
-  /* 128 */ uint64 a2;
-  /* 136 */ uint64 a3;
-  /* 144 */ uint64 a4;
-  /* 152 */ uint64 a5;
-  /* 160 */ uint64 a6;
-  /* 168 */ uint64 a7;
-  /* 176 */ uint64 s2;
-  /* 184 */ uint64 s3;
-  /* 192 */ uint64 s4;
-  /* 200 */ uint64 s5;
-  /* 208 */ uint64 s6;
-  /* 216 */ uint64 s7;
-  /* 224 */ uint64 s8;
-  /* 232 */ uint64 s9;
-  /* 240 */ uint64 s10;
-  /* 248 */ uint64 s11;
-  /* 256 */ uint64 t3;
-  /* 264 */ uint64 t4;
-  /* 272 */ uint64 t5;
-  /* 280 */ uint64 t6;
+  /*   0 */ uint64 kernel_sp;     // top of the process's kernel stack
+  /*   8 */ uint64 kernel_trap;   // usertrap()
+  /*  16 */ uint64 epc;           // user pc
+  /*  24 */ uint64 kernel_hartid; // tp in the kernel
+  /*  32 */ uint64 ra;
+  /*  40 */ uint64 sp;
+  /*  48 */ uint64 gp;
+  /*  56 */ uint64 tp;
+  /*  64 */ uint64 t0;
+  /*  72 */ uint64 t1;
+  /*  80 */ uint64 t2;
+  /*  88 */ uint64 s0;
+  /*  96 */ uint64 s1;
+  /* 104 */ uint64 a0;
+  /* 112 */ uint64 a1;
+  /* 120 */ uint64 a2;
+  /* 128 */ uint64 a3;
+  /* 136 */ uint64 a4;
+  /* 144 */ uint64 a5;
+  /* 152 */ uint64 a6;
+  /* 160 */ uint64 a7;
+  /* 168 */ uint64 s2;
+  /* 176 */ uint64 s3;
+  /* 184 */ uint64 s4;
+  /* 192 */ uint64 s5;
+  /* 200 */ uint64 s6;
+  /* 208 */ uint64 s7;
+  /* 216 */ uint64 s8;
+  /* 224 */ uint64 s9;
+  /* 232 */ uint64 s10;
+  /* 240 */ uint64 s11;
+  /* 248 */ uint64 t3;
+  /* 256 */ uint64 t4;
+  /* 264 */ uint64 t5;
+  /* 272 */ uint64 t6;
 };
 
 // User floating-point registers, saved by fpu.S.

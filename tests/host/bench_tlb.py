@@ -56,7 +56,9 @@ def main() -> int:
         out = g.run(f"tlbprobe {args.mib} {args.passes}", timeout=3600)
     passes = [(int(ms), after, int(ns)) for _, ms, after, ns in PASS.findall(out)]
     if len(passes) != args.passes:
-        raise GuestError(f"tlbprobe printed {len(passes)} of {args.passes} passes: {out[-300:]!r}")
+        raise GuestError(f"tlbprobe printed {len(passes)} of {args.passes} passes "
+                         f"({out[-200:]!r}): run `tlbprobe {args.mib} {args.passes}` by hand "
+                         "in `make qemu`")
     print(f"{qemu_label()}, {args.cpus} hart(s), {args.mib} MiB ({args.mib * 256} pages), "
           f"kernel {args.kernel}")
     for k, (ms, after, ns) in enumerate(passes):

@@ -7,9 +7,9 @@
 // that hits takes a few ns. tests/host/bench_tlb.py runs it
 // (docs/PERF_NOTES.md, fact 32).
 #include "user/lib/user.h"
+#include "kernel/include/riscv.h"
 
 #define MAX_PASSES 1000
-#define PAGE       4096 // bytes per page (Sv39)
 
 // Reads one byte of each of n pages from p; returns ns per page.
 static int
@@ -17,7 +17,7 @@ pass_ns(volatile char *p, long n, int offset)
 {
   uint64 t0 = time_us();
   for (long i = 0; i < n; i++)
-    (void)p[i * PAGE + offset];
+    (void)p[i * PGSIZE + offset];
   return (int)((time_us() - t0) * 1000 / n);
 }
 
@@ -30,14 +30,14 @@ main(int argc, char *argv[])
     fprintf(2, "usage: tlbprobe MIB PASSES (1-4096 MiB, 1-%d passes)\n", MAX_PASSES);
     exit(2);
   }
-  long n = (long)mib * (1024 * 1024 / PAGE);
-  char *p = sbrk(n * PAGE);
+  long n = (long)mib * (1024 * 1024 / PGSIZE);
+  char *p = sbrk(n * PGSIZE);
   if (p == (char *)-1) {
-    fprintf(2, "tlbprobe: no memory for %d MiB\n", mib);
+    fprintf(2, "tlbprobe: no memory for %d MiB: ask for less, or boot with more RAM\n", mib);
     exit(1);
   }
   for (long i = 0; i < n; i++)
-    p[i * PAGE] = 1;
+    p[i * PGSIZE] = 1;
   uint64 start = time_us();
   for (int k = 0; k < passes; k++) {
     int switched = k % 5 == 4;
