@@ -232,7 +232,7 @@ $(addprefix $(BUILD)/user/_,aitest aistress ai): $(BUILD)/user/_%: $(BUILD)/user
 
 # Guest programs used only by the kernel's pytest tests (tests/progs/NAME.c
 # -> build/tests/_NAME); the tests pack them into images of their own.
-TESTPROGS := fault sbrkbig fpmix fswrite spin tlbprobe
+TESTPROGS := fault sbrkbig fpmix fswrite spin tlbprobe vprobe
 TESTPROG_ELFS := $(addprefix $(BUILD)/tests/_,$(TESTPROGS))
 .PHONY: testprogs
 testprogs: $(TESTPROG_ELFS)
@@ -401,7 +401,8 @@ $(BUILD)/host/llmrun_%: $(U)/llm/llmrun_%.c $(U)/llm/%.c $(LLM_SRCS) $(LLM_HDRS)
 # The hot kernels (.text.hot) must share one 4 KiB page (docs/PERF_NOTES.md, fact 4);
 # tests/host/check_hot.py reads the symbol tables with pyelftools.
 llm-check-hot: $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen
-	@for f in $^; do $(PYTHON) tests/host/check_hot.py $(BUILD)/user/llm/kernels.o $$f || exit 1; done
+	@for f in $^; do $(PYTHON) tests/host/check_hot.py $(BUILD)/user/llm/kernels.o $(BUILD)/user/llm/kernels_rvv.o \
+		$$f || exit 1; done
 
 # [bench] measure load time, TTFT and TPOT with tables and plots, or chat with
 # the model in the guest (pyaisvc bench / chat; docs/MEASURE.md), e.g.

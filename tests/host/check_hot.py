@@ -7,7 +7,7 @@ each page-aligned); this reads the object's and the linked program's symbol
 tables with pyelftools and fails unless each section's kernels lie in a
 single page of the program.
 
-    python tests/host/check_hot.py OBJECT ELF
+    python tests/host/check_hot.py OBJECT... ELF
 """
 
 from __future__ import annotations
@@ -68,10 +68,13 @@ def check_section(elf: Path, section: str, names: set[str]) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    obj, elf = argv
-    groups = hot_names(Path(obj))
+    *objs, elf = argv
+    groups: dict[str, set[str]] = {}
+    for obj in objs:
+        for sec, names in hot_names(Path(obj)).items():
+            groups.setdefault(sec, set()).update(names)
     if HOT not in groups:
-        print(f"check_hot: {obj}: no functions in {HOT}")
+        print(f"check_hot: {objs[0]}: no functions in {HOT}")
         return 1
     ok = [check_section(Path(elf), sec, names) for sec, names in sorted(groups.items())]
     return 0 if all(ok) else 1

@@ -82,6 +82,7 @@
 # call, once per group): kernels_vec.c times them and takes the fastest.
 .macro MATVEC name, load, mload, tstore, acc, scr, w0, w1, tot
         .global \name
+        .type \name, @function
 \name:
         addi t2, a6, 9                  # e64 and twice the LMUL
         vsetvl t0, zero, t2
@@ -108,6 +109,7 @@
         bnez a4, 1b
         \tstore \tot, (a5)
         ret
+        .size \name, . - \name
 .endm
 
         MATVEC llm_rvv_matvec_m4_a, vl8re8.v, vl4re8.v, vs8r.v, v4, v16, v8, v12, v24
@@ -116,6 +118,77 @@
         MATVEC llm_rvv_matvec_m2_a, vl4re8.v, vl2re8.v, vs4r.v, v4, v16, v8, v10, v24
         MATVEC llm_rvv_matvec_m2_b, vl4re8.v, vl2re8.v, vs4r.v, v0, v20, v8, v10, v24
         MATVEC llm_rvv_matvec_m2_c, vl4re8.v, vl2re8.v, vs4r.v, v4, v16, v24, v26, v8
+
+# void llm_rvv_matvecp_{m4,m2}(const int8 *w, const int32 *wm,
+#     const int8 *x, const int32 *m, long ng, int32 *p, long vtype)
+# llm_rvv_matvec with inline ops in place of the widening helper (about
+# 80 ns a call under QEMU 10, against about 2 ns for an inline op of 128
+# bytes: PERF_NOTES.md, fact 33). Each group's int32 sum S (|S| <= 32 *
+# 128 * 127 < 2^19) and multiplier M (0 <= M <= 2^30) are cut into
+# S = S_hi * 2^10 + S_lo and M = M_hi * 2^15 + M_lo (S_lo < 2^10, M_lo <
+# 2^15), and the four products are summed over the groups in four int32
+# sums, which cannot overflow for ng <= 128 (S_lo * M_lo and S_lo * M_hi
+# are below 2^25 and kept as uint32; |S_hi * M_lo| and |S_hi * M_hi| are
+# at most 2^24): p[0..B) sum S_lo*M_lo, p[B..2B) S_lo*M_hi, p[2B..3B)
+# S_hi*M_lo, p[3B..4B) S_hi*M_hi, from which kernels_vec.c forms the
+# same int64 totals as llm_rvv_matvec. The four sums take the registers
+# the totals left, so at each group's end the sum, scratch and weight
+# registers are the only temporaries and S_lo is formed twice.
+.macro MATVECP name, load, mload, pstore, acc, scr, w0, w1, pll, plh, phl, phh
+        .global \name
+        .type \name, @function
+\name:
+        vsetvl t0, zero, a6             # t0 = B
+        vmv.v.i \pll, 0
+        vmv.v.i \plh, 0
+        vmv.v.i \phl, 0
+        vmv.v.i \phh, 0
+        slli t3, t0, 2                  # bytes per packed word vector
+        slli t1, t0, 3                  # bytes per two
+        li a7, 0x3ff                    # S_lo = S & a7
+        li t2, 0x7fff                   # M_lo = M & t2
+1:      vmv.v.i \acc, 0
+        li t4, 4                        # 4 x 8 columns per group
+2:      \load \w0, (a0)
+        add a0, a0, t1
+        ld t5, 0(a2)
+        addi a2, a2, 8
+        COLS8 \acc, \scr, \w0, \w1
+        addi t4, t4, -1
+        bnez t4, 2b
+        \mload \w0, (a1)                # M = wm[g][.] * m[g]
+        add a1, a1, t3
+        lw t5, 0(a3)
+        addi a3, a3, 4
+        vmul.vx \w0, \w0, t5
+        vand.vx \w1, \w0, t2            # M_lo
+        vand.vx \scr, \acc, a7          # S_lo
+        vmul.vv \scr, \scr, \w1
+        vadd.vv \pll, \pll, \scr
+        vsra.vi \scr, \acc, 10          # S_hi
+        vmul.vv \w1, \w1, \scr
+        vadd.vv \phl, \phl, \w1
+        vsra.vi \w0, \w0, 15            # M_hi
+        vmul.vv \scr, \scr, \w0
+        vadd.vv \phh, \phh, \scr
+        vand.vx \acc, \acc, a7          # S_lo again
+        vmul.vv \acc, \acc, \w0
+        vadd.vv \plh, \plh, \acc
+        addi a4, a4, -1
+        bnez a4, 1b
+        \pstore \pll, (a5)
+        add a5, a5, t3
+        \pstore \plh, (a5)
+        add a5, a5, t3
+        \pstore \phl, (a5)
+        add a5, a5, t3
+        \pstore \phh, (a5)
+        ret
+        .size \name, . - \name
+.endm
+
+        MATVECP llm_rvv_matvecp_m4, vl8re8.v, vl4re8.v, vs4r.v, v0, v4, v8, v12, v16, v20, v24, v28
+        MATVECP llm_rvv_matvecp_m2, vl4re8.v, vl2re8.v, vs2r.v, v0, v2, v4, v6, v8, v10, v12, v14
 
 # t5 = byte j of the 32-bit word in xreg (as lw leaves it), sign-extended.
 .macro WBYTE xreg, j
@@ -176,6 +249,7 @@
 # and 26); kernels_vec.c times both, as for the matvec.
 .macro MATVEC4 name, load, tstore, c0, c1, c2, c3, w, b, p, t0r, t1r, t2r, t3r
         .global \name
+        .type \name, @function
 \name:
         addi sp, sp, -32
         sd s0, 0(sp)
@@ -240,12 +314,18 @@
         ld s3, 24(sp)
         addi sp, sp, 32
         ret
+        .size \name, . - \name
 .endm
 
+# The 4-position kernels sit on a page of their own: with the others they
+# would not fit in one.
+        .pushsection .text.hot.rvv4, "ax", @progbits
+        .balign 4096
         MATVEC4 llm_rvv_matvec4_m2_a, vl2re8.v, vs4r.v, v0, v2, v4, v6, v8, v12, v14, v16, v20, v24, v28
         MATVEC4 llm_rvv_matvec4_m2_b, vl2re8.v, vs4r.v, v16, v18, v20, v22, v24, v28, v30, v0, v4, v8, v12
         MATVEC4 llm_rvv_matvec4_m1_a, vl1re8.v, vs2r.v, v0, v2, v4, v6, v8, v12, v14, v16, v20, v24, v28
         MATVEC4 llm_rvv_matvec4_m1_b, vl1re8.v, vs2r.v, v16, v18, v20, v22, v24, v28, v30, v0, v4, v8, v12
+        .popsection
 
 # void llm_rvv_delta_{m8,m4}(double *S, const double *k, const double *q,
 #     const double *v, long kd, long vd, double *o, long vtype,
@@ -262,6 +342,7 @@
 # Registers: v0 products, v8 kv then delta, v16 o, v24 a chunk of a row.
 .macro DELTA name, load, store
         .global \name
+        .type \name, @function
 \name:
         vsetvl t0, zero, a7             # t0 = C
         slli t1, t0, 3                  # bytes per chunk
@@ -308,6 +389,7 @@
         add t3, t3, t1
         bltu t3, t2, 1b
         ret
+        .size \name, . - \name
 .endm
 
         DELTA llm_rvv_delta_m8, vl8re8.v, vs8r.v

@@ -36,6 +36,9 @@ typedef void matvec_fn(const int8 *w, const int32 *wm, const int8 *x, const int3
     long ng, int64 *t, long vtype);
 matvec_fn llm_rvv_matvec_m4_a, llm_rvv_matvec_m4_b, llm_rvv_matvec_m4_c;
 matvec_fn llm_rvv_matvec_m2_a, llm_rvv_matvec_m2_b, llm_rvv_matvec_m2_c;
+typedef void matvecp_fn(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
+    long ng, int32 *p, long vtype);
+matvecp_fn llm_rvv_matvecp_m4, llm_rvv_matvecp_m2;
 typedef void matvec4_fn(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
     long ng, int64 *t, long vtype, long n);
 matvec4_fn llm_rvv_matvec4_m2_a, llm_rvv_matvec4_m2_b, llm_rvv_matvec4_m1_a, llm_rvv_matvec4_m1_b;
@@ -43,16 +46,21 @@ typedef void delta_fn(double *S, const double *k, const double *q, const double 
     long vd, double *o, long vtype, double beta, double decay);
 delta_fn llm_rvv_delta_m8, llm_rvv_delta_m4;
 
-// The kernels' register assignments (kernels_rvv.S) for the packing's
-// LMUL, 4 (vlen 128, 256) or 2 (512): three of the decode kernel, two of
-// the 4-position kernel (which runs at half that LMUL).
+// The kernels' versions (kernels_rvv.S) for the packing's LMUL, 4 (vlen
+// 128, 256) or 2 (512): four of the decode kernel, three register
+// assignments of llm_rvv_matvec and llm_rvv_matvecp (PARTS, which uses
+// every register: where a host page boundary cuts one, the others may
+// win), and two of the 4-position kernel (which runs at half that LMUL).
 enum { ONE,
   FOUR,
   KINDS };
-#define VERSIONS  3
-#define VERSIONS4 2
+#define VERSIONS         4
+#define PARTS            3   // the version that is llm_rvv_matvecp
+#define PARTS_MAX_GROUPS 128 // its int32 sums hold this many groups
+#define VERSIONS4        2
 static const int nversions[KINDS] = { VERSIONS, VERSIONS4 };
-static matvec_fn *matvec[VERSIONS];
+static matvec_fn *matvec[PARTS];
+static matvecp_fn *matvecp;
 static matvec4_fn *matvec4[VERSIONS4];
 static delta_fn *delta;
 
@@ -131,12 +139,13 @@ kernels(void)
                                                                : 0);
     vtype64 = (3 << 6) | (3 << 3) | (n <= 32 ? 3 : 2);
 #ifdef __riscv
-    matvec_fn *m4[VERSIONS] = { llm_rvv_matvec_m4_a, llm_rvv_matvec_m4_b, llm_rvv_matvec_m4_c };
-    matvec_fn *m2[VERSIONS] = { llm_rvv_matvec_m2_a, llm_rvv_matvec_m2_b, llm_rvv_matvec_m2_c };
+    matvec_fn *m4[PARTS] = { llm_rvv_matvec_m4_a, llm_rvv_matvec_m4_b, llm_rvv_matvec_m4_c };
+    matvec_fn *m2[PARTS] = { llm_rvv_matvec_m2_a, llm_rvv_matvec_m2_b, llm_rvv_matvec_m2_c };
     matvec4_fn *q2[VERSIONS4] = { llm_rvv_matvec4_m2_a, llm_rvv_matvec4_m2_b };
     matvec4_fn *q1[VERSIONS4] = { llm_rvv_matvec4_m1_a, llm_rvv_matvec4_m1_b };
-    for (int v = 0; v < VERSIONS; v++)
+    for (int v = 0; v < PARTS; v++)
       matvec[v] = lmul == 4 ? m4[v] : m2[v];
+    matvecp = lmul == 4 ? llm_rvv_matvecp_m4 : llm_rvv_matvecp_m2;
     for (int v = 0; v < VERSIONS4; v++)
       matvec4[v] = lmul == 4 ? q2[v] : q1[v];
     delta = n <= 32 ? llm_rvv_delta_m8 : llm_rvv_delta_m4;
@@ -212,11 +221,35 @@ llm_qmat_weight(const struct llm_qmat *w, int r, int k)
 }
 
 #ifdef __riscv
+// c's totals by llm_rvv_matvecp: its four int32 sums per row (p[k*B + r],
+// kernels_rvv.S) put together in int64.
+static void
+run_parts(const struct call *c)
+{
+  int32 p[4 * MAXBLOCK];
+  matvecp(c->q, c->wm, c->x, c->m, c->ng, p, vtype32);
+  const int32 *ll = p, *lh = p + block, *hl = p + 2 * block, *hh = p + 3 * block;
+  for (int r = 0; r < block; r++)
+    c->t[r] = (int64)hh[r] * (1L << 25) + (int64)(uint32)lh[r] * (1L << 15) +
+        (int64)hl[r] * (1L << 10) + (int64)(uint32)ll[r];
+}
+
+// The versions of c's kernel that can run it.
+static int
+versions(const struct call *c)
+{
+  if (c->kind == ONE && c->ng > PARTS_MAX_GROUPS)
+    return PARTS;
+  return nversions[c->kind];
+}
+
 // Runs version v of c's kernel.
 static void
 run_version(const struct call *c, int v)
 {
-  if (c->kind == ONE)
+  if (c->kind == ONE && v == PARTS)
+    run_parts(c);
+  else if (c->kind == ONE)
     matvec[v](c->q, c->wm, c->x, c->m, c->ng, c->t, vtype32);
   else
     matvec4[v](c->q, c->wm, c->x, c->m, c->ng, c->t, vtype32 - 1, c->n);
@@ -231,7 +264,7 @@ fastest_version(const struct call *c)
 {
   int64 first[2 * MAXBLOCK];
   uint64 best = ~0UL, bytes = (c->kind == ONE ? block : 2 * block) * sizeof(int64);
-  int fastest = 0, nv = nversions[c->kind];
+  int fastest = 0, nv = versions(c);
   for (int run = 0; run < 2 * nv; run++) {
     int v = run % nv;
     uint64 t0 = time_ticks();
@@ -254,15 +287,16 @@ fastest_version(const struct call *c)
 }
 
 // Runs c on thread th with the version last timed fastest there (timing
-// them again when due).
+// them again when due; version 0 if that one cannot run c).
 static void
 run_call(const struct call *c, int th)
 {
+  int v = per_thread[th].version[c->kind];
   if (per_thread[th].left[c->kind]-- <= 0) {
     per_thread[th].version[c->kind] = fastest_version(c);
     per_thread[th].left[c->kind] = RETIME_CALLS;
   } else {
-    run_version(c, per_thread[th].version[c->kind]);
+    run_version(c, v < versions(c) ? v : 0);
   }
 }
 

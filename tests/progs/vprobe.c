@@ -1,0 +1,89 @@
+// vprobe: what one vector instruction costs under QEMU's TCG, by kind and
+// register-group size. Each probe runs one instruction 16 times per loop
+// turn, PROBE_TURNS turns, five times, and prints the fastest run's time
+// per instruction in picoseconds. tests/host/bench_vops.py boots a guest
+// with V and runs it (docs/PERF_NOTES.md, fact 33). The probes sit in
+// .text.hot, a page of their own (fact 4). Without V the first vector
+// instruction is illegal and the kernel kills the program, as for any.
+#include "kernel/include/param.h"
+#include "user/lib/user.h"
+
+#define PROBE_TURNS 100000
+#define TIMES16(s)  s s s s s s s s s s s s s s s s
+
+// A probe: vtype's settings, then ins 16 times a turn. v8-v15 hold ones,
+// a0 the scalar 3 and a page-aligned buffer's address for the loads.
+#define PROBE(fn, vt, ins)                                                    \
+  __attribute__((section(".text.hot"), noinline)) static uint64 fn(char *buf) \
+  {                                                                           \
+    uint64 t0 = time_ticks();                                                 \
+    asm volatile(".option push\n.option arch, +v\n"                           \
+                 "vsetvli t0, zero, e32, m8, ta, ma\n"                        \
+                 "vmv.v.i v8, 1\nvmv.v.i v16, 0\nvmv.v.i v24, 0\n"            \
+                 "vsetvli t0, zero, " vt "\n"                                 \
+                 "li t1, %1\n"                                                \
+                 "1:\n" TIMES16(ins "\n") "addi t1, t1, -1\nbnez t1, 1b\n"    \
+                 ".option pop\n"                                              \
+                 :                                                            \
+                 : "r"(buf), "i"(PROBE_TURNS)                                 \
+                 : "t0", "t1", "memory");                                     \
+    return time_ticks() - t0;                                                 \
+  }
+
+PROBE(add_m1, "e32, m1, ta, ma", "vadd.vv v24, v24, v8")
+PROBE(add_m2, "e32, m2, ta, ma", "vadd.vv v24, v24, v8")
+PROBE(add_m4, "e32, m4, ta, ma", "vadd.vv v24, v24, v8")
+PROBE(add_m8, "e32, m8, ta, ma", "vadd.vv v24, v24, v8")
+PROBE(add_e8_m4, "e8, m4, ta, ma", "vadd.vv v24, v24, v8")
+PROBE(mulvx_m4, "e32, m4, ta, ma", "vmul.vx v24, v8, %0")
+PROBE(mulvv_m4, "e32, m4, ta, ma", "vmul.vv v24, v24, v8")
+PROBE(sra_m4, "e32, m4, ta, ma", "vsra.vi v24, v8, 24")
+PROBE(and_m4, "e32, m4, ta, ma", "vand.vx v24, v8, %0")
+PROBE(macc_m4, "e32, m4, ta, ma", "vmacc.vx v24, %0, v8")
+PROBE(wmacc_m2, "e32, m2, ta, ma", "vwmacc.vv v16, v8, v12")
+PROBE(wmacc_m4, "e32, m4, ta, ma", "vwmacc.vv v16, v8, v12")
+PROBE(vsetvli2, "e32, m4, ta, ma", "vsetvli t0, zero, e16, m4, ta, ma\nvsetvli t0, zero, e32, m4, ta, ma")
+PROBE(load1, "e32, m4, ta, ma", "vl1re8.v v8, (%0)")
+PROBE(load8, "e32, m4, ta, ma", "vl8re8.v v8, (%0)")
+PROBE(load8_e32, "e32, m4, ta, ma", "vl8re32.v v8, (%0)")
+PROBE(scalar_add, "e32, m4, ta, ma", "add t0, t0, %0")
+
+static const struct {
+  const char *name;
+  uint64 (*fn)(char *);
+} probes[] = {
+  { "vadd.vv e32 m1", add_m1 },
+  { "vadd.vv e32 m2", add_m2 },
+  { "vadd.vv e32 m4", add_m4 },
+  { "vadd.vv e32 m8", add_m8 },
+  { "vadd.vv e8 m4", add_e8_m4 },
+  { "vmul.vx e32 m4", mulvx_m4 },
+  { "vmul.vv e32 m4", mulvv_m4 },
+  { "vsra.vi e32 m4", sra_m4 },
+  { "vand.vx e32 m4", and_m4 },
+  { "vmacc.vx e32 m4", macc_m4 },
+  { "vwmacc.vv e32 m2", wmacc_m2 },
+  { "vwmacc.vv e32 m4", wmacc_m4 },
+  { "vsetvli, 2 of them", vsetvli2 },
+  { "vl1re8.v", load1 },
+  { "vl8re8.v", load8 },
+  { "vl8re32.v", load8_e32 },
+  { "add (scalar)", scalar_add },
+};
+
+int
+main(void)
+{
+  static char buf[4096] __attribute__((aligned(4096)));
+  printf("vprobe: vlen %d bits\n", vlenb() * 8);
+  for (int i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+    uint64 best = ~0UL;
+    for (int run = 0; run < 5; run++) {
+      uint64 t = probes[i].fn(buf);
+      best = t < best ? t : best;
+    }
+    uint64 ps = best * (1000000000000UL / TIMEBASE_HZ) / (16UL * PROBE_TURNS);
+    printf("vprobe: %s: %d ps\n", probes[i].name, (int)ps);
+  }
+  exit(0);
+}
