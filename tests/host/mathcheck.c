@@ -63,6 +63,7 @@ split_is_whole(struct llm_qact *a, const double *x, int stride, int count)
   static int8 q[LLM_BATCH * MAXN];
   static int32 m[LLM_BATCH * MAXN / LLM_GS], qsum[LLM_BATCH * MAXN / LLM_GS];
   static int64 packs[MAXN * LLM_PACKS], pairs[MAXN / 2];
+  static int16 ys[LLM_BATCH * MAXN];
   static double xs[LLM_BATCH];
   int n = a->n, ng = n / LLM_GS;
   llm_qact_start(a, x, stride, count);
@@ -73,12 +74,14 @@ split_is_whole(struct llm_qact *a, const double *x, int stride, int count)
   memcpy(qsum, a->qsum, LLM_BATCH * ng * sizeof(int32));
   memcpy(packs, a->packs, n * LLM_PACKS * sizeof(int64));
   memcpy(pairs, a->pairs, n / 2 * sizeof(int64));
+  memcpy(ys, a->ys, count * n * sizeof(int16));
   memcpy(xs, a->xs, count * sizeof(double));
   llm_qact_fill(a, x, stride, count);
   const char *differs = memcmp(q, a->q, LLM_BATCH * n)                      ? "q"
       : memcmp(m, a->m, LLM_BATCH * ng * sizeof(int32))                     ? "m"
       : memcmp(qsum, a->qsum, LLM_BATCH * ng * sizeof(int32))               ? "qsum"
       : memcmp(xs, a->xs, count * sizeof(double))                           ? "xs"
+      : memcmp(ys, a->ys, count * n * sizeof(int16))                        ? "ys"
       : count == 1 && memcmp(pairs, a->pairs, n / 2 * sizeof(int64))        ? "pairs"
       : count > 1 && memcmp(packs, a->packs, n * LLM_PACKS * sizeof(int64)) ? "packs"
                                                                             : 0;
@@ -106,6 +109,7 @@ check_matmul(int extreme)
   static double ws[ROWS];
   static int32 am[LLM_BATCH * NG], qsum[LLM_BATCH * NG];
   static int64 packs[COLS * LLM_PACKS], pairs[COLS / 2];
+  static int16 ys[LLM_BATCH * COLS];
   static double x[LLM_BATCH * COLS], y[LLM_BATCH * ROWS], xs[LLM_BATCH];
   for (int i = 0; i < ROWS * COLS; i++)
     q[i] = !extreme ? rand8() : (i / COLS) % 3 == 0 ? -128
@@ -117,7 +121,7 @@ check_matmul(int extreme)
   for (int i = 0; i < LLM_BATCH * COLS; i++)
     x[i] = !extreme ? rand8() / 16.0 : (i / COLS) % 2 ? -1.0
                                                       : 1.0;
-  struct llm_qact a = { COLS, 0, aq, am, xs, qsum, packs, pairs };
+  struct llm_qact a = { COLS, 0, aq, am, xs, qsum, packs, pairs, ys };
   int checked = 0;
   for (int v3 = 0; v3 < 2; v3++) {
     struct llm_qmat w = { ROWS, COLS, ws, v3 ? wm : 0, qo, 0, 0 };

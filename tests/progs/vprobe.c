@@ -13,21 +13,21 @@
 
 // A probe: vtype's settings, then ins 16 times a turn. v8-v15 hold ones,
 // a0 the scalar 3 and a page-aligned buffer's address for the loads.
-#define PROBE(fn, vt, ins)                                                    \
+#define PROBE(fn, vt, ins) \
   __attribute__((section(".text.hot"), noinline)) static uint64 fn(char *buf) \
-  {                                                                           \
-    uint64 t0 = time_ticks();                                                 \
-    asm volatile(".option push\n.option arch, +v\n"                           \
-                 "vsetvli t0, zero, e32, m8, ta, ma\n"                        \
-                 "vmv.v.i v8, 1\nvmv.v.i v16, 0\nvmv.v.i v24, 0\n"            \
-                 "vsetvli t0, zero, " vt "\n"                                 \
-                 "li t1, %1\n"                                                \
-                 "1:\n" TIMES16(ins "\n") "addi t1, t1, -1\nbnez t1, 1b\n"    \
-                 ".option pop\n"                                              \
-                 :                                                            \
-                 : "r"(buf), "i"(PROBE_TURNS)                                 \
-                 : "t0", "t1", "memory");                                     \
-    return time_ticks() - t0;                                                 \
+  { \
+    uint64 t0 = time_ticks(); \
+    asm volatile(".option push\n.option arch, +v\n" \
+                 "vsetvli t0, zero, e32, m8, ta, ma\n" \
+                 "vmv.v.i v8, 1\nvmv.v.i v16, 0\nvmv.v.i v24, 0\n" \
+                 "vsetvli t0, zero, " vt "\n" \
+                 "li t1, %1\n" \
+                 "1:\n" TIMES16(ins "\n") "addi t1, t1, -1\nbnez t1, 1b\n" \
+                                          ".option pop\n" \
+                 : \
+                 : "r"(buf), "i"(PROBE_TURNS) \
+                 : "t0", "t1", "ft0", "memory"); \
+    return time_ticks() - t0; \
   }
 
 PROBE(add_m1, "e32, m1, ta, ma", "vadd.vv v24, v24, v8")
@@ -47,6 +47,13 @@ PROBE(load1, "e32, m4, ta, ma", "vl1re8.v v8, (%0)")
 PROBE(load8, "e32, m4, ta, ma", "vl8re8.v v8, (%0)")
 PROBE(load8_e32, "e32, m4, ta, ma", "vl8re32.v v8, (%0)")
 PROBE(scalar_add, "e32, m4, ta, ma", "add t0, t0, %0")
+PROBE(scalar_fmul, "e32, m4, ta, ma", "fmul.d ft0, ft0, ft1")
+PROBE(scalar_fcvt_ld, "e32, m4, ta, ma", "fcvt.l.d t0, ft1, rne")
+PROBE(scalar_fcvt_dl, "e32, m4, ta, ma", "fcvt.d.l ft0, %0")
+PROBE(fmul_fcvt_dyn, "e32, m4, ta, ma", "fmul.d ft0, ft1, ft1\nfcvt.l.d t0, ft0, rne")
+PROBE(fmul_fcvt_rne, "e32, m4, ta, ma", "fmul.d ft0, ft1, ft1, rne\nfcvt.l.d t0, ft0, rne")
+PROBE(vfmul_m4, "e64, m4, ta, ma", "vfmul.vv v24, v24, v8")
+PROBE(vfcvt_m4, "e64, m4, ta, ma", "vfcvt.f.x.v v24, v8")
 
 static const struct {
   const char *name;
@@ -69,6 +76,13 @@ static const struct {
   { "vl8re8.v", load8 },
   { "vl8re32.v", load8_e32 },
   { "add (scalar)", scalar_add },
+  { "fmul.d (scalar)", scalar_fmul },
+  { "fcvt.l.d rne (scalar)", scalar_fcvt_ld },
+  { "fcvt.d.l (scalar)", scalar_fcvt_dl },
+  { "fmul.d, fcvt.l.d rne", fmul_fcvt_dyn },
+  { "fmul.d rne, fcvt.l.d rne", fmul_fcvt_rne },
+  { "vfmul.vv e64 m4", vfmul_m4 },
+  { "vfcvt.f.x.v e64 m4", vfcvt_m4 },
 };
 
 int

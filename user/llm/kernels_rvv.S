@@ -1,69 +1,77 @@
 # RVV 1.0 kernels for the LLM runtime: the int8 matrix kernels
 # (user/llm/kernels_vec.c packs the weights and calls these;
-# docs/PERF_NOTES.md, facts 9 and 17), and at the end the Gated DeltaNet's
-# state update.
+# docs/PERF_NOTES.md, facts 9, 17 and 33), and at the end the Gated
+# DeltaNet's state update.
 #
 # Rows lie across vector lanes: each 32-bit lane accumulates one output
 # row. A block of B rows (B = VLMAX for e32 and the caller's LMUL) is
-# packed so that word k4 of lane r holds the 4 int8 weights of row r at
-# columns 4*k4 .. 4*k4+3 (word index k4 * B + r), so one unit-stride load
-# brings 4 columns of all B rows. Each weight byte is sign-extended by a
-# shift pair and multiplied by the activation, a scalar register
-# (vmul.vx, then vadd.vv). The int32 sum of one group of 32 columns is then
-# multiplied by mult = wm[r][g] * m[g] (at most 2^30) into an int64 row
-# total with one widening multiply-add per group: exactly the integers of
-# the scalar kernel (user/llm/kernels.c, matmul1), so every output is the
-# same. vtype arrives in a register (e32, ta, ma, LMUL 1-4); the e64 totals
-# use twice the LMUL.
+# packed so that word k4 of lane r holds the 4 weights of row r at columns
+# 4*k4 .. 4*k4+3 (word index k4 * B + r), each offset by 128 to an
+# unsigned byte u = w + 128, so one unit-stride load brings 4 columns of
+# all B rows. The word W itself and W >> 8, W >> 16, W >> 24 (one logical
+# shift each) are multiplied by the activations' column factors y_0..y_3
+# (a scalar register: vmul.vx, then vadd.vv), which the quantiser makes
+# so that the higher bytes cancel and the sum is that of q_k * u_k (YWORD).
+# The offset comes back out once per group of 32 columns (qs = 128 * the
+# group's sum of q), and the int32 group sum is then multiplied by mult =
+# wm[r][g] * m[g] (at most 2^30) into an int64 row total: exactly the
+# integers of the scalar kernel (user/llm/kernels.c, matmul1), so every
+# output is the same. Under QEMU 10 an inline vector op costs about the
+# same per byte whatever it does, so the count of ops per product is what
+# the kernels' speed is (fact 33). vtype arrives in a register (e32, ta,
+# ma, LMUL 1-4); the e64 totals use twice the LMUL.
 #
-# Registers: see each kernel (the matvec comes in three register
-# assignments, the 4-position kernel in two). The code sits on a page of
-# its own (PERF_NOTES.md, fact 4).
+# Registers: see each kernel (the matvec comes in four versions, the
+# 4-position kernel in two). The code sits on two pages of its own
+# (PERF_NOTES.md, fact 4).
 
         .option arch, +v
         .section .text.hot.rvv, "ax", @progbits
         .balign 4096
 
-# acc += sext(byte j of each lane of wreg) * xreg, for the matvec;
-# scr is scratch.
-.macro MAC1 acc, scr, wreg, shift, xreg
-        .if \shift
-        vsll.vi \scr, \wreg, \shift
-        vsra.vi \scr, \scr, 24
+# c += v * y_k, y_k the 16-bit field k of sreg (y_0..y_3 of one
+# position's 4 columns, as one 8-byte load leaves them), through the
+# scalar tmp; p is scratch (may be v).
+.macro YPOS k, sreg, tmp, c, v, p
+        .if \k - 3
+        slli \tmp, \sreg, 48 - 16 * \k
+        srai \tmp, \tmp, 48
         .else
-        vsra.vi \scr, \wreg, 24
+        srai \tmp, \sreg, 48
         .endif
-        vmul.vx \scr, \scr, \xreg
-        vadd.vv \acc, \acc, \scr
+        vmul.vx \p, \v, \tmp
+        vadd.vv \c, \c, \p
 .endm
 
-# t6 = byte j of t5, sign-extended (one 8-byte load of the activations
-# and shifts cost less than eight byte loads under TCG).
-.macro XBYTE j
-        .if \j - 7
-        slli t6, t5, 56 - 8 * \j
-        srai t6, t6, 56
-        .else
-        srai t6, t5, 56
-        .endif
+# acc += the 4 columns of each lane of wreg (offset weights u = w + 128)
+# times y_0..y_3 at off(a2): with V_0 = W and V_k = W >> 8k (logical),
+# sum_k y_k V_k = sum_k q_k u_k modulo 2^32 when y_0 = q_0 and y_k = q_k -
+# 256 q_{k-1} (the higher bytes in each V_k cancel), so one shift per
+# byte where sign-extension takes two; |y_k| < 2^15, so one 8-byte load
+# brings the four (kernels.h, struct llm_qact's ys). scr is scratch.
+.macro YWORD acc, scr, wreg, off
+        ld t5, \off(a2)
+        YPOS 0, t5, t6, \acc, \wreg, \scr
+        .irp k, 1, 2, 3
+        vsrl.vi \scr, \wreg, 8 * \k
+        YPOS \k, t5, t6, \acc, \scr, \scr
+        .endr
 .endm
 
-# The 8 columns in t5 against two word vectors, w0 and w1.
-.macro COLS8 acc, scr, w0, w1
-        .irp j, 0, 1, 2, 3
-        XBYTE \j
-        MAC1 \acc, \scr, \w0, 24 - 8 * \j, t6
-        .endr
-        .irp j, 4, 5, 6, 7
-        XBYTE \j
-        MAC1 \acc, \scr, \w1, 56 - 8 * \j, t6
-        .endr
+# The 8 columns of y at a2 against two word vectors, w0 and w1.
+.macro YCOLS8 acc, scr, w0, w1
+        YWORD \acc, \scr, \w0, 0
+        YWORD \acc, \scr, \w1, 8
+        addi a2, a2, 16
 .endm
 
 # void llm_rvv_matvec_{m4,m2}_{a,b,c}(const int8 *w, const int32 *wm,
-#     const int8 *x, const int32 *m, long ng, int64 *t, long vtype)
-# One block: t[r] = sum_g (wm[g][r] * m[g]) * (sum_k w[r][32g+k] * x[32g+k]),
-# w and wm the block's packed weights and multipliers (ng groups). One
+#     const int16 *y, const int32 *m, long ng, int64 *t, long vtype,
+#     const int32 *qs)
+# One block: t[r] = sum_g (wm[g][r] * m[g]) * (sum_k w[r][32g+k] * q[32g+k]),
+# w and wm the block's packed weights (offset by 128) and multipliers (ng
+# groups), y the activations' column factors (YWORD) and qs[g] = 128 *
+# the sum of group g's q, which takes the offset back out. One
 # whole-register load brings two word vectors (8 columns): a vector load
 # costs about the same up to 1 KiB (PERF_NOTES.md, fact 9), so fewer and
 # larger loads pay. The m4 versions (LMUL 4: vlen 128 and 256) load 8
@@ -94,11 +102,12 @@
         li t4, 4                        # 4 x 8 columns per group
 2:      \load \w0, (a0)
         add a0, a0, t1
-        ld t5, 0(a2)
-        addi a2, a2, 8
-        COLS8 \acc, \scr, \w0, \w1
+        YCOLS8 \acc, \scr, \w0, \w1
         addi t4, t4, -1
         bnez t4, 2b
+        lw t5, 0(a7)                    # S = sum q u - 128 sum q
+        addi a7, a7, 4
+        vsub.vx \acc, \acc, t5
         \mload \scr, (a1)              # mult = wm[g][.] * m[g]
         add a1, a1, t3
         lw t5, 0(a3)
@@ -120,7 +129,8 @@
         MATVEC llm_rvv_matvec_m2_c, vl4re8.v, vl2re8.v, vs4r.v, v4, v16, v24, v26, v8
 
 # void llm_rvv_matvecp_{m4,m2}(const int8 *w, const int32 *wm,
-#     const int8 *x, const int32 *m, long ng, int32 *p, long vtype)
+#     const int16 *y, const int32 *m, long ng, int32 *p, long vtype,
+#     const int32 *qs)
 # llm_rvv_matvec with inline ops in place of the widening helper (about
 # 80 ns a call under QEMU 10, against about 2 ns for an inline op of 128
 # bytes: PERF_NOTES.md, fact 33). Each group's int32 sum S (|S| <= 32 *
@@ -145,24 +155,25 @@
         vmv.v.i \phh, 0
         slli t3, t0, 2                  # bytes per packed word vector
         slli t1, t0, 3                  # bytes per two
-        li a7, 0x3ff                    # S_lo = S & a7
+        li t0, 0x3ff                    # S_lo = S & t0
         li t2, 0x7fff                   # M_lo = M & t2
 1:      vmv.v.i \acc, 0
         li t4, 4                        # 4 x 8 columns per group
 2:      \load \w0, (a0)
         add a0, a0, t1
-        ld t5, 0(a2)
-        addi a2, a2, 8
-        COLS8 \acc, \scr, \w0, \w1
+        YCOLS8 \acc, \scr, \w0, \w1
         addi t4, t4, -1
         bnez t4, 2b
+        lw t5, 0(a7)                    # S = sum q u - 128 sum q
+        addi a7, a7, 4
+        vsub.vx \acc, \acc, t5
         \mload \w0, (a1)                # M = wm[g][.] * m[g]
         add a1, a1, t3
         lw t5, 0(a3)
         addi a3, a3, 4
         vmul.vx \w0, \w0, t5
         vand.vx \w1, \w0, t2            # M_lo
-        vand.vx \scr, \acc, a7          # S_lo
+        vand.vx \scr, \acc, t0          # S_lo
         vmul.vv \scr, \scr, \w1
         vadd.vv \pll, \pll, \scr
         vsra.vi \scr, \acc, 10          # S_hi
@@ -171,7 +182,7 @@
         vsra.vi \w0, \w0, 15            # M_hi
         vmul.vv \scr, \scr, \w0
         vadd.vv \phh, \phh, \scr
-        vand.vx \acc, \acc, a7          # S_lo again
+        vand.vx \acc, \acc, t0          # S_lo again
         vmul.vv \acc, \acc, \w0
         vadd.vv \plh, \plh, \acc
         addi a4, a4, -1
@@ -190,43 +201,30 @@
         MATVECP llm_rvv_matvecp_m4, vl8re8.v, vl4re8.v, vs4r.v, v0, v4, v8, v12, v16, v20, v24, v28
         MATVECP llm_rvv_matvecp_m2, vl4re8.v, vl2re8.v, vs2r.v, v0, v2, v4, v6, v8, v10, v12, v14
 
-# t5 = byte j of the 32-bit word in xreg (as lw leaves it), sign-extended.
-.macro WBYTE xreg, j
-        .if \j - 3
-        slli t5, \xreg, 56 - 8 * \j
-        srai t5, t5, 56
+# V_k of each lane of w (V_0 = w, V_k = w >> 8k, logical: YWORD) times
+# the 4 positions' y_k (in s0-s3) through p, added to c0-c3; V_k is
+# formed once in b for the four.
+.macro YMAC4 k, c0, c1, c2, c3, w, b, p
+        .if \k
+        vsrl.vi \b, \w, 8 * \k
+        YPOS \k, s0, t5, \c0, \b, \p
+        YPOS \k, s1, t5, \c1, \b, \p
+        YPOS \k, s2, t5, \c2, \b, \p
+        YPOS \k, s3, t5, \c3, \b, \p
         .else
-        srai t5, \xreg, 24
+        YPOS 0, s0, t5, \c0, \w, \p
+        YPOS 0, s1, t5, \c1, \w, \p
+        YPOS 0, s2, t5, \c2, \w, \p
+        YPOS 0, s3, t5, \c3, \w, \p
         .endif
 .endm
 
-# Byte j of each lane of w (shift 24 - 8j, as in MAC1) into b, times the
-# activations of 4 positions (byte j of the words in s0-s3) through p,
-# added to c0-c3.
-.macro MAC4 shift, j, c0, c1, c2, c3, w, b, p
-        .if \shift
-        vsll.vi \b, \w, \shift
-        vsra.vi \b, \b, 24
-        .else
-        vsra.vi \b, \w, 24
-        .endif
-        WBYTE s0, \j
-        vmul.vx \p, \b, t5
-        vadd.vv \c0, \c0, \p
-        WBYTE s1, \j
-        vmul.vx \p, \b, t5
-        vadd.vv \c1, \c1, \p
-        WBYTE s2, \j
-        vmul.vx \p, \b, t5
-        vadd.vv \c2, \c2, \p
-        WBYTE s3, \j
-        vmul.vx \p, \b, t5
-        vadd.vv \c3, \c3, \p
-.endm
-
-# tot += (wm[g] * m_p[g]) * acc, with wm[g] in b and m_p[g] at t0
-# (advanced by t2); p is scratch.
+# tot += (wm[g] * m_p[g]) * (acc - qs_p[g]), with wm[g] in b, m_p[g] at
+# t0 (advanced by t2) and qs_p[g] at t0 + a6; p is scratch.
 .macro TOTAL acc, tot, b, p
+        add t5, t0, a6
+        lw t5, 0(t5)
+        vsub.vx \acc, \acc, t5
         lw t5, 0(t0)
         add t0, t0, t2
         vmul.vx \p, \b, t5
@@ -234,13 +232,15 @@
 .endm
 
 # void llm_rvv_matvec4_{m2,m1}_{a,b}(const int8 *w, const int32 *wm,
-#     const int8 *x, const int32 *m, long ng, int64 *t, long vtype, long n)
-# llm_rvv_matvec for 4 positions (x + p*n, m + p*ng; n = 32 * ng) and
+#     const int16 *y, const int32 *m, long ng, int64 *t, long vtype, long n,
+#     const int32 *qs)
+# llm_rvv_matvec for 4 positions (y + p*n, m + p*ng, qs + p*ng; n = 32 *
+# ng) and
 # half a block: vtype has half the LMUL of the packing's, so a load takes
 # the first half of a packed word vector, and w and wm advance by two.
 # vmul.vx and vadd.vv rather than vmacc.vx: QEMU 10 runs vmacc through a
 # helper call, 2-3x slower. Totals to t[p*H .. p*H+H), H = VLMAX.
-# One 4-byte load per position brings 4 columns (s0-s3, saved).
+# One 8-byte load per position brings 4 columns' y (s0-s3, saved).
 # load: vl2re8.v or vl1re8.v, one register group at the kernel's LMUL.
 # Two versions, a and b, keep their inline ops on disjoint registers
 # (group sums c0-c3, weights w, byte b, product p; the int64 totals
@@ -264,7 +264,10 @@
         vmv.v.i \t3r, 0
         vsetvl t0, zero, a6
         slli t1, t0, 2                  # bytes per (half) word vector
-        add t3, a2, a7                  # the positions' activations
+        ld a6, 32(sp)                   # qs
+        sub a6, a6, a3                  # qs_p[g] sits a6 bytes after m_p[g]
+        slli a7, a7, 1                  # bytes per position's y
+        add t3, a2, a7                  # the positions' y
         add t4, t3, a7
         add t6, t4, a7
         slli t2, a4, 2                  # bytes between positions' multipliers
@@ -276,17 +279,17 @@
 2:      \load \w, (a0)
         add a0, a0, t1
         add a0, a0, t1
-        lw s0, 0(a2)                    # 4 columns of each position
-        lw s1, 0(t3)
-        lw s2, 0(t4)
-        lw s3, 0(t6)
-        .irp j, 0, 1, 2, 3
-        MAC4 24-8*\j, \j, \c0, \c1, \c2, \c3, \w, \b, \p
+        ld s0, 0(a2)                    # 4 columns of each position
+        ld s1, 0(t3)
+        ld s2, 0(t4)
+        ld s3, 0(t6)
+        .irp k, 0, 1, 2, 3
+        YMAC4 \k, \c0, \c1, \c2, \c3, \w, \b, \p
         .endr
-        addi a2, a2, 4
-        addi t3, t3, 4
-        addi t4, t4, 4
-        addi t6, t6, 4
+        addi a2, a2, 8
+        addi t3, t3, 8
+        addi t4, t4, 8
+        addi t6, t6, 8
         addi a7, a7, -1
         bnez a7, 2b
         \load \b, (a1)

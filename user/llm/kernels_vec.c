@@ -32,15 +32,15 @@ static long vtype64;              // e64, LMUL 8 (vlen 128, 256) or 4 (512), ta,
 #define MAXBLOCK 64
 
 #ifdef __riscv
-typedef void matvec_fn(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
-    long ng, int64 *t, long vtype);
+typedef void matvec_fn(const int8 *w, const int32 *wm, const int16 *y, const int32 *m,
+    long ng, int64 *t, long vtype, const int32 *qs);
 matvec_fn llm_rvv_matvec_m4_a, llm_rvv_matvec_m4_b, llm_rvv_matvec_m4_c;
 matvec_fn llm_rvv_matvec_m2_a, llm_rvv_matvec_m2_b, llm_rvv_matvec_m2_c;
-typedef void matvecp_fn(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
-    long ng, int32 *p, long vtype);
+typedef void matvecp_fn(const int8 *w, const int32 *wm, const int16 *y, const int32 *m,
+    long ng, int32 *p, long vtype, const int32 *qs);
 matvecp_fn llm_rvv_matvecp_m4, llm_rvv_matvecp_m2;
-typedef void matvec4_fn(const int8 *w, const int32 *wm, const int8 *x, const int32 *m,
-    long ng, int64 *t, long vtype, long n);
+typedef void matvec4_fn(const int8 *w, const int32 *wm, const int16 *y, const int32 *m,
+    long ng, int64 *t, long vtype, long n, const int32 *qs);
 matvec4_fn llm_rvv_matvec4_m2_a, llm_rvv_matvec4_m2_b, llm_rvv_matvec4_m1_a, llm_rvv_matvec4_m1_b;
 typedef void delta_fn(double *S, const double *k, const double *q, const double *v, long kd,
     long vd, double *o, long vtype, double beta, double decay);
@@ -81,7 +81,8 @@ struct call {
   int kind;
   const int8 *q;   // packed weights
   const int32 *wm; // packed multipliers
-  const int8 *x;   // activations
+  const int16 *y;  // the activations' column factors (struct llm_qact's ys)
+  const int32 *qs; // 128 * their group sums
   const int32 *m;  // their group multipliers
   int ng, n;       // groups and columns
   int64 *t;        // totals: block of them (ONE) or 2 * block (FOUR)
@@ -179,7 +180,7 @@ pack_block(int8 *q, const uint16 *wm, int cols, uint32 *scratch, int32 *vwm)
     const uint32 *src = scratch + (uint64)r * words, *end = src + words;
     uint32 *dst = (uint32 *)q + r;
     for (; src < end; src++, dst += B)
-      *dst = *src;
+      *dst = *src ^ 0x80808080U;
     int32 *m = vwm + r;
     for (int g = 0; g < ng; g++, m += B)
       *m = wm ? wm[(uint64)r * ng + g] : 1;
@@ -217,7 +218,7 @@ llm_qmat_weight(const struct llm_qmat *w, int r, int k)
   if (r >= w->vrows)
     return (int)(uint8)w->q[(uint64)r * w->cols + k] - 128;
   const int8 *b = w->q + (uint64)(r / block) * block * w->cols;
-  return b[((uint64)(k / 4) * block + r % block) * 4 + k % 4];
+  return (int)(uint8)b[((uint64)(k / 4) * block + r % block) * 4 + k % 4] - 128;
 }
 
 #ifdef __riscv
@@ -227,7 +228,7 @@ static void
 run_parts(const struct call *c)
 {
   int32 p[4 * MAXBLOCK];
-  matvecp(c->q, c->wm, c->x, c->m, c->ng, p, vtype32);
+  matvecp(c->q, c->wm, c->y, c->m, c->ng, p, vtype32, c->qs);
   const int32 *ll = p, *lh = p + block, *hl = p + 2 * block, *hh = p + 3 * block;
   for (int r = 0; r < block; r++)
     c->t[r] = (int64)hh[r] * (1L << 25) + (int64)(uint32)lh[r] * (1L << 15) +
@@ -250,9 +251,9 @@ run_version(const struct call *c, int v)
   if (c->kind == ONE && v == PARTS)
     run_parts(c);
   else if (c->kind == ONE)
-    matvec[v](c->q, c->wm, c->x, c->m, c->ng, c->t, vtype32);
+    matvec[v](c->q, c->wm, c->y, c->m, c->ng, c->t, vtype32, c->qs);
   else
-    matvec4[v](c->q, c->wm, c->x, c->m, c->ng, c->t, vtype32 - 1, c->n);
+    matvec4[v](c->q, c->wm, c->y, c->m, c->ng, c->t, vtype32 - 1, c->n, c->qs);
 }
 
 // The fastest version for c, from two runs of each (the faster run
@@ -309,7 +310,7 @@ block1(const struct llm_qmat *w, const struct llm_qact *a, int p, int b0, int lo
   int64 t[MAXBLOCK];
   int ng = w->cols / LLM_GS;
   struct call c = { ONE, w->q + (uint64)b0 * w->cols, w->vwm + (uint64)b0 * ng,
-    a->q + p * w->cols, a->m + p * ng, ng, w->cols, t };
+    a->ys + p * w->cols, a->qsum + p * ng, a->m + p * ng, ng, w->cols, t };
   run_call(&c, th);
   for (int r = lo; r < hi; r++)
     y[r] = ((double)t[r - b0] * f) * w->ws[r];
@@ -326,7 +327,7 @@ half4(const struct llm_qmat *w, const struct llm_qact *a, int b0, int h, int lo,
   if (h0 >= hi || h0 + H <= lo)
     return;
   struct call c = { FOUR, w->q + (uint64)b0 * n + 4 * h * H, w->vwm + (uint64)b0 * ng + h * H,
-    a->q + p0 * n, a->m + p0 * ng, ng, n, t };
+    a->ys + p0 * n, a->qsum + p0 * ng, a->m + p0 * ng, ng, n, t };
   run_call(&c, th);
   int r0 = h0 > lo ? h0 : lo, r1 = h0 + H < hi ? h0 + H : hi;
   for (int p = p0; p < p0 + 4; p++)
