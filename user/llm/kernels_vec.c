@@ -6,8 +6,9 @@
 // bytes per load (B = 32 rows of 4 bytes), the size QEMU 10 turns into
 // inline host SIMD (docs/PERF_NOTES.md, fact 9): LMUL 4 at vlen 256, 2 at
 // vlen 512; vlen 128 uses LMUL 4 too (B = 16), since the int64 totals need
-// twice the LMUL. The packing is in place (same bytes, new order), one
-// block at a time through a scratch buffer; rows after the last full block
+// twice the LMUL. The packing is in place (each byte offset by 128, as
+// the kernels read them, in a new order), one block at a time through a
+// scratch buffer; rows after the last full block
 // stay row-major and go to the scalar kernel. The group multipliers are
 // copied into int32 in the same order (vwm), 1/8 of the weights' size.
 //
@@ -168,7 +169,7 @@ llm_kernels_name(void)
 }
 
 // Reorders one block of B rows (B * cols bytes at q) into the packed
-// layout, through scratch; wm's multipliers of those rows go to vwm
+// layout, each weight w stored as w + 128, through scratch; wm's multipliers of those rows go to vwm
 // (ng per row), or ones without wm. (Strided vector loads would do it in
 // fewer instructions, but QEMU 10 runs them 10x slower than this loop.)
 static void
