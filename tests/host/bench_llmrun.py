@@ -65,6 +65,17 @@ def model_image(args: argparse.Namespace, name: str) -> Path:
     return image
 
 
+def probe_image(name: str) -> Path:
+    """Builds the kernel, the programs and tests/progs/NAME.c, and returns
+    build/llmbench/NAME.img: every program and NAME, no model."""
+    exe = ROOT / f"build/tests/_{name}"
+    subprocess.run(["make", "-s", "kernel", "uprogs", str(exe.relative_to(ROOT))], cwd=ROOT,
+                   check=True)
+    image = ROOT / "build/llmbench" / f"{name}.img"
+    build_model_image(image, {**uprogs(ROOT), name: exe}, {})
+    return image
+
+
 def qemu_label() -> str:
     """The QEMU binary the guests use and its version, for a report's first line."""
     version = qemu_version(default_qemu())

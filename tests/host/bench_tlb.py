@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import re
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,10 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests/host"))
 
-from bench_llmrun import qemu_label  # noqa: E402
+from bench_llmrun import probe_image, qemu_label  # noqa: E402
 
-from pyaisvc.llmguest import KERNEL, uprogs  # noqa: E402
-from pyaisvc.modelimage import build_model_image  # noqa: E402
+from pyaisvc.llmguest import KERNEL  # noqa: E402
 from pyaisvc.qemu import Guest, GuestError, QemuConfig  # noqa: E402
 
 PASS = re.compile(r"tlbprobe: pass (\d+) at (\d+) ms after (a system call|a process switch): "
@@ -45,11 +43,7 @@ def main() -> int:
     ap.add_argument("--cpus", type=int, default=1)
     ap.add_argument("--kernel", type=Path, default=ROOT / KERNEL)
     args = ap.parse_args()
-    probe = ROOT / "build/tests/_tlbprobe"
-    subprocess.run(["make", "-s", "kernel", "uprogs", str(probe.relative_to(ROOT))], cwd=ROOT,
-                   check=True)
-    image = ROOT / "build/llmbench/tlbprobe.img"
-    build_model_image(image, {**uprogs(ROOT), "tlbprobe": probe}, {})
+    image = probe_image("tlbprobe")
     ram = f"{args.mib + 256}M"
     cfg = QemuConfig(kernel=args.kernel, image=image, ram=ram, cpus=args.cpus, snapshot=True)
     with Guest(cfg) as g:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -24,10 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests/host"))
 
-from bench_llmrun import qemu_label  # noqa: E402
+from bench_llmrun import probe_image, qemu_label  # noqa: E402
 
-from pyaisvc.llmguest import KERNEL, uprogs  # noqa: E402
-from pyaisvc.modelimage import build_model_image  # noqa: E402
+from pyaisvc.llmguest import KERNEL  # noqa: E402
 from pyaisvc.qemu import Guest, GuestError, QemuConfig  # noqa: E402
 
 LINE = re.compile(r"vprobe: (.+): (\d+) ps")
@@ -51,11 +49,7 @@ def main() -> int:
     ap.add_argument("--vlens", default="128,256,512")
     ap.add_argument("--boots", type=int, default=2)
     args = ap.parse_args()
-    exe = ROOT / "build/tests/_vprobe"
-    subprocess.run(["make", "-s", "kernel", "uprogs", str(exe.relative_to(ROOT))], cwd=ROOT,
-                   check=True)
-    image = ROOT / "build/llmbench/vprobe.img"
-    build_model_image(image, {**uprogs(ROOT), "vprobe": exe}, {})
+    image = probe_image("vprobe")
     vlens = [int(v) for v in args.vlens.split(",")]
     best: dict[int, dict[str, int]] = {}
     for vlen in vlens:

@@ -65,6 +65,32 @@
         addi a2, a2, 16
 .endm
 
+# The one-position kernels' int32 sum S of one group of 32 columns in
+# acc (weights at a0, y at a2, qs at a7, each advanced past the group;
+# t1 = bytes per two word vectors).
+.macro GROUP_SUM load, acc, scr, w0, w1
+        vmv.v.i \acc, 0
+        li t4, 4                        # 4 x 8 columns per group
+2:      \load \w0, (a0)
+        add a0, a0, t1
+        YCOLS8 \acc, \scr, \w0, \w1
+        addi t4, t4, -1
+        bnez t4, 2b
+        lw t5, 0(a7)                    # S = sum q u - 128 sum q
+        addi a7, a7, 4
+        vsub.vx \acc, \acc, t5
+.endm
+
+# dst = wm[g][.] * m[g], the group's multipliers (wm at a1, m at a3, each
+# advanced past the group; t3 = bytes per word vector).
+.macro GROUP_MULT mload, dst
+        \mload \dst, (a1)
+        add a1, a1, t3
+        lw t5, 0(a3)
+        addi a3, a3, 4
+        vmul.vx \dst, \dst, t5
+.endm
+
 # void llm_rvv_matvec_{m4,m2}_{a,b,c}(const int8 *w, const int32 *wm,
 #     const int16 *y, const int32 *m, long ng, int64 *t, long vtype,
 #     const int32 *qs)
@@ -98,21 +124,8 @@
         vsetvl t0, zero, a6             # t0 = B
         slli t3, t0, 2                  # bytes per packed word vector
         slli t1, t0, 3                  # bytes per two
-1:      vmv.v.i \acc, 0
-        li t4, 4                        # 4 x 8 columns per group
-2:      \load \w0, (a0)
-        add a0, a0, t1
-        YCOLS8 \acc, \scr, \w0, \w1
-        addi t4, t4, -1
-        bnez t4, 2b
-        lw t5, 0(a7)                    # S = sum q u - 128 sum q
-        addi a7, a7, 4
-        vsub.vx \acc, \acc, t5
-        \mload \scr, (a1)              # mult = wm[g][.] * m[g]
-        add a1, a1, t3
-        lw t5, 0(a3)
-        addi a3, a3, 4
-        vmul.vx \scr, \scr, t5
+1:      GROUP_SUM \load, \acc, \scr, \w0, \w1
+        GROUP_MULT \mload, \scr          # mult = wm[g][.] * m[g]
         vwmacc.vv \tot, \scr, \acc
         addi a4, a4, -1
         bnez a4, 1b
@@ -157,21 +170,8 @@
         slli t1, t0, 3                  # bytes per two
         li t0, 0x3ff                    # S_lo = S & t0
         li t2, 0x7fff                   # M_lo = M & t2
-1:      vmv.v.i \acc, 0
-        li t4, 4                        # 4 x 8 columns per group
-2:      \load \w0, (a0)
-        add a0, a0, t1
-        YCOLS8 \acc, \scr, \w0, \w1
-        addi t4, t4, -1
-        bnez t4, 2b
-        lw t5, 0(a7)                    # S = sum q u - 128 sum q
-        addi a7, a7, 4
-        vsub.vx \acc, \acc, t5
-        \mload \w0, (a1)                # M = wm[g][.] * m[g]
-        add a1, a1, t3
-        lw t5, 0(a3)
-        addi a3, a3, 4
-        vmul.vx \w0, \w0, t5
+1:      GROUP_SUM \load, \acc, \scr, \w0, \w1
+        GROUP_MULT \mload, \w0           # M = wm[g][.] * m[g]
         vand.vx \w1, \w0, t2            # M_lo
         vand.vx \scr, \acc, t0          # S_lo
         vmul.vv \scr, \scr, \w1
