@@ -65,6 +65,15 @@
         addi a2, a2, 16
 .endm
 
+# Four register groups to a5, a5 + step, ... (a5 advances).
+.macro STORE4 store, step, r0, r1, r2, r3
+        \store \r0, (a5)
+        .irp r, \r1, \r2, \r3
+        add a5, a5, \step
+        \store \r, (a5)
+        .endr
+.endm
+
 # The one-position kernels' int32 sum S of one group of 32 columns in
 # acc (weights at a0, y at a2, qs at a7, each advanced past the group;
 # t1 = bytes per two word vectors).
@@ -187,13 +196,7 @@
         vadd.vv \plh, \plh, \acc
         addi a4, a4, -1
         bnez a4, 1b
-        \pstore \pll, (a5)
-        add a5, a5, t3
-        \pstore \plh, (a5)
-        add a5, a5, t3
-        \pstore \phl, (a5)
-        add a5, a5, t3
-        \pstore \phh, (a5)
+        STORE4 \pstore, t3, \pll, \plh, \phl, \phh
         ret
         .size \name, . - \name
 .endm
@@ -304,13 +307,7 @@
         addi a4, a4, -1
         bnez a4, 1b
         slli t1, t1, 1                  # bytes per position's totals
-        \tstore \t0r, (a5)
-        add a5, a5, t1
-        \tstore \t1r, (a5)
-        add a5, a5, t1
-        \tstore \t2r, (a5)
-        add a5, a5, t1
-        \tstore \t3r, (a5)
+        STORE4 \tstore, t1, \t0r, \t1r, \t2r, \t3r
         ld s0, 0(sp)
         ld s1, 8(sp)
         ld s2, 16(sp)
