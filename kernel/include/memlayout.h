@@ -51,7 +51,7 @@
 // 0-127 of an Sv39 table). Every user page table shares these entries
 // with the kernel page table (vm.c), so user programs live above it.
 #define USERBASE       (1L << 37)
-#define KERNEL_ROOT_PX 128 // root entries [0, KERNEL_ROOT_PX) are the kernel's
+#define KERNEL_ROOT_PX (USERBASE >> 30) // root entries below it (1 GiB each) are the kernel's
 
 #define TRAMPOLINE (MAXVA - PGSIZE)
 #define KSTACK(i)  (USERBASE - ((i) + 1) * (KSTACKPAGES + 1) * PGSIZE)

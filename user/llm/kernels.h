@@ -39,8 +39,9 @@ struct llm_qact {
                           // batched matmul
   int64 *pairs;           // (n/2) position 0 alone: word 4i + j (j < 4) holds
                           // q[8i + j + 4] + q[8i + j] * 2^32
-  int16 *ys;              // (LLM_BATCH, n) for the vector kernels: q[p][k] -
-                          // 256 q[p][k-1], or q[p][k] where k % 4 == 0
+  int16 *ys;              // (LLM_BATCH, n) for the vector kernels (0 without
+                          // them): q[p][k] - 256 q[p][k-1], or q[p][k]
+                          // where k % 4 == 0
   double amax[LLM_BATCH]; // each position's largest |x_i|
 };
 

@@ -24,6 +24,8 @@ int llm_kernels_select(const char *prog, const char *name);
 
 // "scalar" or "vector": what this process runs (decides "auto").
 const char *llm_kernels_name(void);
+// 1 when that is "vector".
+int llm_kernels_vector(void);
 
 // With vector kernels, the bytes llm_vec_pack needs for m's multipliers;
 // 0 when m stays as it is (scalar kernels, or fewer rows than a block).

@@ -134,7 +134,7 @@ session_alloc(struct llm_session *s, const struct llm_runtime *rt)
   s->act.qsum = s_alloc(s, B * (maxin / LLM_GS) * sizeof(int32));
   s->act.packs = s_alloc(s, (uint64)maxin * LLM_PACKS * sizeof(int64));
   s->act.pairs = s_alloc(s, (uint64)(maxin / 2) * sizeof(int64));
-  s->act.ys = s_alloc(s, B * maxin * sizeof(int16));
+  s->act.ys = llm_kernels_vector() ? s_alloc(s, B * maxin * sizeof(int16)) : 0;
   // per-thread attention scratch, carved from one block, 8-byte aligned
   uint64 hd = (g->head_dim + 7) & ~7UL, hm = ((g->head_dim / LLM_GS) * sizeof(int32) + 7) & ~7UL;
   uint64 one = hd + hm + T * (sizeof(int64) + 2 * sizeof(double)) + ((T * sizeof(int32) + 7) & ~7UL);
