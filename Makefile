@@ -398,7 +398,7 @@ $(BUILD)/host/llmrun_%: $(U)/llm/llmrun_%.c $(U)/llm/%.c $(LLM_SRCS) $(LLM_HDRS)
 	@mkdir -p $(dir $@)
 	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/$*.c $(LLM_SRCS) -lm
 
-# The hot kernels (.text.hot) must share one 4 KiB page (docs/PERF_NOTES.md, fact 4);
+# Each hot section's kernels (.text.hot, .text.hot.NAME) must share one 4 KiB page (fact 4);
 # tests/host/check_hot.py reads the symbol tables with pyelftools.
 llm-check-hot: $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen
 	@for f in $^; do $(PYTHON) tests/host/check_hot.py $(BUILD)/user/llm/kernels.o $(BUILD)/user/llm/kernels_rvv.o \
