@@ -398,11 +398,13 @@ $(BUILD)/host/llmrun_%: $(U)/llm/llmrun_%.c $(U)/llm/%.c $(LLM_SRCS) $(LLM_HDRS)
 	@mkdir -p $(dir $@)
 	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/$*.c $(LLM_SRCS) -lm
 
-# Each hot section's kernels (.text.hot, .text.hot.NAME) must share one 4 KiB page (fact 4);
-# tests/host/check_hot.py reads the symbol tables with pyelftools.
-llm-check-hot: $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen
-	@for f in $^; do $(PYTHON) tests/host/check_hot.py $(BUILD)/user/llm/kernels.o $(BUILD)/user/llm/kernels_rvv.o \
-		$$f || exit 1; done
+# Each hot section's kernels (.text.hot, .text.hot.NAME) must share one 4 KiB page (fact 4),
+# and so must vprobe's probes (what they time would change); tests/host/check_hot.py
+# reads the symbol tables with pyelftools.
+llm-check-hot: $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen $(BUILD)/tests/_vprobe
+	@for f in $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen; do $(PYTHON) tests/host/check_hot.py \
+		$(BUILD)/user/llm/kernels.o $(BUILD)/user/llm/kernels_rvv.o $$f || exit 1; done
+	@$(PYTHON) tests/host/check_hot.py $(BUILD)/tests/vprobe.o $(BUILD)/tests/_vprobe
 
 # [bench] measure load time, TTFT and TPOT with tables and plots, or chat with
 # the model in the guest (pyaisvc bench / chat; docs/MEASURE.md), e.g.

@@ -309,15 +309,18 @@ def test_head_takes_the_first_of_tied_maxima(progs: dict[str, Path], tmp_path: P
 
 
 def test_hot_kernels_share_a_page() -> None:
-    """make llm-check-hot: each hot section of the guest programs lies in one 4 KiB page."""
+    """make llm-check-hot: each hot section of the guest programs (and vprobe's) lies in one
+    4 KiB page."""
     with build_lock():
         p = subprocess.run(["make", "-s", "llm-check-hot"], cwd=ROOT, capture_output=True,
                            text=True)
     if "no RISC-V cross compiler" in p.stdout + p.stderr:
         pytest.skip("no RISC-V cross compiler")
     assert p.returncode == 0, p.stdout + p.stderr
-    for sec in (".text.hot:", ".text.hot.batch:"):
-        assert p.stdout.count(sec) == 2, p.stdout
+    for prog in ("_llmrun_smol", "_llmrun_qwen"):
+        for sec in (".text.hot", ".text.hot.batch", ".text.hot.rvv", ".text.hot.rvv4"):
+            assert f"{prog}: {sec}: " in p.stdout, p.stdout
+    assert "_vprobe: .text.hot: " in p.stdout, p.stdout
 
 
 @pytest.mark.parametrize("args, first", [
