@@ -74,7 +74,8 @@ def main(argv: list[str]) -> int:
         for sec, names in hot_names(Path(obj)).items():
             groups.setdefault(sec, set()).update(names)
     if HOT not in groups:
-        print(f"check_hot: {objs[0]}: no functions in {HOT}")
+        print(f"check_hot: {', '.join(objs)}: no functions in {HOT}; "
+              "is the object list right (OBJECT... ELF)?")
         return 1
     ok = [check_section(Path(elf), sec, names) for sec, names in sorted(groups.items())]
     return 0 if all(ok) else 1

@@ -327,8 +327,10 @@ llm_qact_groups(struct llm_qact *a, const double *x, int stride, int g0, int g1)
       for (int i = 0; i < LLM_GS; i++)
         sum += q[i];
       a->qsum[p * ng + g] = 128 * sum;
-      int16 *y = a->ys ? a->ys + p * n + g * LLM_GS : 0;
-      for (int k = 0; y && k < LLM_GS; k += 4) {
+      if (a->ys == 0)
+        continue;
+      int16 *y = a->ys + p * n + g * LLM_GS;
+      for (int k = 0; k < LLM_GS; k += 4) {
         y[k] = q[k];
         y[k + 1] = q[k + 1] - 256 * q[k];
         y[k + 2] = q[k + 2] - 256 * q[k + 1];

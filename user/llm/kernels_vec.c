@@ -9,8 +9,8 @@
 // twice the LMUL. The packing is in place (each byte offset by 128, as
 // the kernels read them, in a new order), one block at a time through a
 // scratch buffer; rows after the last full block stay row-major and go to
-// the scalar kernel. The group multipliers are
-// copied into int32 in the same order (vwm), 1/8 of the weights' size.
+// the scalar kernel. The group multipliers are copied into int32 in the
+// same order (vwm), 1/8 of the weights' size.
 //
 // The float steps stay in C and in the scalar kernel's order:
 // y = ((double)T * f) * ws[r] with the assembly's exact int64 T.
@@ -176,8 +176,9 @@ llm_kernels_vector(void)
 
 // Reorders one block of B rows (B * cols bytes at q) into the packed
 // layout, each weight w stored as w + 128, through scratch; wm's
-// multipliers of those rows go to vwm (ng per row), or ones without wm. (Strided vector loads would do it in
-// fewer instructions, but QEMU 10 runs them 10x slower than this loop.)
+// multipliers of those rows go to vwm (ng per row), or ones without wm.
+// (Strided vector loads would do it in fewer instructions, but QEMU 10
+// runs them 10x slower than this loop.)
 static void
 pack_block(int8 *q, const uint16 *wm, int cols, uint32 *scratch, int32 *vwm)
 {
