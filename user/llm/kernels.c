@@ -255,11 +255,19 @@ absmax(const double *x, int n)
   return m.d;
 }
 
+// r clamped to [-127, 127].
+static inline int8
+clamp127(int64 r)
+{
+  return r > 127 ? 127 : (r < -127 ? -127 : r);
+}
+
 // One group of llm_quantize: x[0..32) into q and *m, for a vector whose
 // absolute maximum is amax (xs = amax / 127). amax = 0 gives zeros. (The
 // group's maximum is found here, not kept from the pass that found amax:
-// 32 integer compares are cheaper than a scratch array.)
-static inline void
+// 32 integer compares are cheaper than a scratch array.) Not inlined:
+// its two callers share one copy, which keeps the hot page whole.
+static HOT __attribute__((noinline)) void
 quantize_group(const double *x, double amax, double xs, int8 *q, int32 *m)
 {
   if (amax == 0.0) {
@@ -267,7 +275,7 @@ quantize_group(const double *x, double amax, double xs, int8 *q, int32 *m)
     *m = 0;
     return;
   }
-  double v = (absmax(x, LLM_GS) * 32768.0) / amax;
+  double gmax = absmax(x, LLM_GS), v = (gmax * 32768.0) / amax;
   int64 mg = (int64)v; // ceil: truncate, then up if below
   if ((double)mg < v)
     mg++;
@@ -277,10 +285,15 @@ quantize_group(const double *x, double amax, double xs, int8 *q, int32 *m)
     mg = 32768;
   *m = (int32)mg;
   double inv = 1.0 / ((xs * (double)mg) / 32768.0);
-  for (int i = 0; i < LLM_GS; i++) {
-    int64 r = llm_rint(x[i] * inv);
-    q[i] = r > 127 ? 127 : (r < -127 ? -127 : r);
-  }
+  // |x_i * inv| <= gmax * inv, about 127 unless amax is near the
+  // smallest doubles (then inv may be huge or inf). Two loops: a branch
+  // ends a translation block under QEMU.
+  if (gmax * inv < LLM_RINT_SMALL_MAX)
+    for (int i = 0; i < LLM_GS; i++)
+      q[i] = clamp127(llm_rint_small(x[i] * inv));
+  else
+    for (int i = 0; i < LLM_GS; i++)
+      q[i] = clamp127(llm_rint(x[i] * inv));
 }
 
 // Quantise x[n] in groups of 32: xs = amax/127, group multipliers

@@ -271,8 +271,13 @@ head_values(struct llm_runtime *rt, struct llm_head_scratch *sc, const struct ll
     return;
   }
   double c = 32767.0 / wmax, f = wmax / 32767.0;
-  for (int t = 0; t < npos; t++)
-    sc->val_wq[t] = (int32)llm_rint(sc->val_w[t] * c);
+  // 0 <= w_t * c <= wmax * c, about 32767 unless c overflowed
+  if (wmax * c < LLM_RINT_SMALL_MAX)
+    for (int t = 0; t < npos; t++)
+      sc->val_wq[t] = (int32)llm_rint_small(sc->val_w[t] * c);
+  else
+    for (int t = 0; t < npos; t++)
+      sc->val_wq[t] = (int32)llm_rint(sc->val_w[t] * c);
   int64 acc[LLM_GS];
   llm_attn_values(sc->val_wq, kc->vq + row * kvd + gi * LLM_GS, kvd, npos, acc);
   for (int k = 0; k < LLM_GS; k++)
