@@ -403,7 +403,8 @@ $(BUILD)/host/llmrun_%: $(U)/llm/llmrun_%.c $(U)/llm/%.c $(LLM_SRCS) $(LLM_HDRS)
 # reads the symbol tables with pyelftools.
 llm-check-hot: $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen $(BUILD)/tests/_vprobe
 	@for f in $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen; do $(PYTHON) tests/host/check_hot.py \
-		$(BUILD)/user/llm/kernels.o $(BUILD)/user/llm/kernels_rvv.o $$f || exit 1; done
+		$(BUILD)/user/llm/kernels.o $(BUILD)/user/llm/kernels_rvv.o $(BUILD)/user/llm/kernels_vec.o \
+		$(BUILD)/user/llm/layers.o $$f || exit 1; done
 	@$(PYTHON) tests/host/check_hot.py $(BUILD)/tests/vprobe.o $(BUILD)/tests/_vprobe
 
 # [bench] measure load time, TTFT and TPOT with tables and plots, or chat with

@@ -227,8 +227,8 @@ def test_wrong_program_and_dir(progs: dict[str, Path], tmp_path: Path) -> None:
 
 
 def test_math_matches_refmath(progs: dict[str, Path]) -> None:
-    """llm_exp / llm_log / llm_sigmoid / llm_softplus / llm_silu / llm_softmax_exp equal
-    pyaisvc.refmath bit for bit, and llm_order_key orders as the values do."""
+    """llm_exp / llm_log / llm_sigmoid / llm_softplus / llm_silu_mul / llm_softmax_exps
+    equal pyaisvc.refmath bit for bit, and llm_order_key orders as the values do."""
     import numpy as np
 
     from pyaisvc import refmath
@@ -318,7 +318,8 @@ def test_hot_kernels_share_a_page() -> None:
         pytest.skip("no RISC-V cross compiler")
     assert p.returncode == 0, p.stdout + p.stderr
     for prog in ("_llmrun_smol", "_llmrun_qwen"):
-        for sec in (".text.hot", ".text.hot.batch", ".text.hot.rvv", ".text.hot.rvv4"):
+        for sec in (".text.hot", ".text.hot.attn", ".text.hot.batch", ".text.hot.rvv",
+                    ".text.hot.rvv4", ".text.hot.vec"):
             assert f"{prog}: {sec}: " in p.stdout, p.stdout
     assert "_vprobe: .text.hot: " in p.stdout, p.stdout
 

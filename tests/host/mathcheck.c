@@ -1,7 +1,8 @@
 // Host driver for tests/test_llmrun_host.py: reads doubles (as 16 hex digits
 // of their bits, one per line) and prints the bits of the runtime's
-// llm_exp, llm_log (for x > 0, else 0), llm_sigmoid, llm_softplus, llm_silu
-// and llm_softmax_exp (for x <= 0, else 0) of each, so the test can compare
+// llm_exp, llm_log (for x > 0, else 0), llm_sigmoid, llm_softplus, silu
+// (llm_silu_mul) and softmax's exp (llm_softmax_exps; for x <= 0, else 0)
+// of each, so the test can compare
 // them bit for bit with pyaisvc.refmath, and llm_order_key.
 //
 // `llm_mathcheck matmul` instead checks llm_matmul_rows on random int8
@@ -168,10 +169,13 @@ main(int argc, char **argv)
       uint64 u;
       double d;
     } v = { .u = strtoull(line, 0, 16) };
-    double x = v.d;
+    double x = v.d, silu, e = x;
+    llm_silu_mul(&x, 0, &silu, 1);
+    if (x <= 0)
+      llm_softmax_exps(&e, 1, 0.0); // exp(x - 0.0), and x - 0.0 is x
     printf("%016lx %016lx %016lx %016lx %016lx %016lx %016lx\n", bits(llm_exp(x)),
         bits(x > 0 ? llm_log(x) : 0.0), bits(llm_sigmoid(x)), bits(llm_softplus(x)),
-        bits(llm_silu(x)), bits(x <= 0 ? llm_softmax_exp(x) : 0.0), (uint64)llm_order_key(x));
+        bits(silu), bits(x <= 0 ? e : 0.0), (uint64)llm_order_key(x));
   }
   return 0;
 }

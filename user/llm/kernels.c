@@ -45,7 +45,7 @@ static const double LOG2E = 1.44269504088896338700e+00;
 
 // exp(x) = p(r) * 2^n with x = n*ln2 + r, |r| <= ln2/2, and p the Taylor
 // polynomial of degree 11 (error below 1 ulp on that interval).
-HOT double
+double
 llm_exp(double x)
 {
   // c_k = 1/k!, the double nearest to each.
@@ -126,7 +126,7 @@ llm_log(double y)
   return de * LN2_HI + ((2.0 * s) * t + de * LN2_LO);
 }
 
-HOT double
+double
 llm_sigmoid(double x)
 {
   return 1.0 / (1.0 + llm_exp(-x));
@@ -199,18 +199,36 @@ table_at(const int32 *t, uint64 w)
 // silu(x) = x * (s * 2^-30), s = sigmoid(x) in Q30 from sig_table: one
 // conversion and two float products where the exact silu costs about 30
 // float operations.
-HOT double
-llm_silu(double x)
+static inline double
+silu(double x)
 {
   int64 s = table_at(sig_table, table_pos(x, SIG_STEP_BITS, TABLE_LO));
   return x * ((double)s * (1.0 / 1073741824.0));
 }
 
-// exp(x) for softmax's x <= 0 from smexp_table (exp(0) = 1 exactly).
-HOT double
-llm_softmax_exp(double x)
+// (contracts in user/llm/kernels.h) A loop here rather than a call per
+// element from its callers: those live on other pages, and QEMU chains
+// no jump or return across pages (docs/PERF_NOTES.md, facts 4 and 37).
+HOT void
+llm_silu_mul(const double *x, const double *m, double *y, int n)
 {
-  return (double)table_at(smexp_table, table_pos(x, SMEXP_STEP_BITS, 0)) * (1.0 / 1073741824.0);
+  if (m)
+    for (int i = 0; i < n; i++)
+      y[i] = silu(x[i]) * m[i];
+  else
+    for (int i = 0; i < n; i++)
+      y[i] = silu(x[i]);
+}
+
+HOT double
+llm_softmax_exps(double *x, int n, double mx)
+{
+  double sum = 0.0;
+  for (int t = 0; t < n; t++) {
+    x[t] = (double)table_at(smexp_table, table_pos(x[t] - mx, SMEXP_STEP_BITS, 0)) * (1.0 / 1073741824.0);
+    sum = sum + x[t];
+  }
+  return sum;
 }
 
 double

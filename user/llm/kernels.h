@@ -113,8 +113,12 @@ double llm_log(double y);
 double llm_sigmoid(double x);
 double llm_softplus(double x);
 // Tabulated: call llm_math_init first (once, before any pool thread runs).
-double llm_silu(double x);
-double llm_softmax_exp(double x); // x <= 0
+// y_i = silu(x_i) * m_i for i < n, or silu(x_i) if m is 0 (silu from a
+// table: docs/ARITHMETIC.md); y may be x or m.
+void llm_silu_mul(const double *x, const double *m, double *y, int n);
+// x_t = exp(x_t - mx) for t < n (each x_t <= mx; exp from a table:
+// docs/ARITHMETIC.md), in place; returns their sum, in order from 0.0.
+double llm_softmax_exps(double *x, int n, double mx);
 void llm_math_init(void);
 
 // y = rmsnorm(x) * w (docs/ARITHMETIC.md "RMSNorm"); y may be x.

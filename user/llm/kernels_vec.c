@@ -230,9 +230,15 @@ llm_qmat_weight(const struct llm_qmat *w, int r, int k)
 }
 
 #ifdef __riscv
+// The driver of the kernels below, from run_parts to llm_vec_matmul, runs
+// for every block of rows: it shares one page (PERF_NOTES.md, facts 4 and
+// 37), which its first function starts.
+#define HOT_VEC       __attribute__((section(".text.hot.vec")))
+#define HOT_VEC_FIRST __attribute__((section(".text.hot.vec"), aligned(4096)))
+
 // c's totals by llm_rvv_matvecp: its four int32 sums per row (p[k*B + r],
 // kernels_rvv.S) put together in int64.
-static void
+static HOT_VEC_FIRST void
 run_parts(const struct call *c)
 {
   int32 p[4 * MAXBLOCK];
@@ -244,7 +250,7 @@ run_parts(const struct call *c)
 }
 
 // The versions of c's kernel that can run it.
-static int
+static HOT_VEC int
 versions(const struct call *c)
 {
   if (c->kind == ONE && c->ng > PARTS_MAX_GROUPS)
@@ -253,7 +259,7 @@ versions(const struct call *c)
 }
 
 // Runs version v of c's kernel.
-static void
+static HOT_VEC void
 run_version(const struct call *c, int v)
 {
   if (c->kind == ONE && v == PARTS)
@@ -297,7 +303,7 @@ fastest_version(const struct call *c)
 
 // Runs c on thread th with the version last timed fastest there (timing
 // them again when due; version 0 if that one cannot run c).
-static void
+static HOT_VEC void
 run_call(const struct call *c, int th)
 {
   int v = per_thread[th].version[c->kind];
@@ -311,7 +317,7 @@ run_call(const struct call *c, int th)
 
 // One block of B rows from row b0 for position p, by thread th: y[r] for
 // the rows r of the block in [lo, hi) (a thread's range may cut a block).
-static void
+static HOT_VEC void
 block1(const struct llm_qmat *w, const struct llm_qact *a, int p, int b0, int lo, int hi,
     double f, double *y, int th)
 {
@@ -326,7 +332,7 @@ block1(const struct llm_qmat *w, const struct llm_qact *a, int p, int b0, int lo
 
 // Half h of the block of B rows from row b0, for positions p0 .. p0+3
 // (all held), by thread th: the rows in [lo, hi).
-static void
+static HOT_VEC void
 half4(const struct llm_qmat *w, const struct llm_qact *a, int b0, int h, int lo, int hi,
     int p0, const double *f, double *y, int ystride, int th)
 {
@@ -343,7 +349,7 @@ half4(const struct llm_qmat *w, const struct llm_qact *a, int b0, int h, int lo,
       y[p * ystride + r] = ((double)t[(p - p0) * H + r - h0] * f[p]) * w->ws[r];
 }
 
-void
+HOT_VEC void
 llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
     int ystride, int lo, int hi, int t)
 {

@@ -236,12 +236,7 @@ head_softmax(struct llm_runtime *rt, struct llm_head_scratch *sc, const struct l
       mxkey = key;
     }
   }
-  double sum = 0.0;
-  for (int t = 0; t < npos; t++) {
-    sc->score[t] = llm_softmax_exp(sc->score[t] - mx);
-    sum = sum + sc->score[t];
-  }
-  return 1.0 / sum;
+  return 1.0 / llm_softmax_exps(sc->score, npos, mx);
 }
 
 // Step 7 for one group of 32 dims of one head (values from cache kc): weights w_t = e_t * sv_t
@@ -312,7 +307,9 @@ prepare_positions(void *arg, int lo, int hi, int t)
         a->s->v + p * kvd);
 }
 
-static void
+// On a page of its own, with the loops over positions it inlines
+// (docs/PERF_NOTES.md, facts 4 and 37).
+static __attribute__((section(".text.hot.attn"), aligned(4096))) void
 attend_heads(void *arg, int lo, int hi, int t)
 {
   struct attend_step *a = arg;
@@ -382,8 +379,7 @@ gate_up_silu(void *arg, int lo, int hi, int t)
   llm_matmul_rows(&m->L->gate, &s->act, s->gate, hid, lo, hi, t);
   llm_matmul_rows(&m->L->up, &s->act, s->up, hid, lo, hi, t);
   for (int p = 0; p < s->act.count; p++)
-    for (int i = p * hid + lo; i < p * hid + hi; i++)
-      s->xn[i] = llm_silu(s->gate[i]) * s->up[i];
+    llm_silu_mul(s->gate + p * hid + lo, s->up + p * hid + lo, s->xn + p * hid + lo, hi - lo);
 }
 
 // MLP: x = x + Wdown (silu(Wgate xn) * (Wup xn)), xn = rmsnorm(x, post_norm).

@@ -27,7 +27,7 @@ conv_channel(const struct llm_config *g, const double *w, double *st, double *y,
     st[j * cd + c] = st[(j + 1) * cd + c];
   if (K > 1)
     st[(K - 2) * cd + c] = u;
-  y[c] = llm_silu(acc);
+  y[c] = acc;
 }
 
 // x = (x * (1 / sqrt(ss + 1e-6))) * c, ss the in-order sum of squares.
@@ -87,8 +87,7 @@ delta_head(const struct delta_pass *d, int h, int p, int t)
   llm_delta_step(S, k + hk * kd, q + hk * kd, v + h * vd, beta, decay, kd, vd,
       d->s->delta_kv[t], o);
   llm_rmsnorm(o, L->norm, vd, (double)g->rms_eps, o);
-  for (int j = 0; j < vd; j++)
-    o[j] = o[j] * llm_silu(z[j]);
+  llm_silu_mul(z, o, o, vd); // o_j * silu(z_j): a product's order does not matter
 }
 
 // Pool step: conv channels [lo, hi) at every position.
@@ -103,6 +102,8 @@ conv_channels_run(void *arg, int lo, int hi, int t)
       conv_channel(g, d->L->conv_w,
           d->st->kv[p]->conv + (uint64)d->slot * (g->conv_kernel - 1) * cd,
           d->s->qkv + p * cd, c);
+  for (int p = 0; p < d->st->n; p++)
+    llm_silu_mul(d->s->qkv + p * cd + lo, 0, d->s->qkv + p * cd + lo, hi - lo);
 }
 
 // Pool step: value heads [lo, hi) at every position.
