@@ -60,7 +60,8 @@ def check_section(elf: Path, section: str, names: set[str]) -> bool:
         print(f"  {a:#08x} {s:5d} {name}")
     if lo // PAGE != (hi - 1) // PAGE:
         print(f"check_hot: {elf}: {section} spans {lo:#x}..{hi:#x}, more than one page; "
-              "move a kernel to a .text.hot.NAME section of its own (user/llm/kernels.c)")
+              "make it smaller, or move a kernel to a .text.hot.NAME section of its own "
+              "whose first function is aligned(4096) (as HOT_BATCH in user/llm/kernels.c)")
         return False
     print(f"check_hot: {elf}: {section}: {len(found)} kernels, {hi - lo} bytes in page "
           f"{lo // PAGE:#x}")
