@@ -191,12 +191,11 @@ def test_bench_writes_every_file_with_numbers(bench_out: Path):
             assert int(r[k]) > 0, (k, r)
         assert int(r["init_us"]) >= int(r["load_us"])
         assert len(r["ids"].split()) == int(r["gen_len"])
-        if r["mode"] == "cold":
-            assert r["ran"] == ran, r
     # --profile splits each cold run's phases into parts that do not overlap: they add up to
     # the phase's time (other_us is the rest, so parts counted twice would overflow it)
     cold = [r for r in rows if r["mode"] == "cold"]
     for r in cold:
+        assert r["ran"] == ran, r
         for phase in ("prefill", "decode"):
             assert all(int(r[f"{phase}_{k}_us"]) > 0 for k in ("matmul", "attn")), r
         parts = {ph: sum(int(r[f"{ph}_{k}_us"]) for k in ("matmul", "attn", "other"))

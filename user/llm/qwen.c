@@ -12,8 +12,9 @@
 
 // Causal depthwise conv of channel c of one position, in place on y
 // (conv_dim): the window is the K-1 previous inputs in st (oldest first)
-// and y itself; y_c = silu(sum_j w[c][j] u_j[c]) summed from 0.0, oldest
-// tap first. st then drops its oldest row and takes the input.
+// and y itself; y_c = sum_j w[c][j] u_j[c] summed from 0.0, oldest tap
+// first (conv_channels_run applies silu). st then drops its oldest row and
+// takes the input.
 static void
 conv_channel(const struct llm_config *g, const double *w, double *st, double *y, int c)
 {
@@ -90,7 +91,9 @@ delta_head(const struct delta_pass *d, int h, int p, int t)
   llm_silu_mul(z, o, o, vd); // o_j * silu(z_j): a product's order does not matter
 }
 
-// Pool step: conv channels [lo, hi) at every position.
+// Pool step: conv channels [lo, hi) at every position, then silu of them
+// (one llm_silu_mul per position: a loop in the hot page, not a call per
+// channel).
 static void
 conv_channels_run(void *arg, int lo, int hi, int t)
 {
