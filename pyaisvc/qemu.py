@@ -124,6 +124,9 @@ class QemuConfig:
     qemu: str = field(default_factory=default_qemu)
     cpu: str | None = None  # -cpu value; None: default_cpu(qemu); "default": no -cpu
     append: str = ""  # the boot command line (-append; kernel/core/bootargs.c), "" for none
+    # The gateway port's host end (docs/GATEWAY.md): a Unix socket QEMU listens on,
+    # None for no port. The port is a virtio console on virtio-mmio bus 1.
+    port_socket: Path | None = None
 
 
 def cpu_option(cfg: QemuConfig) -> str:
@@ -152,6 +155,10 @@ def qemu_argv(cfg: QemuConfig) -> list[str]:
         if cfg.snapshot:
             drive += ",snapshot=on"
         argv += ["-drive", drive, "-device", "virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0"]
+    if cfg.port_socket is not None:
+        argv += ["-device", "virtio-serial-device,bus=virtio-mmio-bus.1",
+                 "-chardev", f"socket,id=gw0,path={cfg.port_socket},server=on,wait=off",
+                 "-device", "virtconsole,chardev=gw0"]
     if cfg.append:
         argv += ["-append", cfg.append]
     if cfg.gdb_port is not None:
