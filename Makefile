@@ -98,7 +98,10 @@ KERNEL_CORE_SRCS := \
 	$(K)/core/syscall.c \
 	$(K)/core/sysproc.c \
 	$(K)/core/exec.c \
-	$(K)/core/ai_service.c \
+	$(K)/core/ai_table.c \
+	$(K)/core/ai_request.c \
+	$(K)/core/ai_worker.c \
+	$(K)/core/sysai.c \
 	$(K)/drivers/uart.c \
 	$(K)/drivers/plic.c
 

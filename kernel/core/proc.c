@@ -248,7 +248,7 @@ userinit(void)
     panic("userinit: no memory");
   initproc = p;
   p->pgid = p->pid;
-  p->ai_right = 1; // init hands it on to the AI worker only (ai_service.c)
+  p->ai_right = 1; // init hands it on to the AI worker only (ai_worker.c)
   safestrcpy(p->name, "init", sizeof(p->name));
   make_runnable(p);
   release(&p->lock);

@@ -1,6 +1,7 @@
-// The kernel AI service (kernel/core/ai_service.c): limits, request states,
-// error codes and the structures its system calls exchange. Shared by the
-// kernel and user programs (user/lib/user.h has the calls' prototypes).
+// The kernel AI service (kernel/core/ai_table.c and the files beside it):
+// limits, request states, error codes and the structures its system calls
+// exchange. Shared by the kernel and user programs (user/lib/user.h has
+// the calls' prototypes).
 #ifndef AISVC_AISVC_H
 #define AISVC_AISVC_H
 
