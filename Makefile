@@ -230,6 +230,8 @@ $(addprefix $(BUILD)/user/_,$(BIN_PROGS)): $(BUILD)/user/_%: $(BUILD)/user/bin/%
 	$(LINK_UPROG)
 $(addprefix $(BUILD)/user/_,$(TEST_PROGS)): $(BUILD)/user/_%: $(BUILD)/user/tests/%.o $(UPROG_LIBS) $(U)/lib/user.ld
 	$(LINK_UPROG)
+# The self-tests share their runner (user/tests/harness.c).
+$(BUILD)/user/_usertests $(BUILD)/user/_threadtests: $(BUILD)/user/tests/harness.o
 $(addprefix $(BUILD)/user/_,aitest aistress ai): $(BUILD)/user/_%: $(BUILD)/user/ai/%.o $(UPROG_LIBS) $(U)/lib/user.ld
 	$(LINK_UPROG)
 
