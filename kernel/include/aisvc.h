@@ -16,6 +16,11 @@
 #define AI_RESULT_MAX  (AI_MAX_PREDICT * 11) // "id id ...": 10 digits + space each
 #define AI_REQID_MAX   0x7fffffff            // reqids run 1..2^31-1, then wrap, skipping live ones
 
+// Where the models' assets lie in the guest's file system: init starts the
+// worker when either exists, which serves SmolLM2's if both do.
+#define AI_SMOL_DIR "/AI/SMOL"
+#define AI_QWEN_DIR "/AI/QWEN"
+
 // Request states, as ai_query reports them.
 #define AI_FREE    0 // (internal) slot unused
 #define AI_QUEUED  1 // in the FIFO, waiting for the worker

@@ -88,16 +88,16 @@ model_for(const char *dir)
   return cfg.model_kind == LLM_MODEL_QWEN ? &llm_model_qwen : &llm_model_smol;
 }
 
-// /AI/SMOL if it holds a model, else /AI/QWEN.
+// AI_SMOL_DIR if it holds a model, else AI_QWEN_DIR.
 static const char *
 default_dir(void)
 {
-  int fd = open("/AI/SMOL/CFG.BIN", O_RDONLY);
+  int fd = open(AI_SMOL_DIR "/CFG.BIN", O_RDONLY);
   if (fd >= 0) {
     close(fd);
-    return "/AI/SMOL";
+    return AI_SMOL_DIR;
   }
-  return "/AI/QWEN";
+  return AI_QWEN_DIR;
 }
 
 // Register, retrying while another worker holds the role.

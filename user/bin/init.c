@@ -26,6 +26,7 @@
 #include "kernel/include/param.h"
 #include "kernel/include/fcntl.h"
 #include "kernel/include/stat.h"
+#include "kernel/include/aisvc.h"
 
 #define CONSOLE_MAJOR 1              // CONSOLE in kernel/include/file.h
 #define RESPAWN_TICKS TICK_HZ        // a service that dies sooner waits this long first
@@ -50,7 +51,7 @@ have_model(void)
 {
   struct stat st;
 
-  return stat("/AI/SMOL", &st) == 0 || stat("/AI/QWEN", &st) == 0;
+  return stat(AI_SMOL_DIR, &st) == 0 || stat(AI_QWEN_DIR, &st) == 0;
 }
 
 // The programs init keeps alive, started in this order. ai_daemon says

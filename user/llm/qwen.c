@@ -5,6 +5,7 @@
 // llmrun_qwen and ai_daemon run (llm_model_qwen).
 
 #include "user/lib/user.h"
+#include "kernel/include/aisvc.h"
 #include "user/llm/layers.h"
 #include "user/llm/qwen.h"
 
@@ -184,7 +185,7 @@ qwen_forward(struct llm_runtime *rt, struct llm_session *s, const struct llm_ste
 
 const struct llm_model llm_model_qwen = {
   .name = "llmrun_qwen",
-  .default_dir = "/AI/QWEN",
+  .default_dir = AI_QWEN_DIR,
   .model_kind = LLM_MODEL_QWEN,
   .forward = qwen_forward,
 };

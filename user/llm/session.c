@@ -306,6 +306,15 @@ request_check(const struct llm_config *g, const int *ids, int n, int predict)
 }
 
 void
+llm_print_timing(const struct llm_session *s, uint64 ttft, uint64 tpot, int prompt, int gen)
+{
+  fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
+             "prompt=%d gen=%d kernels=%s threads=%d\n",
+      llm_prog, s->tm.load_us, s->tm.init_us, ttft, tpot, prompt, gen, llm_kernels_name(),
+      llm_pool_threads());
+}
+
+void
 llm_print_ids(const int *ids, int n)
 {
   char line[512];
@@ -364,10 +373,7 @@ llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
   if (llm_token_hook == 0) // else the hook has written them (the CLI's --stream)
     llm_print_ids(s->kv[0].seq + n, gen);
   if (!quiet)
-    fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
-               "prompt=%d gen=%d kernels=%s threads=%d\n",
-        llm_prog, s->tm.load_us, s->tm.init_us,
-        ttft, tpot, n, gen, llm_kernels_name(), llm_pool_threads());
+    llm_print_timing(s, ttft, tpot, n, gen);
   return 0;
 }
 

@@ -94,7 +94,7 @@ struct llm_session {
 // What differs between the models (user/llm/smol.c, user/llm/qwen.c).
 struct llm_model {
   const char *name;        // program name for messages
-  const char *default_dir; // /AI/SMOL or /AI/QWEN
+  const char *default_dir; // AI_SMOL_DIR or AI_QWEN_DIR (aisvc.h)
   int model_kind;          // the CFG.BIN model_kind it runs
   // run the positions of st through all layers
   void (*forward)(struct llm_runtime *, struct llm_session *,
@@ -163,6 +163,11 @@ void llm_batch_step(const struct llm_model *md, struct llm_runtime *rt,
 
 // Print ids on one stdout line, one space between two ids.
 void llm_print_ids(const int *ids, int n);
+
+// Print a request's timing line (user/llm/session.c, top) on stderr: its
+// ttft and tpot in us, its prompt length and the ids it generated, with
+// the session's load and init times.
+void llm_print_timing(const struct llm_session *s, uint64 ttft, uint64 tpot, int prompt, int gen);
 
 // --profile: llm_clock() starts a span (0 when not profiling), llm_charge
 // adds the time since it to *part.
