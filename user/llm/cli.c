@@ -480,7 +480,7 @@ serve_batch(const struct llm_model *md, struct llm_runtime *rt,
     positions += b->n + b->gen - 1; // the last id is never fed back
   }
   if (s->tm.profile)
-    llm_profile_lines(s, "batch", end - t0, positions);
+    llm_profile_lines(&s->tm, "batch", end - t0, positions);
   return 0;
 }
 

@@ -13,12 +13,7 @@
 #include "user/llm/loader.h"
 #include "user/llm/sample.h"
 #include "user/llm/pool.h"
-
-struct llm_timing {
-  uint64 load_us, init_us;   // llm_runtime_init, llm_session_init
-  uint64 matmul_us, attn_us; // --profile: time inside each part
-  int profile;
-};
+#include "user/llm/profile.h"
 
 // One request's own state: its KV cache, its Gated DeltaNet state and its
 // ids. A session has one per request it can run at once (llm_session_init:
@@ -168,14 +163,5 @@ void llm_print_ids(const int *ids, int n);
 // ttft and tpot in us, its prompt length and the ids it generated, with
 // the session's load and init times.
 void llm_print_timing(const struct llm_session *s, uint64 ttft, uint64 tpot, int prompt, int gen);
-
-// --profile: llm_clock() starts a span (0 when not profiling), llm_charge
-// adds the time since it to *part.
-uint64 llm_clock(struct llm_session *s);
-void llm_charge(struct llm_session *s, uint64 *part, uint64 since);
-// --profile: the two lines of a phase (user/llm/session.c, top) that took
-// total us for `tokens` tokens, from the parts and the pool's statistics
-// gathered since the last call (both then start again from 0).
-void llm_profile_lines(struct llm_session *s, const char *phase, uint64 total, int tokens);
 
 #endif
