@@ -18,10 +18,10 @@
 // switch, and a hart keeps its TLB entries across system calls and timer
 // interrupts. QEMU empties a hart's whole TLB on every satp write and
 // sfence.vma, and refilling an entry costs about 0.33 us; a SmolLM2
-// token reads some 34,000 pages of weights, so with a satp switch at
-// every trap (one system call per token at least) a token paid about
-// 14 ms of refills, 12% of its time (docs/PERF_NOTES.md, fact 32). Now
-// satp changes only when a hart switches processes (proc.c: the
+// token reads some 34,000 pages of weights, so a satp switch at every
+// trap (one system call per token at least) would cost a token about
+// 14 ms of refills, 12% of its time (docs/PERF_NOTES.md, fact 32, "a trap
+// must not empty the TLB"). So satp changes only when a hart switches processes (proc.c: the
 // scheduler runs on the kernel page table), and a process's own mapping
 // removals fence this hart's TLB (uvmunmap). A process with several
 // threads cannot shrink its memory (thread.c), so no other hart can keep

@@ -49,8 +49,8 @@
 #define AIE_BUSY       114 // another worker is already registered
 #define AIE_BADARG     115 // other invalid argument (negative out_cap, ...)
 #define AIE_NOMEM      116 // the kernel ran out of memory
-// 117 is reserved: it was AIE_NOIDS (ids exhausted), which reqids that wrap
-// made impossible; it is never returned and never given another meaning.
+// 117 is reserved: never returned, and never to be given a meaning
+// (docs/AI_SERVICE.md, section 5).
 #define AIE_PERM 118 // the process lacks the AI worker right (ai_register)
 
 // Progress and timing of one request (ai_query). Times are microseconds

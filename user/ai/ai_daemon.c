@@ -13,8 +13,8 @@
 // llmrun_qwen (CFG.BIN's model_kind, read by the runtime's loader, picks
 // which), registers with the kernel as the worker, then serves forever,
 // up to B requests at once (iteration-level, "continuous" batching; B is
-// AI_BATCH = 8 unless --batch says otherwise; --batch 1 is the old
-// one-at-a-time service, kept for comparison). With --ready-fd, one byte
+// AI_BATCH = 8 unless --batch says otherwise; --batch 1 serves one
+// request at a time, for comparison). With --ready-fd, one byte
 // is written to fd N once registered, and N closed: init waits for it
 // before starting the shell. If the model cannot be loaded, it says so
 // once and idles (init would restart it every second). If another worker

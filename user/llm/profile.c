@@ -45,4 +45,3 @@ llm_profile_lines(struct llm_timing *t, const char *phase, uint64 total, int tok
       "%s: profile phase=%s threads=%d steps=%lu busy_us=%s wait_us=%s sleeps=%s serial_us=%lu\n",
       llm_prog, phase, n, st.steps, busy, wait, sleeps, st.serial_us);
 }
-

@@ -1583,7 +1583,7 @@ t_badnums(void)
   EXPECT_ERR(r, ENOSYS);
 }
 
-// ---------------------------------------------------------------- issue 12
+// ---------------------------------------------------------------- edge-case arguments
 
 // Buffers whose range wraps past 2^64 or runs past the top of user space
 // fail with EFAULT on every path: copyout/copyin, and the file read that
@@ -1786,9 +1786,9 @@ t_aicompletenomem(void)
 }
 
 // A kill must end a sleep it races with, on any hart: children block in
-// read() on a pipe nobody writes; each is killed at once. Before the fix
-// a kill landing between the child's killed() check and its sleep() was
-// lost, and the child slept forever.
+// read() on a pipe nobody writes; each is killed at once. A kill that
+// lands between the child's killed() check and its sleep() must not be
+// lost: the child would sleep forever.
 static void
 t_killrace(void)
 {
