@@ -403,9 +403,9 @@ $(BUILD)/host/llmrun_%: $(U)/llm/llmrun_%.c $(U)/llm/%.c $(LLM_SRCS) $(LLM_HDRS)
 	@mkdir -p $(dir $@)
 	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/$*.c $(LLM_SRCS) -lm
 
-# Each hot section's kernels (.text.hot, .text.hot.NAME) must share one 4 KiB page (fact 4),
-# and so must vprobe's probes (what they time would change); tests/host/check_hot.py
-# reads the symbol tables with pyelftools.
+# Each hot section's kernels (.text.hot, .text.hot.NAME) must share one 4 KiB page (fact 4,
+# "hot code in one page"), and so must vprobe's probes (what they time would change);
+# tests/host/check_hot.py reads the symbol tables with pyelftools.
 llm-check-hot: $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen $(BUILD)/tests/_vprobe
 	@for f in $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen; do $(PYTHON) tests/host/check_hot.py \
 		$(BUILD)/user/llm/kernels.o $(BUILD)/user/llm/kernels_rvv.o $(BUILD)/user/llm/kernels_vec.o \

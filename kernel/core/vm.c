@@ -273,10 +273,10 @@ walk_skip(pagetable_t pt, uint64 va, uint64 *first, uint64 *next)
 // do_free. It goes from the top down: the free list hands out the page
 // freed last first, so the next process that takes as many pages gets
 // them in the same ascending order as this one had them. (Freed bottom
-// up, every other process got its pages in descending order, and
-// streaming a model's weights through those ran 12-15% slower under
-// QEMU: docs/PERF_NOTES.md, fact 21.) Then it fences this hart's TLB, in
-// case pt is its page table (design comment).
+// up, every other process would get its pages in descending order, and
+// streaming a model's weights through those runs 12-15% slower under
+// QEMU: docs/PERF_NOTES.md, fact 21, "the order of physical pages".) Then
+// it fences this hart's TLB, in case pt is its page table (design comment).
 void
 uvmunmap(pagetable_t pt, uint64 va, uint64 npages, int do_free)
 {

@@ -308,7 +308,8 @@ prepare_positions(void *arg, int lo, int hi, int t)
 }
 
 // On a page of its own, with the loops over positions it inlines
-// (docs/PERF_NOTES.md, facts 4 and 37).
+// (docs/PERF_NOTES.md, facts 4 and 37, "hot code in one page" and "a call
+// across pages costs a block lookup").
 static __attribute__((section(".text.hot.attn"), aligned(4096))) void
 attend_heads(void *arg, int lo, int hi, int t)
 {
