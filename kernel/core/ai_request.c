@@ -68,6 +68,27 @@ ai_submit(uint64 tokens, int count, int predict, uint64 opts)
   return r;
 }
 
+// Sleeps until the caller's request reqid has more than `from` ids or has
+// ended (DONE or FAILED). Returns its slot, or 0 with *err set to
+// -AIE_NOREQ, -AIE_NOTOWNER or -AIE_INTR. ai.lock held.
+static struct ai_slot *
+owned_await(int reqid, int from, int *err)
+{
+  struct proc *p = myproc();
+  struct ai_slot *s;
+
+  while ((s = slot_owned(reqid, err)) != 0) {
+    if (s->nids > from || s->state == AI_DONE || s->state == AI_FAILED)
+      return s;
+    if (killed(p)) {
+      *err = -AIE_INTR;
+      return 0;
+    }
+    sleep(s, &ai.lock);
+  }
+  return 0;
+}
+
 // Sleeps until the caller's request reqid is finished. A failed one is
 // freed and its code returned. A done one is copied into buf and its
 // length returned; the slot stays until the copy to the user succeeded.
@@ -75,23 +96,16 @@ ai_submit(uint64 tokens, int count, int predict, uint64 opts)
 static int
 wait_locked(int reqid, char *buf, int cap)
 {
-  struct proc *p = myproc();
   struct ai_slot *s;
   int err;
 
-  for (;;) {
-    if ((s = slot_owned(reqid, &err)) == 0)
-      return err;
-    if (s->state == AI_FAILED) {
-      err = -s->err;
-      slot_free(s);
-      return err;
-    }
-    if (s->state == AI_DONE)
-      break;
-    if (killed(p))
-      return -AIE_INTR;
-    sleep(s, &ai.lock);
+  // No request has more than AI_MAX_PREDICT ids: only its end wakes this.
+  if ((s = owned_await(reqid, AI_MAX_PREDICT, &err)) == 0)
+    return err;
+  if (s->state == AI_FAILED) {
+    err = -s->err;
+    slot_free(s);
+    return err;
   }
   if (cap < s->result_len)
     return -AIE_TOOSMALL;
@@ -238,23 +252,13 @@ ai_info(uint64 dst)
 static int
 stream_locked(int reqid, uint32 *buf, int from, int cap)
 {
-  struct proc *p = myproc();
   struct ai_slot *s;
   int err;
 
-  for (;;) {
-    if ((s = slot_owned(reqid, &err)) == 0)
-      return err;
-    if (s->nids > from)
-      break;
-    if (s->state == AI_FAILED)
-      return -s->err;
-    if (s->state == AI_DONE)
-      return 0;
-    if (killed(p))
-      return -AIE_INTR;
-    sleep(s, &ai.lock);
-  }
+  if ((s = owned_await(reqid, from, &err)) == 0)
+    return err;
+  if (s->nids <= from)
+    return s->state == AI_FAILED ? -s->err : 0;
   int n = s->nids - from < cap ? s->nids - from : cap;
   memmove(buf, s->ids + from, n * sizeof(uint32));
   return n;

@@ -157,16 +157,29 @@ ai_progress(int reqid, int ntokens)
   return err;
 }
 
-// Copies the n (0..AI_MAX_PREDICT) ids at user address ids into buf.
-// Returns 0, -AIE_BADARG for n out of range, or -AIE_FAULT.
+// The calling worker reports the n (0..AI_MAX_PREDICT) ids at user
+// address ids for request reqid, which it runs: report (slot_emit or
+// slot_complete) applies them to its slot. Returns report's result, or
+// -AIE_BADARG for n out of range, -AIE_FAULT, -AIE_NOTWORKER or
+// -AIE_NOREQ. The ids come through the kernel stack, not a kalloc'd page:
+// out of memory, the worker could only give up, and a completed request
+// would stay RUNNING with its caller asleep in ai_wait.
 static int
-ids_in(uint32 *buf, uint64 ids, int n)
+report_ids(int reqid, uint64 ids, int n, int (*report)(struct ai_slot *, const uint32 *, int))
 {
+  uint32 buf[AI_MAX_PREDICT]; // 1 KiB of the 16 KiB kernel stack
+  struct ai_slot *s;
+  int err;
+
   if (n < 0 || n > AI_MAX_PREDICT)
     return -AIE_BADARG;
   if (n > 0 && copyin(myproc()->pagetable, (char *)buf, ids, n * sizeof(uint32)) < 0)
     return -AIE_FAULT;
-  return 0;
+  acquire(&ai.lock);
+  if ((s = slot_running(reqid, &err)) != 0)
+    err = report(s, buf, n);
+  release(&ai.lock);
+  return err;
 }
 
 // Worker only: request reqid produced the n (>= 0) ids at user address
@@ -178,40 +191,18 @@ ids_in(uint32 *buf, uint64 ids, int n)
 int
 ai_emit(int reqid, uint64 ids, int n)
 {
-  uint32 buf[AI_MAX_PREDICT]; // 1 KiB of the 16 KiB kernel stack
-  struct ai_slot *s;
-  int err;
-
-  if ((err = ids_in(buf, ids, n)) < 0)
-    return err;
-  acquire(&ai.lock);
-  if ((s = slot_running(reqid, &err)) != 0)
-    err = slot_emit(s, buf, n);
-  release(&ai.lock);
-  return err;
+  return report_ids(reqid, ids, n, slot_emit);
 }
 
 // Worker only: request reqid generated the n (>= 1) ids at user address
-// ids (beginning with those it emitted). Returns 0 or a negative code. The
-// ids come through the kernel stack, not a kalloc'd page: out of memory,
-// the worker could only give up, and the request would stay RUNNING with
-// its caller asleep in ai_wait.
+// ids (beginning with those it emitted). Returns 0 or a negative code
+// (report_ids).
 int
 ai_complete(int reqid, uint64 ids, int n)
 {
-  uint32 buf[AI_MAX_PREDICT]; // 1 KiB of the 16 KiB kernel stack
-  struct ai_slot *s;
-  int err;
-
   if (n < 1)
     return -AIE_BADARG;
-  if ((err = ids_in(buf, ids, n)) < 0)
-    return err;
-  acquire(&ai.lock);
-  if ((s = slot_running(reqid, &err)) != 0)
-    err = slot_complete(s, buf, n);
-  release(&ai.lock);
-  return err;
+  return report_ids(reqid, ids, n, slot_complete);
 }
 
 // Worker only: request reqid failed with code err (either sign). Codes
