@@ -11,6 +11,7 @@
 
 static int failfd = -1; // the running case writes its failure reason here
 
+// (contracts of failed, waitstatus and count_free_pages in harness.h)
 void
 failed(int line, const char *why)
 {
@@ -160,6 +161,7 @@ selected(struct test *t, int quick, int named, int argc, char *argv[])
   return 0;
 }
 
+// (contract in harness.h)
 void
 harness_main(const struct suite *s, const char *banner, int argc, char *argv[])
 {
