@@ -103,13 +103,16 @@ struct ai_info {
   int completed;      // requests the worker finished since boot
 };
 
+#define AI_STR_(x) #x
+#define AI_STR(x)  AI_STR_(x) // a limit above as text, e.g. "255"
+
 // Words for an AI error code (either sign); 0 for codes it does not know.
 static inline const char *
 ai_strerror(int err)
 {
   static const char *msg[] = {
-    [AIE_COUNT - 100] "token count is 0 or above 255",
-    [AIE_PREDICT - 100] "predict count out of range (1..255)",
+    [AIE_COUNT - 100] "token count is 0 or above " AI_STR(AI_MAX_PROMPT),
+    [AIE_PREDICT - 100] "predict count out of range (1.." AI_STR(AI_MAX_PREDICT) ")",
     [AIE_TOKEN - 100] "token id not below the model's vocab size",
     [AIE_TOOLONG - 100] "prompt + predict exceed the model's runtime_seq_len",
     [AIE_FAULT - 100] "bad address",
