@@ -9,9 +9,10 @@
 #
 # Knobs (override on the command line, e.g. `make qemu CPUS=2 RAM=2G`; also
 # QEMU=/path, AISVC_QEMU=/path in the environment, CPU=rv64,v=true,vlen=512,
-# BOOTARGS=aiworker=console the kernel's command line, docs/AI_SERVICE.md rule 13):
+# BOOTARGS=aiworker=console the kernel's command line, docs/AI_SERVICE.md rule 13).
+# RAM left empty boots with pyaisvc.qemu's DEFAULT_RAM (256M):
 CPUS    ?= 1
-RAM     ?= 256M
+RAM     ?=
 VENV    ?= .venv
 PYTHON  ?= $(VENV)/bin/python
 BUILD   := build
@@ -252,7 +253,7 @@ print-%:
 QEMU_IMAGE = $(FSIMG)
 QEMU_RAM   = $(RAM)
 QEMU_PY    = $(PYTHON) -m pyaisvc.qemu --qemu "$(QEMU)" --kernel $(KERNEL_ELF) \
-	--image $(QEMU_IMAGE) --cpus $(CPUS) --ram $(QEMU_RAM) $(if $(CPU),--cpu $(CPU)) \
+	--image $(QEMU_IMAGE) --cpus $(CPUS) $(if $(QEMU_RAM),--ram $(QEMU_RAM)) $(if $(CPU),--cpu $(CPU)) \
 	$(if $(BOOTARGS),--append "$(BOOTARGS)")
 GDBPORT := $(shell expr `id -u` % 5000 + 25000)
 

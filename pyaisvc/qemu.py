@@ -68,6 +68,11 @@ QEMU_DEFAULT_CPU = "default"  # QemuConfig.cpu: no -cpu option
 # worker right, for tests that act as the worker (aitest, usertests' AI cases, the
 # syscall fuzzer's worker): docs/AI_SERVICE.md, rule 13. Never in a normal boot.
 CONSOLE_AI_WORKER = "aiworker=console"
+# What make builds and boots by default, relative to the repository root.
+KERNEL = Path("build/kernel/kernel")
+# The guest RAM when nothing else is asked for: the Makefile's `make qemu` passes none
+# and so boots with this too (tests/test_qemu_defaults.py checks that).
+DEFAULT_RAM = "256M"
 
 
 def default_qemu() -> str:
@@ -117,7 +122,7 @@ class QemuConfig:
 
     kernel: Path
     image: Path | None = None
-    ram: str = "256M"
+    ram: str = DEFAULT_RAM
     cpus: int = 1
     gdb_port: int | None = None  # wait for gdb on this TCP port before starting
     snapshot: bool = False  # write to a throw-away overlay, never to the image
@@ -224,18 +229,18 @@ class Guest:
             raise GuestTimeout(f"the kernel printed nothing in {waited:.0f} s: it cannot boot "
                                f"with -m {self.cfg.ram} (too little RAM for the kernel?) or "
                                f"{self.cfg.kernel} is not an aisvc kernel; boot with more RAM "
-                               "(e.g. 256M)", self.transcript) from None
+                               f"(e.g. {DEFAULT_RAM})", self.transcript) from None
         except GuestCrashed as e:
             said = [ln.strip() for ln in self.transcript.splitlines() if ln.strip()]
             why = f" ({said[-1]})" if said else ""
             raise GuestCrashed(f"QEMU exited before the kernel's boot banner{why}: it cannot "
                                f"boot with -m {self.cfg.ram} or this kernel; boot with more RAM "
-                               "(e.g. 256M)", self.transcript) from e
+                               f"(e.g. {DEFAULT_RAM})", self.transcript) from e
         self.harts, self.ram_mib = int(self.match.group(1)), int(self.match.group(2))
         if self.expect([re.escape(PROMPT), SHELL_FAILED], deadline, "the shell prompt") == 1:
             raise GuestCrashed(f"the kernel booted but init cannot start the shell "
                                f"({self.match.group(1)}) in {self.ram_mib} MiB; boot with "
-                               "more RAM (e.g. 256M)", self.transcript)
+                               f"more RAM (e.g. {DEFAULT_RAM})", self.transcript)
         self.boot_seconds = time.monotonic() - start
         return self.boot_seconds
 
@@ -332,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cpu", help="-cpu value (default: RVV on QEMU >= 10); 'default': none")
     p.add_argument("--kernel", type=Path, required=True)
     p.add_argument("--image", type=Path)
-    p.add_argument("--ram", default="256M")
+    p.add_argument("--ram", default=DEFAULT_RAM)
     p.add_argument("--cpus", type=int, default=1)
     p.add_argument("--gdb", type=int, metavar="PORT", help="wait for gdb on PORT")
     p.add_argument("--snapshot", action="store_true", help="do not write to the image")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pyaisvc.qemu import CONSOLE_AI_WORKER, QemuConfig, qemu_argv
+from pyaisvc.qemu import CONSOLE_AI_WORKER, DEFAULT_RAM, QemuConfig, qemu_argv
 
 ELF_PHDR_SIZE = 56
 
@@ -29,6 +29,16 @@ def test_make_qemu_uses_qemu_argv(repo_root: Path) -> None:
     want = qemu_argv(QemuConfig(kernel=Path("build/kernel/kernel"),
                                 image=Path("build/fs.img"), ram="512M", cpus=2, qemu="/x/qemu"))
     assert printed == want
+
+
+def test_make_qemu_defaults_are_pyaisvc_qemus(repo_root: Path) -> None:
+    """Without RAM= make boots with pyaisvc.qemu's DEFAULT_RAM."""
+    dry = subprocess.run(["make", "-n", "qemu", "CPUS=1", "QEMU=/x/qemu"],
+                         cwd=repo_root, capture_output=True, text=True, check=True).stdout
+    line = next(x for x in dry.splitlines() if "-m pyaisvc.qemu" in x)
+    printed = subprocess.run(shlex.split(line) + ["--print"], cwd=repo_root,
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert printed[printed.index("-m") + 1] == DEFAULT_RAM == "256M"
 
 
 def test_qemu_argv_snapshot_and_gdb() -> None:

@@ -33,7 +33,7 @@ from pyaisvc.bench.matrix import BenchError, parse_lengths
 from pyaisvc.bench.plan import load_plan
 from pyaisvc.bench.runner import BenchConfig, BenchIncomplete, Progress, run_bench
 from pyaisvc.errors import AisvcError, CommandError
-from pyaisvc.llmguest import MODELS
+from pyaisvc.llmguest import MODELS, max_batch
 
 # Each matrix flag's default; a flag left out takes the --config file's value, then this.
 DEFAULTS: dict[str, object] = {
@@ -135,8 +135,9 @@ def _run_burst(args: argparse.Namespace, out: Path) -> int:
         cpus = parse_lengths(args.cpus, "--cpus")
     except BenchError as e:
         raise CommandError(f"bench: {e}") from e
-    if any(b > 8 for b in batches):
-        raise CommandError("bench: --batch values must be 1..8 (ai_daemon's AI_BATCH)")
+    if any(b > max_batch() for b in batches):
+        raise CommandError(f"bench: --batch values must be 1..{max_batch()} (ai_daemon's "
+                           "AI_BATCH)")
     if args.repeat < 1:
         raise CommandError("bench: --repeat must be at least 1")
     check_out(out)
