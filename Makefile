@@ -329,7 +329,7 @@ LLM_HDRS := $(addprefix $(U)/llm/,$(addsuffix .h,$(LLM_RUNTIME) $(LLM_MODELS)))
 HOSTCC   ?= gcc
 SMOL_RAM ?= 512M
 # Qwen: a 0.8B model is held twice (ai_daemon + llmrun_qwen), repacked for RVV
-# on QEMU 10; 2G ran out (pyaisvc/llmguest.py).
+# on QEMU 10; 2G does not hold both (pyaisvc/llmguest.py).
 QWEN_RAM ?= 3G
 
 $(BUILD)/user/_llmrun_%: $(BUILD)/user/llm/llmrun_%.o $(BUILD)/user/llm/%.o \

@@ -65,7 +65,7 @@ MODELS: dict[str, ModelSpec] = {
                       Path("models/SMOL"), "512M", "smol-assets"),
     # 3G: a Qwen3.5-0.8B is held twice (the resident ai_daemon and llmrun_qwen), and
     # with the vector kernels (QEMU 10) each copy also keeps its repacked rows'
-    # multipliers: at 2G the second copy ran out of memory.
+    # multipliers: 2G does not hold the second copy.
     "qwen": ModelSpec("qwen", "Qwen3.5", "llmrun_qwen", "/AI/QWEN",
                       Path("models/QWEN"), "3G", "qwen-assets"),
 }

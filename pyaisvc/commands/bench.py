@@ -82,7 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "burst_ttft.png (TTFT by arrival order, each configuration's "
                              "median round)")
     parser.add_argument("--batch", default="1,8", metavar="B,B,...",
-                        help="--burst: the worker's batch sizes to compare (1 = the old "
+                        help="--burst: the worker's batch sizes to compare (1 = "
                              "one-at-a-time service; default 1,8)")
 
 
