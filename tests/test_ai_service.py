@@ -266,7 +266,7 @@ THREADS_CHANGE = re.compile(r"ai_daemon: threads (\d+) -> (\d+) \(measured again
 def test_worker_measures_its_pool_again_when_idle(boot_guest, build, qwen_dir,
                                                   tmp_path) -> None:
     """ai_daemon sizes its thread pool by measurement at start and again when it goes
-    idle 10 s or more later (user/ai/ai_daemon.c): with both harts of a 2-hart guest
+    idle long enough after that (RESIZE_US, user/ai/ai_daemon.c): with both harts of a 2-hart guest
     taken by two `spin` processes, the worker's next idle moment leaves it one thread,
     and its results stay the reference's before and after. It needs the host's two
     cores at boot (for the 2 to shrink from) and skips when the worker started with
@@ -281,11 +281,13 @@ def test_worker_measures_its_pool_again_when_idle(boot_guest, build, qwen_dir,
     want = " ".join(map(str, lc.reference_ids(qwen_dir, [lc.FRANCE["qwen"]], 4)[0]))
     assert g.run(f"ai gen 4 {ids}", timeout=120).splitlines()[0].strip() == want
     g.run("spin 40 & spin 40 & echo spinning")
-    time.sleep(11)  # past the daemon's 10 s; its next idle moment measures again
-    assert g.run(f"ai gen 4 {ids}", timeout=120).splitlines()[0].strip() == want
-    deadline = time.monotonic() + 20
+    # Each request ends in an idle moment of the worker, where it measures again once
+    # its last measurement is old enough: requests, each checked, until it says so
+    # (while the spinners still run).
+    deadline = time.monotonic() + 35
     while not THREADS_CHANGE.search(g.transcript) and time.monotonic() < deadline:
-        g.run("sleep 0.5")
+        assert g.run(f"ai gen 4 {ids}", timeout=120).splitlines()[0].strip() == want
+        g.run("sleep 1")  # the worker's line follows the reply
     assert THREADS_CHANGE.findall(g.transcript) == [("2", "1")], g.transcript[-2000:]
     assert g.run(f"ai gen 4 {ids}", timeout=120).splitlines()[0].strip() == want
     assert "panic" not in g.transcript

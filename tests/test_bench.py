@@ -203,11 +203,6 @@ def test_bench_writes_every_file_with_numbers(bench_out: Path):
         assert parts["prefill"] == int(r["ttft_us"]), r
         steps = int(r["gen_len"]) - 1  # tpot is the decode time over its steps, rounded down
         assert 0 <= parts["decode"] - int(r["tpot_us"]) * steps < steps, r
-    # the matmuls dominate both phases; summed over the runs, so that one stall of the
-    # host inside an attention does not decide it
-    for phase in ("prefill", "decode"):
-        assert (sum(int(r[f"{phase}_matmul_us"]) for r in cold)
-                > 2 * sum(int(r[f"{phase}_attn_us"]) for r in cold)), phase
     data = json.loads((bench_out / "results.json").read_text())
     assert len(data["cells"]) == len(cells)
     for c in data["cells"]:
