@@ -287,20 +287,21 @@ EXPORT          := $(PYTHON) -m pyaisvc export
 .PHONY: smol-assets qwen-assets llm-assets
 llm-assets: smol-assets qwen-assets
 
+# $(call present_or_unzip,NAME,DIR): the shell's start of an asset recipe: nothing
+# when $(MODELS)/DIR is complete, else $(MODELS)/NAME.zip unpacked when it is there;
+# the recipe goes on with `elif` or `else` and the export, then `fi`.
+present_or_unzip = if [ -f $(MODELS)/$(2)/INFO.TXT ]; then echo "$(MODELS)/$(2): present"; \
+	elif [ -f $(MODELS)/$(1).zip ]; then \
+	  echo "unpacking $(MODELS)/$(1).zip"; rm -rf $(MODELS)/$(2); \
+	  $(PYTHON) -m zipfile -e $(MODELS)/$(1).zip $(MODELS)/ && \
+	  test -f $(MODELS)/$(2)/INFO.TXT || { echo "error: $(MODELS)/$(1).zip holds no $(2)/INFO.TXT"; exit 1; }
+
 smol-assets:
-	@if [ -f $(MODELS)/SMOL/INFO.TXT ]; then echo "$(MODELS)/SMOL: present"; \
-	elif [ -f $(MODELS)/smol.zip ]; then \
-	  echo "unpacking $(MODELS)/smol.zip"; rm -rf $(MODELS)/SMOL; \
-	  $(PYTHON) -m zipfile -e $(MODELS)/smol.zip $(MODELS)/ && \
-	  test -f $(MODELS)/SMOL/INFO.TXT || { echo "error: $(MODELS)/smol.zip holds no SMOL/INFO.TXT"; exit 1; }; \
+	@$(call present_or_unzip,smol,SMOL); \
 	else $(EXPORT) smol --format $(MODEL_FORMAT) --out $(MODELS); fi
 
 qwen-assets:
-	@if [ -f $(MODELS)/QWEN/INFO.TXT ]; then echo "$(MODELS)/QWEN: present"; \
-	elif [ -f $(MODELS)/qwen.zip ]; then \
-	  echo "unpacking $(MODELS)/qwen.zip"; rm -rf $(MODELS)/QWEN; \
-	  $(PYTHON) -m zipfile -e $(MODELS)/qwen.zip $(MODELS)/ && \
-	  test -f $(MODELS)/QWEN/INFO.TXT || { echo "error: $(MODELS)/qwen.zip holds no QWEN/INFO.TXT"; exit 1; }; \
+	@$(call present_or_unzip,qwen,QWEN); \
 	elif [ -n "$(QWEN_CHECKPOINT)" ]; then \
 	  $(EXPORT) qwen --checkpoint $(QWEN_CHECKPOINT) --format $(MODEL_FORMAT) --out $(MODELS); \
 	elif [ -n "$(QWEN_SYNTHETIC)" ]; then \
