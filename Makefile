@@ -2,7 +2,8 @@
 #
 #   make deps        install the toolchain, QEMU and the Python package (once)
 #   make             kernel + guest programs
-#   make qemu        boot the guest with a shell         (CPUS=, RAM= to change)
+#   make qemu        boot the guest with a shell  (CPUS=, RAM= to change; default
+#                    one hart per host core, at most 4)
 #   make qemu-smol   ... with SmolLM2 at /AI/SMOL         (exports it when missing)
 #   make test        lint + the test suite (boots the guest under QEMU; 2 workers)
 #   make test-quick  one test per area, a few minutes
@@ -10,8 +11,9 @@
 # Knobs (override on the command line, e.g. `make qemu CPUS=2 RAM=2G`; also
 # QEMU=/path, AISVC_QEMU=/path in the environment, CPU=rv64,v=true,vlen=512,
 # BOOTARGS=aiworker=console the kernel's command line, docs/AI_SERVICE.md rule 13).
-# RAM left empty boots with pyaisvc.qemu's DEFAULT_RAM (256M):
-CPUS    ?= 1
+# CPUS left empty boots pyaisvc.qemu's default_cpus() harts (the host's cores, at
+# most 4), RAM left empty its DEFAULT_RAM (256M):
+CPUS    ?=
 RAM     ?=
 VENV    ?= .venv
 PYTHON  ?= $(VENV)/bin/python
@@ -253,7 +255,7 @@ print-%:
 QEMU_IMAGE = $(FSIMG)
 QEMU_RAM   = $(RAM)
 QEMU_PY    = $(PYTHON) -m pyaisvc.qemu --qemu "$(QEMU)" --kernel $(KERNEL_ELF) \
-	--image $(QEMU_IMAGE) --cpus $(CPUS) $(if $(QEMU_RAM),--ram $(QEMU_RAM)) $(if $(CPU),--cpu $(CPU)) \
+	--image $(QEMU_IMAGE) $(if $(CPUS),--cpus $(CPUS)) $(if $(QEMU_RAM),--ram $(QEMU_RAM)) $(if $(CPU),--cpu $(CPU)) \
 	$(if $(BOOTARGS),--append "$(BOOTARGS)")
 GDBPORT := $(shell expr `id -u` % 5000 + 25000)
 
@@ -400,7 +402,8 @@ $(BUILD)/host/llmrun_%: $(U)/llm/llmrun_%.c $(U)/llm/%.c $(LLM_SRCS) $(LLM_HDRS)
 	@mkdir -p $(dir $@)
 	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/$*.c $(LLM_SRCS) -lm
 
-# Each hot section's kernels (.text.hot, .text.hot.NAME) must share one 4 KiB page (fact 4),
+# Each hot section's kernels (.text.hot, .text.hot.NAME) must share one 4 KiB page
+# (docs/PERF_NOTES.md, fact 4 (hot code in one 4 KiB page)),
 # and so must vprobe's probes (what they time would change); tests/host/check_hot.py
 # reads the symbol tables with pyelftools.
 llm-check-hot: $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen $(BUILD)/tests/_vprobe

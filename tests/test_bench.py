@@ -167,7 +167,7 @@ def bench_out(build, tmp_path_factory) -> Path:
     qwen = lc.qwen_tiny_dir("v3")
     out = tmp_path_factory.mktemp("bench")
     cmd = [sys.executable, "-m", "pyaisvc", "bench", "--model", "both", "--mode", "both",
-           "--no-progress", "--profile",
+           "--no-progress", "--profile", "--cpus", "1",
            "--prompt-lens", ",".join(map(str, PROMPTS)), "--gen-lens", ",".join(map(str, GENS)),
            "--repeat", "1", "--assets-qwen", str(qwen), "--out", str(out)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
@@ -342,7 +342,7 @@ def test_burst_rounds_report_the_median_round():
 
 def _bench(out: Path, *flags: str) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "pyaisvc", "bench", "--model", "smol", "--no-progress",
-           "--prompt-lens", "4", "--out", str(out), *flags]
+           "--prompt-lens", "4", "--cpus", "1", "--out", str(out), *flags]  # flags win
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc

@@ -34,11 +34,12 @@ from pyaisvc.bench.plan import load_plan
 from pyaisvc.bench.runner import BenchConfig, BenchIncomplete, Progress, run_bench
 from pyaisvc.errors import AisvcError, CommandError
 from pyaisvc.llmguest import MODELS, max_batch
+from pyaisvc.qemu import default_cpus
 
 # Each matrix flag's default; a flag left out takes the --config file's value, then this.
 DEFAULTS: dict[str, object] = {
     "model": "smol", "mode": "cold", "prompt_lens": "8,16,32", "gen_lens": "8,16,32",
-    "repeat": 3, "cpus": "1", "ram": None, "out": None, "assets_smol": None,
+    "repeat": 3, "cpus": str(default_cpus()), "ram": None, "out": None, "assets_smol": None,
     "assets_qwen": None, "profile": False,
 }
 
@@ -60,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, help="runs per cell (default 3)")
     parser.add_argument("--cpus", metavar="N,N,...",
                         help="guest harts; several (e.g. 1,2) boot one guest per value and "
-                             "report each cell per harts with the speed-up (default 1)")
+                             "report each cell per harts with the speed-up (default: the host's "
+                             f"cores, at most 4; {default_cpus()} here)")
     parser.add_argument("--ram", help="guest RAM, e.g. 512M or 2G (default: " + ", ".join(
         f"{m.ram} for {m.name}" for m in MODELS.values()) + ")")
     parser.add_argument("--out", type=Path,

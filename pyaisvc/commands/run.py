@@ -22,6 +22,7 @@ from pyaisvc.qemu import (
     GuestError,
     GuestTimeout,
     QemuConfig,
+    default_cpus,
     default_qemu,
 )
 
@@ -29,7 +30,8 @@ DEFAULT_IMAGE = Path("build/fs.img")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cpus", type=int, default=1, help="harts (default 1)")
+    parser.add_argument("--cpus", type=int, default=default_cpus(),
+                        help=f"harts (default: the host's cores, at most 4; {default_cpus()} here)")
     parser.add_argument("--ram", default=DEFAULT_RAM,
                         help=f"guest RAM, e.g. 512M or 2G (default {DEFAULT_RAM})")
     parser.add_argument("--image", type=Path, default=DEFAULT_IMAGE,
