@@ -12,7 +12,8 @@ VENV=${VENV:-.venv}
 
 # QEMU 10 or later: the guest then gets the vector extension and the LLM
 # runtime its RVV kernels, about 3x faster than scalar code (docs/PERF_NOTES.md,
-# facts 9 and 17). Debian 12 (bookworm) ships QEMU 7.2, so a machine without
+# facts 9 (RVV written for TCG is 2-3x scalar on QEMU 10) and 17 (the RVV kernels
+# on QEMU 10, vlen 256)). Debian 12 (bookworm) ships QEMU 7.2, so a machine without
 # QEMU gets it from bookworm-backports, pinned so that only QEMU's packages
 # (and the OpenSBI it requires) come from there. An installed older QEMU is
 # kept, since other work may be using it: the project runs on it with scalar

@@ -26,6 +26,7 @@ import tomllib
 from pathlib import Path
 
 from pyaisvc.bench.matrix import BenchError
+from pyaisvc.llmguest import MODELS
 
 
 def _lengths(v: object) -> str | None:
@@ -57,7 +58,7 @@ def _flag(v: object) -> bool | None:
 
 # key -> (converter to the flag's value or None when bad, what a good value looks like)
 KEYS = {
-    "model": (_choice("smol", "qwen", "both"), '"smol", "qwen" or "both"'),
+    "model": (_choice(*MODELS, "both"), ", ".join(f'"{m}"' for m in MODELS) + ' or "both"'),
     "mode": (_choice("cold", "service", "both"), '"cold", "service" or "both"'),
     "prompt_lens": (_lengths, "a list of whole numbers, e.g. [8, 16, 32]"),
     "gen_lens": (_lengths, "a list of whole numbers, e.g. [8, 16, 32]"),

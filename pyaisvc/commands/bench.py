@@ -33,12 +33,13 @@ from pyaisvc.bench.matrix import BenchError, parse_lengths
 from pyaisvc.bench.plan import load_plan
 from pyaisvc.bench.runner import BenchConfig, BenchIncomplete, Progress, run_bench
 from pyaisvc.errors import AisvcError, CommandError
-from pyaisvc.llmguest import MODELS
+from pyaisvc.llmguest import MODELS, max_batch
+from pyaisvc.qemu import default_cpus
 
 # Each matrix flag's default; a flag left out takes the --config file's value, then this.
 DEFAULTS: dict[str, object] = {
     "model": "smol", "mode": "cold", "prompt_lens": "8,16,32", "gen_lens": "8,16,32",
-    "repeat": 3, "cpus": "1", "ram": None, "out": None, "assets_smol": None,
+    "repeat": 3, "cpus": str(default_cpus()), "ram": None, "out": None, "assets_smol": None,
     "assets_qwen": None, "profile": False,
 }
 
@@ -60,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, help="runs per cell (default 3)")
     parser.add_argument("--cpus", metavar="N,N,...",
                         help="guest harts; several (e.g. 1,2) boot one guest per value and "
-                             "report each cell per harts with the speed-up (default 1)")
+                             "report each cell per harts with the speed-up (default: the host's "
+                             f"cores, at most 4; {default_cpus()} here)")
     parser.add_argument("--ram", help="guest RAM, e.g. 512M or 2G (default: " + ", ".join(
         f"{m.ram} for {m.name}" for m in MODELS.values()) + ")")
     parser.add_argument("--out", type=Path,
@@ -82,7 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "burst_ttft.png (TTFT by arrival order, each configuration's "
                              "median round)")
     parser.add_argument("--batch", default="1,8", metavar="B,B,...",
-                        help="--burst: the worker's batch sizes to compare (1 = the old "
+                        help="--burst: the worker's batch sizes to compare (1 = "
                              "one-at-a-time service; default 1,8)")
 
 
@@ -135,8 +137,9 @@ def _run_burst(args: argparse.Namespace, out: Path) -> int:
         cpus = parse_lengths(args.cpus, "--cpus")
     except BenchError as e:
         raise CommandError(f"bench: {e}") from e
-    if any(b > 8 for b in batches):
-        raise CommandError("bench: --batch values must be 1..8 (ai_daemon's AI_BATCH)")
+    if any(b > max_batch() for b in batches):
+        raise CommandError(f"bench: --batch values must be 1..{max_batch()} (ai_daemon's "
+                           "AI_BATCH)")
     if args.repeat < 1:
         raise CommandError("bench: --repeat must be at least 1")
     check_out(out)
