@@ -1,0 +1,291 @@
+"""`pyaisvc bench --cluster`: a sweep's cells as tasks on a real Dask cluster on loopback.
+
+Each test starts its own `dask scheduler` and `dask worker` processes (one
+guest resource each, bound to 127.0.0.1) and stops them, workers first. The
+plan is the smallest the bench tests use: the tiny synthetic Qwen3.5, cold,
+prompt 4,8 x gen 2,3, one repeat: four cells of one short guest run each.
+
+- Two workers measure the four cells: the rows are the ones a local run of
+  the same plan gives (same columns, cells, harts, repeats, and the numpy
+  reference's ids), each naming the worker that measured it.
+- A worker killed (with its QEMU) while it measures a cell: the sweep
+  completes and every cell is in the output exactly once.
+- Ctrl-C (SIGINT to the CLI) after the first cell, then --resume: every cell
+  is in the journal exactly once, the first ones untouched.
+- A worker whose checkout is at another commit (a git worktree with one more
+  commit): the sweep is refused before any cell runs, naming the worker and
+  both commits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from host import llmcases as lc
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMPTS, GENS = [4, 8], [2, 3]
+CELLS = {("qwen", "cold", p, g) for p in PROMPTS for g in GENS}
+WAIT_S = 300  # the longest any one step may take on a loaded 2-core host
+
+pytestmark = [pytest.mark.guest,
+              pytest.mark.skipif(not __import__("importlib").util.find_spec("distributed"),
+                                 reason="dask.distributed is not installed: run `make deps`")]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below pid (QEMU runs in a session of its own under its worker)."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
+    """Stops proc's process group and every process below it (its guests), by their ids."""
+    below = _descendants(proc.pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=20)
+    for pid in below:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+class LoopbackCluster:
+    """A dask scheduler and named workers on 127.0.0.1, each worker in a checkout."""
+
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
+        port = _free_port()
+        self.address = f"tcp://127.0.0.1:{port}"
+        self.scheduler = self._spawn("scheduler", ROOT, ["scheduler", "--host", "127.0.0.1",
+                                     "--port", str(port), "--dashboard-address",
+                                     f"127.0.0.1:{_free_port()}"])
+        self.workers: dict[str, subprocess.Popen] = {}
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+                break
+            assert time.monotonic() < deadline and self.scheduler.poll() is None, \
+                (logs / "scheduler.log").read_text()[-2000:]
+            time.sleep(0.2)
+
+    def _spawn(self, name: str, cwd: Path, args: list[str]) -> subprocess.Popen:
+        log = (self.logs / f"{name}.log").open("w")
+        env = {**os.environ, "PYTHONPATH": str(cwd)}  # the checkout's pyaisvc, not another
+        return subprocess.Popen([sys.executable, "-m", "dask", *args], cwd=cwd, env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def add_worker(self, name: str, checkout: Path = ROOT) -> None:
+        self.workers[name] = self._spawn(name, checkout, [
+            "worker", self.address, "--resources", "guest=1", "--nthreads", "1",
+            "--host", "127.0.0.1", "--name", name,
+            "--dashboard-address", f"127.0.0.1:{_free_port()}"])
+
+    def wait_for(self, n: int) -> None:
+        from distributed import Client
+
+        with Client(self.address, timeout=30, set_as_default=False) as c:
+            c.wait_for_workers(n, timeout=120)
+
+    def running_on(self) -> dict[str, list[str]]:
+        """Worker name -> the task keys it is running now."""
+        from distributed import Client
+
+        with Client(self.address, timeout=30, set_as_default=False) as c:
+            names = {a: w["name"] for a, w in c.scheduler_info(n_workers=-1)["workers"].items()}
+            return {names[a]: list(keys) for a, keys in c.processing().items() if a in names}
+
+    def close(self) -> None:
+        for proc in self.workers.values():  # workers before the scheduler
+            _stop(proc)
+        _stop(self.scheduler)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[LoopbackCluster]:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    c = LoopbackCluster(logs)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def qwen(build) -> Path:
+    return lc.qwen_tiny_dir("v3")
+
+
+def _argv(qwen: Path, out: Path, *flags: str) -> list[str]:
+    return [sys.executable, "-m", "pyaisvc", "bench", "--model", "qwen", "--assets-qwen",
+            str(qwen), "--ram", "512M", "--prompt-lens", ",".join(map(str, PROMPTS)),
+            "--gen-lens", ",".join(map(str, GENS)), "--repeat", "1", "--no-progress",
+            "--out", str(out), *flags]
+
+
+def _bench(qwen: Path, out: Path, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run(_argv(qwen, out, *flags), cwd=ROOT, capture_output=True, text=True,
+                          timeout=WAIT_S * 2)
+
+
+def _rows(out: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader((out / "results.csv").open()))
+
+
+def _cell(r: dict[str, str]) -> tuple[str, str, int, int]:
+    return (r["model"], r["mode"], int(r["prompt_len"]), int(r["gen_len"]))
+
+
+def _journal_cells(journal: Path) -> list[tuple]:
+    lines = [json.loads(x) for x in journal.read_text().splitlines() if x.strip()]
+    assert lines[0]["kind"] == "plan"
+    return [tuple(x["cell"]) for x in lines[1:] if x["kind"] == "cell"]
+
+
+def _popen(qwen: Path, out: Path, *flags: str) -> subprocess.Popen:
+    return subprocess.Popen(_argv(qwen, out, *flags), cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def test_two_workers_give_the_rows_of_a_local_run(cluster, qwen, tmp_path):
+    cluster.add_worker("w1")
+    cluster.add_worker("w2")
+    cluster.wait_for(2)
+    local = _bench(qwen, tmp_path / "local")
+    assert local.returncode == 0, local.stderr[-3000:]
+    on_cluster = _bench(qwen, tmp_path / "cluster", "--cluster", cluster.address)
+    assert on_cluster.returncode == 0, on_cluster.stderr[-3000:]
+
+    header = (tmp_path / "local/results.csv").open().readline()
+    assert header == (tmp_path / "cluster/results.csv").open().readline()
+    mine, theirs = _rows(tmp_path / "local"), _rows(tmp_path / "cluster")
+    key = ("model", "mode", "prompt_len", "gen_len", "harts", "repeat", "ids")
+    assert [[r[k] for k in key] for r in theirs] == [[r[k] for k in key] for r in mine]
+    assert {_cell(r) for r in theirs} == CELLS and len(theirs) == len(CELLS)
+    # the ids are the numpy reference's greedy continuation of each prompt
+    data = json.loads((tmp_path / "cluster/results.json").read_text())
+    prompts = [data["prompts"]["qwen"][str(p)] for p in PROMPTS]
+    want = lc.reference_ids(qwen, prompts, max(GENS))
+    for r in theirs:
+        expect = want[PROMPTS.index(int(r["prompt_len"]))][:int(r["gen_len"])]
+        assert [int(i) for i in r["ids"].split()] == expect, r
+    assert {r["host"] for r in mine} == {socket.gethostname()}
+    assert {r["host"] for r in theirs} <= {"w1", "w2"}
+    assert all(r["cpu"] and r["cpu"] == mine[0]["cpu"] for r in theirs)  # one machine here
+    assert "Measured on the Dask cluster at" in (tmp_path / "cluster/results.md").read_text()
+    assert sorted(_journal_cells(tmp_path / "cluster/journal.jsonl")) == sorted(CELLS)
+
+
+def test_a_worker_killed_mid_cell_loses_nothing(cluster, qwen, tmp_path):
+    cluster.add_worker("w1")
+    cluster.add_worker("w2")
+    cluster.wait_for(2)
+    proc = _popen(qwen, tmp_path, "--cluster", cluster.address)
+    try:
+        victim, deadline = None, time.monotonic() + WAIT_S
+        while victim is None:  # a worker with a cell running and its guest up
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            for name, keys in cluster.running_on().items():
+                if any(k.startswith("bench-") for k in keys) and any(
+                        "qemu" in Path(f"/proc/{p}/comm").read_text()
+                        for p in _descendants(cluster.workers[name].pid)
+                        if Path(f"/proc/{p}/comm").exists()):
+                    victim = name
+            time.sleep(0.2)
+        _stop(cluster.workers[victim], signal.SIGKILL)
+        out, err = proc.communicate(timeout=WAIT_S * 2)
+    finally:
+        if proc.poll() is None:
+            _stop(proc)
+    assert proc.returncode == 0, err[-3000:]
+    rows = _rows(tmp_path)
+    assert sorted(_cell(r) for r in rows) == sorted(CELLS)  # each exactly once
+    assert sorted(_journal_cells(tmp_path / "journal.jsonl")) == sorted(CELLS)
+
+
+def test_ctrl_c_then_resume_runs_only_the_rest(cluster, qwen, tmp_path):
+    cluster.add_worker("w1")
+    cluster.add_worker("w2")
+    cluster.wait_for(2)
+    journal = tmp_path / "journal.jsonl"
+    proc = _popen(qwen, tmp_path, "--cluster", cluster.address)
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while not (journal.exists() and _journal_cells(journal)):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            _stop(proc)
+    assert proc.returncode == 1 and f"--resume {journal}" in err, err[-3000:]
+    first = _journal_cells(journal)
+    assert 1 <= len(first) < len(CELLS), first
+
+    again = _bench(qwen, tmp_path, "--cluster", cluster.address, "--resume", str(journal))
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (f"{len(first)} of {len(CELLS)} cells done, {len(CELLS) - len(first)} to run"
+            in again.stderr)
+    cells = _journal_cells(journal)
+    assert cells[:len(first)] == first and sorted(cells) == sorted(CELLS)
+    assert sorted(_cell(r) for r in _rows(tmp_path)) == sorted(CELLS)
+
+
+def test_a_worker_at_another_commit_is_refused(cluster, qwen, tmp_path):
+    other = tmp_path / "other"
+    git = ["git", "-C", str(ROOT)]
+    subprocess.run([*git, "worktree", "add", "--detach", str(other), "HEAD"], check=True,
+                   capture_output=True)
+    try:
+        subprocess.run(["git", "-C", str(other), "-c", "user.name=test", "-c",
+                        "user.email=test@localhost", "commit", "--allow-empty", "-q", "-m",
+                        "another commit"], check=True, capture_output=True)
+        theirs = subprocess.run(["git", "-C", str(other), "rev-parse", "HEAD"], check=True,
+                                capture_output=True, text=True).stdout.strip()
+        mine = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True,
+                              text=True).stdout.strip()
+        cluster.add_worker("elsewhere", other)
+        cluster.wait_for(1)
+        proc = _bench(qwen, tmp_path / "out", "--cluster", cluster.address)
+        assert proc.returncode == 1
+        err = proc.stderr.strip().splitlines()[-1]
+        assert err.startswith("pyaisvc bench: worker elsewhere runs ") and str(other) in err, err
+        assert f"at commit {theirs[:12]}, this client is at {mine[:12]}" in err, err
+        assert not _journal_cells(tmp_path / "out/journal.jsonl")  # nothing ran
+    finally:
+        cluster.close()
+        subprocess.run([*git, "worktree", "remove", "--force", str(other)], capture_output=True)
