@@ -134,14 +134,16 @@ def worker_name() -> str:
         return socket.gethostname()
 
 
-def worker_code() -> dict[str, str]:
-    """The worker's name, checkout and commit (client.run calls it on every worker)."""
+def worker_code(dask_worker=None) -> dict[str, str]:
+    """The worker's name, checkout and commit. client.run calls it on every worker and
+    passes the worker as dask_worker (get_worker() answers only inside a task)."""
     root = checkout()
     try:
         commit = git_commit(root)
     except BenchError as e:
         commit = f"none ({e})"
-    return {"name": worker_name(), "root": str(root), "commit": commit}
+    name = str(dask_worker.name) if dask_worker is not None else worker_name()
+    return {"name": name, "root": str(root), "commit": commit}
 
 
 def mismatch(code: dict[str, str], commit: str) -> str | None:
