@@ -326,7 +326,7 @@ def run_cluster(cfg: BenchConfig, address: str, journal_path: Path, resume: bool
             fut = client.submit(run_cell, task, key=key, resources={RESOURCE: 1}, retries=1,
                                 pure=False)
             futures[fut] = cell
-        for fut in as_completed(futures):
+        for fut in as_completed(futures, loop=client.loop):
             cell = futures[fut]
             if fut.status != "finished":
                 exc = fut.exception() if fut.status == "error" else None
