@@ -15,12 +15,17 @@ prompt 4,8 x gen 2,3, one repeat: four cells of one short guest run each.
 - A worker whose checkout is at another commit (a git worktree with one more
   commit): the sweep is refused before any cell runs, naming the worker and
   both commits.
+
+On the host alone: the journal gives back what it holds (not a failed cell,
+not a line cut short) and refuses another plan; tables and speed-ups keep
+the rows of different hosts apart.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import importlib.util
 import json
 import os
 import signal
@@ -34,14 +39,65 @@ from pathlib import Path
 import pytest
 from host import llmcases as lc
 
+from pyaisvc.bench import report
+from pyaisvc.bench.journal import Journal
+from pyaisvc.bench.matrix import BenchError, Cell
+from pyaisvc.bench.runner import Machine
+from pyaisvc.bench.sample import Sample
+
 ROOT = Path(__file__).resolve().parent.parent
 PROMPTS, GENS = [4, 8], [2, 3]
 CELLS = {("qwen", "cold", p, g) for p in PROMPTS for g in GENS}
 WAIT_S = 300  # the longest any one step may take on a loaded 2-core host
 
-pytestmark = [pytest.mark.guest,
-              pytest.mark.skipif(not __import__("importlib").util.find_spec("distributed"),
-                                 reason="dask.distributed is not installed: run `make deps`")]
+pytestmark = pytest.mark.skipif(not importlib.util.find_spec("distributed"),
+                                reason="dask.distributed is not installed: run `make deps`")
+
+
+# ---------------------------------------------------------------- host only
+
+PLAN = {"commit": "c0ffee", "models": ["qwen"], "cpus": [1, 2]}
+
+
+def _sample(host: str, harts: int, ttft: int, p: int = 4) -> Sample:
+    return Sample("qwen", "cold", p, 2, 0, 100, 120, ttft, 50, 0.5, (7, 9), harts=harts,
+                  host=host, cpu="RISC-V hart")
+
+
+def test_journal_resumes_what_it_holds_and_only_its_own_plan(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    j = Journal.create(path, PLAN)
+    done_cell, failed_cell = Cell("qwen", "cold", 4, 2), Cell("qwen", "cold", 8, 2)
+    samples = [_sample("w1", 1, 900), _sample("w1", 2, 500)]
+    j.cell(done_cell, "w1", "RISC-V hart", samples, Machine("QEMU 10", 1, 512, 1.5))
+    j.failed(failed_cell, "worker w2: boom", "$ llmrun_qwen\npanic")
+    with path.open("a") as f:
+        f.write('{"kind": "cell", "cell": ["qwen", "cold", 8')  # a crash mid-line
+    with pytest.raises(BenchError, match="already holds a sweep's journal"):
+        Journal.create(path, PLAN)
+    _, done = Journal.resume(path, PLAN)
+    assert done.cells == {done_cell}  # the failed cell and the cut line are not done
+    assert done.samples == samples and done.workers == {"w1": "RISC-V hart"}
+    assert done.machines == {"qwen": Machine("QEMU 10", 1, 512, 1.5)}
+    assert path.read_text().endswith("boom\", \"tail\": \"$ llmrun_qwen\\npanic\"}\n")
+    with pytest.raises(BenchError, match=r"another plan or commit \(cpus: journal \[1, 2\], "
+                                         r"now \[1\]\)"):
+        Journal.resume(path, {**PLAN, "cpus": [1]})
+    path.write_text('{"kind": "cell"}\n')
+    with pytest.raises(BenchError, match="not a sweep's journal"):
+        Journal.resume(path, PLAN)
+
+
+def test_tables_compare_only_rows_of_one_host():
+    """w1 measured 1 and 2 harts, w2 only 1 hart (slower CPU): w1's ratio is its own
+    (600/1000), not against the two hosts' pooled median, and w2 gets none."""
+    samples = [_sample("w1", 1, 1000), _sample("w1", 2, 600), _sample("w2", 1, 2000)]
+    cells = report.summarize(samples)
+    assert [(c.host, c.harts, c.stats["ttft_us"].median) for c in cells] == [
+        ("w1", 1, 1000), ("w1", 2, 600), ("w2", 1, 2000)]
+    lines = report.speedup_table(cells, [1, 2])
+    assert lines[0].startswith("Speed-up (median with N harts / median with 1 on the same host")
+    assert lines[-2:] == ["| 4 | 2 | cold | 2 | w1 | 0.60 | 1.00 |", ""]
 
 
 def _free_port() -> int:
@@ -180,6 +236,7 @@ def _popen(qwen: Path, out: Path, *flags: str) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
+@pytest.mark.guest
 def test_two_workers_give_the_rows_of_a_local_run(cluster, qwen, tmp_path):
     cluster.add_worker("w1")
     cluster.add_worker("w2")
@@ -209,6 +266,7 @@ def test_two_workers_give_the_rows_of_a_local_run(cluster, qwen, tmp_path):
     assert sorted(_journal_cells(tmp_path / "cluster/journal.jsonl")) == sorted(CELLS)
 
 
+@pytest.mark.guest
 def test_a_worker_killed_mid_cell_loses_nothing(cluster, qwen, tmp_path):
     cluster.add_worker("w1")
     cluster.add_worker("w2")
@@ -236,6 +294,7 @@ def test_a_worker_killed_mid_cell_loses_nothing(cluster, qwen, tmp_path):
     assert sorted(_journal_cells(tmp_path / "journal.jsonl")) == sorted(CELLS)
 
 
+@pytest.mark.guest
 def test_ctrl_c_then_resume_runs_only_the_rest(cluster, qwen, tmp_path):
     cluster.add_worker("w1")
     cluster.add_worker("w2")
@@ -265,6 +324,7 @@ def test_ctrl_c_then_resume_runs_only_the_rest(cluster, qwen, tmp_path):
     assert sorted(_cell(r) for r in _rows(tmp_path)) == sorted(CELLS)
 
 
+@pytest.mark.guest
 def test_a_worker_at_another_commit_is_refused(cluster, qwen, tmp_path):
     other = tmp_path / "other"
     git = ["git", "-C", str(ROOT)]
