@@ -325,6 +325,32 @@ def test_ctrl_c_then_resume_runs_only_the_rest(cluster, qwen, tmp_path):
 
 
 @pytest.mark.guest
+def test_a_cell_that_fails_twice_is_reported_with_its_console(cluster, qwen, tmp_path):
+    """48 MiB of guest RAM boots but cannot hold the model's KV cache: every cell fails,
+    each is tried twice (the workers' logs), reported with its console's tail, and the
+    sweep goes on to the next instead of stopping at the first."""
+    cluster.add_worker("w1")
+    cluster.add_worker("w2")
+    cluster.wait_for(2)
+    proc = _bench(qwen, tmp_path, "--cluster", cluster.address, "--ram", "48M")
+    assert proc.returncode == 1
+    for p in PROMPTS:
+        for g in GENS:
+            assert f"bench: qwen cold prompt={p} gen={g} failed twice: worker w" in proc.stderr
+    tails = [line for line in proc.stderr.splitlines()
+             if line.startswith("  ") and "llmrun_qwen --predict" in line]
+    assert len(tails) == len(CELLS), proc.stderr[-3000:]
+    assert "out of memory for the KV cache" in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        f"pyaisvc bench: {len(CELLS)} cell(s) failed twice (above); {tmp_path}/journal.jsonl")
+    lines = [json.loads(x) for x in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    assert sorted(tuple(x["cell"]) for x in lines if x["kind"] == "failed") == sorted(CELLS)
+    tries = sum((tmp_path / f"logs/{w}.log").read_text().count("Compute Failed")
+                for w in ("w1", "w2"))
+    assert tries == 2 * len(CELLS)
+
+
+@pytest.mark.guest
 def test_a_worker_at_another_commit_is_refused(cluster, qwen, tmp_path):
     other = tmp_path / "other"
     git = ["git", "-C", str(ROOT)]

@@ -315,7 +315,7 @@ def run_cluster(cfg: BenchConfig, address: str, journal_path: Path, resume: bool
     client = connect(address)
     try:
         check_workers(client, commit)
-        note(f"{len(todo)} cells to {len(guest_workers(client))} workers at {address}")
+        note(f"{len(todo)} cell(s) to {len(guest_workers(client))} worker(s) at {address}")
         futures = {}
         for cell in todo:
             task = CellTask(cell, tuple(r for r in runs if r.cell == cell), commit,
@@ -334,7 +334,8 @@ def run_cluster(cfg: BenchConfig, address: str, journal_path: Path, resume: bool
                                   getattr(exc, "tail", ""))
                 journal.failed(cell, failure.error, failure.tail)
                 failures.append(failure)
-                note(f"{cell.label}: failed twice: {failure.error}")
+                note(f"{cell.label}: failed twice; the other cells go on (its error and "
+                     "console follow at the end)")
                 state.label = f"{cell.label} failed"
             else:
                 got: CellDone = fut.result()
