@@ -23,7 +23,6 @@ the rows of different hosts apart.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import importlib.util
 import json
@@ -38,6 +37,7 @@ from pathlib import Path
 
 import pytest
 from host import llmcases as lc
+from host.loopcluster import LoopbackCluster, descendants, loopback_cluster, stop
 
 from pyaisvc.bench import report
 from pyaisvc.bench.journal import Journal
@@ -100,104 +100,10 @@ def test_tables_compare_only_rows_of_one_host():
     assert lines[-2:] == ["| 4 | 2 | cold | 2 | w1 | 0.60 | 1.00 |", ""]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every process below pid (QEMU runs in a session of its own under its worker)."""
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(d.name))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
-def _stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
-    """Stops proc's process group and every process below it (its guests), by their ids."""
-    below = _descendants(proc.pid)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, sig)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=20)
-    for pid in below:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
-class LoopbackCluster:
-    """A dask scheduler and named workers on 127.0.0.1, each worker in a checkout."""
-
-    def __init__(self, logs: Path) -> None:
-        self.logs = logs
-        port = _free_port()
-        self.address = f"tcp://127.0.0.1:{port}"
-        self.scheduler = self._spawn("scheduler", ROOT, ["scheduler", "--host", "127.0.0.1",
-                                     "--port", str(port), "--dashboard-address",
-                                     f"127.0.0.1:{_free_port()}"])
-        self.workers: dict[str, subprocess.Popen] = {}
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-                break
-            assert time.monotonic() < deadline and self.scheduler.poll() is None, \
-                (logs / "scheduler.log").read_text()[-2000:]
-            time.sleep(0.2)
-
-    def _spawn(self, name: str, cwd: Path, args: list[str]) -> subprocess.Popen:
-        log = (self.logs / f"{name}.log").open("w")
-        env = {**os.environ, "PYTHONPATH": str(cwd)}  # the checkout's pyaisvc, not another
-        return subprocess.Popen([sys.executable, "-m", "dask", *args], cwd=cwd, env=env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def add_worker(self, name: str, checkout: Path = ROOT) -> None:
-        self.workers[name] = self._spawn(name, checkout, [
-            "worker", self.address, "--resources", "guest=1", "--nthreads", "1",
-            "--host", "127.0.0.1", "--name", name,
-            "--dashboard-address", f"127.0.0.1:{_free_port()}"])
-
-    def wait_for(self, n: int) -> None:
-        from distributed import Client
-
-        with Client(self.address, timeout=30, set_as_default=False) as c:
-            c.wait_for_workers(n, timeout=120)
-
-    def running_on(self) -> dict[str, list[str]]:
-        """Worker name -> the task keys it is running now."""
-        from distributed import Client
-
-        with Client(self.address, timeout=30, set_as_default=False) as c:
-            names = {a: w["name"] for a, w in c.scheduler_info(n_workers=-1)["workers"].items()}
-            return {names[a]: list(keys) for a, keys in c.processing().items() if a in names}
-
-    def close(self) -> None:
-        for proc in self.workers.values():  # workers before the scheduler
-            _stop(proc)
-        _stop(self.scheduler)
-
-
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LoopbackCluster]:
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    c = LoopbackCluster(logs)
-    try:
+    with loopback_cluster(tmp_path / "logs") as c:
         yield c
-    finally:
-        c.close()
 
 
 @pytest.fixture(scope="module")
@@ -279,15 +185,15 @@ def test_a_worker_killed_mid_cell_loses_nothing(cluster, qwen, tmp_path):
             for name, keys in cluster.running_on().items():
                 if any(k.startswith("bench-") for k in keys) and any(
                         "qemu" in Path(f"/proc/{p}/comm").read_text()
-                        for p in _descendants(cluster.workers[name].pid)
+                        for p in descendants(cluster.workers[name].pid)
                         if Path(f"/proc/{p}/comm").exists()):
                     victim = name
             time.sleep(0.2)
-        _stop(cluster.workers[victim], signal.SIGKILL)
+        stop(cluster.workers[victim], signal.SIGKILL)
         out, err = proc.communicate(timeout=WAIT_S * 2)
     finally:
         if proc.poll() is None:
-            _stop(proc)
+            stop(proc)
     assert proc.returncode == 0, err[-3000:]
     rows = _rows(tmp_path)
     assert sorted(_cell(r) for r in rows) == sorted(CELLS)  # each exactly once
@@ -310,7 +216,7 @@ def test_ctrl_c_then_resume_runs_only_the_rest(cluster, qwen, tmp_path):
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
-            _stop(proc)
+            stop(proc)
     assert proc.returncode == 1 and f"--resume {journal}" in err, err[-3000:]
     first = _journal_cells(journal)
     assert 1 <= len(first) < len(CELLS), first

@@ -11,8 +11,9 @@ each repeat to each in turn); its samples name the worker and its CPU model.
 
 Same code everywhere: before anything is submitted every worker reports its
 checkout's commit and the sweep is refused, naming each worker at another
-commit (or unable to load this code); each task checks the commit again and
-that its image's content hash (pyaisvc.modelimage) equals the client's.
+commit or unable to load this code (pyaisvc.cluster); each task checks the
+commit again and that its image's content hash (pyaisvc.modelimage) equals
+the client's.
 
 Nothing lost: the client appends each cell to the journal
 (pyaisvc.bench.journal) as it arrives. A worker that dies mid-cell has its
@@ -26,15 +27,12 @@ This module imports Dask only inside its functions: a local run never loads it.
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyaisvc
 from pyaisvc.bench.journal import Done, Journal
 from pyaisvc.bench.matrix import BenchError, Cell, Run, plan_runs
 from pyaisvc.bench.runner import (
@@ -50,17 +48,21 @@ from pyaisvc.bench.runner import (
     qemu_version,
 )
 from pyaisvc.bench.sample import Note, Sample
+from pyaisvc.cluster import (
+    RESOURCE,
+    WrongCode,
+    check_workers,
+    connect,
+    git_commit,
+    guest_workers,
+    mismatch,
+    worker_code,
+)
 from pyaisvc.errors import AisvcError
 from pyaisvc.llmguest import MODELS, prepare
 from pyaisvc.modelimage import stored_digest
 
-RESOURCE = "guest"  # the worker resource one cell holds: one guest per worker at a time
 TAIL_LINES = 25  # console lines kept of a failed cell, per guest
-WORKER_WAIT_S = 60.0  # how long the client waits for a first worker with the resource
-
-
-class WrongCode(BenchError):
-    """A worker's checkout or image is not the client's; the message names the worker."""
 
 
 class CellFailed(BenchError):
@@ -107,53 +109,6 @@ class Failure:
 
 
 # ---------------------------------------------------------------- on the worker
-
-def checkout() -> Path:
-    """The checkout this process runs: the directory its pyaisvc package lies in."""
-    return Path(pyaisvc.__file__).resolve().parent.parent
-
-
-def git_commit(root: Path) -> str:
-    """HEAD of the git checkout at root; BenchError when it is none."""
-    proc = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                          text=True)
-    if proc.returncode != 0:
-        raise BenchError(f"{root} is not a git checkout ({proc.stderr.strip()}); a sweep on a "
-                         "cluster runs the same commit everywhere and needs a clone of the "
-                         "repository")
-    return proc.stdout.strip()
-
-
-def worker_name() -> str:
-    """The Dask worker's name (its --name) when called in a worker, else the host name."""
-    try:
-        from distributed import get_worker
-
-        return str(get_worker().name)
-    except (ImportError, ValueError):
-        return socket.gethostname()
-
-
-def worker_code(dask_worker=None) -> dict[str, str]:
-    """The worker's name, checkout and commit. client.run calls it on every worker and
-    passes the worker as dask_worker (get_worker() answers only inside a task)."""
-    root = checkout()
-    try:
-        commit = git_commit(root)
-    except BenchError as e:
-        commit = f"none ({e})"
-    name = str(dask_worker.name) if dask_worker is not None else worker_name()
-    return {"name": name, "root": str(root), "commit": commit}
-
-
-def mismatch(code: dict[str, str], commit: str) -> str | None:
-    """Why a worker that reported code cannot measure for a client at commit, or None."""
-    if code["commit"] == commit:
-        return None
-    return (f"worker {code['name']} runs {code['root']} at commit {code['commit'][:12]}, "
-            f"this client is at {commit[:12]}: check out {commit[:12]} there (and run "
-            "`make deps` if it changed what to install), then restart that worker")
-
 
 def _tail(consoles: list[str]) -> str:
     return "\n".join("\n".join(c.rstrip().splitlines()[-TAIL_LINES:]) for c in consoles if c)
@@ -205,52 +160,6 @@ def sweep_plan(cfg: BenchConfig, commit: str) -> dict[str, object]:
             "prompt_lens": cfg.prompt_lens, "gen_lens": cfg.gen_lens, "repeat": cfg.repeat,
             "cpus": cfg.cpus, "ram": cfg.ram, "profile": cfg.profile,
             "assets": {m: str(a) for m, a in sorted(cfg.assets.items()) if a is not None}}
-
-
-def connect(address: str, wait: float = WORKER_WAIT_S):
-    """A Dask client of the scheduler at address, once a worker offers the guest
-    resource; BenchError saying how to start what is missing."""
-    from distributed import Client
-
-    try:
-        client = Client(address, timeout=30, set_as_default=False)
-    except (OSError, ValueError, TypeError) as e:
-        raise BenchError(f"--cluster {address}: no Dask scheduler answers there ({e}); start "
-                         "one with `dask scheduler` (docs/MEASURE.md, \"On a cluster\")") from e
-    deadline = time.monotonic() + wait
-    while not guest_workers(client):
-        if time.monotonic() > deadline:
-            client.close()
-            raise BenchError(f"--cluster {address}: no worker offers the {RESOURCE!r} "
-                             f"resource after {wait:.0f} s; start workers in a checkout with "
-                             f"`python -m dask worker {address} --resources {RESOURCE}=1 "
-                             "--nthreads 1`")
-        time.sleep(0.5)
-    return client
-
-
-def guest_workers(client) -> dict[str, str]:
-    """Address -> name of every worker that offers the guest resource."""
-    workers = client.scheduler_info(n_workers=-1)["workers"]
-    return {addr: str(w.get("name", addr)) for addr, w in workers.items()
-            if w.get("resources", {}).get(RESOURCE, 0) >= 1}
-
-
-def check_workers(client, commit: str) -> None:
-    """BenchError naming every worker whose checkout is not at commit (or that cannot run
-    this code at all), before any cell is submitted."""
-    workers = guest_workers(client)
-    found = client.run(worker_code, workers=list(workers), on_error="return")
-    bad = []
-    for addr, code in sorted(found.items()):
-        if isinstance(code, BaseException):
-            bad.append(f"worker {workers.get(addr, addr)} cannot run this client's code "
-                       f"({type(code).__name__}: {code}): check out {commit[:12]} there and "
-                       "restart it")
-        elif (why := mismatch(code, commit)) is not None:
-            bad.append(why)
-    if bad:
-        raise WrongCode("; ".join(bad))
 
 
 def _assets_for_workers(assets: Path | None, root: Path) -> str | None:
