@@ -54,6 +54,13 @@ def git_commit(root: Path) -> str:
     return proc.stdout.strip()
 
 
+def uncommitted(root: Path) -> bool:
+    """Whether the checkout at root has changes to tracked files that HEAD does not hold."""
+    proc = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
+                           "--untracked-files=no"], capture_output=True, text=True)
+    return proc.returncode == 0 and bool(proc.stdout.strip())
+
+
 def worker_name() -> str:
     """The Dask worker's name (its --name) when called in a worker, else the host name."""
     try:

@@ -56,6 +56,7 @@ from pyaisvc.cluster import (
     git_commit,
     guest_workers,
     mismatch,
+    uncommitted,
     worker_code,
 )
 from pyaisvc.errors import AisvcError
@@ -184,6 +185,9 @@ def run_cluster(cfg: BenchConfig, address: str, journal_path: Path, resume: bool
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     t_start = time.monotonic()
     commit = git_commit(cfg.root.resolve())
+    if uncommitted(cfg.root.resolve()):
+        note(f"this checkout has uncommitted changes; the workers run their checkouts at "
+             f"commit {commit[:12]} without them (commit first to measure them)")
     prepared, prompts = _prepare_all(cfg, note)
     plan = sweep_plan(cfg, commit)
     if resume:

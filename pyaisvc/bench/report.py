@@ -139,7 +139,9 @@ def markdown(result: BenchResult, command: str = "") -> str:
                   + "; ".join(f"{name} ({cpu})" for name, cpu in sorted(h["workers"].items()))
                   + ". Each table line and each speed-up ratio holds one host's runs only.", ""]
     elif h:
-        lines += [f"Host: {h.get('cpus')} CPUs, 1-minute load average {h.get('loadavg_start')} "
+        who = f"{h['name']} ({h.get('cpu')}), " if h.get("name") else ""
+        lines += [f"Host: {who}{h.get('cpus')} CPUs, 1-minute load average "
+                  f"{h.get('loadavg_start')} "
                   f"at the start and {h.get('loadavg_end')} at the end (other work on the host "
                   "slows QEMU down; compare numbers measured under similar load).", ""]
     cells = summarize(result.samples)
