@@ -192,8 +192,9 @@ def run_cluster(cfg: BenchConfig, address: str, journal_path: Path, resume: bool
     plan = sweep_plan(cfg, commit)
     if resume:
         journal, done = Journal.resume(journal_path, plan)
-    else:
-        journal, done = Journal.create(journal_path, plan), Done()
+    else:  # created once the workers passed their checks, so a refusal leaves none behind
+        Journal.check_new(journal_path)
+        done = Done()
     runs = plan_runs(cfg.models, cfg.modes, cfg.prompt_lens, cfg.gen_lens, cfg.repeat, prompts,
                      {m: p.size_mb for m, p in prepared.items()})
     order = {(r.cell, r.repeat): i for i, r in enumerate(runs)}
@@ -228,6 +229,8 @@ def run_cluster(cfg: BenchConfig, address: str, journal_path: Path, resume: bool
     client = connect(address)
     try:
         check_workers(client, commit)
+        if not resume:
+            journal = Journal.create(journal_path, plan)
         note(f"{len(todo)} cell(s) to {len(guest_workers(client))} worker(s) at {address}")
         futures = {}
         for cell in todo:

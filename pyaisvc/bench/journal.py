@@ -54,13 +54,18 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    @classmethod
-    def create(cls, path: Path, plan: dict[str, object]) -> Journal:
-        """A new journal whose first line is plan; BenchError if path already holds one
-        (a finished or interrupted sweep is continued with --resume, never overwritten)."""
+    @staticmethod
+    def check_new(path: Path) -> None:
+        """BenchError if path already holds a journal (a finished or interrupted sweep is
+        continued with --resume, never overwritten)."""
         if path.exists() and path.stat().st_size > 0:
             raise BenchError(f"{path} already holds a sweep's journal: continue it with "
                              f"--resume {path}, or pass another --out")
+
+    @classmethod
+    def create(cls, path: Path, plan: dict[str, object]) -> Journal:
+        """A new journal whose first line is plan (check_new's BenchError if one is there)."""
+        cls.check_new(path)
         journal = cls(path)
         journal._append({"kind": "plan", **plan})
         return journal
