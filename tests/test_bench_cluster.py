@@ -16,14 +16,20 @@ prompt 4,8 x gen 2,3, one repeat: four cells of one short guest run each.
   commit): the sweep is refused before any cell runs, naming the worker and
   both commits.
 
+- A cell that fails in the guest every time: tried twice, reported with
+  its console's tail, and the other cells still run.
+- run_cell itself refuses another commit or another image before booting.
+
 On the host alone: the journal gives back what it holds (not a failed cell,
 not a line cut short) and refuses another plan; tables and speed-ups keep
-the rows of different hosts apart.
+the rows of different hosts apart; the plan's cluster key and --resume
+reach the sweep.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import importlib.util
 import json
 import os
@@ -37,7 +43,7 @@ from pathlib import Path
 
 import pytest
 from host import llmcases as lc
-from host.loopcluster import LoopbackCluster, descendants, loopback_cluster, stop
+from host.loopcluster import ROOT, LoopbackCluster, descendants, loopback_cluster, stop
 
 from pyaisvc.bench import report
 from pyaisvc.bench.journal import Journal
@@ -45,7 +51,6 @@ from pyaisvc.bench.matrix import BenchError, Cell
 from pyaisvc.bench.runner import Machine
 from pyaisvc.bench.sample import Sample
 
-ROOT = Path(__file__).resolve().parent.parent
 PROMPTS, GENS = [4, 8], [2, 3]
 CELLS = {("qwen", "cold", p, g) for p in PROMPTS for g in GENS}
 WAIT_S = 300  # the longest any one step may take on a loaded 2-core host
@@ -98,6 +103,34 @@ def test_tables_compare_only_rows_of_one_host():
     lines = report.speedup_table(cells, [1, 2])
     assert lines[0].startswith("Speed-up (median with N harts / median with 1 on the same host")
     assert lines[-2:] == ["| 4 | 2 | cold | 2 | w1 | 0.60 | 1.00 |", ""]
+
+
+def test_the_plan_cluster_key_and_the_flags_reach_the_sweep(monkeypatch, capsys, tmp_path):
+    """`cluster = "..."` in a --config plan sends the sweep to run_cluster with the out
+    directory's journal; --resume alone, or --cluster with --burst, is refused."""
+    import pyaisvc.bench.cluster as bench_cluster
+    from pyaisvc.cli import main
+
+    seen = {}
+
+    def fake_run_cluster(cfg, address, journal, resume, progress=None, note=None):
+        seen.update(address=address, journal=journal, resume=resume, cpus=cfg.cpus)
+        raise BenchError("stopped before measuring")
+
+    monkeypatch.setattr(bench_cluster, "run_cluster", fake_run_cluster)
+    plan = tmp_path / "plan.toml"
+    plan.write_text('cluster = "tcp://127.0.0.1:9"\ncpus = [1, 2]\n')
+    assert main(["bench", "--config", str(plan), "--out", str(tmp_path / "o")]) == 1
+    assert "stopped before measuring" in capsys.readouterr().err
+    assert seen == {"address": "tcp://127.0.0.1:9", "journal": tmp_path / "o/journal.jsonl",
+                    "resume": False, "cpus": [1, 2]}
+    journal = tmp_path / "old/journal.jsonl"
+    assert main(["bench", "--config", str(plan), "--resume", str(journal)]) == 1
+    assert (seen["journal"], seen["resume"]) == (journal, True)  # --out: its directory
+    assert main(["bench", "--resume", str(journal)]) == 1
+    assert "--resume continues a sweep on a cluster: pass --cluster" in capsys.readouterr().err
+    assert main(["bench", "--mode", "service", "--burst", "--cluster", "tcp://h:1"]) == 1
+    assert "--burst runs on this machine only" in capsys.readouterr().err
 
 
 @pytest.fixture
@@ -254,6 +287,26 @@ def test_a_cell_that_fails_twice_is_reported_with_its_console(cluster, qwen, tmp
     tries = sum((tmp_path / f"logs/{w}.log").read_text().count("Compute Failed")
                 for w in ("w1", "w2"))
     assert tries == 2 * len(CELLS)
+
+
+@pytest.mark.guest
+def test_a_cell_checks_commit_and_image_before_it_boots(qwen):
+    """run_cell, as a worker runs it: another commit, or an image whose content hash is
+    not the client's, is refused naming this machine (outside a worker: its host name)
+    and both sides, before any guest boots."""
+    from pyaisvc.bench.cluster import CellTask, run_cell
+    from pyaisvc.cluster import WrongCode, git_commit
+
+    head = git_commit(ROOT)
+    cell = Cell("qwen", "cold", 4, 2)
+    task = CellTask(cell, (), "f" * 40, "0" * 64, str(qwen), (1,), "512M", False)
+    with pytest.raises(WrongCode, match=rf"^worker {socket.gethostname()} runs {ROOT} at "
+                                        rf"commit {head[:12]}, this client is at ffffffffffff"):
+        run_cell(task)
+    with pytest.raises(WrongCode, match=rf"^worker {socket.gethostname()}: its qwen image "
+                                        r".* has content hash [0-9a-f]{12}, the client's has "
+                                        rf"000000000000 at the same commit {head[:12]}"):
+        run_cell(dataclasses.replace(task, commit=head))
 
 
 @pytest.mark.guest
