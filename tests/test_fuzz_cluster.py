@@ -4,9 +4,10 @@ On loopback, a scheduler and two workers (one guest resource each) run the
 long system-call fuzzer's tests, made short (AISVC_FUZZ_CALLS=40 calls per
 process instead of 125,000), for two seeds: four tasks, each (seed, harts)
 exactly once in the merged summary, every one clean, their calls adding up
-to the total. On the host: the file-system fuzzer's full set is collected
-as one test id per image case, and a failed run's output is read as the
-fuzzer's failed calls, leaks, panics and hangs.
+to the total; then two of the file-system fuzzer's image cases. On the
+host: the file-system fuzzer's full set is collected as one test id per
+image case, and a failed run's output is read as the fuzzer's failed calls,
+leaks, panics and hangs.
 """
 
 from __future__ import annotations
@@ -57,10 +58,13 @@ def test_a_failed_run_is_read_as_calls_leaks_panics_and_hangs():
     text = fuzzcluster.summary("syscalls", [r, hung, panicked, ok])
     assert text.startswith("fuzz-syscalls: 4 test(s) on 2 worker(s): 648 calls, 2 failed "
                            "calls, 1 leaks, 1 panics, 1 hangs; 1 passed, 3 failed\n")
+    assert fuzzcluster.summary("fs", [hung, ok]).startswith(
+        "fuzz-fs: 2 test(s) on 1 worker(s): 0 panics, 1 hangs; 1 passed, 1 failed\n\n"
+        "  FAILED  t[2] seed 5 on w2: 1 s\n")
 
 
 @pytest.mark.guest
-def test_syscall_fuzzer_seeds_and_harts_as_tasks(build, tmp_path: Path):
+def test_fuzzers_as_tasks(build, tmp_path: Path):
     with loopback_cluster(tmp_path / "logs") as cluster:
         cluster.add_worker("w1")
         cluster.add_worker("w2")
@@ -69,6 +73,14 @@ def test_syscall_fuzzer_seeds_and_harts_as_tasks(build, tmp_path: Path):
         proc = subprocess.run([sys.executable, "-m", "pyaisvc.fuzzcluster", cluster.address,
                                "syscalls", "--seeds", "2"], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=1800)
+        cases = [f"tests/test_fs_fuzz.py::test_fuzz_full[{c}]" for c in ("log-0", "bitmap-1")]
+        fs = subprocess.run([sys.executable, "-m", "pyaisvc.fuzzcluster", cluster.address, "fs",
+                             *(a for c in cases for a in ("--test", c))], cwd=ROOT,
+                            capture_output=True, text=True, timeout=1800)
+    assert fs.returncode == 0, fs.stdout + fs.stderr[-3000:]
+    assert fs.stdout.startswith("fuzz-fs: 2 test(s) on ")
+    assert sorted(re.findall(r"^  passed  (\S+) seed 20261201 on w[12]: ", fs.stdout, re.M)) \
+        == sorted(cases)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     lines = re.findall(r"^  passed  tests/test_syscall_fuzz.py::test_fuzz_million\[(\d)\] "
                        r"seed (\d+) on (w1|w2): (\d+) calls", proc.stdout, re.M)
