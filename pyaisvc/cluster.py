@@ -129,9 +129,15 @@ def check_workers(client, commit: str) -> None:
     bad = []
     for addr, code in sorted(found.items()):
         if isinstance(code, BaseException):
-            bad.append(f"worker {workers.get(addr, addr)} cannot run this client's code "
-                       f"({type(code).__name__}: {code}): check out {commit[:12]} there and "
-                       "restart it")
+            # Its pyaisvc lacks worker_code (an older checkout): ask git with the standard
+            # library alone, in the directory the worker was started in.
+            head = client.run(subprocess.check_output, ["git", "rev-parse", "HEAD"],
+                              workers=[addr], on_error="return", text=True,
+                              stderr=subprocess.DEVNULL).get(addr)
+            at = f" is at commit {head.strip()[:12]} and" if isinstance(head, str) else ""
+            bad.append(f"worker {workers.get(addr, addr)}{at} cannot run this client's code "
+                       f"({code}), this client is at {commit[:12]}: check out {commit[:12]} "
+                       "there and restart it")
         elif (why := mismatch(code, commit)) is not None:
             bad.append(why)
     if bad:

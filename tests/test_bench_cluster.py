@@ -310,27 +310,45 @@ def test_a_cell_checks_commit_and_image_before_it_boots(qwen):
 
 
 @pytest.mark.guest
+def _git(where: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(where), *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
 def test_a_worker_at_another_commit_is_refused(cluster, qwen, tmp_path):
-    other = tmp_path / "other"
-    git = ["git", "-C", str(ROOT)]
-    subprocess.run([*git, "worktree", "add", "--detach", str(other), "HEAD"], check=True,
-                   capture_output=True)
+    """Two real other checkouts (git worktrees): one at a commit made after this one (the
+    same code), one from before pyaisvc/cluster.py existed (it cannot even load the
+    check). Both are named, with their commits and this one, before anything runs."""
+    mine = _git(ROOT, "rev-parse", "HEAD")
+    other, older = tmp_path / "other", tmp_path / "older"
+    added = _git(ROOT, "log", "--diff-filter=A", "--format=%H", "--", "pyaisvc/cluster.py")
+    before = added.splitlines()[-1] + "^" if added else None
+    trees = []
     try:
-        subprocess.run(["git", "-C", str(other), "-c", "user.name=test", "-c",
-                        "user.email=test@localhost", "commit", "--allow-empty", "-q", "-m",
-                        "another commit"], check=True, capture_output=True)
-        theirs = subprocess.run(["git", "-C", str(other), "rev-parse", "HEAD"], check=True,
-                                capture_output=True, text=True).stdout.strip()
-        mine = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True,
-                              text=True).stdout.strip()
+        _git(ROOT, "worktree", "add", "--detach", str(other), "HEAD")
+        trees.append(other)
+        _git(other, "-c", "user.name=test", "-c", "user.email=test@localhost", "commit",
+             "--allow-empty", "-q", "-m", "another commit")
+        theirs = _git(other, "rev-parse", "HEAD")
         cluster.add_worker("elsewhere", other)
-        cluster.wait_for(1)
+        if before is not None:  # a clone with that history
+            _git(ROOT, "worktree", "add", "--detach", str(older), before)
+            trees.append(older)
+            cluster.add_worker("oldie", older)
+        cluster.wait_for(len(trees))
         proc = _bench(qwen, tmp_path / "out", "--cluster", cluster.address)
         assert proc.returncode == 1
         err = proc.stderr.strip().splitlines()[-1]
-        assert err.startswith("pyaisvc bench: worker elsewhere runs ") and str(other) in err, err
+        assert err.startswith("pyaisvc bench: ") and f"worker elsewhere runs {other} " in err
         assert f"at commit {theirs[:12]}, this client is at {mine[:12]}" in err, err
+        if before is not None:
+            old = _git(older, "rev-parse", "HEAD")
+            assert (f"worker oldie is at commit {old[:12]} and cannot run this client's code "
+                    "(ModuleNotFoundError(\"No module named 'pyaisvc.cluster'\")), this "
+                    f"client is at {mine[:12]}: check out {mine[:12]} there") in err, err
         assert not (tmp_path / "out/journal.jsonl").exists()  # nothing ran, nothing to resume
     finally:
         cluster.close()
-        subprocess.run([*git, "worktree", "remove", "--force", str(other)], capture_output=True)
+        for tree in trees:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+                           capture_output=True)
