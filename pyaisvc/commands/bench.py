@@ -43,7 +43,7 @@ from pyaisvc.llmguest import MODELS
 DEFAULTS: dict[str, object] = {
     "model": "smol", "mode": "cold", "prompt_lens": "8,16,32", "gen_lens": "8,16,32",
     "repeat": 3, "cpus": "1", "ram": None, "out": None, "assets_smol": None,
-    "assets_qwen": None, "profile": False, "cluster": None,
+    "assets_qwen": None, "profile": False,
 }
 
 
@@ -107,6 +107,8 @@ def apply_plan(args: argparse.Namespace) -> None:
     for key, default in DEFAULTS.items():
         if getattr(args, key) is None:
             setattr(args, key, plan.get(key, default))
+    if args.cluster is None:  # not a matrix flag: no cluster unless one is named
+        args.cluster = plan.get("cluster")
 
 
 def _config(args: argparse.Namespace):
