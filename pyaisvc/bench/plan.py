@@ -11,6 +11,7 @@ same plan (docs/bench-example.toml)::
     cpus = [1, 2]            # harts; a list is a series
     ram = "512M"
     out = "build/bench/hw2"
+    cluster = "tcp://lab01:8786"   # optional: the cells as tasks on a Dask cluster
 
 Every key is a `pyaisvc bench` flag (dashes become underscores); a flag
 given on the command line wins over the file. ``load_plan`` reads the file
@@ -69,6 +70,7 @@ KEYS = {
     "assets_smol": (_text, "a SmolLM2 asset directory"),
     "assets_qwen": (_text, "a Qwen3.5 asset directory"),
     "profile": (_flag, "true or false"),
+    "cluster": (_text, 'a Dask scheduler\'s address such as "tcp://lab01:8786"'),
 }
 PATHS = ("out", "assets_smol", "assets_qwen")  # relative to the current directory
 
