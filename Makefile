@@ -100,7 +100,8 @@ KERNEL_CORE_SRCS := \
 	$(K)/core/exec.c \
 	$(K)/core/ai_service.c \
 	$(K)/drivers/uart.c \
-	$(K)/drivers/plic.c
+	$(K)/drivers/plic.c \
+	$(K)/drivers/virtio_console.c
 
 # [kernel-fs] buffer cache, log, inodes, files, pipes, virtio-blk.
 KERNEL_FS_SRCS := \
@@ -232,7 +233,7 @@ $(addprefix $(BUILD)/user/_,aitest aistress ai): $(BUILD)/user/_%: $(BUILD)/user
 
 # Guest programs used only by the kernel's pytest tests (tests/progs/NAME.c
 # -> build/tests/_NAME); the tests pack them into images of their own.
-TESTPROGS := fault sbrkbig fpmix fswrite spin tlbprobe vprobe
+TESTPROGS := fault sbrkbig fpmix fswrite spin tlbprobe vprobe portecho
 TESTPROG_ELFS := $(addprefix $(BUILD)/tests/_,$(TESTPROGS))
 .PHONY: testprogs
 testprogs: $(TESTPROG_ELFS)
