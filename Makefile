@@ -157,6 +157,7 @@ AI_PROGS := \
 	ai \
 	aitest \
 	aistress \
+	gateway \
 
 UPROGS := $(BIN_PROGS) $(TEST_PROGS) $(LLM_PROGS) $(AI_PROGS)
 UPROG_ELFS := $(addprefix $(BUILD)/user/_,$(UPROGS))
@@ -228,7 +229,7 @@ $(addprefix $(BUILD)/user/_,$(BIN_PROGS)): $(BUILD)/user/_%: $(BUILD)/user/bin/%
 	$(LINK_UPROG)
 $(addprefix $(BUILD)/user/_,$(TEST_PROGS)): $(BUILD)/user/_%: $(BUILD)/user/tests/%.o $(UPROG_LIBS) $(U)/lib/user.ld
 	$(LINK_UPROG)
-$(addprefix $(BUILD)/user/_,aitest aistress ai): $(BUILD)/user/_%: $(BUILD)/user/ai/%.o $(UPROG_LIBS) $(U)/lib/user.ld
+$(addprefix $(BUILD)/user/_,aitest aistress ai gateway): $(BUILD)/user/_%: $(BUILD)/user/ai/%.o $(UPROG_LIBS) $(U)/lib/user.ld
 	$(LINK_UPROG)
 
 # Guest programs used only by the kernel's pytest tests (tests/progs/NAME.c
