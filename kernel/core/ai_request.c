@@ -31,7 +31,7 @@ submit_locked(const struct submission *q)
       return err;
     if ((s = slot_unused()) != 0)
       return slot_queue(s, q);
-    if (owned_count(p->pid) > 0) // "No deadlock in submit", ai_table.c
+    if (owned_count(myprocess()->pid) > 0) // "No deadlock in submit", ai_table.c
       return -AIE_WOULDBLOCK;
     if (killed(p))
       return -AIE_INTR;

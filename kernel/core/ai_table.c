@@ -230,7 +230,8 @@ slot_find(int reqid, int orphans_too)
 }
 
 // The caller's request reqid, or 0 with *err set to -AIE_NOREQ or
-// -AIE_NOTOWNER.
+// -AIE_NOTOWNER. A request belongs to the process (its main thread's
+// pid), so any of its threads may use it (rule 1).
 struct ai_slot *
 slot_owned(int reqid, int *err)
 {
@@ -240,7 +241,7 @@ slot_owned(int reqid, int *err)
     *err = -AIE_NOREQ;
     return 0;
   }
-  if (s->owner != myproc()->pid) {
+  if (s->owner != myprocess()->pid) {
     *err = -AIE_NOTOWNER;
     return 0;
   }
@@ -329,7 +330,7 @@ submit_check(const struct submission *q)
       return -AIE_TOKEN;
   if (q->count + q->predict > ai.seq_len)
     return -AIE_TOOLONG;
-  if (owned_count(myproc()->pid) >= AI_PERPROC)
+  if (owned_count(myprocess()->pid) >= AI_PERPROC)
     return -AIE_WOULDBLOCK;
   return 0;
 }
@@ -342,7 +343,7 @@ slot_queue(struct ai_slot *s, const struct submission *q)
   memset(s, 0, offsetof(struct ai_slot, prompt)); // the arrays: see struct ai_slot
   s->state = AI_QUEUED;
   s->reqid = reqid_next();
-  s->owner = myproc()->pid;
+  s->owner = myprocess()->pid;
   s->count = q->count;
   s->predict = q->predict;
   s->opts = q->opts;
@@ -366,10 +367,12 @@ slot_free(struct ai_slot *s)
 
 // The owner lets go of s: a queued request leaves the FIFO and is freed, a
 // finished one is freed, a running one is orphaned: the worker's report
-// will free it.
+// will free it. A thread of the owner asleep in ai_stream on s wakes and
+// finds the request gone.
 void
 slot_abandon(struct ai_slot *s)
 {
+  wakeup(s);
   if (s->state == AI_RUNNING) {
     s->owner = 0;
     return;
@@ -570,7 +573,8 @@ worker_gone(int pid)
 }
 
 // exit() calls this for every process: its requests are reclaimed
-// (slot_abandon), and if it is the worker, the requests it was running
+// (slot_abandon; a thread that ends alone owns none, since requests are
+// its process's), and if it is the worker, the requests it was running
 // fail with AIE_WORKERDIED; queued ones stay for the next worker.
 // Takes and releases ai.lock.
 void
