@@ -71,6 +71,14 @@ RULES = [  # one or more aitest cases must cover each of these
     "sampling: one seed, the same ids, side by side in a batch",
     "sampling: temperature 0 is greedy",
     "fairness: at most B/2 running per process while others wait",
+    # ai_table: the whole table as anyone sees it
+    "table: running: state, owner", "table: queued: the FIFO in order",
+    "table: the batch is the worker's running slot",
+    "table: another owner's reqid never visible (the child's request)",
+    "table: another owner's reqid never visible (a child sees none of ours)",
+    "table: done: out of the batch", "table: after the wait the slot is free",
+    "table: 200 snapshots while a batch runs", "table: the batch holds our 8 running",
+    "bad: ai_table with a bad pointer", "bad: ai_table with a size below the view's",
     # the worker right (rule 13)
     "right: a process that dropped the worker right gets AIE_PERM",
     "right: no worker registered after the refusals", "right: the parent keeps it",

@@ -1,5 +1,5 @@
 // The AI service's calls for any process (docs/AI_SERVICE.md section 3):
-// submit, wait, query, cancel, call, info and stream. Each checks what it
+// submit, wait, query, cancel, call, info, table and stream. Each checks what it
 // can without the lock, copies its input from user memory, takes ai.lock
 // to act on the table (ai_table.c, whose header comment gives the rules),
 // and copies its output to user memory after releasing it: no copy to or
@@ -242,6 +242,25 @@ ai_info(uint64 dst)
   in.completed = ai.completed;
   release(&ai.lock);
   if (copyout(myproc()->pagetable, dst, (char *)&in, sizeof(in)) < 0)
+    return -AIE_FAULT;
+  return 0;
+}
+
+// Copies the public state of the whole table (struct ai_table_view),
+// taken in one go under ai.lock, to user address dst, which has room for
+// size bytes. Never blocks, never changes anything. Returns 0;
+// -AIE_BADARG if size is below the structure's size; -AIE_FAULT.
+int
+ai_table(uint64 dst, int size)
+{
+  struct ai_table_view v; // about 1 KiB of the kernel stack
+
+  if (size < (int)sizeof(v))
+    return -AIE_BADARG;
+  acquire(&ai.lock);
+  view_fill(&v);
+  release(&ai.lock);
+  if (copyout(myproc()->pagetable, dst, (char *)&v, sizeof(v)) < 0)
     return -AIE_FAULT;
   return 0;
 }

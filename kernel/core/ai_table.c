@@ -9,6 +9,7 @@
 //
 //   caller --ai_submit--> slot[] + fifo[] --ai_next / ai_take--> worker
 //   caller <--ai_wait / ai_query / ai_stream-- slot
+//   anyone <--ai_table-- every slot's public fields, the FIFO, the batch
 //                    <--ai_emit / ai_progress / ai_complete / ai_fail-- worker
 //
 // The slot holds the request (who owns it, its state, prompt, result and
@@ -68,6 +69,11 @@
 //   text, so the result always has llmrun's format. Progress is a token
 //   count; the first report of >= 1 token times the first token.
 // - Times in struct ai_status are the caller's view, from submit.
+// - ai_table shows anyone the whole table (for ai top and the host's live
+//   view): states, owners, sizes, progress and times, which ai_info
+//   already summed up, but never a prompt, a result or an id generated,
+//   and a reqid only to its owner (a reqid names a request to the calls;
+//   rule 1 makes it useless to others, and hiding it costs nothing).
 // - No copy to or from user memory happens under ai.lock: data goes
 //   through the kernel stack or a kalloc'd page (never for ai_complete, so
 //   that a finished request cannot be stranded by a lack of memory), and after the lock is
@@ -407,6 +413,40 @@ status_fill(struct ai_slot *s, struct ai_status *st)
   st->queued_us = span(s->submit_time, s->start_time);
   st->ttft_us = s->first_time ? span(s->submit_time, s->first_time) : 0;
   st->total_us = s->finish_time ? span(s->submit_time, s->finish_time) : 0;
+}
+
+// The whole table as the calling process may see it (ai_table): every
+// slot without its prompt and result, the reqid of the caller's requests
+// only; the FIFO in order; the slots the registered worker runs.
+void
+view_fill(struct ai_table_view *v)
+{
+  int me = myprocess()->pid;
+
+  memset(v, 0, sizeof(*v));
+  v->now = now_us();
+  v->worker_pid = ai.worker;
+  v->completed = ai.completed;
+  for (int k = 0; k < ai.nqueued; k++)
+    v->fifo[v->nqueued++] = ai.fifo[(ai.head + k) % AI_NSLOT];
+  for (int i = 0; i < AI_NSLOT; i++) {
+    struct ai_slot *s = &ai.slot[i];
+    struct ai_slot_view *w = &v->slot[i];
+    w->state = s->state;
+    if (s->state == AI_FREE)
+      continue;
+    w->reqid = s->owner == me ? s->reqid : 0;
+    w->owner = s->owner;
+    w->prompt_len = s->count;
+    w->predict = s->predict;
+    w->tokens = s->tokens;
+    w->submit_time = s->submit_time;
+    w->start_time = s->start_time;
+    w->first_time = s->first_time;
+    w->finish_time = s->finish_time;
+    if (s->state == AI_RUNNING && ai.worker != 0 && s->runner == ai.worker)
+      v->batch[v->nbatch++] = i;
+  }
 }
 
 // ---------------------------------------------------------------- the worker's side

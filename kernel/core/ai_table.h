@@ -67,6 +67,7 @@ int slot_queue(struct ai_slot *s, const struct submission *q);
 void slot_free(struct ai_slot *s);
 void slot_abandon(struct ai_slot *s);
 void status_fill(struct ai_slot *s, struct ai_status *st);
+void view_fill(struct ai_table_view *v);
 
 // The worker's side.
 int slot_start(int i, struct ai_job *job);

@@ -61,6 +61,12 @@ sys_ai_info(void)
 }
 
 uint64
+sys_ai_table(void)
+{
+  return ai_table(arg(0), arg(1));
+}
+
+uint64
 sys_ai_stream(void)
 {
   return ai_stream(arg(0), arg(1), arg(2), arg(3));

@@ -114,6 +114,7 @@ uint64 sys_ai_query(void);
 uint64 sys_ai_call(void);
 uint64 sys_ai_cancel(void);
 uint64 sys_ai_info(void);
+uint64 sys_ai_table(void);
 uint64 sys_ai_register(void);
 uint64 sys_ai_next(void);
 uint64 sys_ai_progress(void);
@@ -164,6 +165,7 @@ static uint64 (*syscalls[])(void) = {
   [SYS_ai_call] sys_ai_call,
   [SYS_ai_cancel] sys_ai_cancel,
   [SYS_ai_info] sys_ai_info,
+  [SYS_ai_table] sys_ai_table,
   [SYS_ai_register] sys_ai_register,
   [SYS_ai_next] sys_ai_next,
   [SYS_ai_progress] sys_ai_progress,

@@ -103,6 +103,31 @@ struct ai_info {
   int completed;      // requests the worker finished since boot
 };
 
+// One slot of the table as anyone may see it (ai_table): no prompt and no
+// result, and the reqid only of the caller's own requests. Times as in
+// struct ai_status (us since boot, 0 = not yet).
+struct ai_slot_view {
+  int state; // AI_FREE .. AI_FAILED
+  int reqid; // the caller's own request's reqid; 0 for anyone else's
+  int owner; // the submitter's pid; 0 when FREE or orphaned
+  int prompt_len, predict;
+  int tokens; // ids generated so far
+  uint64 submit_time, start_time, first_time, finish_time;
+};
+
+// The whole table, taken in one go under the service's lock (ai_table):
+// every slot, the FIFO's order and the worker's batch, all of one instant.
+struct ai_table_view {
+  uint64 now;          // when it was taken, us since boot (as time_us())
+  int worker_pid;      // 0 when no worker is registered
+  int completed;       // requests the worker finished since boot
+  int nqueued;         // entries of fifo[]
+  int fifo[AI_NSLOT];  // slot numbers of the QUEUED requests, next first
+  int nbatch;          // entries of batch[]
+  int batch[AI_NSLOT]; // slot numbers the worker runs now, ascending
+  struct ai_slot_view slot[AI_NSLOT];
+};
+
 #define AI_STR_(x) #x
 #define AI_STR(x)  AI_STR_(x) // a limit above as text, e.g. "255"
 

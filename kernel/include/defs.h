@@ -177,6 +177,7 @@ int ai_query(int reqid, uint64 dst);
 int ai_cancel(int reqid);
 int ai_call(uint64 tokens, int count, int predict, uint64 out, int cap);
 int ai_info(uint64 dst);
+int ai_table(uint64 dst, int size);
 int ai_stream(int reqid, uint64 dst, int from, int cap);
 
 // ai_worker.c

@@ -38,7 +38,7 @@
 // (30 and 31: process groups and the console's foreground, console.c)
 #define SYS_setpgid 30
 #define SYS_setfg   31
-// 23..31 and 48.. are the kernel core's; 32..47 the AI service's
+// 23..31 and 48 are the kernel core's; 32..47 and 49 the AI service's
 // (docs/AI_SERVICE.md; kernel/core/ai_table.c, kernel/include/aisvc.h):
 #define SYS_ai_submit      32
 #define SYS_ai_wait        33
@@ -59,5 +59,8 @@
 
 // The kernel core, continued:
 #define SYS_vlenb 48 // kernel/core/vector.c
+
+// The AI service, continued:
+#define SYS_ai_table 49 // any process: the whole table's public state
 
 #endif

@@ -12,7 +12,8 @@
 //      on purpose: query in each state, one-shot, buffers, failures,
 //      ownership, the cap, backpressure woken by each kind of slot release,
 //      owner exit, kill in submit and wait, streaming in every state,
-//      ai_take's fairness, the worker's sleep and death;
+//      ai_take's fairness, the worker's sleep and death; ai_table in
+//      each state (and snapshots taken while phase 2's batch runs);
 //   4. it gives the role back; the restarted ai_daemon serves again, and is
 //      killed in the middle of a request: its caller gets AIE_WORKERDIED
 //      and the queued requests are served by the next daemon;
@@ -250,6 +251,82 @@ drain(void)
   ntaken = nmine = 0;
 }
 
+// ---------------------------------------------------------------- ai_table
+
+static struct ai_table_view view;
+
+// The slot of the caller's request reqid in view, or -1.
+static int
+view_slot(int reqid)
+{
+  for (int i = 0; i < AI_NSLOT; i++)
+    if (view.slot[i].state != AI_FREE && view.slot[i].reqid == reqid)
+      return i;
+  return -1;
+}
+
+// Slots in state st in view.
+static int
+view_count(int st)
+{
+  int n = 0;
+  for (int i = 0; i < AI_NSLOT; i++)
+    n += view.slot[i].state == st;
+  return n;
+}
+
+// Does view hold together: the FIFO names each QUEUED slot once, the batch
+// each RUNNING one (a real worker serves), free slots are blank, progress
+// is within predict and the times come in order?
+static int
+view_consistent(void)
+{
+  int seen[AI_NSLOT] = { 0 };
+  if (view.nqueued != view_count(AI_QUEUED) || view.nbatch != view_count(AI_RUNNING))
+    return 0;
+  for (int k = 0; k < view.nqueued; k++)
+    if (view.slot[view.fifo[k]].state != AI_QUEUED || seen[view.fifo[k]]++)
+      return 0;
+  for (int k = 0; k < view.nbatch; k++)
+    if (view.slot[view.batch[k]].state != AI_RUNNING || seen[view.batch[k]]++)
+      return 0;
+  for (int i = 0; i < AI_NSLOT; i++) {
+    struct ai_slot_view *w = &view.slot[i];
+    if (w->state == AI_FREE && (w->owner || w->reqid || w->predict || w->submit_time))
+      return 0;
+    if (w->state == AI_FREE)
+      continue;
+    if (w->tokens < 0 || w->tokens > w->predict || w->submit_time == 0 ||
+        w->submit_time > view.now)
+      return 0;
+    if (w->state >= AI_RUNNING && w->start_time < w->submit_time)
+      return 0;
+    if (w->first_time && w->first_time < w->start_time)
+      return 0;
+    if (w->state == AI_DONE && w->finish_time < w->first_time)
+      return 0;
+  }
+  return 1;
+}
+
+// A child that owns nothing: exit status 0 if ai_table shows it the
+// owners of the used slots but none of their reqids.
+static int
+view_child(void)
+{
+  int pid = fork();
+  if (pid == 0) {
+    int ok = ai_table(&view, sizeof(view)) == 0 && view_count(AI_FREE) < AI_NSLOT;
+    for (int i = 0; i < AI_NSLOT; i++)
+      ok = ok && view.slot[i].reqid == 0 &&
+          (view.slot[i].state == AI_FREE || view.slot[i].owner != 0);
+    exit(ok ? 0 : 1);
+  }
+  int st = -1;
+  wait_for(pid, 100, &st);
+  return st;
+}
+
 // ---------------------------------------------------------------- phase 1
 
 static void
@@ -407,6 +484,34 @@ exiting_child(int predict)
   return pid;
 }
 
+// While the real worker runs our full batch: every snapshot ai_table
+// takes holds together, shows our 8 requests in the batch, and no
+// request's progress goes backwards from one snapshot to the next.
+static void
+table_snapshots(const int *big)
+{
+  int last[AI_PERPROC] = { 0 }, ok = 1, inbatch = 0, moved = 0;
+  for (int round = 0; round < 200 && ok; round++) {
+    ok = ai_table(&view, sizeof(view)) == 0 && view_consistent();
+    for (int k = 0; k < AI_PERPROC && ok; k++) {
+      int i = view_slot(big[k]);
+      ok = i >= 0 && view.slot[i].owner == getpid() && view.slot[i].tokens >= last[k];
+      moved += ok && view.slot[i].tokens > last[k];
+      if (ok)
+        last[k] = view.slot[i].tokens;
+    }
+    if (round == 0)
+      for (int k = 0; k < view.nbatch; k++)
+        inbatch += view.slot[view.batch[k]].owner == getpid();
+    if (round % 20 == 0)
+      sleep(1);
+  }
+  result("table: 200 snapshots while a batch runs each hold together, progress never "
+         "goes back",
+      ok && moved > 0, moved);
+  expect("table: the batch holds our 8 running requests", inbatch, AI_PERPROC);
+}
+
 // Batching with the real daemon (AI_BATCH = AI_PERPROC = 8 places): a
 // full batch, a request queued behind it, a cancel that frees a place at
 // the next step, an owner exiting mid-batch.
@@ -420,6 +525,7 @@ batching_real(void)
   for (int k = 0; k < AI_PERPROC; k++)
     wait_leave(big[k], AI_QUEUED, 1000);
   expect("batch: a full batch runs at once (8 running)", info().running, AI_PERPROC);
+  table_snapshots(big);
   pipe(fd);
   int pid = queued_child(fd);
   char x;
@@ -506,6 +612,12 @@ bad_arguments(void)
   expect("bad: query with a bad status pointer", ai_query(r, BADADDR), -AIE_FAULT);
   ai_cancel(r);
   expect("bad: ai_info with a bad pointer", ai_info(BADADDR), -AIE_FAULT);
+  expect("bad: ai_table with a bad pointer", ai_table(BADADDR, sizeof(view)), -AIE_FAULT);
+  expect("bad: ai_table past the end of memory",
+      ai_table((struct ai_table_view *)((char *)sbrk(0) - 8), sizeof(view)), -AIE_FAULT);
+  expect("bad: ai_table with a size below the view's", ai_table(&view, sizeof(view) - 1),
+      -AIE_BADARG);
+  expect("bad: ai_table with size -1", ai_table(&view, -1), -AIE_BADARG);
   expect("bad: ai_call with out_cap -1", ai_call(P, 3, 1, buf, -1), -AIE_BADARG);
   if (pid != getpid()) { // (ai_call needs a worker other than aitest)
     expect("bad: ai_call with out_cap 1 (too small; cancelled)", ai_call(P, 3, 4, buf, 1),
@@ -589,6 +701,47 @@ states(void)
       ai_wait(c, buf, sizeof(buf)), -AIE_RUNTIME);
   expect("states: nothing left in the table", used(), 0);
   drain();
+}
+
+// ai_table in each state, reached on purpose as the worker: a request of
+// ours running, one of ours and one of a child's queued behind it; then
+// done, then collected.
+static void
+table_states(void)
+{
+  struct filler f = { 0 };
+  int me = getpid(), done0 = info().completed;
+  int a = sub(P, 3, 3), b = sub(Q, 2, 2);
+  filler_start(&f, 1);
+  take();
+  ai_progress(a, 2);
+  int r = ai_table(&view, sizeof(view));
+  int sa = view_slot(a), sb = view_slot(b), sc = view.nqueued == 2 ? view.fifo[1] : 0;
+  struct ai_slot_view *w = &view.slot[sa < 0 ? 0 : sa];
+  result("table: running: state, owner, sizes, progress and times", r == 0 && sa >= 0 && w->state == AI_RUNNING && w->owner == me && w->prompt_len == 3 && w->predict == 3 && w->tokens == 2 && w->submit_time <= w->start_time && w->first_time >= w->start_time && w->finish_time == 0 && view.now >= w->first_time, r);
+  result("table: queued: the FIFO in order, ours then the child's", sb >= 0 && view.nqueued == 2 && view.fifo[0] == sb && view.slot[sb].state == AI_QUEUED && view.slot[sc].state == AI_QUEUED && view.slot[sc].owner == f.pid && view.slot[sb].start_time == 0, view.nqueued);
+  result("table: the batch is the worker's running slot", view.worker_pid == me && view.nbatch == 1 && view.batch[0] == sa, view.nbatch);
+  result("table: another owner's reqid never visible (the child's request)",
+      view.slot[sc].reqid == 0 && f.last > 0, view.slot[sc].reqid);
+  expect("table: another owner's reqid never visible (a child sees none of ours)",
+      view_child(), 0);
+  result("table: consistent", view_consistent(), 0);
+  finish(a, 3);
+  ai_table(&view, sizeof(view));
+  w = &view.slot[sa < 0 ? 0 : sa];
+  result("table: done: out of the batch, all ids, finish time, one more completed",
+      w->state == AI_DONE && w->reqid == a && w->tokens == 3 && w->finish_time >= w->first_time &&
+          view.nbatch == 0 && view.completed == done0 + 1,
+      w->state);
+  ai_wait(a, buf, sizeof(buf));
+  ai_table(&view, sizeof(view));
+  w = &view.slot[sa < 0 ? 0 : sa];
+  result("table: after the wait the slot is free and blank", w->state == AI_FREE && w->owner == 0 && w->reqid == 0 && w->tokens == 0 && view_slot(a) < 0, w->state);
+  filler_stop(&f);
+  drain();
+  ai_table(&view, sizeof(view));
+  result("table: empty after the owners left",
+      view_count(AI_FREE) == AI_NSLOT && view.nqueued == 0 && view.nbatch == 0, view.nqueued);
 }
 
 static void
@@ -1179,6 +1332,7 @@ main(void)
     bad_arguments();
   }
   states();
+  table_states();
   buffers();
   reqids();
   ownership();

@@ -50,6 +50,7 @@ int nharts(void);
 struct ai_status;
 struct ai_job;
 struct ai_info;
+struct ai_table_view;
 int ai_submit(const uint32 *tokens, int token_count, int predict_count); // reqid > 0
 // ai_submit with options (struct ai_opts: stop ids such as the model's
 // end of sequence, the sampler); opts 0 is ai_submit
@@ -61,6 +62,9 @@ int ai_query(int reqid, struct ai_status *st);                             // 0;
 int ai_call(const uint32 *tokens, int n, int predict, char *out, int cap); // submit + wait
 int ai_cancel(int reqid);
 int ai_info(struct ai_info *in); // the table at a glance
+// every slot's public state, the FIFO and the batch at one instant; size:
+// bytes at v, at least sizeof(struct ai_table_view)
+int ai_table(struct ai_table_view *v, int size);
 // ids [from, from+k) of the caller's request, k <= cap; blocks until k >= 1
 // or the end; 0 at the end of a done request
 int ai_stream(int reqid, uint32 *ids, int from, int cap);

@@ -314,7 +314,7 @@ known_errno(long e)
 static int
 is_ai(long nr)
 {
-  return nr >= SYS_ai_submit && nr <= SYS_ai_submit_opts;
+  return (nr >= SYS_ai_submit && nr <= SYS_ai_submit_opts) || nr == SYS_ai_table;
 }
 
 static int
@@ -575,7 +575,7 @@ call_ai(struct call *c)
   if (!aiblock && count > 0 && count <= AI_MAX_PROMPT)
     count = 0; // a real worker would run it for seconds: only bad submits
 
-  switch (pick(8)) {
+  switch (pick(9)) {
   case 0:
   case 1:
     c->nr = SYS_ai_submit;
@@ -612,6 +612,11 @@ call_ai(struct call *c)
   case 5:
     c->nr = SYS_ai_info;
     dataptr(c, 0, sizeof(struct ai_info), 1);
+    break;
+  case 7: // a size below the view's is refused before the pointer is used
+    c->nr = SYS_ai_table;
+    c->a[1] = chance(70) ? sizeof(struct ai_table_view) + pick(2) * pick(4096) : anylen();
+    dataptr(c, 0, (long)(int)c->a[1] >= (long)sizeof(struct ai_table_view) ? sizeof(struct ai_table_view) : 0, 1);
     break;
   case 6: // ai_call blocks like submit + wait
     c->nr = SYS_ai_call;
@@ -756,7 +761,7 @@ call_raw(struct call *c)
 {
   static const long safe[] = { SYS_write, SYS_fstat, SYS_chdir, SYS_dup, SYS_getpid, SYS_uptime,
     SYS_open, SYS_mknod, SYS_unlink, SYS_link, SYS_mkdir, SYS_close, SYS_time_us, SYS_sysinfo,
-    SYS_ai_query, SYS_ai_cancel, SYS_ai_info, SYS_ai_progress, SYS_ai_fail, SYS_nharts,
+    SYS_ai_query, SYS_ai_cancel, SYS_ai_info, SYS_ai_table, SYS_ai_progress, SYS_ai_fail, SYS_nharts,
     SYS_vlenb, SYS_futex_wake, SYS_ai_take, SYS_ai_emit };
   static const long bad[] = { 0, -1, 1000, 0x7fffffff, 0x100000005L,
     (long)0x8000000000000000UL };
