@@ -23,6 +23,9 @@
 //                          one line; the request stays for `wait`
 //   gen PREDICT ID...      submit, stream, then collect (wait) the request
 //   info                   the kernel's table at a glance
+//   top [-n N]             the table live (ai_table), as top shows
+//                          processes: refreshed 4 times a second until
+//                          Ctrl-C, or N times
 //   err CODE               what an error code means (either sign)
 //   register VOCAB SEQLEN  try to become the AI worker (and resign at once
 //                          if that worked): only a process with the worker
@@ -190,6 +193,97 @@ print_info(void)
       in.orphans, in.done, in.failed, in.perproc);
 }
 
+// ---------------------------------------------------------------- top
+
+#define TOP_TICKS 2 // between refreshes (10 ticks per second)
+
+static const char *state_names[] = { "FREE", "QUEUED", "RUNNING", "DONE", "FAILED" };
+
+// A span in ms as a column of width 9, "-" while it is unknown (either
+// end not yet reached).
+static void
+print_ms(uint64 from, uint64 to)
+{
+  if (from == 0 || to < from)
+    printf(" %9s", "-");
+  else
+    printf(" %9lu", (to - from) / 1000);
+}
+
+// One row per used slot of v: 80 columns at most.
+static void
+print_slots(const struct ai_table_view *v)
+{
+  printf("SLOT STATE   OWNER PROMPT IDS/PREDICT    AGE ms QUEUED ms   TTFT ms  TOTAL ms\n");
+  for (int i = 0; i < AI_NSLOT; i++) {
+    const struct ai_slot_view *w = &v->slot[i];
+    char owner[12], progress[12];
+    if (w->state == AI_FREE)
+      continue;
+    if (w->owner)
+      snprintf(owner, sizeof(owner), "%d", w->owner);
+    else
+      snprintf(owner, sizeof(owner), "gone"); // an orphan
+    snprintf(progress, sizeof(progress), "%d/%d", w->tokens, w->predict);
+    printf("%4d %-7s %5s %6d %11s", i, w->state <= AI_FAILED ? state_names[w->state] : "?",
+        owner, w->prompt_len, progress);
+    print_ms(w->submit_time, w->finish_time ? w->finish_time : v->now);
+    print_ms(w->submit_time, w->start_time);
+    print_ms(w->submit_time, w->first_time);
+    print_ms(w->submit_time, w->finish_time);
+    printf("\n");
+  }
+}
+
+// "NAME: slot slot ..." for the n slot numbers in list.
+static void
+print_list(const char *name, const int *list, int n)
+{
+  printf("%s:", name);
+  for (int k = 0; k < n; k++)
+    printf(" %d", list[k]);
+  printf(n == 0 ? " (empty)\n" : "\n");
+}
+
+// One screen of v: a header, the used slots, the FIFO and the batch.
+static void
+print_table(const struct ai_table_view *v)
+{
+  int used = 0;
+  for (int i = 0; i < AI_NSLOT; i++)
+    used += v->slot[i].state != AI_FREE;
+  printf("\033[H\033[2J"); // cursor home, clear the screen
+  printf("ai top: the kernel's AI table at %lu.%lu s (Ctrl-C ends)\n", v->now / 1000000,
+      v->now / 100000 % 10);
+  printf("worker pid %d, %d completed; slots %d/%d used, queue %d, batch %d\n\n",
+      v->worker_pid, v->completed, used, AI_NSLOT, v->nqueued, v->nbatch);
+  print_slots(v);
+  printf("\n");
+  print_list("FIFO (next first)", v->fifo, v->nqueued);
+  print_list("BATCH (the worker runs these slots)", v->batch, v->nbatch);
+}
+
+// top [-n N]: the table every TOP_TICKS until Ctrl-C, or N times.
+static void
+top(char **w, int n)
+{
+  static struct ai_table_view v;
+  int times = -1;
+  if (n == 3 && strcmp(w[1], "-n") == 0 && (times = atoi(w[2])) > 0)
+    n = 1;
+  if (n != 1) {
+    printf("ai: usage: top [-n N]   (N >= 1 refreshes; without -n until Ctrl-C)\n");
+    return;
+  }
+  for (int k = 0; times < 0 || k < times; k++) {
+    if (k > 0)
+      sleep(TOP_TICKS);
+    if (report("top", ai_table(&v, sizeof(v))) < 0)
+      return;
+    print_table(&v);
+  }
+}
+
 static void run(char **w, int n);
 
 static void
@@ -283,6 +377,7 @@ static const struct {
   { "stream", "REQID", "print its ids as they are produced; wait collects it" },
   { "gen", "[OPT V]... PREDICT ID...", "submit, stream, then wait" },
   { "info", "", "the kernel's table at a glance" },
+  { "top", "[-n N]", "the table live until Ctrl-C (or N refreshes)" },
   { "err", "CODE", "what an error code means (either sign)" },
   { "register", "VOCAB SEQLEN", "try to become the worker (resigns if it did)" },
   { "right", "", "whether this process may become the worker" },
@@ -346,6 +441,8 @@ run(char **w, int n)
       printf("cancelled %d\n", id);
   } else if (strcmp(c, "info") == 0 && n == 1)
     print_info();
+  else if (strcmp(c, "top") == 0)
+    top(w, n);
   else if (strcmp(c, "err") == 0 && n == 2) {
     const char *m = ai_strerror(id);
     printf("%d: %s\n", id, m ? m : strerror(id));
