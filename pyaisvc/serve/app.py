@@ -69,7 +69,8 @@ StopText = Annotated[str, Field(min_length=1, max_length=MAX_STOP_CHARS)]
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: 0 is not false and "5" is not 5, as the published schema says
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class StreamOptions(_Body):
@@ -132,6 +133,8 @@ class ErrorResponse(BaseModel):
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
+    200: {"description": "the reply; with stream: true, Server-Sent Events (data: {chunk}, "
+          "then data: [DONE])", "content": {"text/event-stream": {}}},
     400: {"model": ErrorResponse, "description": "a bad field, named by error.param"},
     404: {"model": ErrorResponse, "description": "unknown model"},
     413: {"model": ErrorResponse, "description": "the body is over 1 MiB"},
@@ -485,14 +488,16 @@ def create_app(service: Service) -> FastAPI:
     async def metrics() -> PlainTextResponse:
         return PlainTextResponse(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)
 
-    @app.post("/tokenize", responses={400: ERRORS[400]}, summary="text -> ids (llama.cpp)")
+    small = {400: ERRORS[400], 413: ERRORS[413]}
+
+    @app.post("/tokenize", responses=small, summary="text -> ids (llama.cpp)")
     async def tokenize(req: TokenizeRequest) -> dict[str, Any]:
         ids = service.tok.encode(_text(req.content, "content"))
         if not req.with_pieces:
             return {"tokens": ids}
         return {"tokens": [{"id": i, "piece": service.tok.decode([i])} for i in ids]}
 
-    @app.post("/detokenize", responses={400: ERRORS[400]}, summary="ids -> text (llama.cpp)")
+    @app.post("/detokenize", responses=small, summary="ids -> text (llama.cpp)")
     async def detokenize(req: DetokenizeRequest) -> dict[str, str]:
         bad = next((i for i in req.tokens if i >= service.limits.vocab), None)
         if bad is not None:
@@ -501,15 +506,19 @@ def create_app(service: Service) -> FastAPI:
         return {"content": service.tok.decode(req.tokens)}
 
     def openapi() -> dict[str, Any]:
-        """FastAPI's schema, with the 400 this server gives in place of its 422."""
+        """FastAPI's schema, with the 400 this server gives in place of its 422 and the
+        served model's id as the only value of `model`."""
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version,
                                  description=app.description, routes=app.routes)
             for path in schema.get("paths", {}).values():
                 for op in path.values():
                     op.get("responses", {}).pop("422", None)
+            schemas = schema.get("components", {}).get("schemas", {})
             for name in ("HTTPValidationError", "ValidationError"):
-                schema.get("components", {}).get("schemas", {}).pop(name, None)
+                schemas.pop(name, None)
+            for name in ("CompletionRequest", "ChatRequest"):  # the one model served
+                schemas[name]["properties"]["model"]["enum"] = [service.model]
             app.openapi_schema = schema
         return app.openapi_schema
 
