@@ -38,7 +38,7 @@ from pyaisvc.serve.gateway import Gateway, GuestDown, Submitted
 from pyaisvc.serve.metrics import Metrics
 
 log = logging.getLogger("pyaisvc.serve")
-POLL_BUSY, POLL_IDLE = 0.2, 1.0  # seconds between I frames with / without live requests
+POLL_BUSY, POLL_IDLE = 0.2, 0.5  # seconds between I frames with / without live requests
 REBOOT_PAUSE = 3.0  # seconds between failed boots
 
 
