@@ -251,6 +251,7 @@ def test_completion_stream_and_usage_over_a_fake_gateway() -> None:
         assert out["choices"][0]["text"] == " Paris."
         assert out["choices"][0]["finish_reason"] == "stop"
         assert out["usage"] == {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
+        assert out["timings"] == {"queued_us": 10, "ttft_us": 1000, "total_us": 2000}
         assert engine.last[0] == [504, 3575, 282, 4649, 314]
         assert engine.last[2] == frames.Options()  # greedy
         assert engine.last[3] == [0, 2]

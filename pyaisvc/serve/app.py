@@ -346,6 +346,16 @@ class Run:
         self.text = TextStream(service.tok, plan.stops, end_ids(service.tok))
         self.finish = "length"
         self.first: float | None = None
+        self.end: frames.End | None = None  # the guest's E frame, with the kernel's times
+
+    @property
+    def timings(self) -> dict[str, int] | None:
+        """The kernel's times for the request (microseconds from ai_submit), as an extension
+        field beside usage (llama.cpp's server has one too); None when it did not end."""
+        e = self.end
+        if e is None:
+            return None
+        return {"queued_us": e.queued_us, "ttft_us": e.ttft_us, "total_us": e.total_us}
 
     @property
     def usage(self) -> dict[str, int]:
@@ -359,6 +369,7 @@ class Run:
         try:
             async for ev in self.sub.events():
                 if isinstance(ev, frames.End):
+                    self.end = ev
                     if (rest := self.text.close()):
                         yield rest
                     if ev.finish == "stop":
@@ -434,7 +445,7 @@ def create_app(service: Service) -> FastAPI:
         finally:
             sub.cancel()  # the client went away (no-op when the request ended)
         m.requests.labels(endpoint, "ok").inc()
-        return shape.whole(req.model, text, run.finish, run.usage)
+        return shape.whole(req.model, text, run.finish, run.usage) | {"timings": run.timings}
 
     async def _stream(run: Run, shape: _Shape, model: str, endpoint: str):
         ident, created = shape.ident(), int(time.time())
@@ -444,7 +455,8 @@ def create_app(service: Service) -> FastAPI:
                 yield _sse(first)
             async for piece in run.pieces():
                 yield _sse(shape.chunk(ident, created, model, piece, None))
-            yield _sse(shape.chunk(ident, created, model, "", run.finish))
+            yield _sse(shape.chunk(ident, created, model, "", run.finish) |
+                       {"timings": run.timings})
             if run.plan.include_usage:
                 yield _sse(shape.usage_chunk(ident, created, model, run.usage))
             yield b"data: [DONE]\n\n"

@@ -26,6 +26,7 @@ import logging
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,7 +59,7 @@ class _Console:
     """A thread that reads the guest's console until told to stop; it calls on_lost
     (from the thread) when QEMU's output ends or the kernel panics."""
 
-    def __init__(self, guest: Guest, on_lost) -> None:
+    def __init__(self, guest: Guest, on_lost: Callable[[str], object]) -> None:
         self._guest, self._on_lost = guest, on_lost
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="guest-console", daemon=True)
@@ -95,6 +96,7 @@ class Engine:
         self.gateway: Gateway | None = None
         self.guest: Guest | None = None
         self._console: _Console | None = None
+        self._on_lost: Callable[[str], object] = lambda why: None  # from the console thread
         self._dir: Path | None = None
         self._supervisor: asyncio.Task[None] | None = None
 
@@ -124,6 +126,20 @@ class Engine:
                             (f" ({self.why_down})" if self.why_down else ""))
         return await gw.submit(prompt, predict, opts, stops)
 
+    def run_at_console(self, cmd: str, timeout: float = 300.0) -> str:
+        """Runs one shell command at the guest's console (Guest.run) and returns its
+        output, e.g. ``aistress --bench`` beside the HTTP load; blocking (call it in a
+        thread). The console thread pauses meanwhile."""
+        guest = self.guest
+        if self.state != "up" or guest is None or self._console is None:
+            raise GuestDown(f"the guest is {self.state}")
+        self._console.stop()
+        try:
+            return guest.run(cmd, timeout=timeout)
+        finally:
+            if guest is self.guest and self.state == "up":
+                self._console = _Console(guest, self._on_lost)
+
     def close(self) -> None:
         """Stops the supervisor, the gateway connection and QEMU (synchronous: also safe
         while the event loop is being torn down)."""
@@ -147,7 +163,8 @@ class Engine:
         log.info("booting the guest (QEMU, %d hart(s), %s)", c.cpus, c.ram)
         await asyncio.to_thread(guest.boot, c.boot_timeout)
         loop = asyncio.get_running_loop()
-        self._console = _Console(guest, lambda why: loop.call_soon_threadsafe(self._lost, why))
+        self._on_lost = lambda why: loop.call_soon_threadsafe(self._lost, why)
+        self._console = _Console(guest, self._on_lost)
         try:
             reader, writer = await asyncio.open_unix_connection(str(sock))
         except OSError as e:
