@@ -237,6 +237,9 @@ def test_a_client_leaving_mid_stream_cancels_its_kernel_request(server: Server) 
             chunks += line.startswith("data: {")
             if chunks == 2:
                 break
+        # 198 ids still to come: the kernel's table holds it (seen through the I frame)
+        wait_for(lambda: server.metric("aisvc_kernel_live_requests") >= 1, 30,
+                 "the request live in the kernel's table")
     # The response is closed: the server must send C, the gateway ai_cancel.
     took = wait_for(lambda: server.metric("aisvc_kernel_live_requests") == 0
                     and server.metric("aisvc_live_requests") == 0, 10,

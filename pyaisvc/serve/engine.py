@@ -192,7 +192,8 @@ class Engine:
             await gw.run()
             poll.cancel()
             self.state, self.why_down = "down", str(gw.down or "")
-            self.metrics.guest_up.set(0)
+            for gauge in (self.metrics.guest_up, self.metrics.live, self.metrics.queue_depth):
+                gauge.set(0)
             log.warning("%s; booting a fresh guest", self.why_down)
             await asyncio.to_thread(self._stop_guest)
             while True:
