@@ -26,6 +26,7 @@ end-of-turn ids end every reply too (``finish_reason`` ``stop``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import secrets
@@ -57,6 +58,7 @@ MAX_STOP_STRINGS = 4
 MAX_STOP_CHARS = 64
 DEFAULT_COMPLETION_TOKENS = 16  # OpenAI's default max_tokens for /v1/completions
 DEFAULT_TOP_K = 40
+DISCONNECT_POLL = 0.25  # seconds between looks at a waiting non-streaming client
 RETRY_AFTER = "1"  # seconds: a slot frees within a request's time; a reboot takes longer
 MICRO = 1_000_000
 SEED_MAX = 2**64 - 1
@@ -390,6 +392,22 @@ class Run:
             m.tpot.observe((time.monotonic() - self.first) / (self.text.generated - 1))
 
 
+async def _whole(run: Run, request: Request) -> str | None:
+    """The reply's whole text; None when the client went away first (then the guest's
+    request is cancelled by the caller, as a stream's is)."""
+    async def collect() -> str:
+        return "".join([p async for p in run.pieces()])
+
+    task = asyncio.ensure_future(collect())
+    try:
+        while not (await asyncio.wait({task}, timeout=DISCONNECT_POLL))[0]:
+            if await request.is_disconnected():
+                return None
+        return task.result()
+    finally:
+        task.cancel()
+
+
 def _sse(obj: Any) -> bytes:
     return f"data: {json.dumps(obj, ensure_ascii=False)}\n\n".encode()
 
@@ -414,7 +432,7 @@ def create_app(service: Service) -> FastAPI:
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
         return ApiError(exc.status_code, str(exc.detail), None, kind).response()
 
-    async def generate(req: CompletionRequest | ChatRequest):
+    async def generate(req: CompletionRequest | ChatRequest, request: Request):
         endpoint = "chat" if isinstance(req, ChatRequest) else "completions"
         t0 = time.monotonic()
         try:
@@ -439,11 +457,14 @@ def create_app(service: Service) -> FastAPI:
             return StreamingResponse(_stream(run, shape, req.model, endpoint),
                                      media_type="text/event-stream")
         try:
-            text = "".join([p async for p in run.pieces()])
+            text = await _whole(run, request)
         except (GuestDown, RequestFailed) as e:
             raise _failure(m, endpoint, e) from e
         finally:
             sub.cancel()  # the client went away (no-op when the request ended)
+        if text is None:
+            m.requests.labels(endpoint, "cancelled").inc()
+            return JSONResponse({}, status_code=499)  # nobody reads it
         m.requests.labels(endpoint, "ok").inc()
         return shape.whole(req.model, text, run.finish, run.usage) | {"timings": run.timings}
 
@@ -473,13 +494,13 @@ def create_app(service: Service) -> FastAPI:
 
     @app.post("/v1/completions", responses=ERRORS, summary="a completion of the prompt (text "
               "or ids); SSE chunks with stream: true")
-    async def completions(req: CompletionRequest):
-        return await generate(req)
+    async def completions(req: CompletionRequest, request: Request):
+        return await generate(req, request)
 
     @app.post("/v1/chat/completions", responses=ERRORS, summary="the assistant's reply in "
               "the model's chat template; SSE chunks with stream: true")
-    async def chat_completions(req: ChatRequest):
-        return await generate(req)
+    async def chat_completions(req: ChatRequest, request: Request):
+        return await generate(req, request)
 
     @app.get("/v1/models", summary="the one model served")
     async def models() -> dict[str, Any]:
