@@ -331,3 +331,25 @@ def test_a_full_queue_is_429_with_retry_after() -> None:
         assert 'aisvc_requests_total{endpoint="completions",outcome="rejected"} 1.0' in metrics
 
     api_test([5], window=1, queue_max=0, body=body)
+
+
+# ---------------------------------------------------------------- the CLI
+
+def test_serve_refuses_a_bad_or_busy_port_before_booting() -> None:
+    import subprocess
+    import sys
+
+    def serve(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pyaisvc", "serve", *args],
+                              capture_output=True, text=True, timeout=120)
+
+    r = serve("--port", "70000")
+    assert r.returncode == 1
+    assert r.stderr.strip() == "pyaisvc serve: --port 70000 must be 0..65535"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        r = serve("--port", str(busy.getsockname()[1]))
+    assert r.returncode == 1
+    assert "cannot listen on 127.0.0.1:" in r.stderr and "choose another --port" in r.stderr
+    assert "booting" not in r.stderr
