@@ -169,7 +169,11 @@ class Engine:
             reader, writer = await asyncio.open_unix_connection(str(sock))
         except OSError as e:
             raise GuestError(f"cannot connect to the gateway port {sock}: {e}") from e
-        gw = await Gateway.connect(reader, writer, c.queue_max, c.ready_timeout)
+        try:
+            gw = await Gateway.connect(reader, writer, c.queue_max, c.ready_timeout)
+        except GuestDown as e:
+            raise GuestError(f"{e}: is the AI worker up and /gateway in the image (run `make "
+                             "all`)?", guest.transcript) from e
         gw.on_end = self._ended
         self.gateway, self.state, self.why_down = gw, "up", ""
         self.metrics.guest_up.set(1)
