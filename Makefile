@@ -100,7 +100,8 @@ KERNEL_CORE_SRCS := \
 	$(K)/core/exec.c \
 	$(K)/core/ai_service.c \
 	$(K)/drivers/uart.c \
-	$(K)/drivers/plic.c
+	$(K)/drivers/plic.c \
+	$(K)/drivers/virtio_console.c
 
 # [kernel-fs] buffer cache, log, inodes, files, pipes, virtio-blk.
 KERNEL_FS_SRCS := \
@@ -156,6 +157,7 @@ AI_PROGS := \
 	ai \
 	aitest \
 	aistress \
+	gateway \
 
 UPROGS := $(BIN_PROGS) $(TEST_PROGS) $(LLM_PROGS) $(AI_PROGS)
 UPROG_ELFS := $(addprefix $(BUILD)/user/_,$(UPROGS))
@@ -227,12 +229,12 @@ $(addprefix $(BUILD)/user/_,$(BIN_PROGS)): $(BUILD)/user/_%: $(BUILD)/user/bin/%
 	$(LINK_UPROG)
 $(addprefix $(BUILD)/user/_,$(TEST_PROGS)): $(BUILD)/user/_%: $(BUILD)/user/tests/%.o $(UPROG_LIBS) $(U)/lib/user.ld
 	$(LINK_UPROG)
-$(addprefix $(BUILD)/user/_,aitest aistress ai): $(BUILD)/user/_%: $(BUILD)/user/ai/%.o $(UPROG_LIBS) $(U)/lib/user.ld
+$(addprefix $(BUILD)/user/_,aitest aistress ai gateway): $(BUILD)/user/_%: $(BUILD)/user/ai/%.o $(UPROG_LIBS) $(U)/lib/user.ld
 	$(LINK_UPROG)
 
 # Guest programs used only by the kernel's pytest tests (tests/progs/NAME.c
 # -> build/tests/_NAME); the tests pack them into images of their own.
-TESTPROGS := fault sbrkbig fpmix fswrite spin tlbprobe vprobe
+TESTPROGS := fault sbrkbig fpmix fswrite spin tlbprobe vprobe portecho
 TESTPROG_ELFS := $(addprefix $(BUILD)/tests/_,$(TESTPROGS))
 .PHONY: testprogs
 testprogs: $(TESTPROG_ELFS)

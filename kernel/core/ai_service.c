@@ -253,7 +253,8 @@ reqid_next(void)
 }
 
 // The caller's request reqid, or 0 with *err set to -AIE_NOREQ or
-// -AIE_NOTOWNER.
+// -AIE_NOTOWNER. A request belongs to the process (its main thread's
+// pid), so any of its threads may use it (rule 1).
 static struct ai_slot *
 slot_owned(int reqid, int *err)
 {
@@ -263,7 +264,7 @@ slot_owned(int reqid, int *err)
     *err = -AIE_NOREQ;
     return 0;
   }
-  if (s->owner != myproc()->pid) {
+  if (s->owner != myprocess()->pid) {
     *err = -AIE_NOTOWNER;
     return 0;
   }
@@ -294,10 +295,12 @@ slot_free(struct ai_slot *s)
 
 // The owner lets go of s: a queued request leaves the FIFO and is freed, a
 // finished one is freed, a running one is orphaned: the worker's report
-// will free it.
+// will free it. A thread of the owner asleep in ai_stream on s wakes and
+// finds the request gone.
 static void
 slot_abandon(struct ai_slot *s)
 {
+  wakeup(s);
   if (s->state == AI_RUNNING) {
     s->owner = 0;
     return;
@@ -414,7 +417,7 @@ submit_check(const struct submission *q)
       return -AIE_TOKEN;
   if (q->count + q->predict > ai.seq_len)
     return -AIE_TOOLONG;
-  if (owned_count(myproc()->pid) >= AI_PERPROC)
+  if (owned_count(myprocess()->pid) >= AI_PERPROC)
     return -AIE_WOULDBLOCK;
   return 0;
 }
@@ -436,7 +439,7 @@ submit_locked(const struct submission *q)
       ;
     if (s < &ai.slot[AI_NSLOT])
       break;
-    if (owned_count(p->pid) > 0) // see "No deadlock" above
+    if (owned_count(myprocess()->pid) > 0) // see "No deadlock" above
       return -AIE_WOULDBLOCK;
     if (killed(p))
       return -AIE_INTR;
@@ -446,7 +449,7 @@ submit_locked(const struct submission *q)
   memset(s, 0, sizeof(*s) - sizeof(s->result));
   s->state = AI_QUEUED;
   s->reqid = reqid;
-  s->owner = p->pid;
+  s->owner = myprocess()->pid;
   s->count = q->count;
   s->predict = q->predict;
   s->opts = q->opts;
@@ -1052,7 +1055,8 @@ ai_stream(int reqid, uint64 dst, int from, int cap)
 }
 
 // exit() calls this for every process: its requests are reclaimed
-// (slot_abandon), and if it is the worker, the requests it was running
+// (slot_abandon; a thread that ends alone owns none, since requests are
+// its process's), and if it is the worker, the requests it was running
 // fail with AIE_WORKERDIED; queued ones stay for the next worker.
 // Takes and releases ai.lock.
 void

@@ -66,6 +66,7 @@ main(void)
     iinit();
     fileinit();
     virtio_disk_init();
+    virtio_port_init();
     ai_init();
     userinit();
     __sync_synchronize();

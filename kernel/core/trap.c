@@ -96,6 +96,8 @@ devintr(uint64 scause)
     uartintr();
   else if (irq == VIRTIO0_IRQ)
     virtio_disk_intr();
+  else if (irq == VIRTIO1_IRQ)
+    virtio_port_intr();
   else if (irq)
     printf("devintr: unexpected interrupt %d\n", irq);
   if (irq)

@@ -137,6 +137,7 @@ kvminit(uint64 ram_end)
   kvmmap(kpt, CLINT, CLINT, PGSIZE, PTE_R | PTE_W);
   kvmmap(kpt, UART0, UART0, PGSIZE, PTE_R | PTE_W);
   kvmmap(kpt, VIRTIO0, VIRTIO0, PGSIZE, PTE_R | PTE_W);
+  kvmmap(kpt, VIRTIO1, VIRTIO1, PGSIZE, PTE_R | PTE_W);
   kvmmap(kpt, PLIC, PLIC, PLIC_SIZE, PTE_R | PTE_W);
   kvmmap(kpt, KERNBASE, KERNBASE, (uint64)etext - KERNBASE, PTE_R | PTE_X);
   kvmmap(kpt, (uint64)etext, (uint64)etext, ram_end - (uint64)etext, PTE_R | PTE_W);

@@ -395,7 +395,8 @@ create(char *path, short type, short major, short minor, struct inode **ipp)
 }
 
 // Opens the inode at path per omode. Caller is inside a transaction.
-// Returns the new descriptor or a negative errno.
+// Returns the new descriptor or a negative errno: -ENXIO for a device
+// file whose driver is absent (no read and no write in devsw).
 static int
 do_open(char *path, int omode)
 {
@@ -426,6 +427,10 @@ do_open(char *path, int omode)
   if (ip->type == T_DEVICE && (ip->major < 0 || ip->major >= NDEV)) {
     iunlockput(ip);
     return -EINVAL;
+  }
+  if (ip->type == T_DEVICE && !devsw[ip->major].read && !devsw[ip->major].write) {
+    iunlockput(ip);
+    return -ENXIO;
   }
   if ((f = filealloc()) == 0) {
     iunlockput(ip);

@@ -54,6 +54,10 @@ void plicinithart(void);
 int plic_claim(void);
 void plic_complete(int irq);
 
+// virtio_console.c
+void virtio_port_init(void);
+void virtio_port_intr(void);
+
 // printf.c
 void printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void panic(const char *s) __attribute__((noreturn));

@@ -9,6 +9,7 @@
 #define ESRCH        3  // no such process
 #define EINTR        4  // interrupted (the process was killed)
 #define EIO          5  // I/O error
+#define ENXIO        6  // no such device (a device file without its driver)
 #define E2BIG        7  // argument list too long
 #define ENOEXEC      8  // not an executable (bad ELF)
 #define EBADF        9  // bad file descriptor

@@ -43,6 +43,7 @@ struct devsw {
 
 #define NDEV    10 // major device numbers
 #define CONSOLE 1  // the console's major number
+#define PORT    3  // the gateway's virtio console port (virtio_console.c)
 
 extern struct devsw devsw[];
 

@@ -6,13 +6,15 @@
 //   0x0c000000  PLIC
 //   0x10000000  UART0 (16550), IRQ 10
 //   0x10001000  VIRTIO0 (virtio-mmio, the disk), IRQ 1
+//   0x10002000  VIRTIO1 (virtio-mmio, the gateway's console port, if
+//               QEMU has one: virtio_console.c), IRQ 2
 //   0x80000000  RAM; QEMU loads the kernel here (-bios none).
 //               The RAM size comes from the device tree (fdt.c).
 //
 // Virtual, one address space per process with the kernel in its lower
 // part (vm.c says why):
-//   below USERBASE (128 GiB), the kernel's: RAM, CLINT, UART0, VIRTIO0
-//     and PLIC mapped 1:1 (va == pa), and just below USERBASE each
+//   below USERBASE (128 GiB), the kernel's: RAM, CLINT, UART0, VIRTIO0,
+//     VIRTIO1 and PLIC mapped 1:1 (va == pa), and just below USERBASE each
 //     process slot's kernel stack with an unmapped guard page below it.
 //     None of it has PTE_U, so user code cannot touch it.
 //   from USERBASE, the process's: the program's segments, a guard page,
@@ -37,6 +39,9 @@
 
 #define VIRTIO0     0x10001000L
 #define VIRTIO0_IRQ 1
+
+#define VIRTIO1     0x10002000L
+#define VIRTIO1_IRQ 2
 
 #define PLIC              0x0c000000L
 #define PLIC_SIZE         0x400000L

@@ -30,8 +30,9 @@
 #define VIRTIO_MMIO_DEVICE_DESC_HIGH    0x0a4
 #define VIRTIO_MMIO_CONFIG              0x100 // device-specific
 
-#define VIRTIO_MAGIC     0x74726976
-#define VIRTIO_DEV_BLOCK 2
+#define VIRTIO_MAGIC       0x74726976
+#define VIRTIO_DEV_BLOCK   2
+#define VIRTIO_DEV_CONSOLE 3
 
 // Device status bits.
 #define VIRTIO_STATUS_ACKNOWLEDGE 1

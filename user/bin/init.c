@@ -4,7 +4,8 @@
 //       command line's words without a dot: kernel/core/bootargs.c)
 //
 // It opens the console as fds 0, 1 and 2 (creating /console on a fresh
-// image), then starts every program in the services table and keeps it
+// image), makes /port when the kernel has the gateway's port device
+// (docs/GATEWAY.md), then starts every program in the services table and keeps it
 // running: when one exits, init starts it again. A background service
 // that keeps failing (exit status not 0, each time within a minute of
 // its start) waits 1, 2, 4 ... s before each restart, and after
@@ -28,6 +29,7 @@
 #include "kernel/include/stat.h"
 
 #define CONSOLE_MAJOR 1              // CONSOLE in kernel/include/file.h
+#define PORT_MAJOR    3              // PORT in kernel/include/file.h
 #define RESPAWN_TICKS TICK_HZ        // a service that dies sooner waits this long first
 #define RESPAWN_LIMIT 4              // failures in a row after which init gives up
 #define RESPAWN_RESET (60 * TICK_HZ) // a run this long ends a series of failures
@@ -53,15 +55,26 @@ have_model(void)
   return stat("/AI/SMOL", &st) == 0 || stat("/AI/QWEN", &st) == 0;
 }
 
+// The gateway serves the host through the port (docs/GATEWAY.md) when
+// QEMU has one (makeport made /port) and the worker runs.
+static int
+have_port_and_model(void)
+{
+  struct stat st;
+
+  return stat("/port", &st) == 0 && have_model();
+}
+
 // The programs init keeps alive, started in this order. ai_daemon says
-// when it is ready (model loaded, registered), so the shell starts only
-// after that.
+// when it is ready (model loaded, registered), so the gateway and the
+// shell start only after that.
 static struct service services[] = {
   { "/ai_daemon", { "ai_daemon", "--ready-fd", "3", 0 }, have_model, 1, 1, 1 },
+  { "/gateway", { "gateway", 0 }, have_port_and_model, 0, 0, 1 },
   { "/sh", { "sh", 0 } },
 };
 #define WORKER   (&services[0])
-#define SHELL    (&services[1])
+#define SHELL    (&services[2])
 #define NSERVICE (sizeof(services) / sizeof(services[0]))
 
 // Starts the worker as ai_daemon --batch b (ai_daemon checks b).
@@ -86,6 +99,23 @@ openconsole(void)
     exit(1);
   dup(0);
   dup(0);
+}
+
+// Makes /port, the gateway's device file, when the kernel has the port
+// device, and removes it when not (an image last booted with a port), so
+// /port exists exactly while the device does.
+static void
+makeport(void)
+{
+  int fd;
+
+  fd = open("/port", O_RDWR);
+  if (fd == -ENOENT && mknod("/port", PORT_MAJOR, 0) == 0)
+    fd = open("/port", O_RDWR);
+  if (fd == -ENXIO)
+    unlink("/port");
+  if (fd >= 0)
+    close(fd);
 }
 
 // A notify service gets the write end of a pipe as fd 3; init reads
@@ -183,6 +213,7 @@ main(int argc, char *argv[])
   int pid, status;
 
   openconsole();
+  makeport();
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "aiworker=console") == 0)
       SHELL->ai_worker = 1;

@@ -245,6 +245,7 @@ static const char *errnames[] = {
   [ESRCH] = "no such process",
   [EINTR] = "interrupted",
   [EIO] = "I/O error",
+  [ENXIO] = "no such device",
   [E2BIG] = "argument list too long",
   [ENOEXEC] = "not an executable",
   [EBADF] = "bad file descriptor",

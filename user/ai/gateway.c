@@ -1,0 +1,445 @@
+// gateway: the kernel AI service for the host, over the port device.
+//
+//   gateway        (started by init when /port exists and the worker is up)
+//
+// It speaks the frames of docs/GATEWAY.md on /port: each line the host
+// sends is one frame; the answers are lines too. The main thread reads
+// and checks the frames, submits each request (ai_submit_opts) and
+// cancels (ai_cancel); one thread per live request follows it with
+// ai_stream, sends its ids in T frames as the worker produces them, and
+// ends it with one E frame (timings from ai_query, then ai_wait frees the
+// kernel's slot) or one X frame. At most AI_PERPROC requests are live, as
+// many as the kernel lets one process own, so the worker batches them.
+//
+// Every frame line is written whole under out_lock (one write per line),
+// so the threads' frames never interleave. The table of live requests is
+// guarded by table_lock: a rid is live from its S until its thread has
+// collected it (then C for it is refused with 203), and a cancel and
+// that collection never race (the thread checks the cancelled flag under
+// the lock).
+//
+// Anything the host sends is checked at one place, parse_submit and
+// parse_line's callers: a frame that is not exactly right is answered
+// with X (code 200-203 or the kernel's AIE_* code) and skipped; the
+// gateway goes on. It holds no AI worker right (init drops it).
+
+#include "user/lib/user.h"
+#include "kernel/include/fcntl.h"
+#include "kernel/include/aisvc.h"
+
+#define GW_LINE_MAX  4096 // longest frame, newline included (docs/GATEWAY.md)
+#define GW_VERSION   1
+#define MAX_WORDS    (8 + AI_MAX_STOP + AI_MAX_PROMPT + 1) // an S frame at most, plus one
+#define RID_MAX      0x7fffffff
+#define E_MALFORMED  200
+#define E_LIVE       201
+#define E_WINDOW     202
+#define E_NOTLIVE    203
+#define FRAME_ID_LEN 11 // " 4294967295": a space and an id
+
+// One live request (or a free entry).
+struct live {
+  enum { FREE,
+    LIVE,
+    ENDED } state;    // ENDED: its thread has finished but is not joined
+  int rid;            // the host's id
+  int reqid;          // the kernel's
+  int tid;            // its stream thread
+  struct ai_opts opts; // for telling stop from length
+  int cancelled;      // C arrived: the thread ends it with E cancel
+  struct ai_status at_cancel; // ai_query just before ai_cancel
+};
+
+static int port;
+static struct mutex out_lock;   // one frame line at a time on the port
+static struct mutex table_lock; // table[]
+static struct live table[AI_PERPROC];
+
+// Writes one frame line (without its newline) to the port, whole.
+static void
+send_line(char *line)
+{
+  int n = strlen(line), w;
+
+  line[n] = '\n'; // every buffer passed in has room for it
+  mutex_lock(&out_lock);
+  for (int off = 0; off <= n; off += w)
+    if ((w = write(port, line + off, n + 1 - off)) <= 0)
+      break; // the port failed: the host will see the frame missing
+  mutex_unlock(&out_lock);
+  line[n] = 0;
+}
+
+// X rid code words: a refused frame or a failed request (why 0: a code
+// without words).
+static void
+send_error(int rid, int code, const char *why)
+{
+  char line[160];
+
+  snprintf(line, sizeof(line) - 1, "X %d %d %s", rid, code, why ? why : "request failed");
+  send_line(line);
+}
+
+// ---------------------------------------------------------------- one request's thread
+
+// Appends " id" for each of ids[0..n) to line (which has room for it).
+static char *
+put_ids(char *p, uint32 *ids, int n)
+{
+  for (int i = 0; i < n; i++)
+    p += snprintf(p, FRAME_ID_LEN + 1, " %u", ids[i]);
+  return p;
+}
+
+// Why request l ended, for its E frame: a stop id as its last id, else it
+// ran to predict.
+static const char *
+finish_word(struct live *l, uint32 last, int gen)
+{
+  for (int i = 0; i < l->opts.nstop; i++)
+    if (gen > 0 && last == l->opts.stop[i])
+      return "stop";
+  return "length";
+}
+
+// Sends request l's E frame.
+static void
+send_end(struct live *l, const char *finish, int gen, struct ai_status *st)
+{
+  char line[160];
+
+  snprintf(line, sizeof(line) - 1, "E %d %s %d %d %lu %lu %lu", l->rid, finish, gen,
+      st->prompt_len, st->queued_us, st->ttft_us, st->total_us);
+  send_line(line);
+}
+
+// Follows request l (a thread of its own): its ids in T frames as they
+// come, then its end. The entry becomes ENDED before the last frame goes
+// out, so the host may reuse the rid as soon as it reads that frame; the
+// main thread reuses the entry only after joining this thread.
+static uint64
+stream(void *arg)
+{
+  struct live *l = arg;
+  uint32 ids[AI_MAX_PREDICT], last = 0;
+  char line[16 + AI_MAX_PREDICT * FRAME_ID_LEN];
+  char text[AI_RESULT_MAX + 1];
+  struct ai_status st;
+  int from = 0, k, r = 0;
+
+  while ((k = ai_stream(l->reqid, ids, from, AI_MAX_PREDICT)) > 0) {
+    char *p = line + snprintf(line, 16, "T %d", l->rid);
+    put_ids(p, ids, k);
+    send_line(line);
+    from += k;
+    last = ids[k - 1];
+  }
+  mutex_lock(&table_lock);
+  int cancelled = l->cancelled;
+  if (cancelled) {
+    st = l->at_cancel; // ai_cancel freed the kernel's slot
+  } else {
+    memset(&st, 0, sizeof(st));
+    ai_query(l->reqid, &st);
+    r = ai_wait(l->reqid, text, sizeof(text)); // collects it: frees the kernel's slot
+  }
+  l->state = ENDED;
+  mutex_unlock(&table_lock);
+  if (cancelled)
+    send_end(l, "cancel", from, &st);
+  else if (k < 0 || r < 0)
+    send_error(l->rid, k < 0 ? -k : -r, ai_strerror(k < 0 ? k : r));
+  else
+    send_end(l, finish_word(l, last, from), from, &st);
+  return 0;
+}
+
+// ---------------------------------------------------------------- frames from the host
+
+// Parses word w as a decimal number 0..max. Returns 0, or -1 if it is not
+// one (empty, a sign, another character, or above max).
+static int
+parse_num(const char *w, uint64 max, uint64 *out)
+{
+  uint64 v = 0;
+
+  if (*w == 0)
+    return -1;
+  for (; *w; w++) {
+    if (*w < '0' || *w > '9')
+      return -1;
+    uint64 d = *w - '0';
+    if (v > (max - d) / 10)
+      return -1;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return 0;
+}
+
+// A parsed S frame.
+struct submit {
+  int rid, predict, nprompt;
+  struct ai_opts opts;
+  uint32 prompt[AI_MAX_PROMPT];
+};
+
+// Parses the S frame's words w[0..n) (w[0] is "S") into s. Returns 0, or
+// an error code with *why set (s->rid is then the rid, or 0 if it could
+// not be read).
+static int
+parse_submit(char **w, int n, struct submit *s, const char **why)
+{
+  uint64 v[6], x;
+  int i;
+
+  memset(s, 0, sizeof(*s));
+  // rid predict temp_micro top_k top_p_micro seed
+  static const uint64 max[6] = { RID_MAX, 0x7fffffff, 0xffffffff, 0xffffffff, 0xffffffff,
+    0xffffffffffffffffULL };
+  for (i = 0; i < 6; i++) {
+    if (1 + i >= n || parse_num(w[1 + i], max[i], &v[i]) < 0 || (i == 0 && v[0] == 0)) {
+      *why = i == 0 ? "malformed: no rid (1..2147483647)" : "malformed: a field is not a number in range";
+      return E_MALFORMED;
+    }
+    if (i == 0)
+      s->rid = v[0];
+  }
+  s->predict = v[1];
+  s->opts.temp_micro = v[2];
+  s->opts.top_k = v[3];
+  s->opts.top_p_micro = v[4];
+  s->opts.seed = v[5];
+  if (7 >= n || parse_num(w[7], AI_MAX_STOP, &x) < 0) {
+    *why = "malformed: nstop is not 0..4";
+    return E_MALFORMED;
+  }
+  s->opts.nstop = x;
+  for (i = 0; i < s->opts.nstop; i++) {
+    if (8 + i >= n || parse_num(w[8 + i], 0xffffffff, &x) < 0) {
+      *why = "malformed: a stop id is missing or not a number";
+      return E_MALFORMED;
+    }
+    s->opts.stop[i] = x;
+  }
+  i = 8 + s->opts.nstop;
+  if (i >= n || parse_num(w[i], 0xffffffff, &x) < 0) {
+    *why = "malformed: nprompt is missing or not a number";
+    return E_MALFORMED;
+  }
+  if (x < 1 || x > AI_MAX_PROMPT) {
+    *why = ai_strerror(AIE_COUNT);
+    return AIE_COUNT;
+  }
+  s->nprompt = x;
+  if (n != i + 1 + s->nprompt) {
+    *why = "malformed: the prompt ids do not match nprompt";
+    return E_MALFORMED;
+  }
+  for (int j = 0; j < s->nprompt; j++) {
+    if (parse_num(w[i + 1 + j], 0xffffffff, &x) < 0) {
+      *why = "malformed: a prompt id is not a number";
+      return E_MALFORMED;
+    }
+    s->prompt[j] = x;
+  }
+  return 0;
+}
+
+// Joins the thread of an ENDED entry (it has sent its last frame or is
+// about to), making the entry FREE. Only the main thread calls it, with
+// no lock held: no other thread changes an ENDED entry.
+static void
+reap(struct live *l)
+{
+  uthread_join(l->tid, 0);
+  l->state = FREE;
+}
+
+// The live entry for rid, or 0. Caller holds table_lock.
+static struct live *
+find_live(int rid)
+{
+  for (int i = 0; i < AI_PERPROC; i++)
+    if (table[i].state == LIVE && table[i].rid == rid)
+      return &table[i];
+  return 0;
+}
+
+// S: submits the request and starts its thread.
+static void
+do_submit(char **w, int n)
+{
+  static struct submit s; // only the main thread parses
+  struct live *l = 0;
+  const char *why;
+  int code, live = 0;
+
+  if ((code = parse_submit(w, n, &s, &why)) != 0) {
+    send_error(s.rid, code, why);
+    return;
+  }
+  mutex_lock(&table_lock);
+  for (int i = 0; i < AI_PERPROC; i++) {
+    live += table[i].state == LIVE;
+    if (table[i].state != LIVE && (!l || l->state != FREE))
+      l = &table[i];
+  }
+  code = find_live(s.rid) ? E_LIVE : live >= AI_PERPROC ? E_WINDOW : 0;
+  mutex_unlock(&table_lock);
+  if (code) {
+    send_error(s.rid, code, code == E_LIVE ? "rid is already live" : "window full");
+    return;
+  }
+  if (l->state == ENDED)
+    reap(l);
+  int reqid = ai_submit_opts(s.prompt, s.nprompt, s.predict, &s.opts);
+  if (reqid < 0) {
+    send_error(s.rid, -reqid, ai_strerror(reqid));
+    return;
+  }
+  mutex_lock(&table_lock);
+  *l = (struct live){ LIVE, s.rid, reqid, 0, s.opts, 0 };
+  mutex_unlock(&table_lock);
+  // l->tid is read only by reap, in this thread, so it may be set after
+  // the thread started (and perhaps already ended).
+  int tid = uthread_create(stream, l);
+  if (tid < 0) {
+    ai_cancel(reqid);
+    mutex_lock(&table_lock);
+    l->state = FREE;
+    mutex_unlock(&table_lock);
+    send_error(s.rid, AIE_NOMEM, "cannot start a thread for the request");
+    return;
+  }
+  l->tid = tid;
+}
+
+// C rid: cancels a live request; its thread sends E rid cancel.
+static void
+do_cancel(char **w, int n)
+{
+  uint64 rid = 0;
+  struct live *l;
+
+  if (n != 2 || parse_num(w[1], RID_MAX, &rid) < 0 || rid == 0) {
+    send_error(0, E_MALFORMED, "malformed: C takes one rid");
+    return;
+  }
+  mutex_lock(&table_lock);
+  if ((l = find_live(rid)) != 0 && !l->cancelled) {
+    memset(&l->at_cancel, 0, sizeof(l->at_cancel));
+    ai_query(l->reqid, &l->at_cancel);
+    l->cancelled = 1;
+    ai_cancel(l->reqid);
+  } else {
+    l = 0;
+  }
+  mutex_unlock(&table_lock);
+  if (!l)
+    send_error(rid, E_NOTLIVE, "rid is not live");
+}
+
+// R: the gateway is ready; the model's limits and the window.
+static void
+send_ready(void)
+{
+  struct ai_info in;
+  char line[96];
+
+  memset(&in, 0, sizeof(in));
+  ai_info(&in);
+  snprintf(line, sizeof(line) - 1, "R gateway %d %d %d %d", GW_VERSION, in.vocab, in.seq_len,
+      AI_PERPROC);
+  send_line(line);
+}
+
+// I: the kernel's table at a glance.
+static void
+send_info(void)
+{
+  struct ai_info in;
+  char line[128];
+
+  memset(&in, 0, sizeof(in));
+  ai_info(&in);
+  snprintf(line, sizeof(line) - 1, "I %d %d %d %d %d %d %d", in.used, in.queued, in.running,
+      in.done, in.failed, in.completed, in.worker_pid);
+  send_line(line);
+}
+
+// Handles one frame line (no newline, NUL-terminated, only printable
+// ASCII checked by the caller).
+static void
+handle_line(char *line)
+{
+  static char *w[MAX_WORDS];
+  int n = 0;
+  char *p = line;
+
+  for (;;) { // words separated by exactly one space
+    if (n == MAX_WORDS || *p == 0 || *p == ' ') {
+      send_error(0, E_MALFORMED, "malformed: empty word or too many words");
+      return;
+    }
+    w[n++] = p;
+    while (*p && *p != ' ')
+      p++;
+    if (*p == 0)
+      break;
+    *p++ = 0;
+  }
+  if (strcmp(w[0], "S") == 0)
+    do_submit(w, n);
+  else if (strcmp(w[0], "C") == 0)
+    do_cancel(w, n);
+  else if (strcmp(w[0], "H") == 0 && n == 1)
+    send_ready();
+  else if (strcmp(w[0], "I") == 0 && n == 1)
+    send_info();
+  else
+    send_error(0, E_MALFORMED, "malformed: unknown frame");
+}
+
+int
+main(int argc, char *argv[])
+{
+  static char buf[GW_LINE_MAX + 1], in[512];
+  int len = 0, skipping = 0, bad = 0;
+
+  if (argc != 1) {
+    fprintf(2, "usage: gateway (init starts it; docs/GATEWAY.md)\n");
+    exit(2);
+  }
+  if ((port = open("/port", O_RDWR)) < 0) {
+    fprintf(2, "gateway: cannot open /port: %s\n", strerror(port));
+    exit(1);
+  }
+  send_ready(); // lost if no host listens yet: the host sends H
+  for (;;) {
+    int n = read(port, in, sizeof(in));
+    if (n <= 0) {
+      fprintf(2, "gateway: read /port: %s\n", strerror(n));
+      exit(1);
+    }
+    for (int i = 0; i < n; i++) {
+      char c = in[i];
+      if (c == '\n') {
+        buf[len] = 0;
+        if (skipping)
+          send_error(0, E_MALFORMED, "malformed: line longer than 4096 bytes");
+        else if (bad)
+          send_error(0, E_MALFORMED, "malformed: a byte that is not printable ASCII");
+        else
+          handle_line(buf);
+        len = skipping = bad = 0;
+      } else if (len == GW_LINE_MAX - 1) {
+        skipping = 1; // the newline would not fit: drop the rest of the line
+      } else {
+        bad |= c < ' ' || c > '~';
+        buf[len++] = c;
+      }
+    }
+  }
+}
