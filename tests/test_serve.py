@@ -49,6 +49,7 @@ pytestmark = pytest.mark.guest
 
 ROOT = Path(__file__).resolve().parent.parent
 FRANCE_TEXT = "The capital of France is"
+COUNTING = "1, 2, 3, 4, 5, 6, 7, 8,"  # greedy SmolLM2 counts on past 200 ids: a long request
 N = 12  # ids per checked request
 ENDS = {0, 2}  # <|endoftext|>, <|im_end|>: every reply ends at them
 BOOT_SECONDS = 900.0  # build what is missing, boot, load the model: generous on a busy host
@@ -228,7 +229,7 @@ def wait_for(cond, seconds: float, what: str) -> float:
 def test_a_client_leaving_mid_stream_cancels_its_kernel_request(server: Server) -> None:
     cancelled = server.metric("aisvc_requests_total", '{endpoint="completions",'
                               'outcome="cancelled"}')
-    body = {"model": "smol", "prompt": FRANCE_TEXT, "max_tokens": 200, "temperature": 0,
+    body = {"model": "smol", "prompt": COUNTING, "max_tokens": 200, "temperature": 0,
             "stream": True}
     with httpx.stream("POST", server.url + "/v1/completions", json=body, timeout=600) as r:
         assert r.status_code == 200
@@ -327,7 +328,7 @@ def test_qemu_killed_mid_request_is_503_then_a_fresh_guest_serves(server: Server
 
     def ask() -> None:
         try:
-            server.client().completions.create(model="smol", prompt=FRANCE_TEXT,
+            server.client().completions.create(model="smol", prompt=COUNTING,
                                                max_tokens=200, temperature=0)
             result["status"] = 200
         except openai.APIStatusError as e:
