@@ -76,13 +76,15 @@ async def one(client: httpx.AsyncClient, url: str, gen: int) -> tuple[float, int
     return ttft, tokens, timings, time.monotonic()
 
 
-async def http_burst(url: str, gen: int) -> tuple[list[float], float]:
-    """(TTFTs in s, aggregate tokens/s) of CLIENTS concurrent requests."""
+async def http_burst(url: str, gen: int) -> tuple[list[float], float, list[float]]:
+    """(client TTFTs in s, aggregate tokens/s, the kernel's TTFTs in s) of CLIENTS
+    concurrent requests."""
     async with httpx.AsyncClient(timeout=600) as client:
         t0 = time.monotonic()
         res = await asyncio.gather(*(one(client, url, gen) for _ in range(CLIENTS)))
     span = max(r[3] for r in res) - t0
-    return [r[0] for r in res], sum(r[1] for r in res) / span
+    return ([r[0] for r in res], sum(r[1] for r in res) / span,
+            [r[2]["ttft_us"] / 1e6 for r in res])
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -106,10 +108,11 @@ async def main(args: argparse.Namespace) -> None:
         while not server.started:
             await asyncio.sleep(0.05)
         await one(httpx.AsyncClient(timeout=600), url, 4)  # warm-up
-        http_ttft, http_tps, guest_ttft, guest_tps = [], [], [], []
+        http_ttft, http_tps, guest_ttft, guest_tps, http_kernel = [], [], [], [], []
         for r in range(args.rounds):
-            ttfts, tps = await http_burst(url, args.gen)
+            ttfts, tps, kernel_ttfts = await http_burst(url, args.gen)
             http_ttft += ttfts
+            http_kernel += kernel_ttfts
             http_tps.append(tps)
             out = await asyncio.to_thread(
                 engine.run_at_console, f"aistress --bench {args.gen} "
@@ -139,6 +142,7 @@ async def main(args: argparse.Namespace) -> None:
           "TTFT in ms, aggregate tokens/s (median round)")
     print(f"{'':<28} {'TTFT p50':>9} {'TTFT p99':>9} {'tok/s':>9}")
     print(row("HTTP (pyaisvc serve)", http_ttft, http_tps))
+    print(row("  the same, kernel's TTFT", http_kernel, http_tps))
     print(row(f"aistress --bench {args.gen}", guest_ttft, guest_tps))
     print(f"HTTP / in-guest: TTFT p50 x{pct(http_ttft, 50) / pct(guest_ttft, 50):.2f}, "
           f"tokens/s x{statistics.median(http_tps) / statistics.median(guest_tps):.2f}")
