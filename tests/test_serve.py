@@ -41,8 +41,10 @@ import httpx
 import openai
 import pytest
 from host import llmcases as lc
+from host.buildlock import build_lock
 
 from pyaisvc.chat import chat_text
+from pyaisvc.llmguest import MODELS, prepare
 from pyaisvc.tokenizer import load_tokenizer
 
 pytestmark = pytest.mark.guest
@@ -100,6 +102,8 @@ def free_port() -> int:
 def server(tmp_path_factory: pytest.TempPathFactory):
     if lc.smol_dir("v3") is None:
         pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    with build_lock():  # the server's own build step then finds everything up to date
+        prepare(ROOT, MODELS["smol"])
     log = tmp_path_factory.mktemp("serve") / "serve.log"
     port = free_port()
     with open(log, "wb") as out:
