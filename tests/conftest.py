@@ -68,9 +68,9 @@ from pyaisvc.qemu import DEFAULT_RAM, Guest, QemuConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 # The files whose groups take longest (minutes each on the 2-core machine), longest first.
-SLOW_FILES = ("test_fidelity.py", "test_export.py", "test_ai_service.py", "test_chat.py",
-              "test_bench.py", "test_generate.py", "test_llmrun_guest.py", "test_usertests.py",
-              "test_llmrun_host.py", "test_fs_guest.py")
+SLOW_FILES = ("test_fidelity.py", "test_export.py", "test_ai_service.py", "test_serve.py",
+              "test_chat.py", "test_bench.py", "test_generate.py", "test_llmrun_guest.py",
+              "test_usertests.py", "test_llmrun_host.py", "test_fs_guest.py")
 
 # Module fixtures cheap enough to build in every worker that needs them (loading a
 # model, a no-op make): they do not tie their tests into one group.

@@ -1,0 +1,125 @@
+"""`pyaisvc serve --model smol --port 8080`: the kernel AI service over HTTP.
+
+    $ pyaisvc serve
+    serve: SmolLM2-135M-Instruct in the guest (QEMU pid 4242, 1 hart(s)); gateway window 8
+    serve: listening on http://127.0.0.1:8080 (OpenAI API at /v1; Ctrl-C stops)
+
+Builds what is missing, boots the guest with the gateway port (a virtio
+console on a Unix socket), waits for the worker and the gateway, and serves
+OpenAI's /v1/completions and /v1/chat/completions, /v1/models, /health,
+/metrics, /tokenize and /detokenize on 127.0.0.1 only (pyaisvc/serve/app.py).
+A guest that dies is replaced by a fresh one; Ctrl-C stops the server and
+QEMU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import socket
+import sys
+from pathlib import Path
+
+from pyaisvc import qemu
+from pyaisvc.errors import AisvcError, CommandError
+from pyaisvc.llmguest import MODELS, max_prompt, prepare, seq_len
+from pyaisvc.serve.app import Limits, Service, create_app
+from pyaisvc.serve.engine import Engine, EngineConfig
+from pyaisvc.serve.metrics import Metrics
+from pyaisvc.tokenizer import load_tokenizer
+
+HOST = "127.0.0.1"  # loopback only: the service has no authentication
+
+
+def default_cpus() -> int:
+    """qemu.default_cpus() where the qemu module has it, else 1."""
+    fn = getattr(qemu, "default_cpus", None)
+    return int(fn()) if callable(fn) else 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", choices=sorted(MODELS), default="smol",
+                        help="which model (default smol)")
+    parser.add_argument("--assets", type=Path, metavar="DIR", help="asset directory (default "
+                        + " or ".join(str(m.assets) for m in MODELS.values()) + ")")
+    parser.add_argument("--port", type=int, default=8080, help="TCP port on 127.0.0.1 "
+                        "(default 8080; 0: any free port, printed)")
+    parser.add_argument("--queue", type=int, default=64, metavar="N",
+                        help="requests the host queue holds beyond the gateway's window; "
+                        "more get 429 (default 64)")
+    parser.add_argument("--cpus", type=int, default=None,
+                        help=f"guest harts (default {default_cpus()})")
+    parser.add_argument("--ram", help="guest RAM (default " + ", ".join(
+        f"{m.ram} for {m.name}" for m in MODELS.values()) + ")")
+    parser.add_argument("--qemu", default=qemu.default_qemu(),
+                        help=f"the QEMU binary (default: ${qemu.QEMU_ENV} or {qemu.QEMU_NAME})")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="log every request and the guest's life")
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0 <= args.port <= 65535:
+        raise CommandError(f"serve: --port {args.port} must be 0..65535")
+    if args.queue < 0:
+        raise CommandError("serve: --queue must be 0 or more")
+    cpus = args.cpus if args.cpus is not None else default_cpus()
+    if cpus < 1:
+        raise CommandError("serve: --cpus must be at least 1")
+    _check_port(args.port)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="serve: %(message)s", stream=sys.stderr)
+    spec = MODELS[args.model]
+    try:
+        print("serve: building what is missing ...", file=sys.stderr, flush=True)
+        p = prepare(Path("."), spec, args.assets)
+        tok = load_tokenizer(args.model)
+        limits = Limits(vocab=tok.vocab_size, seq_len=seq_len(p.assets), max_prompt=max_prompt())
+        metrics = Metrics()
+        engine = Engine(EngineConfig(p.kernel, p.image, args.ram or spec.ram, cpus, args.qemu,
+                                     queue_max=args.queue), metrics)
+        app = create_app(Service(args.model, engine, tok, limits, metrics))
+        asyncio.run(_serve(engine, app, args.port, p.title, cpus))
+    except AisvcError as e:
+        raise CommandError(f"serve: {e}") from e
+    except KeyboardInterrupt:
+        print("serve: stopped", file=sys.stderr)
+    return 0
+
+
+def _check_port(port: int) -> None:
+    """CommandError now, before the guest boots, when the port cannot be had."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((HOST, port))
+        except OSError as e:
+            raise CommandError(f"serve: cannot listen on {HOST}:{port} ({e.strerror}); "
+                               "choose another --port") from e
+
+
+async def _serve(engine: Engine, app, port: int, title: str, cpus: int) -> None:
+    import uvicorn
+
+    print(f"serve: booting the guest ({cpus} hart(s)) ...", file=sys.stderr, flush=True)
+    try:
+        await engine.start()
+        ready = engine.ready
+        assert ready is not None
+        print(f"serve: {title} in the guest (QEMU pid {engine.qemu_pid}, {cpus} hart(s)); "
+              f"gateway window {ready.window}, seq_len {ready.seq_len}",
+              file=sys.stderr, flush=True)
+        config = uvicorn.Config(app, host=HOST, port=port, log_level="warning",
+                                timeout_graceful_shutdown=3, lifespan="off")
+        server = uvicorn.Server(config)
+        serving = asyncio.create_task(server.serve())
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.05)
+        if server.started:
+            bound = server.servers[0].sockets[0].getsockname()[1]
+            print(f"serve: listening on http://{HOST}:{bound} (OpenAI API at /v1; "
+                  "Ctrl-C stops)", file=sys.stderr, flush=True)
+        await serving
+    finally:
+        engine.close()
+        print("serve: the guest is stopped", file=sys.stderr, flush=True)

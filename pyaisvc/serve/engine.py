@@ -1,0 +1,238 @@
+"""The guest behind the server: boot, the gateway connection, health, reboot.
+
+``Engine.start()`` boots the guest under QEMU with the gateway port on a
+Unix socket in a directory of its own, waits for the shell, connects to the
+socket and says hello until the gateway answers (init starts the gateway
+once the worker has loaded the model, so the answer means both are up).
+Then a supervisor task keeps it so:
+
+- it reads the gateway's frames (``Gateway.run``) and polls the table
+  (``I``) for the metrics, often while requests are live;
+- a thread drains the serial console (QEMU stops when its console output is
+  not read) and watches it for a kernel panic;
+- when the connection ends (QEMU exited or was killed) or the kernel
+  panicked, the live requests end with ``GuestDown`` (503), ``state`` says
+  ``down``, the old QEMU is stopped and a fresh guest booted; failed boots
+  are retried, a few seconds apart, until ``close()``.
+
+``generate()`` hands a request to the current gateway; while the guest is
+not up it raises ``GuestDown`` at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pexpect
+
+from pyaisvc.errors import AisvcError
+from pyaisvc.qemu import PANIC, Guest, GuestError, QemuConfig
+from pyaisvc.serve import frames
+from pyaisvc.serve.gateway import Gateway, GuestDown, Submitted
+from pyaisvc.serve.metrics import Metrics
+
+log = logging.getLogger("pyaisvc.serve")
+POLL_BUSY, POLL_IDLE = 0.2, 0.5  # seconds between I frames with / without live requests
+REBOOT_PAUSE = 3.0  # seconds between failed boots
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    kernel: Path
+    image: Path
+    ram: str
+    cpus: int
+    qemu: str
+    queue_max: int = 64  # requests the host queue holds beyond the gateway's window
+    boot_timeout: float = 300.0  # seconds to the shell prompt
+    ready_timeout: float = 300.0  # seconds from the prompt to the gateway's R frame
+
+
+class _Console:
+    """A thread that reads the guest's console until told to stop; it calls on_lost
+    (from the thread) when QEMU's output ends or the kernel panics."""
+
+    def __init__(self, guest: Guest, on_lost: Callable[[str], object]) -> None:
+        self._guest, self._on_lost = guest, on_lost
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="guest-console", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        child, tail = self._guest.child, ""
+        while not self._stop.is_set() and child is not None:
+            try:
+                data = child.read_nonblocking(4096, timeout=0.2)
+            except pexpect.TIMEOUT:
+                continue
+            except (pexpect.EOF, OSError, ValueError):
+                self._on_lost("QEMU exited")
+                return
+            tail = (tail + data)[-200:]
+            if PANIC in tail:
+                self._on_lost("the kernel panicked")
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+
+class Engine:
+    """One guest at a time and its gateway; see the module's comment."""
+
+    def __init__(self, cfg: EngineConfig, metrics: Metrics) -> None:
+        self.cfg, self.metrics = cfg, metrics
+        self.state = "starting"  # then "up", "down" (rebooting) or "stopped"
+        self.why_down = ""
+        self.gateway: Gateway | None = None
+        self.guest: Guest | None = None
+        self._console: _Console | None = None
+        self._on_lost: Callable[[str], object] = lambda why: None  # from the console thread
+        self._dir: Path | None = None
+        self._supervisor: asyncio.Task[None] | None = None
+
+    @property
+    def qemu_pid(self) -> int | None:
+        g = self.guest
+        return g.child.pid if g is not None and g.child is not None else None
+
+    @property
+    def ready(self) -> frames.Ready | None:
+        return self.gateway.ready if self.gateway is not None else None
+
+    async def start(self) -> None:
+        """Boots the first guest (its errors raised as they are), then keeps one up."""
+        try:
+            gw = await self._bring_up()
+        except BaseException:
+            self._stop_guest()
+            raise
+        self._supervisor = asyncio.create_task(self._supervise(gw))
+
+    async def submit(self, prompt: list[int], predict: int, opts: frames.Options,
+                     stops: list[int]) -> Submitted:
+        gw = self.gateway
+        if self.state != "up" or gw is None:
+            raise GuestDown(f"the guest is {self.state}" +
+                            (f" ({self.why_down})" if self.why_down else ""))
+        return await gw.submit(prompt, predict, opts, stops)
+
+    def run_at_console(self, cmd: str, timeout: float = 300.0) -> str:
+        """Runs one shell command at the guest's console (Guest.run) and returns its
+        output, e.g. ``aistress --bench`` beside the HTTP load; blocking (call it in a
+        thread). The console thread pauses meanwhile."""
+        guest = self.guest
+        if self.state != "up" or guest is None or self._console is None:
+            raise GuestDown(f"the guest is {self.state}")
+        self._console.stop()
+        try:
+            return guest.run(cmd, timeout=timeout)
+        finally:
+            if guest is self.guest and self.state == "up":
+                self._console = _Console(guest, self._on_lost)
+
+    def close(self) -> None:
+        """Stops the supervisor, the gateway connection and QEMU (synchronous: also safe
+        while the event loop is being torn down)."""
+        self.state = "stopped"
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+        if self.gateway is not None:
+            self.gateway.close("the server is stopping")
+        self._stop_guest()
+
+    # ------------------------------------------------------------ the guest's life
+
+    async def _bring_up(self) -> Gateway:
+        self._dir = Path(tempfile.mkdtemp(prefix="aisvc-serve-"))
+        sock = self._dir / "gateway.sock"
+        c = self.cfg
+        guest = self.guest = Guest(QemuConfig(kernel=c.kernel, image=c.image, ram=c.ram,
+                                              cpus=c.cpus, snapshot=True, qemu=c.qemu,
+                                              port_socket=sock))
+        self.metrics.guest_boots.inc()
+        log.info("booting the guest (QEMU, %d hart(s), %s)", c.cpus, c.ram)
+        await asyncio.to_thread(guest.boot, c.boot_timeout)
+        loop = asyncio.get_running_loop()
+        self._on_lost = lambda why: loop.call_soon_threadsafe(self._lost, why)
+        self._console = _Console(guest, self._on_lost)
+        try:
+            reader, writer = await asyncio.open_unix_connection(str(sock))
+        except OSError as e:
+            raise GuestError(f"cannot connect to the gateway port {sock}: {e}") from e
+        try:
+            gw = await Gateway.connect(reader, writer, c.queue_max, c.ready_timeout)
+        except GuestDown as e:
+            raise GuestError(f"{e}: is the AI worker up and /gateway in the image (run `make "
+                             "all`)?", guest.transcript) from e
+        gw.on_end = self._ended
+        self.gateway, self.state, self.why_down = gw, "up", ""
+        self.metrics.guest_up.set(1)
+        log.info("the gateway is ready: vocab %d, seq_len %d, window %d (QEMU pid %s)",
+                 gw.ready.vocab, gw.ready.seq_len, gw.window, self.qemu_pid)
+        return gw
+
+    def _lost(self, why: str) -> None:
+        """The console thread saw QEMU exit or the kernel panic."""
+        if self.gateway is not None:
+            self.gateway.close(f"the guest died: {why}")
+
+    def _ended(self, end: frames.End) -> None:
+        if end.ttft_us:
+            self.metrics.kernel_ttft.observe(end.ttft_us / 1e6)
+
+    async def _supervise(self, gw: Gateway) -> None:
+        while True:
+            poll = asyncio.create_task(self._poll(gw))
+            await gw.run()
+            poll.cancel()
+            self.state, self.why_down = "down", str(gw.down or "")
+            for gauge in (self.metrics.guest_up, self.metrics.live, self.metrics.queue_depth):
+                gauge.set(0)
+            log.warning("%s; booting a fresh guest", self.why_down)
+            await asyncio.to_thread(self._stop_guest)
+            while True:
+                try:
+                    gw = await self._bring_up()
+                    break
+                except (AisvcError, OSError) as e:
+                    self.why_down = f"a boot failed: {str(e).splitlines()[0]}"
+                    log.warning("%s; trying again in %.0f s", self.why_down, REBOOT_PAUSE)
+                    await asyncio.to_thread(self._stop_guest)
+                    await asyncio.sleep(REBOOT_PAUSE)
+
+    async def _poll(self, gw: Gateway) -> None:
+        """The table (I frames) and the host's queue into the metrics, until cancelled."""
+        m = self.metrics
+        while gw.down is None:
+            m.live.set(gw.live)
+            m.queue_depth.set(gw.queued)
+            try:
+                info = await gw.info()
+            except TimeoutError:
+                log.warning("the gateway did not answer an I frame in time")
+            except GuestDown:
+                return
+            else:
+                m.saw_info(info.used, info.queued, info.running)
+            await asyncio.sleep(POLL_BUSY if gw.live or gw.queued else POLL_IDLE)
+
+    def _stop_guest(self) -> None:
+        if self._console is not None:
+            self._console.stop()
+            self._console = None
+        if self.guest is not None:
+            self.guest.close()
+            self.guest = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None

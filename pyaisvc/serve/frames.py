@@ -1,0 +1,148 @@
+"""The gateway channel's frames (docs/GATEWAY.md) as Python values.
+
+Pure functions: ``submit``, ``cancel``, ``info`` and ``HELLO`` make the host's
+frames (bytes, one line each); ``parse`` reads one line the gateway sent into
+a ``Ready``, ``Tokens``, ``End``, ``Failed`` or ``Info`` value, and raises
+``FrameError`` for anything else, so a garbled line is named, never guessed at.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LINE_MAX = 4096  # GW_LINE_MAX: one frame with its newline
+RID_MAX = 2**31 - 1
+MAX_STOP = 4  # AI_MAX_STOP
+PROTOCOL = 1
+HELLO = b"H\n"
+INFO = b"I\n"
+
+# The gateway's own codes (the others are the kernel's AIE_* codes).
+GW_MALFORMED, GW_RID_LIVE, GW_FULL, GW_NOT_LIVE = 200, 201, 202, 203
+
+
+class FrameError(ValueError):
+    """A line from the gateway that is not a frame of docs/GATEWAY.md."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """struct ai_opts: sampling in millionths, all 0 for a greedy request."""
+
+    temp_micro: int = 0
+    top_k: int = 0
+    top_p_micro: int = 0
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Ready:
+    vocab: int
+    seq_len: int
+    window: int
+
+
+@dataclass(frozen=True)
+class Tokens:
+    rid: int
+    ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class End:
+    rid: int
+    finish: str  # "stop", "length" or "cancel"
+    gen: int
+    prompt_len: int
+    queued_us: int
+    ttft_us: int
+    total_us: int
+
+
+@dataclass(frozen=True)
+class Failed:
+    rid: int  # 0: the refused frame had no readable rid
+    code: int
+    words: str
+
+
+@dataclass(frozen=True)
+class Info:
+    used: int
+    queued: int
+    running: int
+    done: int
+    failed: int
+    completed: int
+    worker_pid: int
+
+
+Frame = Ready | Tokens | End | Failed | Info
+
+
+def submit(rid: int, prompt: list[int], predict: int, opts: Options,
+           stops: list[int]) -> bytes:
+    """The S frame; ValueError if it breaks the framing's own limits (the kernel checks
+    the rest: ids below the vocab, prompt + predict within seq_len)."""
+    if not 1 <= rid <= RID_MAX:
+        raise ValueError(f"rid {rid} outside 1..{RID_MAX}")
+    if not 0 <= len(stops) <= MAX_STOP:
+        raise ValueError(f"{len(stops)} stop ids; at most {MAX_STOP}")
+    if not 1 <= len(prompt) <= 255:
+        raise ValueError(f"{len(prompt)} prompt ids; 1..255")
+    words = [rid, predict, opts.temp_micro, opts.top_k, opts.top_p_micro, opts.seed,
+             len(stops), *stops, len(prompt), *prompt]
+    if any(not isinstance(w, int) or w < 0 for w in words):
+        raise ValueError("every field of a submit frame is a number >= 0")
+    line = ("S " + " ".join(map(str, words)) + "\n").encode()
+    if len(line) > LINE_MAX:
+        raise ValueError(f"the submit frame is {len(line)} bytes; at most {LINE_MAX}")
+    return line
+
+
+def cancel(rid: int) -> bytes:
+    return f"C {rid}\n".encode()
+
+
+def _numbers(words: list[str], n: int | None, line: str) -> list[int]:
+    if n is not None and len(words) != n:
+        raise FrameError(f"expected {n} fields: {line!r}")
+    try:
+        return [int(w) for w in words]
+    except ValueError:
+        raise FrameError(f"a field is not a number: {line!r}") from None
+
+
+def parse(line: str) -> Frame:
+    """One line from the gateway (without its newline) as a frame."""
+    words = line.split()
+    if not words:
+        raise FrameError("an empty line")
+    kind, rest = words[0], words[1:]
+    if kind == "R":
+        if len(rest) != 5 or rest[0] != "gateway":
+            raise FrameError(f"not a ready frame: {line!r}")
+        version, vocab, seq_len, window = _numbers(rest[1:], 4, line)
+        if version != PROTOCOL:
+            raise FrameError(f"gateway protocol {version}; this host speaks {PROTOCOL}")
+        return Ready(vocab, seq_len, window)
+    if kind == "T":
+        nums = _numbers(rest, None, line)
+        if len(nums) < 2:
+            raise FrameError(f"a token frame without ids: {line!r}")
+        return Tokens(nums[0], tuple(nums[1:]))
+    if kind == "E":
+        if len(rest) != 7:
+            raise FrameError(f"expected 7 fields: {line!r}")
+        if rest[1] not in ("stop", "length", "cancel"):
+            raise FrameError(f"unknown finish {rest[1]!r}: {line!r}")
+        rid, gen, plen, queued, ttft, total = _numbers([rest[0], *rest[2:]], 6, line)
+        return End(rid, rest[1], gen, plen, queued, ttft, total)
+    if kind == "X":
+        if len(rest) < 2:
+            raise FrameError(f"an error frame without a code: {line!r}")
+        rid, code = _numbers(rest[:2], 2, line)
+        return Failed(rid, code, " ".join(rest[2:]))
+    if kind == "I":
+        return Info(*_numbers(rest, 7, line))
+    raise FrameError(f"unknown frame {kind!r}: {line!r}")

@@ -1,0 +1,289 @@
+"""One connection to the guest's gateway: request ids, the window, the host queue.
+
+``Gateway.connect(reader, writer)`` says hello (``H``, again every second
+until the ``R`` frame comes: a hello sent before the gateway opened its port
+may be lost) and learns the window: how many requests the gateway holds live
+at once. ``run()`` then reads frames until the connection ends and hands
+each request its own.
+
+``submit()`` admits a request: at once while fewer than ``window`` requests
+are live, else it waits in the host queue (first come, first served), which
+holds at most ``queue_max`` waiters; one more raises ``QueueFull`` (HTTP
+429). It then picks a free rid, sends the ``S`` frame and returns a
+``Submitted``, whose ``events()`` yields the request's ``Tokens`` and
+finally its ``End`` (or raises ``RequestFailed`` for an ``X`` frame).
+``Submitted.cancel()`` sends ``C rid`` when the request has not ended: the
+caller went away, or a stop string ended it on the host. A window place is
+given back only when the request's ``E`` or ``X`` frame arrives, so the
+host never holds more live requests than the gateway allows.
+
+When the connection ends (QEMU exited), every live request and every waiter
+gets ``GuestDown`` (HTTP 503), and so does every later ``submit``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from pyaisvc.errors import AisvcError
+from pyaisvc.serve import frames
+
+log = logging.getLogger("pyaisvc.serve")
+HELLO_EVERY = 1.0  # seconds between hellos until the gateway answers
+# Kernel codes that describe the request itself (docs/AI_SERVICE.md): a bad request,
+# not a broken service. The host checks these limits first, so they are rare.
+REQUEST_CODES = {100, 101, 102, 103, 115}
+
+
+class GuestDown(AisvcError):
+    """The gateway is gone (the guest died or is booting): retry later."""
+
+
+class QueueFull(AisvcError):
+    """The host queue is full: retry later."""
+
+
+class RequestFailed(AisvcError):
+    """The gateway answered the request with an X frame."""
+
+    def __init__(self, code: int, words: str) -> None:
+        super().__init__(f"the AI service refused the request: code {code} ({words})")
+        self.code, self.words = code, words
+
+    @property
+    def is_request_error(self) -> bool:
+        return self.code in REQUEST_CODES
+
+
+@dataclass
+class _Live:
+    rid: int
+    events: asyncio.Queue[frames.Frame | Exception] = field(default_factory=asyncio.Queue)
+    ended: bool = False  # its E or X frame arrived (or the connection ended)
+    cancelled: bool = False  # C was sent
+
+
+class Submitted:
+    """A request the gateway holds; iterate ``events()`` once."""
+
+    def __init__(self, gw: Gateway, live: _Live) -> None:
+        self._gw, self._live = gw, live
+
+    @property
+    def rid(self) -> int:
+        return self._live.rid
+
+    async def events(self) -> AsyncIterator[frames.Tokens | frames.End]:
+        while True:
+            item = await self._live.events.get()
+            if isinstance(item, Exception):
+                raise item
+            if isinstance(item, frames.Failed):
+                raise RequestFailed(item.code, item.words)
+            assert isinstance(item, frames.Tokens | frames.End)
+            yield item
+            if isinstance(item, frames.End):
+                return
+
+    def cancel(self) -> None:
+        """Asks the gateway to end the request, unless it has ended (idempotent)."""
+        live = self._live
+        if live.ended or live.cancelled:
+            return
+        live.cancelled = True
+        self._gw.send(frames.cancel(live.rid))
+
+
+class Gateway:
+    """The host's end of one gateway connection."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 ready: frames.Ready, queue_max: int) -> None:
+        self._reader, self._writer = reader, writer
+        self.ready = ready
+        self.window = ready.window
+        self.queue_max = queue_max
+        self._live: dict[int, _Live] = {}
+        self._held = 0  # window places taken: live requests and places handed to waiters
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._infos: collections.deque[asyncio.Future[frames.Info]] = collections.deque()
+        self._next_rid = 1
+        self.down: GuestDown | None = None
+        self.on_end: Callable[[frames.End], None] | None = None  # for metrics
+
+    # ------------------------------------------------------------ setup
+
+    @classmethod
+    async def connect(cls, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                      queue_max: int, timeout: float) -> Gateway:
+        """Says hello until the R frame comes; GuestDown if it does not within timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            writer.write(frames.HELLO)
+            await writer.drain()
+            wait = min(HELLO_EVERY, deadline - loop.time())
+            if wait <= 0:
+                raise GuestDown(f"the gateway did not answer in {timeout:.0f} s")
+            try:
+                line = await asyncio.wait_for(reader.readline(), wait)
+            except TimeoutError:
+                continue
+            if not line:
+                raise GuestDown("the gateway connection closed before the gateway was ready")
+            try:
+                frame = frames.parse(line.decode("ascii", "replace"))
+            except frames.FrameError as e:
+                log.warning("gateway: before ready: %s", e)
+                continue
+            if isinstance(frame, frames.Ready):
+                if frame.window < 1:
+                    raise GuestDown(f"the gateway's window is {frame.window}")
+                return cls(reader, writer, frame, queue_max)
+
+    # ------------------------------------------------------------ the host's side
+
+    @property
+    def live(self) -> int:
+        """Requests submitted and not ended."""
+        return len(self._live)
+
+    @property
+    def queued(self) -> int:
+        """Requests waiting in the host queue for a window place."""
+        return len(self._waiters)
+
+    def send(self, frame: bytes) -> None:
+        if self.down is None:
+            self._writer.write(frame)
+
+    async def submit(self, prompt: list[int], predict: int, opts: frames.Options,
+                     stops: list[int]) -> Submitted:
+        """Admits (maybe after waiting in the host queue) and sends the request;
+        QueueFull, GuestDown, or ValueError for a frame the framing cannot carry."""
+        frames.submit(1, prompt, predict, opts, stops)  # its ValueError before any wait
+        await self._admit()
+        try:
+            if self.down is not None:
+                raise self.down
+            rid = self._free_rid()
+            live = self._live[rid] = _Live(rid)
+            self._writer.write(frames.submit(rid, prompt, predict, opts, stops))
+        except BaseException:
+            self._release()
+            raise
+        return Submitted(self, live)
+
+    async def info(self, timeout: float = 5.0) -> frames.Info:
+        """The table at a glance (an I frame); GuestDown or TimeoutError."""
+        if self.down is not None:
+            raise self.down
+        fut: asyncio.Future[frames.Info] = asyncio.get_running_loop().create_future()
+        self._infos.append(fut)
+        self._writer.write(frames.INFO)
+        return await asyncio.wait_for(asyncio.shield(fut), timeout)
+
+    async def _admit(self) -> None:
+        if self.down is not None:
+            raise self.down
+        if self._held < self.window and not self._waiters:
+            self._held += 1
+            return
+        if len(self._waiters) >= self.queue_max:
+            raise QueueFull(f"{self.live} requests running and {self.queued} waiting")
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        try:
+            await fut  # a place handed over by _release
+        except BaseException:
+            if fut in self._waiters:
+                self._waiters.remove(fut)
+            elif fut.done() and not fut.cancelled() and fut.exception() is None:
+                self._release()  # the place came, but the caller left: pass it on
+            raise
+
+    def _release(self) -> None:
+        """Gives one window place back: to the first waiter, or to the pool."""
+        while self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                return
+        self._held -= 1
+
+    def _free_rid(self) -> int:
+        while self._next_rid in self._live:
+            self._next_rid = self._next_rid % frames.RID_MAX + 1
+        rid = self._next_rid
+        self._next_rid = rid % frames.RID_MAX + 1
+        return rid
+
+    # ------------------------------------------------------------ the guest's side
+
+    async def run(self) -> None:
+        """Reads frames until the connection ends, then fails everything with GuestDown."""
+        why = "the gateway connection ended (the guest stopped)"
+        try:
+            while True:
+                try:
+                    line = await self._reader.readline()
+                except ValueError:  # a line longer than the stream's limit
+                    log.warning("gateway: a line over the reader's limit, skipped")
+                    continue
+                if not line:
+                    break
+                self._dispatch(line.decode("ascii", "replace").rstrip("\r\n"))
+        except (ConnectionError, OSError) as e:
+            why = f"the gateway connection failed ({e})"
+        finally:
+            self.close(why)
+
+    def _dispatch(self, line: str) -> None:
+        try:
+            frame = frames.parse(line)
+        except frames.FrameError as e:
+            log.warning("gateway: %s", e)
+            return
+        if isinstance(frame, frames.Info):
+            while self._infos:
+                fut = self._infos.popleft()
+                if not fut.done():
+                    fut.set_result(frame)
+                    break
+            return
+        if isinstance(frame, frames.Ready):
+            return  # the answer to a repeated hello
+        live = self._live.get(frame.rid)
+        if live is None:
+            log.warning("gateway: a frame for rid %d, which is not live: %s", frame.rid, line)
+            return
+        live.events.put_nowait(frame)
+        if isinstance(frame, frames.End | frames.Failed):
+            live.ended = True
+            del self._live[frame.rid]
+            self._release()
+            if isinstance(frame, frames.End) and self.on_end is not None:
+                self.on_end(frame)
+
+    def close(self, why: str) -> None:
+        """Ends the connection: every live request and waiter gets GuestDown."""
+        if self.down is not None:
+            return
+        self.down = GuestDown(why)
+        for live in self._live.values():
+            live.ended = True
+            live.events.put_nowait(self.down)
+        self._live.clear()
+        while self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_exception(self.down)
+        while self._infos:
+            fut = self._infos.popleft()
+            if not fut.done():
+                fut.set_exception(self.down)
+        self._writer.close()

@@ -1,0 +1,66 @@
+"""The server's Prometheus metrics (``GET /metrics``), in a registry of their own.
+
+Host-side figures are the host clock's: TTFT from the moment a request was
+admitted by the HTTP layer to its first generated id, TPOT the mean time of
+each id after the first. The kernel's own TTFT (from ``ai_submit`` to the
+first id, in the ``E`` frame) is beside them, so the difference is what the
+HTTP path and the host queue add. The ``aisvc_kernel_*`` gauges come from
+the gateway's ``I`` frame, polled; ``aisvc_kernel_running_max`` is the most
+requests the worker ran at once since the server started: above 1, the
+worker batched.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+# Seconds: the guest's TTFT is tens of ms to seconds; its TPOT tens to hundreds of ms.
+TTFT_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+TPOT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
+OUTCOMES = ("ok", "cancelled", "bad_request", "rejected", "guest_down", "failed")
+
+
+class Metrics:
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        self.running_max = 0
+        self.requests = Counter("aisvc_requests", "HTTP generation requests by endpoint and "
+                                "outcome (ok, cancelled, bad_request, rejected: 429, "
+                                "guest_down: 503, failed)", ["endpoint", "outcome"], registry=r)
+        self.queue_depth = Gauge("aisvc_queue_depth", "requests waiting in the host queue for "
+                                 "a place in the gateway's window", registry=r)
+        self.live = Gauge("aisvc_live_requests", "requests the gateway holds (submitted, not "
+                          "ended)", registry=r)
+        self.ttft = Histogram("aisvc_ttft_seconds", "time to first token, host clock",
+                              buckets=TTFT_BUCKETS, registry=r)
+        self.tpot = Histogram("aisvc_tpot_seconds", "time per output token after the first, "
+                              "host clock", buckets=TPOT_BUCKETS, registry=r)
+        self.kernel_ttft = Histogram("aisvc_kernel_ttft_seconds", "time to first token from "
+                                     "ai_submit, the kernel's clock", buckets=TTFT_BUCKETS,
+                                     registry=r)
+        self.tokens = Counter("aisvc_tokens_generated", "ids the worker generated", registry=r)
+        self.prompt_tokens = Counter("aisvc_prompt_tokens", "prompt ids submitted", registry=r)
+        self.kernel_used = Gauge("aisvc_kernel_live_requests", "slots in use in the kernel's "
+                                 "table (ai_info used)", registry=r)
+        self.kernel_queued = Gauge("aisvc_kernel_queued_requests", "requests in the kernel's "
+                                   "FIFO (ai_info queued)", registry=r)
+        self.kernel_running = Gauge("aisvc_kernel_running_requests", "requests the worker "
+                                    "runs (ai_info running)", registry=r)
+        self.kernel_running_max = Gauge("aisvc_kernel_running_max", "the most requests the "
+                                        "worker ran at once since the server started",
+                                        registry=r)
+        self.guest_up = Gauge("aisvc_guest_up", "1 while the guest and its gateway serve",
+                              registry=r)
+        self.guest_boots = Counter("aisvc_guest_boots", "guests booted (the first and every "
+                                   "reboot after a guest died)", registry=r)
+        for outcome in OUTCOMES:
+            for endpoint in ("completions", "chat"):
+                self.requests.labels(endpoint, outcome)
+
+    def saw_info(self, used: int, queued: int, running: int) -> None:
+        self.kernel_used.set(used)
+        self.kernel_queued.set(queued)
+        self.kernel_running.set(running)
+        if running > self.running_max:
+            self.running_max = running
+            self.kernel_running_max.set(running)

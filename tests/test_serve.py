@@ -1,0 +1,369 @@
+"""`pyaisvc serve` against the real guest, through real HTTP clients on loopback.
+
+One server (a `pyaisvc serve` process on a free port, booting SmolLM2 in the
+guest) is shared by the module, so the guest boots once (twice with the
+test that kills QEMU). The tests run in file order, the destructive ones
+last. Every generated text is checked against the numpy reference
+(pyaisvc.reference): its greedy or seeded continuation of the same ids, cut
+after the first end-of-text / end-of-turn id and decoded:
+
+- the official `openai` client: a completion, the same streamed in pieces,
+  a chat completion (its prompt the hand-written template of pyaisvc.chat,
+  while the server renders the GGUF's Jinja template), usage and
+  finish_reason, a seed that repeats the reference's draws;
+- 8 concurrent streaming clients, each its own reference, while the worker
+  ran more than one request at once (/metrics, from the gateway's I frame);
+- a client that leaves mid-stream: its kernel request is cancelled (no live
+  request in the kernel's table) and the next request is served;
+- bad input, each a 4xx with a message, the guest untouched;
+- schemathesis over the server's own OpenAPI schema (bounded);
+- QEMU killed mid-request: 503, /health says so, then a fresh guest serves;
+- Ctrl-C stops the server and QEMU.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+from host import llmcases as lc
+from host.buildlock import build_lock
+
+from pyaisvc.chat import chat_text
+from pyaisvc.llmguest import MODELS, prepare
+from pyaisvc.tokenizer import load_tokenizer
+
+pytestmark = pytest.mark.guest
+
+ROOT = Path(__file__).resolve().parent.parent
+FRANCE_TEXT = "The capital of France is"
+COUNTING = "1, 2, 3, 4, 5, 6, 7, 8,"  # greedy SmolLM2 counts on past 200 ids: a long request
+N = 12  # ids per checked request
+ENDS = {0, 2}  # <|endoftext|>, <|im_end|>: every reply ends at them
+BOOT_SECONDS = 900.0  # build what is missing, boot, load the model: generous on a busy host
+
+
+@dataclass
+class Server:
+    url: str
+    proc: subprocess.Popen
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+    def client(self) -> openai.OpenAI:
+        return openai.OpenAI(base_url=self.url + "/v1", api_key="unused", max_retries=0,
+                             timeout=600)
+
+    def health(self) -> httpx.Response:
+        return httpx.get(self.url + "/health", timeout=30)
+
+    def metric(self, name: str, labels: str = "") -> float:
+        text = httpx.get(self.url + "/metrics", timeout=30).text
+        m = re.search(rf"^{re.escape(name + labels)} (\S+)$", text, re.M)
+        assert m, f"{name}{labels} not in /metrics"
+        return float(m.group(1))
+
+    def wait_up(self, deadline: float) -> dict:
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, f"pyaisvc serve exited:\n{self.output()}"
+            try:
+                r = self.health()
+                if r.status_code == 200:
+                    return r.json()
+            except httpx.TransportError:
+                pass
+            time.sleep(0.5)
+        raise AssertionError(f"the server did not become healthy:\n{self.output()}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    if lc.smol_dir("v3") is None:
+        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    with build_lock():  # the server's own build step then finds everything up to date
+        prepare(ROOT, MODELS["smol"])
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    port = free_port()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "pyaisvc", "serve", "--model", "smol",
+                                 "--port", str(port), "--verbose"], cwd=ROOT, stdout=out,
+                                stderr=subprocess.STDOUT)
+    srv = Server(f"http://127.0.0.1:{port}", proc, log)
+    try:
+        srv.wait_up(time.monotonic() + BOOT_SECONDS)
+        yield srv
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@functools.cache
+def tok():
+    return load_tokenizer("smol")
+
+
+def expected(ids: list[int]) -> tuple[str, int, str]:
+    """(text, completion tokens, finish_reason) the server must give for a request whose
+    continuation (of N ids, no stop) is ids."""
+    cut = lc.until_stop(ids, ENDS)
+    text = tok().decode([i for i in cut if i not in ENDS], skip_special_tokens=True)
+    return text, len(cut), "stop" if cut[-1] in ENDS else "length"
+
+
+def reference(prompt: list[int], n: int = N) -> list[int]:
+    return lc.reference_ids(lc.smol_dir("v3"), [prompt], n)[0]
+
+
+# ---------------------------------------------------------------- the openai client
+
+def test_completion_is_the_references_greedy_continuation(server: Server) -> None:
+    prompt = lc.FRANCE["smol"]
+    assert httpx.post(server.url + "/tokenize", json={"content": FRANCE_TEXT}).json() == \
+        {"tokens": prompt}
+    text, gen, finish = expected(reference(prompt))
+    out = server.client().completions.create(model="smol", prompt=FRANCE_TEXT, max_tokens=N,
+                                             temperature=0)
+    assert out.choices[0].text == text
+    assert out.choices[0].finish_reason == finish
+    assert (out.usage.prompt_tokens, out.usage.completion_tokens, out.usage.total_tokens) == \
+        (len(prompt), gen, len(prompt) + gen)
+
+
+def test_streaming_gives_the_same_text_in_pieces(server: Server) -> None:
+    text, _, finish = expected(reference(lc.FRANCE["smol"]))
+    stream = server.client().completions.create(model="smol", prompt=FRANCE_TEXT,
+                                                max_tokens=N, temperature=0, stream=True)
+    chunks = list(stream)
+    pieces = [c.choices[0].text for c in chunks if c.choices and c.choices[0].text]
+    assert "".join(pieces) == text
+    assert len(pieces) > 1, pieces
+    assert chunks[-1].choices[0].finish_reason == finish
+
+
+def test_chat_completion_uses_the_models_template(server: Server) -> None:
+    message = "What is the capital of France?"
+    prompt = tok().encode(chat_text("smol", message))  # the template written out by hand
+    text, gen, finish = expected(reference(prompt))
+    out = server.client().chat.completions.create(
+        model="smol", messages=[{"role": "user", "content": message}], max_tokens=N,
+        temperature=0)
+    assert out.choices[0].message.content == text
+    assert out.choices[0].message.role == "assistant"
+    assert out.choices[0].finish_reason == finish
+    assert (out.usage.prompt_tokens, out.usage.completion_tokens) == (len(prompt), gen)
+
+
+def test_a_seed_repeats_the_references_draws(server: Server) -> None:
+    case = ("0.8", 40, "0.95", 7)  # the server's default top_k is 40
+    ids = lc.sampled_reference(lc.smol_dir("v3"), lc.FRANCE["smol"], N, case)
+    text, gen, _ = expected(ids)
+    client = server.client()
+    for _ in range(2):
+        out = client.completions.create(model="smol", prompt=FRANCE_TEXT, max_tokens=N,
+                                        temperature=0.8, top_p=0.95, seed=7)
+        assert out.choices[0].text == text
+        assert out.usage.completion_tokens == gen
+
+
+# ---------------------------------------------------------------- load and cancels
+
+def eight_prompts() -> list[list[int]]:
+    long = lc.heldout_ids("smol", 120)
+    return [lc.FRANCE["smol"], *(long[10 * i: 10 * i + 3 + 4 * i] for i in range(7))]
+
+
+def test_eight_concurrent_streams_each_equal_their_reference(server: Server) -> None:
+    prompts = eight_prompts()
+    n = 8
+    want = [expected(ids)[0] for ids in lc.reference_ids(lc.smol_dir("v3"), prompts, n)]
+
+    async def one(client: openai.AsyncOpenAI, prompt: list[int]) -> str:
+        stream = await client.completions.create(model="smol", prompt=prompt, max_tokens=n,
+                                                 temperature=0, stream=True)
+        return "".join([c.choices[0].text async for c in stream if c.choices])
+
+    async def all_of_them() -> list[str]:
+        client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="unused",
+                                    max_retries=0, timeout=600)
+        async with client:
+            return await asyncio.gather(*(one(client, p) for p in prompts))
+
+    got = asyncio.run(all_of_them())
+    assert got == want
+    ran = server.metric("aisvc_kernel_running_max")
+    assert ran > 1, f"the worker never ran more than {ran} request at once"
+
+
+def wait_for(cond, seconds: float, what: str) -> float:
+    """Seconds until cond() held (polling); AssertionError after `seconds`."""
+    t0 = time.monotonic()
+    while not cond():
+        assert time.monotonic() - t0 < seconds, f"{what}: not within {seconds} s"
+        time.sleep(0.05)
+    return time.monotonic() - t0
+
+
+def test_a_client_leaving_mid_stream_cancels_its_kernel_request(server: Server) -> None:
+    cancelled = server.metric("aisvc_requests_total", '{endpoint="completions",'
+                              'outcome="cancelled"}')
+    body = {"model": "smol", "prompt": COUNTING, "max_tokens": 200, "temperature": 0,
+            "stream": True}
+    with httpx.stream("POST", server.url + "/v1/completions", json=body, timeout=600) as r:
+        assert r.status_code == 200
+        chunks = 0
+        for line in r.iter_lines():
+            chunks += line.startswith("data: {")
+            if chunks == 2:
+                break
+        # 198 ids still to come: the kernel's table holds it (seen through the I frame)
+        wait_for(lambda: server.metric("aisvc_kernel_live_requests") >= 1, 30,
+                 "the request live in the kernel's table")
+    # The response is closed: the server must send C, the gateway ai_cancel.
+    took = wait_for(lambda: server.metric("aisvc_kernel_live_requests") == 0
+                    and server.metric("aisvc_live_requests") == 0, 10,
+                    "the kernel request freed after the client left")
+    print(f"kernel slot free {took:.2f} s after the client left")
+    wait_for(lambda: server.metric("aisvc_requests_total", '{endpoint="completions",'
+                                   'outcome="cancelled"}') == cancelled + 1, 10,
+             "the request counted as cancelled")
+    text, _, _ = expected(reference(lc.FRANCE["smol"]))
+    out = server.client().completions.create(model="smol", prompt=FRANCE_TEXT, max_tokens=N,
+                                             temperature=0)
+    assert out.choices[0].text == text
+
+
+# ---------------------------------------------------------------- bad input
+
+def bad_requests() -> list[tuple[str, dict]]:
+    """(what, httpx.post keyword arguments) of requests the server must refuse."""
+    ok = {"model": "smol", "prompt": FRANCE_TEXT, "max_tokens": 4}
+    js = {"headers": {"content-type": "application/json"}}
+    return [
+        ("malformed JSON", {"content": b'{"model": "smol", "prompt": ', **js}),
+        ("a JSON array", {"json": [ok]}),
+        ("prompt of the wrong type", {"json": ok | {"prompt": {"text": "x"}}}),
+        ("max_tokens a string", {"json": ok | {"max_tokens": "4"}}),
+        ("stream a number", {"json": ok | {"stream": 1}}),
+        ("unknown model", {"json": ok | {"model": "gpt-4o"}}),
+        ("max_tokens 0", {"json": ok | {"max_tokens": 0}}),
+        ("max_tokens negative", {"json": ok | {"max_tokens": -5}}),
+        ("max_tokens huge", {"json": ok | {"max_tokens": 10**12}}),
+        ("max_tokens beyond seq_len", {"json": ok | {"prompt": "word " * 100,
+                                                     "max_tokens": 255}}),
+        ("empty prompt", {"json": ok | {"prompt": ""}}),
+        ("prompt over the limit", {"json": ok | {"prompt": "word " * 400}}),
+        ("token id over the vocab", {"json": ok | {"prompt": [504, 10**6]}}),
+        ("a 10 MB body", {"content": json.dumps(ok | {"prompt": "x" * (10 << 20)}), **js}),
+        ("n 2", {"json": ok | {"n": 2}}),
+        ("an unsupported field", {"json": ok | {"logprobs": 3}}),
+        ("chat without messages", {"json": {"model": "smol", "messages": []}}),
+    ]
+
+
+def test_bad_input_is_a_4xx_with_a_message_and_the_server_keeps_serving(server) -> None:
+    pid = server.health().json()["qemu_pid"]
+    for what, kwargs in bad_requests():
+        path = "/v1/chat/completions" if "chat" in what else "/v1/completions"
+        r = httpx.post(server.url + path, timeout=120, **kwargs)
+        assert 400 <= r.status_code < 500, (what, r.status_code, r.text[:300])
+        err = r.json()["error"]
+        assert err["message"] and err["type"], (what, err)
+        if what.startswith(("max_tokens", "n 2", "empty", "prompt")):
+            assert err["param"] in ("max_tokens", "n", "prompt"), (what, err)
+    assert server.health().json()["qemu_pid"] == pid  # the same guest, still up
+    text, _, _ = expected(reference(lc.FRANCE["smol"]))
+    out = server.client().completions.create(model="smol", prompt=FRANCE_TEXT, max_tokens=N,
+                                             temperature=0)
+    assert out.choices[0].text == text
+
+
+def test_the_api_fuzzer_finds_no_server_error(server: Server, tmp_path: Path) -> None:
+    pid = server.health().json()["qemu_pid"]
+    env = dict(os.environ, SCHEMATHESIS_HOOKS="schemathesis_hooks",
+               PYTHONPATH=str(ROOT / "tests/host"))
+    st = Path(sys.executable).with_name("schemathesis")
+    proc = subprocess.run(
+        [str(st), "run", server.url + "/openapi.json", "--checks",
+         "not_a_server_error,status_code_conformance,content_type_conformance,"
+         "response_schema_conformance,negative_data_rejection",
+         "--max-examples", "8", "--workers", "1", "--seed", "1", "--request-timeout", "300",
+         "--no-color", "--report-dir", str(tmp_path)],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    assert server.health().json()["qemu_pid"] == pid
+    text, _, _ = expected(reference(lc.FRANCE["smol"]))
+    out = server.client().completions.create(model="smol", prompt=FRANCE_TEXT, max_tokens=N,
+                                             temperature=0)
+    assert out.choices[0].text == text
+
+
+# ---------------------------------------------------------------- faults
+
+def test_qemu_killed_mid_request_is_503_then_a_fresh_guest_serves(server: Server) -> None:
+    pid = server.health().json()["qemu_pid"]
+    result: dict[str, object] = {}
+
+    def ask() -> None:
+        try:
+            server.client().completions.create(model="smol", prompt=COUNTING,
+                                               max_tokens=200, temperature=0)
+            result["status"] = 200
+        except openai.APIStatusError as e:
+            result["status"], result["body"] = e.status_code, e.body
+
+    asker = threading.Thread(target=ask)
+    asker.start()
+    wait_for(lambda: server.metric("aisvc_live_requests") >= 1, 120, "the request submitted")
+    os.kill(pid, signal.SIGKILL)
+    asker.join(120)
+    assert result.get("status") == 503, result
+    health = server.health()
+    if health.status_code == 503:  # unless the new guest was already up
+        assert health.json()["status"] in ("down", "starting"), health.text
+    up = server.wait_up(time.monotonic() + BOOT_SECONDS)
+    assert up["qemu_pid"] != pid
+    assert server.metric("aisvc_guest_boots_total") == 2
+    text, _, _ = expected(reference(lc.FRANCE["smol"]))
+    out = server.client().completions.create(model="smol", prompt=FRANCE_TEXT, max_tokens=N,
+                                             temperature=0)
+    assert out.choices[0].text == text
+
+
+def test_ctrl_c_stops_the_server_and_the_guest(server: Server) -> None:
+    pid = server.health().json()["qemu_pid"]
+    server.proc.send_signal(signal.SIGINT)
+    assert server.proc.wait(120) == 0, server.output()
+    assert "the guest is stopped" in server.output()
+    try:
+        os.kill(pid, 0)
+        alive = Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] != "Z"
+    except ProcessLookupError:
+        alive = False
+    assert not alive, f"QEMU (pid {pid}) still runs"

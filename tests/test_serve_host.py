@@ -1,0 +1,355 @@
+"""pyaisvc serve without a guest: the frames, the host queue, cancels, text, the HTTP layer.
+
+The gateway here is a fake in this process (FakeGateway) that speaks
+docs/GATEWAY.md's frames over a socket pair; tests/test_serve.py runs the
+same server against the real guest. Only the host's logic is tested here:
+the window and the bounded queue (429), cancels freeing a place, a dead
+connection failing requests with GuestDown, streamed text that never splits
+a UTF-8 character, stop strings, and the API's refusals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+
+import httpx
+import pytest
+
+from pyaisvc.serve import frames
+from pyaisvc.serve.app import Limits, Service, create_app
+from pyaisvc.serve.gateway import Gateway, GuestDown, QueueFull
+from pyaisvc.serve.metrics import Metrics
+from pyaisvc.serve.text import TextStream, chat_prompt
+from pyaisvc.tokenizer import load_tokenizer
+
+VOCAB, SEQ = 49152, 256
+PARIS = [7042, 30]  # " Paris."
+
+
+class FakeGateway:
+    """Answers frames like the guest's gateway: each request generates `script` (then
+    repeats its last id), one id per `delay` seconds, ending at a stop id or predict."""
+
+    def __init__(self, window: int, script: list[int], delay: float = 0.01) -> None:
+        self.window, self.script, self.delay = window, script, delay
+        self.live: dict[int, asyncio.Task[None]] = {}
+        self.cancelled: set[int] = set()
+        self.seen: list[str] = []
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while line := (await reader.readline()).decode():
+            self.seen.append(line.strip())
+            w = line.split()
+            if w[0] == "H":
+                writer.write(f"R gateway 1 {VOCAB} {SEQ} {self.window}\n".encode())
+            elif w[0] == "I":
+                writer.write(f"I {len(self.live)} 0 {len(self.live)} 0 0 0 3\n".encode())
+            elif w[0] == "C":
+                rid = int(w[1])
+                if rid in self.live:
+                    self.cancelled.add(rid)
+                else:
+                    writer.write(f"X {rid} 203 not live\n".encode())
+            elif w[0] == "S":
+                rid, predict = int(w[1]), int(w[2])
+                nstop = int(w[7])
+                stops = {int(x) for x in w[8:8 + nstop]}
+                if len(self.live) >= self.window:
+                    writer.write(f"X {rid} 202 window full\n".encode())
+                else:
+                    self.live[rid] = asyncio.create_task(self._run(writer, rid, predict, stops))
+
+    async def _run(self, writer, rid: int, predict: int, stops: set[int]) -> None:
+        finish, n = "length", 0
+        for n in range(1, predict + 1):
+            await asyncio.sleep(self.delay)
+            if rid in self.cancelled:
+                finish, n = "cancel", n - 1
+                break
+            tok = self.script[min(n - 1, len(self.script) - 1)]
+            writer.write(f"T {rid} {tok}\n".encode())
+            if tok in stops:
+                finish = "stop"
+                break
+        del self.live[rid]
+        writer.write(f"E {rid} {finish} {n} 5 10 1000 2000\n".encode())
+
+
+async def connect(fake: FakeGateway, queue_max: int) -> tuple[Gateway, asyncio.Task[None],
+                                                              asyncio.StreamWriter]:
+    host_sock, guest_sock = socket.socketpair()
+    g_reader, g_writer = await asyncio.open_connection(sock=guest_sock)
+    asyncio.create_task(fake.serve(g_reader, g_writer))
+    reader, writer = await asyncio.open_connection(sock=host_sock)
+    gw = await Gateway.connect(reader, writer, queue_max, timeout=5)
+    return gw, asyncio.create_task(gw.run()), g_writer
+
+
+async def drain(sub) -> list[frames.Frame]:
+    return [ev async for ev in sub.events()]
+
+
+# ---------------------------------------------------------------- frames
+
+def test_frames_round_trip_and_refusals() -> None:
+    line = frames.submit(7, [504, 3575], 8, frames.Options(800000, 40, 950000, 3), [0, 2])
+    assert line == b"S 7 8 800000 40 950000 3 2 0 2 2 504 3575\n"
+    assert frames.parse("R gateway 1 49152 256 8") == frames.Ready(49152, 256, 8)
+    assert frames.parse("T 7 1 2 3") == frames.Tokens(7, (1, 2, 3))
+    assert frames.parse("E 7 stop 3 2 10 20 30") == frames.End(7, "stop", 3, 2, 10, 20, 30)
+    assert frames.parse("X 0 200 bad frame") == frames.Failed(0, 200, "bad frame")
+    for bad in ("", "Q 1", "T 7", "E 7 maybe 1 2 3 4 5", "I 1 2", "R gateway 2 1 1 1",
+                "T x 1"):
+        with pytest.raises(frames.FrameError):
+            frames.parse(bad)
+    for args in ((0, [1], 1, [], ), (1, [], 1, []), (1, [1], 1, [1, 2, 3, 4, 5]),
+                 (1, [1] * 256, 1, [])):
+        with pytest.raises(ValueError):
+            frames.submit(args[0], args[1], args[2], frames.Options(), args[3])
+
+
+# ---------------------------------------------------------------- the queue
+
+def test_window_queue_429_and_cancel_frees_a_place() -> None:
+    async def main() -> None:
+        fake = FakeGateway(window=2, script=[5], delay=0.02)
+        gw, run, _ = await connect(fake, queue_max=1)
+        a = await gw.submit([1], 200, frames.Options(), [])
+        b = await gw.submit([1], 3, frames.Options(), [])
+        assert gw.live == 2
+        waiting = asyncio.create_task(gw.submit([1], 2, frames.Options(), []))
+        await asyncio.sleep(0.05)
+        assert gw.queued == 1 and not waiting.done()
+        with pytest.raises(QueueFull):
+            await gw.submit([1], 1, frames.Options(), [])
+        assert [e.ids for e in (await drain(b))[:-1]] == [(5,)] * 3
+        c = await asyncio.wait_for(waiting, 5)  # b's place went to the waiter
+        a.cancel()
+        end_a = (await drain(a))[-1]
+        assert isinstance(end_a, frames.End) and end_a.finish == "cancel"
+        assert f"C {a.rid}" in fake.seen
+        await drain(c)
+        assert gw.live == 0 and gw.queued == 0 and not fake.live
+        info = await gw.info()
+        assert info.worker_pid == 3
+        run.cancel()
+
+    asyncio.run(main())
+
+
+def test_a_waiter_that_leaves_gives_its_place_on() -> None:
+    async def main() -> None:
+        fake = FakeGateway(window=1, script=[5], delay=0.01)
+        gw, run, _ = await connect(fake, queue_max=4)
+        a = await gw.submit([1], 5, frames.Options(), [])
+        left = asyncio.create_task(gw.submit([1], 1, frames.Options(), []))
+        stays = asyncio.create_task(gw.submit([1], 1, frames.Options(), []))
+        await asyncio.sleep(0.02)
+        left.cancel()
+        await drain(a)
+        await drain(await asyncio.wait_for(stays, 5))
+        assert gw.live == 0 and gw.queued == 0
+        run.cancel()
+
+    asyncio.run(main())
+
+
+def test_a_dead_connection_fails_live_and_waiting_requests() -> None:
+    async def main() -> None:
+        fake = FakeGateway(window=1, script=[5], delay=0.05)
+        gw, run, guest_end = await connect(fake, queue_max=4)
+        live = await gw.submit([1], 100, frames.Options(), [])
+        waiting = asyncio.create_task(gw.submit([1], 1, frames.Options(), []))
+        await asyncio.sleep(0.1)
+        guest_end.transport.abort()  # QEMU killed: the socket ends
+        with pytest.raises(GuestDown):
+            await drain(live)
+        with pytest.raises(GuestDown):
+            await waiting
+        with pytest.raises(GuestDown):
+            await gw.submit([1], 1, frames.Options(), [])
+        await run
+        for t in fake.live.values():
+            t.cancel()
+
+    asyncio.run(main())
+
+
+# ---------------------------------------------------------------- text
+
+@pytest.fixture(scope="module")
+def tok():
+    return load_tokenizer("smol")
+
+
+def test_streamed_text_never_splits_a_character(tok) -> None:
+    ids = tok.encode("é😀 Paris")
+    assert len(ids) > 3  # the emoji takes several byte tokens
+    s = TextStream(tok, (), [0, 2])
+    pieces = [s.push([i]) for i in ids] + [s.close()]
+    assert all("\ufffd" not in p for p in pieces)
+    assert "".join(pieces) == "é😀 Paris" == tok.decode(ids)
+
+
+def test_stop_strings_cut_the_text_even_across_tokens(tok) -> None:
+    ids = tok.encode(" Paris. The answer is:")
+    s = TextStream(tok, ["answer"], [0, 2])
+    pieces = [s.push([i]) for i in ids]
+    assert "".join(pieces) == " Paris. The " and s.stopped_by == "string"
+    s = TextStream(tok, ["xyz"], [0, 2])
+    out = "".join(s.push([i]) for i in [*PARIS, 2, 7042]) + s.close()
+    assert out == " Paris." and s.stopped_by == "id" and s.generated == 3
+
+
+def test_the_chat_template_is_the_models_own(tok) -> None:
+    from pyaisvc.chat import chat_text
+
+    msgs = [{"role": "user", "content": "What is the capital of France?"}]
+    assert chat_prompt(tok, msgs) == chat_text("smol", msgs[0]["content"])
+    with_system = chat_prompt(tok, [{"role": "system", "content": "Be brief."}, *msgs])
+    assert with_system.startswith("<|im_start|>system\nBe brief.<|im_end|>\n")
+    assert "SmolLM" not in with_system
+
+
+# ---------------------------------------------------------------- the API
+
+
+class FakeEngine:
+    def __init__(self, gw: Gateway) -> None:
+        self.gw, self.state, self.why_down, self.qemu_pid = gw, "up", "", 42
+
+    async def submit(self, prompt, predict, opts, stops):
+        self.last = (prompt, predict, opts, stops)
+        return await self.gw.submit(prompt, predict, opts, stops)
+
+
+def api_test(script: list[int], window: int, queue_max: int, body):
+    """Runs body(client, engine, fake) against the app over a fake gateway."""
+    async def main():
+        fake = FakeGateway(window, script, delay=0.005)
+        gw, run, _ = await connect(fake, queue_max)
+        engine = FakeEngine(gw)
+        limits = Limits(VOCAB, SEQ, 255)
+        app = create_app(Service("smol", engine, load_tokenizer("smol"), limits, Metrics()))
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            await body(client, engine, fake)
+        run.cancel()
+
+    asyncio.run(main())
+
+
+def test_completion_stream_and_usage_over_a_fake_gateway() -> None:
+    async def body(client, engine, fake):
+        r = await client.post("/v1/completions", json={
+            "model": "smol", "prompt": "The capital of France is", "max_tokens": 8,
+            "temperature": 0})
+        assert r.status_code == 200, r.text
+        out = r.json()
+        assert out["choices"][0]["text"] == " Paris."
+        assert out["choices"][0]["finish_reason"] == "stop"
+        assert out["usage"] == {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
+        assert out["timings"] == {"queued_us": 10, "ttft_us": 1000, "total_us": 2000}
+        assert engine.last[0] == [504, 3575, 282, 4649, 314]
+        assert engine.last[2] == frames.Options()  # greedy
+        assert engine.last[3] == [0, 2]
+        r = await client.post("/v1/completions", json={
+            "model": "smol", "prompt": [504, 3575], "max_tokens": 8, "stream": True,
+            "temperature": 0.8, "seed": 9, "top_p": 0.95})
+        events = [ln[6:] for ln in r.text.splitlines() if ln.startswith("data: ")]
+        assert events[-1] == "[DONE]"
+        chunks = [json.loads(e) for e in events[:-1]]
+        assert "".join(c["choices"][0]["text"] for c in chunks) == " Paris."
+        assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+        assert engine.last[2] == frames.Options(800000, 40, 950000, 9)
+
+    api_test([*PARIS, 2], window=4, queue_max=4, body=body)
+
+
+def test_a_stop_string_cancels_the_guests_request() -> None:
+    async def body(client, engine, fake):
+        r = await client.post("/v1/chat/completions", json={
+            "model": "smol", "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 50, "temperature": 0, "stop": "."})
+        assert r.status_code == 200, r.text
+        out = r.json()["choices"][0]
+        assert out["message"]["content"] == " Paris" and out["finish_reason"] == "stop"
+        await asyncio.sleep(0.1)
+        assert any(s.startswith("C ") for s in fake.seen) and not fake.live
+
+    api_test([*PARIS, 7042], window=4, queue_max=4, body=body)
+
+
+def test_bad_requests_are_400s_naming_the_field() -> None:
+    cases = [
+        ({"model": "smol", "prompt": "x", "n": 2}, 400, "n"),
+        ({"model": "smol", "prompt": "x", "max_tokens": 0}, 400, "max_tokens"),
+        ({"model": "smol", "prompt": "x", "max_tokens": -3}, 400, "max_tokens"),
+        ({"model": "smol", "prompt": "x", "max_tokens": 10**9}, 400, "max_tokens"),
+        ({"model": "smol", "prompt": "word " * 300}, 400, "prompt"),
+        ({"model": "smol", "prompt": "word " * 200, "max_tokens": 100}, 400, "max_tokens"),
+        ({"model": "smol", "prompt": ""}, 400, "prompt"),
+        ({"model": "smol", "prompt": [VOCAB]}, 400, "prompt"),
+        ({"model": "smol", "prompt": 5}, 400, "prompt"),
+        ({"model": "gpt-4", "prompt": "x"}, 404, "model"),
+        ({"model": "smol", "prompt": "x", "logprobs": 2}, 400, "logprobs"),
+        ({"model": "smol", "prompt": "x", "temperature": "hot"}, 400, "temperature"),
+        ({"model": "smol", "prompt": "\ud800"}, 400, "prompt"),
+    ]
+
+    async def body(client, engine, fake):
+        for req, status, param in cases:
+            r = await client.post("/v1/completions", content=json.dumps(req))
+            assert r.status_code == status, (req, r.text)
+            err = r.json()["error"]
+            assert err["param"] == param and param in err["message"], (req, err)
+        r = await client.post("/v1/completions", content=b"{not json",
+                              headers={"content-type": "application/json"})
+        assert r.status_code == 400 and "JSON" in r.json()["error"]["message"]
+        r = await client.post("/v1/completions", content=b"x" * (10 << 20),
+                              headers={"content-type": "application/json"})
+        assert r.status_code == 413 and r.json()["error"]["message"]
+        r = await client.get("/v1/models")
+        assert r.json()["data"][0]["id"] == "smol"
+        assert not fake.seen or all(not s.startswith("S") for s in fake.seen)
+
+    api_test(PARIS, window=4, queue_max=4, body=body)
+
+
+def test_a_full_queue_is_429_with_retry_after() -> None:
+    async def body(client, engine, fake):
+        fake.delay = 0.05
+        req = {"model": "smol", "prompt": "x", "max_tokens": 20, "temperature": 0}
+        first = asyncio.create_task(client.post("/v1/completions", json=req))
+        await asyncio.sleep(0.05)
+        r = await client.post("/v1/completions", json=req)
+        assert r.status_code == 429 and r.headers["retry-after"]
+        assert (await first).status_code == 200
+        metrics = (await client.get("/metrics")).text
+        assert 'aisvc_requests_total{endpoint="completions",outcome="rejected"} 1.0' in metrics
+
+    api_test([5], window=1, queue_max=0, body=body)
+
+
+# ---------------------------------------------------------------- the CLI
+
+def test_serve_refuses_a_bad_or_busy_port_before_booting() -> None:
+    import subprocess
+    import sys
+
+    def serve(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pyaisvc", "serve", *args],
+                              capture_output=True, text=True, timeout=120)
+
+    r = serve("--port", "70000")
+    assert r.returncode == 1
+    assert r.stderr.strip() == "pyaisvc serve: --port 70000 must be 0..65535"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        r = serve("--port", str(busy.getsockname()[1]))
+    assert r.returncode == 1
+    assert "cannot listen on 127.0.0.1:" in r.stderr and "choose another --port" in r.stderr
+    assert "booting" not in r.stderr
