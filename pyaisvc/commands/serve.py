@@ -48,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue", type=int, default=64, metavar="N",
                         help="requests the host queue holds beyond the gateway's window; "
                         "more get 429 (default 64)")
+    parser.add_argument("--batch", type=int, default=None, metavar="B",
+                        help="the worker's places (1..8; boot argument aibatch=B; default: "
+                        "ai_daemon's 8): fewer make the kernel's queue visible at /")
     parser.add_argument("--cpus", type=int, default=None,
                         help=f"guest harts (default {default_cpus()})")
     parser.add_argument("--ram", help="guest RAM (default " + ", ".join(
@@ -66,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
     cpus = args.cpus if args.cpus is not None else default_cpus()
     if cpus < 1:
         raise CommandError("serve: --cpus must be at least 1")
+    if args.batch is not None and not 1 <= args.batch <= 8:
+        raise CommandError(f"serve: --batch {args.batch} must be 1..8")
+    append = f"aibatch={args.batch}" if args.batch is not None else ""
     _check_port(args.port)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="serve: %(message)s", stream=sys.stderr)
@@ -77,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         limits = Limits(vocab=tok.vocab_size, seq_len=seq_len(p.assets), max_prompt=max_prompt())
         metrics = Metrics()
         engine = Engine(EngineConfig(p.kernel, p.image, args.ram or spec.ram, cpus, args.qemu,
-                                     queue_max=args.queue), metrics)
+                                     queue_max=args.queue, append=append), metrics)
         app = create_app(Service(args.model, engine, tok, limits, metrics))
         asyncio.run(_serve(engine, app, args.port, p.title, cpus))
     except AisvcError as e:

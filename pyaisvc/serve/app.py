@@ -1,4 +1,5 @@
-"""The HTTP API: OpenAI's completions and chat completions, llama.cpp's tokenize.
+"""The HTTP API: OpenAI's completions and chat completions, llama.cpp's tokenize,
+and the kernel's table live (``/v1/aisvc/table``, its SSE stream, and the page at ``/``).
 
 ``create_app(service)`` builds the FastAPI application over a ``Service``:
 the engine (the guest, pyaisvc.serve.engine), the tokenizer, the model's
@@ -34,18 +35,26 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from importlib import resources
 from typing import Annotated, Any, Literal, Protocol
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    Response,
+    StreamingResponse,
+)
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pyaisvc.serve import frames
 from pyaisvc.serve.gateway import GuestDown, QueueFull, RequestFailed, Submitted
+from pyaisvc.serve.live import Live
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.serve.text import TemplateFailed, TextStream, chat_prompt, end_ids
 from pyaisvc.tokenizer import Tokenizer
@@ -62,6 +71,8 @@ DISCONNECT_POLL = 0.25  # seconds between looks at a waiting non-streaming clien
 RETRY_AFTER = "1"  # seconds: a slot frees within a request's time; a reboot takes longer
 MICRO = 1_000_000
 SEED_MAX = 2**64 - 1
+# The page's files (pyaisvc/serve/web/), each with its media type.
+WEB_FILES = {"app.js": "text/javascript", "style.css": "text/css"}
 
 # ---------------------------------------------------------------- the request bodies
 
@@ -121,6 +132,12 @@ class TokenizeRequest(_Body):
 
 class DetokenizeRequest(_Body):
     tokens: list[TokenId] = Field(max_length=4096)
+
+
+class BurstRequest(_Body):
+    n: int = Field(8, ge=1, le=64, description="requests fired at once")
+    prompt: Text = "Once upon a time"
+    max_tokens: int = Field(16, ge=1, le=255)
 
 
 class ErrorBody(BaseModel):
@@ -229,9 +246,12 @@ class BodyLimit:
 class Engine(Protocol):
     state: str
     why_down: str
+    ended: Any  # the last E frames, each with time.monotonic() when it came
 
     @property
     def qemu_pid(self) -> int | None: ...
+
+    async def table(self) -> frames.Table: ...
 
     async def submit(self, prompt: list[int], predict: int, opts: frames.Options,
                      stops: list[int]) -> Submitted: ...
@@ -521,6 +541,54 @@ def create_app(service: Service) -> FastAPI:
     async def metrics() -> PlainTextResponse:
         return PlainTextResponse(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)
 
+    live = Live(service.engine)
+    down = {503: ERRORS[503]}
+
+    @app.get("/v1/aisvc/table", responses=down, summary="the kernel's request table now: "
+             "every slot (state, owner pid, progress, times), the FIFO, the batch, the "
+             "requests that ended last (an extension)")
+    async def table() -> dict[str, Any]:
+        try:
+            return await live.snapshot()
+        except (GuestDown, TimeoutError) as e:
+            raise ApiError(503, f"the guest is not serving: {e}; retry later", None,
+                           "server_error", "guest_down") from e
+
+    @app.get("/v1/aisvc/table/stream", include_in_schema=False)
+    async def table_stream() -> StreamingResponse:
+        async def events():
+            async for snap in live.stream():
+                yield _sse(snap)
+
+        return StreamingResponse(events(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})
+
+    # The page's burst control: n greedy completions submitted at once by the server
+    # itself, since a browser opens at most 6 connections to one server and would hold
+    # the rest back. Left out of the published schema: the API fuzzer would fire bursts.
+    @app.post("/v1/aisvc/burst", include_in_schema=False)
+    async def burst(req: BurstRequest, request: Request) -> dict[str, Any]:
+        one = CompletionRequest(model=service.model, prompt=req.prompt,
+                                max_tokens=req.max_tokens, temperature=0.0)
+        got = await asyncio.gather(*(generate(one, request) for _ in range(req.n)),
+                                   return_exceptions=True)
+        errors = [g.message if isinstance(g, ApiError) else str(g) for g in got
+                  if isinstance(g, BaseException)]
+        texts = [g["choices"][0]["text"] for g in got if isinstance(g, dict)]
+        return {"n": req.n, "done": len(texts), "failed": len(errors), "errors": errors[:4],
+                "texts": texts}
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> HTMLResponse:
+        return HTMLResponse(_web_file("index.html"))
+
+    @app.get("/web/{name}", include_in_schema=False)
+    async def web(name: str) -> Response:
+        if name not in WEB_FILES:
+            raise ApiError(404, f"no file {name!r} here", None)
+        return Response(_web_file(name), media_type=WEB_FILES[name],
+                        headers={"Cache-Control": "no-cache"})
+
     small = {400: ERRORS[400], 413: ERRORS[413]}
 
     @app.post("/tokenize", responses=small, summary="text -> ids (llama.cpp)")
@@ -557,6 +625,11 @@ def create_app(service: Service) -> FastAPI:
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+def _web_file(name: str) -> str:
+    """One of the page's files, from the package."""
+    return resources.files("pyaisvc.serve").joinpath("web", name).read_text(encoding="utf-8")
 
 
 def _failure(m: Metrics, endpoint: str, e: GuestDown | RequestFailed) -> ApiError:

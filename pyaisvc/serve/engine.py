@@ -7,7 +7,9 @@ once the worker has loaded the model, so the answer means both are up).
 Then a supervisor task keeps it so:
 
 - it reads the gateway's frames (``Gateway.run``) and polls the table
-  (``I``) for the metrics, often while requests are live;
+  (``I``) for the metrics, often while requests are live; ``table()`` asks for
+  the whole table (``V``) for the live view, and ``ended`` keeps the last
+  requests' ``E`` frames with the time they came;
 - a thread drains the serial console (QEMU stops when its console output is
   not read) and watches it for a kernel panic;
 - when the connection ends (QEMU exited or was killed) or the kernel
@@ -22,10 +24,12 @@ not up it raises ``GuestDown`` at once.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +45,7 @@ from pyaisvc.serve.metrics import Metrics
 log = logging.getLogger("pyaisvc.serve")
 POLL_BUSY, POLL_IDLE = 0.2, 0.5  # seconds between I frames with / without live requests
 REBOOT_PAUSE = 3.0  # seconds between failed boots
+ENDED_KEPT = 64  # E frames kept for the live view
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,7 @@ class EngineConfig:
     queue_max: int = 64  # requests the host queue holds beyond the gateway's window
     boot_timeout: float = 300.0  # seconds to the shell prompt
     ready_timeout: float = 300.0  # seconds from the prompt to the gateway's R frame
+    append: str = ""  # the guest's boot arguments, e.g. aibatch=4 (the worker's places)
 
 
 class _Console:
@@ -99,6 +105,9 @@ class Engine:
         self._on_lost: Callable[[str], object] = lambda why: None  # from the console thread
         self._dir: Path | None = None
         self._supervisor: asyncio.Task[None] | None = None
+        # the last requests' E frames, each with time.monotonic() when it came
+        self.ended: collections.deque[tuple[float, frames.End]] = collections.deque(
+            maxlen=ENDED_KEPT)
 
     @property
     def qemu_pid(self) -> int | None:
@@ -125,6 +134,13 @@ class Engine:
             raise GuestDown(f"the guest is {self.state}" +
                             (f" ({self.why_down})" if self.why_down else ""))
         return await gw.submit(prompt, predict, opts, stops)
+
+    async def table(self) -> frames.Table:
+        """The kernel's whole table now (a V frame); GuestDown while the guest is not up."""
+        gw = self.gateway
+        if self.state != "up" or gw is None:
+            raise GuestDown(f"the guest is {self.state}")
+        return await gw.table()
 
     def run_at_console(self, cmd: str, timeout: float = 300.0) -> str:
         """Runs one shell command at the guest's console (Guest.run) and returns its
@@ -158,7 +174,7 @@ class Engine:
         c = self.cfg
         guest = self.guest = Guest(QemuConfig(kernel=c.kernel, image=c.image, ram=c.ram,
                                               cpus=c.cpus, snapshot=True, qemu=c.qemu,
-                                              port_socket=sock))
+                                              port_socket=sock, append=c.append))
         self.metrics.guest_boots.inc()
         log.info("booting the guest (QEMU, %d hart(s), %s)", c.cpus, c.ram)
         await asyncio.to_thread(guest.boot, c.boot_timeout)
@@ -187,6 +203,7 @@ class Engine:
             self.gateway.close(f"the guest died: {why}")
 
     def _ended(self, end: frames.End) -> None:
+        self.ended.append((time.monotonic(), end))
         if end.ttft_us:
             self.metrics.kernel_ttft.observe(end.ttft_us / 1e6)
 

@@ -1,9 +1,9 @@
 """The gateway channel's frames (docs/GATEWAY.md) as Python values.
 
-Pure functions: ``submit``, ``cancel``, ``info`` and ``HELLO`` make the host's
-frames (bytes, one line each); ``parse`` reads one line the gateway sent into
-a ``Ready``, ``Tokens``, ``End``, ``Failed`` or ``Info`` value, and raises
-``FrameError`` for anything else, so a garbled line is named, never guessed at.
+Pure functions: ``submit``, ``cancel``, ``INFO``, ``TABLE`` and ``HELLO`` make the
+host's frames (bytes, one line each); ``parse`` reads one line the gateway sent
+into a ``Ready``, ``Tokens``, ``End``, ``Failed``, ``Info`` or ``Table`` value, and
+raises ``FrameError`` for anything else, so a garbled line is named, never guessed at.
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ MAX_STOP = 4  # AI_MAX_STOP
 PROTOCOL = 1
 HELLO = b"H\n"
 INFO = b"I\n"
+TABLE = b"V\n"
+NSLOT = 16  # AI_NSLOT: the slots of the kernel's table
+STATES = ("FREE", "QUEUED", "RUNNING", "DONE", "FAILED")  # AI_FREE .. AI_FAILED
 
 # The gateway's own codes (the others are the kernel's AIE_* codes).
 GW_MALFORMED, GW_RID_LIVE, GW_FULL, GW_NOT_LIVE = 200, 201, 202, 203
@@ -77,7 +80,56 @@ class Info:
     worker_pid: int
 
 
-Frame = Ready | Tokens | End | Failed | Info
+@dataclass(frozen=True)
+class Slot:
+    """One slot of the kernel's table (struct ai_slot_view); times in us since boot,
+    0 until the event."""
+
+    state: int  # index into STATES
+    owner: int  # the submitter's pid; 0 when free or orphaned
+    rid: int  # the host's rid when the gateway owns the request, else 0
+    prompt_len: int
+    predict: int
+    tokens: int  # ids generated so far
+    submit_us: int
+    start_us: int
+    first_us: int
+    finish_us: int
+
+
+@dataclass(frozen=True)
+class Table:
+    """The whole table at one instant (ai_table through a V frame)."""
+
+    now_us: int
+    worker_pid: int
+    completed: int
+    fifo: tuple[int, ...]  # slot numbers of the queued requests, next first
+    batch: tuple[int, ...]  # slot numbers the worker runs
+    slots: tuple[Slot, ...]
+
+
+Frame = Ready | Tokens | End | Failed | Info | Table
+
+
+def _table(rest: list[str], line: str) -> Table:
+    nums = _numbers(rest, None, line)
+    try:
+        now, worker, completed, nq = nums[:4]
+        fifo = tuple(nums[4:4 + nq])
+        nb = nums[4 + nq]
+        batch = tuple(nums[5 + nq:5 + nq + nb])
+        fields = nums[5 + nq + nb:]
+    except (IndexError, ValueError):
+        raise FrameError(f"a table frame cut short: {line!r}") from None
+    width = len(Slot.__dataclass_fields__)
+    if len(fifo) != nq or len(batch) != nb or len(fields) != NSLOT * width:
+        raise FrameError(f"a table frame with the wrong number of fields: {line!r}")
+    slots = tuple(Slot(*fields[i * width:(i + 1) * width]) for i in range(NSLOT))
+    if not all(0 <= s < NSLOT for s in fifo + batch) or not all(
+            0 <= s.state < len(STATES) for s in slots):
+        raise FrameError(f"a table frame with a slot or state out of range: {line!r}")
+    return Table(now, worker, completed, fifo, batch, slots)
 
 
 def submit(rid: int, prompt: list[int], predict: int, opts: Options,
@@ -145,4 +197,6 @@ def parse(line: str) -> Frame:
         return Failed(rid, code, " ".join(rest[2:]))
     if kind == "I":
         return Info(*_numbers(rest, 7, line))
+    if kind == "V":
+        return _table(rest, line)
     raise FrameError(f"unknown frame {kind!r}: {line!r}")

@@ -111,6 +111,7 @@ class Gateway:
         self._held = 0  # window places taken: live requests and places handed to waiters
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._infos: collections.deque[asyncio.Future[frames.Info]] = collections.deque()
+        self._tables: collections.deque[asyncio.Future[frames.Table]] = collections.deque()
         self._next_rid = 1
         self.down: GuestDown | None = None
         self.on_end: Callable[[frames.End], None] | None = None  # for metrics
@@ -187,6 +188,15 @@ class Gateway:
         self._writer.write(frames.INFO)
         return await asyncio.wait_for(asyncio.shield(fut), timeout)
 
+    async def table(self, timeout: float = 5.0) -> frames.Table:
+        """The whole table at one instant (a V frame); GuestDown or TimeoutError."""
+        if self.down is not None:
+            raise self.down
+        fut: asyncio.Future[frames.Table] = asyncio.get_running_loop().create_future()
+        self._tables.append(fut)
+        self._writer.write(frames.TABLE)
+        return await asyncio.wait_for(asyncio.shield(fut), timeout)
+
     async def _admit(self) -> None:
         if self.down is not None:
             raise self.down
@@ -248,11 +258,12 @@ class Gateway:
         except frames.FrameError as e:
             log.warning("gateway: %s", e)
             return
-        if isinstance(frame, frames.Info):
-            while self._infos:
-                fut = self._infos.popleft()
+        if isinstance(frame, frames.Info | frames.Table):
+            waiting = self._infos if isinstance(frame, frames.Info) else self._tables
+            while waiting:
+                fut = waiting.popleft()
                 if not fut.done():
-                    fut.set_result(frame)
+                    fut.set_result(frame)  # type: ignore[arg-type]
                     break
             return
         if isinstance(frame, frames.Ready):
@@ -282,8 +293,9 @@ class Gateway:
             fut = self._waiters.popleft()
             if not fut.done():
                 fut.set_exception(self.down)
-        while self._infos:
-            fut = self._infos.popleft()
-            if not fut.done():
-                fut.set_exception(self.down)
+        for waiting in (self._infos, self._tables):
+            while waiting:
+                fut = waiting.popleft()
+                if not fut.done():
+                    fut.set_exception(self.down)
         self._writer.close()

@@ -370,6 +370,48 @@ send_info(void)
   send_line(line);
 }
 
+// The host's rid of the gateway's request reqid (ai_table shows the
+// gateway the reqids of its own requests only), or 0.
+static int
+rid_of_reqid(int reqid)
+{
+  int rid = 0;
+
+  mutex_lock(&table_lock);
+  for (int i = 0; i < AI_PERPROC && reqid != 0; i++)
+    if (table[i].state != FREE && table[i].reqid == reqid)
+      rid = table[i].rid;
+  mutex_unlock(&table_lock);
+  return rid;
+}
+
+// V: the whole table (ai_table) in one line: the time, the worker, the
+// FIFO, the batch, then every slot; a kernel reqid never leaves the guest,
+// the host's rid stands for the gateway's own requests.
+static void
+send_view(void)
+{
+  static struct ai_table_view v; // only the main thread handles frames
+  static char line[GW_LINE_MAX];
+  int len, cap = sizeof(line) - 1;
+
+  memset(&v, 0, sizeof(v));
+  ai_table(&v, sizeof(v));
+  len = snprintf(line, cap, "V %lu %d %d %d", v.now, v.worker_pid, v.completed, v.nqueued);
+  for (int k = 0; k < v.nqueued; k++)
+    len += snprintf(line + len, cap - len, " %d", v.fifo[k]);
+  len += snprintf(line + len, cap - len, " %d", v.nbatch);
+  for (int k = 0; k < v.nbatch; k++)
+    len += snprintf(line + len, cap - len, " %d", v.batch[k]);
+  for (int i = 0; i < AI_NSLOT; i++) {
+    struct ai_slot_view *w = &v.slot[i];
+    len += snprintf(line + len, cap - len, " %d %d %d %d %d %d %lu %lu %lu %lu", w->state,
+        w->owner, rid_of_reqid(w->reqid), w->prompt_len, w->predict, w->tokens, w->submit_time,
+        w->start_time, w->first_time, w->finish_time);
+  }
+  send_line(line);
+}
+
 // Handles one frame line (no newline, NUL-terminated, only printable
 // ASCII checked by the caller).
 static void
@@ -399,6 +441,8 @@ handle_line(char *line)
     send_ready();
   else if (strcmp(w[0], "I") == 0 && n == 1)
     send_info();
+  else if (strcmp(w[0], "V") == 0 && n == 1)
+    send_view();
   else
     send_error(0, E_MALFORMED, "malformed: unknown frame");
 }

@@ -1,0 +1,172 @@
+"""The page `pyaisvc serve` serves at /, in a real browser: Debian's chromium driven by
+Playwright, against the real guest (SmolLM2, a worker of 4 places: --batch 4).
+
+The test types a message in the chat and reads the streamed reply from the page: it
+must be the reference's greedy reply (pyaisvc.reference over the chat template written
+out by hand, cut at the end of turn). Then it fires a burst of 8 requests from the
+page and watches the 16 slots the page draws from the kernel's table: requests pass
+QUEUED -> RUNNING -> DONE, and the batch holds more than one at a time. A JavaScript
+error in the page fails the test. Screenshots: build/serve-page.png (wide, during
+the burst) and build/serve-page-narrow.png (a phone-wide window).
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from host import llmcases as lc
+from host.buildlock import build_lock
+
+from pyaisvc.chat import chat_text
+from pyaisvc.llmguest import MODELS, prepare
+from pyaisvc.tokenizer import load_tokenizer
+
+pytestmark = pytest.mark.guest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's (tools/setup.sh installs it)
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+BOOT_SECONDS = 900.0
+MESSAGE = "What is the capital of France?"
+N = 12  # the chat's max tokens
+ENDS = {0, 2}  # <|endoftext|>, <|im_end|>
+BURST = 8
+
+# The slots as the page draws them: [slot, shown state, rid].
+SLOTS_JS = """() => Array.from(document.querySelectorAll('.slot')).map(
+    el => [Number(el.id.slice(5)), el.dataset.state, Number(el.dataset.rid || 0)])"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@functools.cache
+def _want_reply() -> str:
+    """The reference's greedy reply to MESSAGE (N ids at most), as the page shows it."""
+    tok = load_tokenizer("smol")
+    prompt = tok.encode(chat_text("smol", MESSAGE))
+    ids = lc.until_stop(lc.reference_ids(lc.smol_dir("v3"), [prompt], N)[0], ENDS)
+    return tok.decode([i for i in ids if i not in ENDS], skip_special_tokens=True)
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory):
+    if lc.smol_dir("v3") is None:
+        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    if not CHROMIUM.exists() or shutil.which("chromium") is None:
+        pytest.skip("Debian's chromium is missing: run `make deps`")
+    with build_lock():
+        prepare(ROOT, MODELS["smol"])
+    log = tmp_path_factory.mktemp("page") / "serve.log"
+    port = _free_port()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "pyaisvc", "serve", "--model", "smol",
+                                 "--port", str(port), "--batch", "4"], cwd=ROOT, stdout=out,
+                                stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + BOOT_SECONDS
+        while True:
+            assert proc.poll() is None, log.read_text(errors="replace")[-4000:]
+            try:
+                if httpx.get(base + "/health", timeout=30).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, log.read_text(errors="replace")[-4000:]
+            time.sleep(0.5)
+        yield base
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def page(url: str):
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        pg = browser.new_page(viewport={"width": 1280, "height": 900})
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.goto(url + "/")
+        pg.wait_for_selector("#slot-15", timeout=60_000)  # the first snapshot came
+        yield pg
+        browser.close()
+    assert errors == [], f"JavaScript errors in the page: {errors}"
+
+
+def test_chat_streams_the_references_reply(page) -> None:
+    page.fill("#max-tokens", str(N))
+    page.fill("#prompt", MESSAGE)
+    page.press("#prompt", "Enter")  # Enter sends
+    reply = page.wait_for_selector(".msg.assistant[data-state]", timeout=300_000)
+    assert reply.get_attribute("data-state") == "done", page.inner_text("#chat-error")
+    assert reply.text_content() == _want_reply()
+    assert page.is_hidden("#chat-error")
+    assert page.text_content(".msg.user") == MESSAGE
+
+
+def test_a_burst_fills_the_queue_and_drains(page) -> None:
+    page.fill("#burst-n", str(BURST))
+    page.click("#burst")
+    seen: dict[int, list[str]] = {}  # rid -> the states the page showed it in, in order
+    biggest_batch, queued_max, shot = 0, 0, False
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        slots = page.evaluate(SLOTS_JS)
+        for _, state, rid in slots:
+            if rid and state != "FREE" and (not seen.get(rid) or seen[rid][-1] != state):
+                seen.setdefault(rid, []).append(state)
+        batch = int(page.get_attribute("#batch", "data-size"))
+        biggest_batch = max(biggest_batch, batch)
+        queued = sum(state == "QUEUED" for _, state, _ in slots)
+        queued_max = max(queued_max, queued)
+        if queued and batch > 1 and not shot:  # the queue and the batch both on screen
+            (ROOT / "build").mkdir(exist_ok=True)
+            page.screenshot(path=str(ROOT / "build/serve-page.png"), full_page=True)
+            shot = True
+        if page.get_attribute("#burst-status", "data-done") == "1" and \
+                all(state in ("FREE", "DONE") for _, state, _ in slots):
+            break
+        time.sleep(0.05)
+    status = page.text_content("#burst-status")
+    assert status == f"{BURST}/{BURST} done", status
+    assert len(seen) >= BURST, seen
+    full_path = [r for r, states in seen.items()
+                 if [s for s in states if s in ("QUEUED", "RUNNING", "DONE")][:3] ==
+                 ["QUEUED", "RUNNING", "DONE"]]
+    assert full_path, f"no request was seen QUEUED, then RUNNING, then DONE: {seen}"
+    assert all(states[-1] == "DONE" for states in seen.values()), seen
+    assert biggest_batch > 1 and queued_max >= 1, (biggest_batch, queued_max)
+    assert shot
+    # the chart has the burst's requests
+    recent = httpx.get(page.url.rstrip("/") + "/v1/aisvc/table", timeout=30).json()["recent"]
+    assert sum(r["finish"] == "length" and r["ttft_ms"] for r in recent) >= BURST, recent
+
+
+def test_the_page_fits_a_narrow_window(page) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.wait_for_timeout(500)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert page.is_visible("#prompt") and page.is_visible("#slot-0")
+    page.screenshot(path=str(ROOT / "build/serve-page-narrow.png"), full_page=True)
