@@ -7,7 +7,8 @@
 Builds what is missing, boots the guest with the gateway port (a virtio
 console on a Unix socket), waits for the worker and the gateway, and serves
 OpenAI's /v1/completions and /v1/chat/completions, /v1/models, /health,
-/metrics, /tokenize and /detokenize on 127.0.0.1 only (pyaisvc/serve/app.py).
+/metrics, /tokenize and /detokenize, and the kernel's table live (the page
+at /, /v1/aisvc/table and its stream) on 127.0.0.1 only (pyaisvc/serve/app.py).
 A guest that dies is replaced by a fresh one; Ctrl-C stops the server and
 QEMU.
 """
