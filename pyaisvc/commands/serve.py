@@ -8,8 +8,8 @@ Builds what is missing, boots the guest with the gateway port (a virtio
 console on a Unix socket), waits for the worker and the gateway, and serves
 OpenAI's /v1/completions and /v1/chat/completions, /v1/models, /health,
 /metrics, /tokenize and /detokenize on 127.0.0.1 only (pyaisvc/serve/app.py).
-A guest that dies is replaced by a fresh one; Ctrl-C stops the server and
-QEMU.
+A guest that dies is replaced by a fresh one; Ctrl-C (or SIGTERM) stops the
+server and QEMU.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -79,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         engine = Engine(EngineConfig(p.kernel, p.image, args.ram or spec.ram, cpus, args.qemu,
                                      queue_max=args.queue), metrics)
         app = create_app(Service(args.model, engine, tok, limits, metrics))
+        signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill PID: as Ctrl-C
         asyncio.run(_serve(engine, app, args.port, p.title, cpus))
     except AisvcError as e:
         raise CommandError(f"serve: {e}") from e
