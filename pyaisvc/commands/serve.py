@@ -23,8 +23,9 @@ import sys
 from pathlib import Path
 
 from pyaisvc import qemu
+from pyaisvc.assets import load_config
 from pyaisvc.errors import AisvcError, CommandError
-from pyaisvc.llmguest import MODELS, max_prompt, prepare, seq_len
+from pyaisvc.llmguest import MODELS, max_prompt, prepare
 from pyaisvc.serve.app import Limits, Service, create_app
 from pyaisvc.serve.engine import Engine, EngineConfig
 from pyaisvc.serve.metrics import Metrics
@@ -75,7 +76,10 @@ def run(args: argparse.Namespace) -> int:
         print("serve: building what is missing ...", file=sys.stderr, flush=True)
         p = prepare(Path("."), spec, args.assets)
         tok = load_tokenizer(args.model)
-        limits = Limits(vocab=tok.vocab_size, seq_len=seq_len(p.assets), max_prompt=max_prompt())
+        cfg = load_config((p.assets / "CFG.BIN").read_bytes())
+        # ids must be below both the model's vocabulary and the tokenizer's
+        limits = Limits(vocab=min(cfg.vocab_size, tok.vocab_size), seq_len=cfg.runtime_seq_len,
+                        max_prompt=max_prompt())
         metrics = Metrics()
         engine = Engine(EngineConfig(p.kernel, p.image, args.ram or spec.ram, cpus, args.qemu,
                                      queue_max=args.queue), metrics)
