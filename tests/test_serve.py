@@ -195,6 +195,16 @@ def test_a_seed_repeats_the_references_draws(server: Server) -> None:
         assert out.usage.completion_tokens == gen
 
 
+def test_a_stop_string_ends_the_reply_before_it(server: Server) -> None:
+    text, _, _ = expected(reference(lc.FRANCE["smol"]))
+    assert "\n" in text  # " Paris.\n\nThe answer is: ..."
+    out = server.client().completions.create(model="smol", prompt=FRANCE_TEXT, max_tokens=N,
+                                             temperature=0, stop=["\n", "zzz"])
+    assert out.choices[0].text == text[:text.index("\n")]
+    assert out.choices[0].finish_reason == "stop"
+    assert out.usage.completion_tokens < N  # ended there: the guest's request was cancelled
+
+
 # ---------------------------------------------------------------- load and cancels
 
 def eight_prompts() -> list[list[int]]:
