@@ -10,7 +10,7 @@ after the first end-of-text / end-of-turn id and decoded:
 - the official `openai` client: a completion, the same streamed in pieces,
   a chat completion (its prompt the hand-written template of pyaisvc.chat,
   while the server renders the GGUF's Jinja template), usage and
-  finish_reason, a seed that repeats the reference's draws;
+  finish_reason, a seed that repeats the reference's draws, a stop string;
 - 8 concurrent streaming clients, each its own reference, while the worker
   ran more than one request at once (/metrics, from the gateway's I frame);
   more requests than the window wait in the host queue, and beyond the
