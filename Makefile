@@ -2,16 +2,19 @@
 #
 #   make deps        install the toolchain, QEMU and the Python package (once)
 #   make             kernel + guest programs
-#   make qemu        boot the guest with a shell         (CPUS=, RAM= to change)
+#   make qemu        boot the guest with a shell  (CPUS=, RAM= to change; default
+#                    one hart per host core, at most 4)
 #   make qemu-smol   ... with SmolLM2 at /AI/SMOL         (exports it when missing)
 #   make test        lint + the test suite (boots the guest under QEMU; 2 workers)
 #   make test-quick  one test per area, a few minutes
 #
 # Knobs (override on the command line, e.g. `make qemu CPUS=2 RAM=2G`; also
 # QEMU=/path, AISVC_QEMU=/path in the environment, CPU=rv64,v=true,vlen=512,
-# BOOTARGS=aiworker=console the kernel's command line, docs/AI_SERVICE.md rule 13):
-CPUS    ?= 1
-RAM     ?= 256M
+# BOOTARGS=aiworker=console the kernel's command line, docs/AI_SERVICE.md rule 13).
+# CPUS left empty boots pyaisvc.qemu's default_cpus() harts (the host's cores, at
+# most 4), RAM left empty its DEFAULT_RAM (256M):
+CPUS    ?=
+RAM     ?=
 VENV    ?= .venv
 PYTHON  ?= $(VENV)/bin/python
 BUILD   := build
@@ -98,7 +101,10 @@ KERNEL_CORE_SRCS := \
 	$(K)/core/syscall.c \
 	$(K)/core/sysproc.c \
 	$(K)/core/exec.c \
-	$(K)/core/ai_service.c \
+	$(K)/core/ai_table.c \
+	$(K)/core/ai_request.c \
+	$(K)/core/ai_worker.c \
+	$(K)/core/sysai.c \
 	$(K)/drivers/uart.c \
 	$(K)/drivers/plic.c \
 	$(K)/drivers/virtio_console.c
@@ -229,6 +235,8 @@ $(addprefix $(BUILD)/user/_,$(BIN_PROGS)): $(BUILD)/user/_%: $(BUILD)/user/bin/%
 	$(LINK_UPROG)
 $(addprefix $(BUILD)/user/_,$(TEST_PROGS)): $(BUILD)/user/_%: $(BUILD)/user/tests/%.o $(UPROG_LIBS) $(U)/lib/user.ld
 	$(LINK_UPROG)
+# The self-tests share their runner (user/tests/harness.c).
+$(BUILD)/user/_usertests $(BUILD)/user/_threadtests: $(BUILD)/user/tests/harness.o
 $(addprefix $(BUILD)/user/_,aitest aistress ai gateway): $(BUILD)/user/_%: $(BUILD)/user/ai/%.o $(UPROG_LIBS) $(U)/lib/user.ld
 	$(LINK_UPROG)
 
@@ -254,7 +262,7 @@ print-%:
 QEMU_IMAGE = $(FSIMG)
 QEMU_RAM   = $(RAM)
 QEMU_PY    = $(PYTHON) -m pyaisvc.qemu --qemu "$(QEMU)" --kernel $(KERNEL_ELF) \
-	--image $(QEMU_IMAGE) --cpus $(CPUS) --ram $(QEMU_RAM) $(if $(CPU),--cpu $(CPU)) \
+	--image $(QEMU_IMAGE) $(if $(CPUS),--cpus $(CPUS)) $(if $(QEMU_RAM),--ram $(QEMU_RAM)) $(if $(CPU),--cpu $(CPU)) \
 	$(if $(BOOTARGS),--append "$(BOOTARGS)")
 GDBPORT := $(shell expr `id -u` % 5000 + 25000)
 
@@ -288,20 +296,21 @@ EXPORT          := $(PYTHON) -m pyaisvc export
 .PHONY: smol-assets qwen-assets llm-assets
 llm-assets: smol-assets qwen-assets
 
+# $(call present_or_unzip,NAME,DIR): the shell's start of an asset recipe: nothing
+# when $(MODELS)/DIR is complete, else $(MODELS)/NAME.zip unpacked when it is there;
+# the recipe goes on with `elif` or `else` and the export, then `fi`.
+present_or_unzip = if [ -f $(MODELS)/$(2)/INFO.TXT ]; then echo "$(MODELS)/$(2): present"; \
+	elif [ -f $(MODELS)/$(1).zip ]; then \
+	  echo "unpacking $(MODELS)/$(1).zip"; rm -rf $(MODELS)/$(2); \
+	  $(PYTHON) -m zipfile -e $(MODELS)/$(1).zip $(MODELS)/ && \
+	  test -f $(MODELS)/$(2)/INFO.TXT || { echo "error: $(MODELS)/$(1).zip holds no $(2)/INFO.TXT"; exit 1; }
+
 smol-assets:
-	@if [ -f $(MODELS)/SMOL/INFO.TXT ]; then echo "$(MODELS)/SMOL: present"; \
-	elif [ -f $(MODELS)/smol.zip ]; then \
-	  echo "unpacking $(MODELS)/smol.zip"; rm -rf $(MODELS)/SMOL; \
-	  $(PYTHON) -m zipfile -e $(MODELS)/smol.zip $(MODELS)/ && \
-	  test -f $(MODELS)/SMOL/INFO.TXT || { echo "error: $(MODELS)/smol.zip holds no SMOL/INFO.TXT"; exit 1; }; \
+	@$(call present_or_unzip,smol,SMOL); \
 	else $(EXPORT) smol --format $(MODEL_FORMAT) --out $(MODELS); fi
 
 qwen-assets:
-	@if [ -f $(MODELS)/QWEN/INFO.TXT ]; then echo "$(MODELS)/QWEN: present"; \
-	elif [ -f $(MODELS)/qwen.zip ]; then \
-	  echo "unpacking $(MODELS)/qwen.zip"; rm -rf $(MODELS)/QWEN; \
-	  $(PYTHON) -m zipfile -e $(MODELS)/qwen.zip $(MODELS)/ && \
-	  test -f $(MODELS)/QWEN/INFO.TXT || { echo "error: $(MODELS)/qwen.zip holds no QWEN/INFO.TXT"; exit 1; }; \
+	@$(call present_or_unzip,qwen,QWEN); \
 	elif [ -n "$(QWEN_CHECKPOINT)" ]; then \
 	  $(EXPORT) qwen --checkpoint $(QWEN_CHECKPOINT) --format $(MODEL_FORMAT) --out $(MODELS); \
 	elif [ -n "$(QWEN_SYNTHETIC)" ]; then \
@@ -322,7 +331,7 @@ qwen-assets:
 # sampling, the thread pool, CLI, and one file per model (its descriptor, no main).
 # llmrun_NAME links the runtime and model NAME; ai_daemon links the runtime
 # and both models.
-LLM_RUNTIME := kernels kernels_vec pool layers loader session sample cli
+LLM_RUNTIME := kernels kernels_vec pool profile layers loader session sample cli
 LLM_MODELS  := smol qwen
 LLM_SRCS := $(addprefix $(U)/llm/,$(addsuffix .c,$(LLM_RUNTIME)))
 LLM_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LLM_SRCS)) $(BUILD)/user/llm/kernels_rvv.o
@@ -330,7 +339,7 @@ LLM_HDRS := $(addprefix $(U)/llm/,$(addsuffix .h,$(LLM_RUNTIME) $(LLM_MODELS)))
 HOSTCC   ?= gcc
 SMOL_RAM ?= 512M
 # Qwen: a 0.8B model is held twice (ai_daemon + llmrun_qwen), repacked for RVV
-# on QEMU 10; 2G ran out (pyaisvc/llmguest.py).
+# on QEMU 10; 2G does not hold both (pyaisvc/llmguest.py).
 QWEN_RAM ?= 3G
 
 $(BUILD)/user/_llmrun_%: $(BUILD)/user/llm/llmrun_%.o $(BUILD)/user/llm/%.o \
@@ -400,7 +409,8 @@ $(BUILD)/host/llmrun_%: $(U)/llm/llmrun_%.c $(U)/llm/%.c $(LLM_SRCS) $(LLM_HDRS)
 	@mkdir -p $(dir $@)
 	$(HOSTCC) $(LLM_HOST_CFLAGS) -o $@ $< $(U)/llm/$*.c $(LLM_SRCS) -lm
 
-# Each hot section's kernels (.text.hot, .text.hot.NAME) must share one 4 KiB page (fact 4),
+# Each hot section's kernels (.text.hot, .text.hot.NAME) must share one 4 KiB page
+# (docs/PERF_NOTES.md, fact 4 (hot code in one 4 KiB page)),
 # and so must vprobe's probes (what they time would change); tests/host/check_hot.py
 # reads the symbol tables with pyelftools.
 llm-check-hot: $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen $(BUILD)/tests/_vprobe
@@ -458,15 +468,27 @@ test-quick:
 	$(PYTEST) $(shell grep -v '^\s*\(#\|$$\)' tests/quick.txt)
 
 # The full image fuzzer: one corrupted field at a time, booted (tests/test_fs_fuzz.py).
+# CLUSTER=tcp://HOST:8786 runs each image case as a task on that Dask cluster
+# (pyaisvc/fuzzcluster.py; workers as for pyaisvc bench --cluster, docs/MEASURE.md).
 .PHONY: fuzz-fs
 fuzz-fs: kernel uprogs
+ifdef CLUSTER
+	$(PYTHON) -m pyaisvc.fuzzcluster $(CLUSTER) fs
+else
 	AISVC_FUZZ_FS=1 $(PYTHON) -m pytest -q -m fuzz tests/test_fs_fuzz.py
+endif
 
 # The long system-call fuzzer run: 1,000,000 calls on 1 and on 2 harts
-# (tests/test_syscall_fuzz.py; user/tests/fuzz.c).
+# (tests/test_syscall_fuzz.py; user/tests/fuzz.c). CLUSTER=tcp://HOST:8786 runs
+# FUZZ_SEEDS seeds (default 1) x both hart counts as tasks on that Dask cluster.
+FUZZ_SEEDS ?= 1
 .PHONY: fuzz-syscalls
 fuzz-syscalls: kernel uprogs
+ifdef CLUSTER
+	$(PYTHON) -m pyaisvc.fuzzcluster $(CLUSTER) syscalls --seeds $(FUZZ_SEEDS)
+else
 	AISVC_FUZZ_SYSCALLS=1 $(PYTHON) -m pytest -q -s -m fuzz tests/test_syscall_fuzz.py
+endif
 
 clean:
 	rm -rf $(BUILD)

@@ -30,6 +30,15 @@ __all__ = [
 
 CFG_MAGIC = 0x31474643  # b"CFG1" little-endian
 CFG_SIZES = {1: 48, 2: 84, 3: 88}
+# The runtime_seq_len an export writes unless told otherwise (the course's SmolLM2
+# value; Qwen3.5 takes the same, so both models share one exercise shape). For
+# Qwen3.5-0.8B guest memory allows it easily: per position the runtime keeps, for
+# each of the 6 full-attention layers, K and V for 2 kv heads x 256 dims as int8
+# plus group scales (~6.5 KB), and ROP.BIN holds 64 fp32 (256 B); 256 positions
+# cost ~1.7 MB beside ~756 MB of weights and the Gated DeltaNet state (18 layers x
+# 16 heads x 128 x 128 values, ~38 MB as double). Longer contexts are limited by
+# QEMU's speed, not memory.
+DEFAULT_RUNTIME_SEQ_LEN = 256
 MAX_LAYERS = 100  # file names are L00.BIN .. L99.BIN
 
 _V1_FIELDS = ("dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size",

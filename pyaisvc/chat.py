@@ -56,6 +56,7 @@ from pathlib import Path
 
 import pexpect
 
+from pyaisvc.assets import DEFAULT_RUNTIME_SEQ_LEN
 from pyaisvc.errors import AisvcError
 from pyaisvc.llmguest import MODELS, max_prompt, timing_fields, timing_pattern
 from pyaisvc.qemu import PROMPT, Guest, GuestTimeout, QemuConfig, default_qemu
@@ -84,7 +85,7 @@ class ChatConfig:
     ram: str  # guest RAM, e.g. MODELS[model].ram
     cpus: int = 1
     max_new_tokens: int = 64
-    seq_len: int = 256  # the model's runtime_seq_len
+    seq_len: int = DEFAULT_RUNTIME_SEQ_LEN  # the model's runtime_seq_len (CFG.BIN)
     timeout: float = 600.0  # seconds one reply may take
     qemu: str = field(default_factory=default_qemu)
     sampling_args: tuple[str, ...] = ()  # --temp ... as llmrun_* and `ai gen` both take them

@@ -6,7 +6,8 @@
 - ``MODELS``: each model's guest program, asset directory in the image and on
   the host, default RAM and the make target that provides the assets;
 - ``max_prompt()``: the most prompt ids one request may carry, read from
-  AI_MAX_PROMPT in kernel/include/aisvc.h; ``seq_len()`` the asset
+  AI_MAX_PROMPT in kernel/include/aisvc.h, and ``max_batch()`` the worker's batch
+  limit, AI_BATCH in user/ai/ai_daemon.c; ``seq_len()`` the asset
   directory's runtime_seq_len and ``check_request()`` both limits, on the
   host, before any guest boots;
 - ``prepare()``: kernel, guest programs and an image holding them and a model
@@ -33,9 +34,10 @@ from pyaisvc import fsimg
 from pyaisvc.assets import AssetError, load_config
 from pyaisvc.errors import AisvcError
 from pyaisvc.modelimage import build_model_image
+from pyaisvc.qemu import KERNEL
 
 IMAGE_DIR = Path("build/bench")
-KERNEL = Path("build/kernel/kernel")
+AI_DAEMON_DIR = Path(__file__).resolve().parent.parent / "user" / "ai"
 ARG_CHARS = 900  # ids per quoted argument stay below MAXARGLEN (1024, kernel/include/param.h)
 IDS_LINE = re.compile(r"^\d+( \d+)*$")
 TIMING_FIELDS = ("load_us", "init_us", "ttft_us", "tpot_us", "prompt", "gen")
@@ -52,19 +54,21 @@ class ModelSpec:
     name: str  # "smol" or "qwen": also the tokenizer's name
     title: str  # for tables and plots
     program: str  # the guest program that runs it
-    guest_dir: str  # where the image holds its assets (the program's default)
+    guest_dir: str  # where the image holds its assets (the program's default; aisvc.h)
     assets: Path  # default host asset directory
     ram: str  # default guest RAM (the Makefile's SMOL_RAM / QWEN_RAM)
     make_assets: str  # the make target that provides `assets`
 
 
 MODELS: dict[str, ModelSpec] = {
-    "smol": ModelSpec("smol", "SmolLM2-135M", "llmrun_smol", "/AI/SMOL",
+    "smol": ModelSpec("smol", "SmolLM2-135M", "llmrun_smol",
+                      fsimg.header_string("aisvc.h", "AI_SMOL_DIR"),
                       Path("models/SMOL"), "512M", "smol-assets"),
     # 3G: a Qwen3.5-0.8B is held twice (the resident ai_daemon and llmrun_qwen), and
     # with the vector kernels (QEMU 10) each copy also keeps its repacked rows'
-    # multipliers: at 2G the second copy ran out of memory.
-    "qwen": ModelSpec("qwen", "Qwen3.5", "llmrun_qwen", "/AI/QWEN",
+    # multipliers: 2G does not hold the second copy.
+    "qwen": ModelSpec("qwen", "Qwen3.5", "llmrun_qwen",
+                      fsimg.header_string("aisvc.h", "AI_QWEN_DIR"),
                       Path("models/QWEN"), "3G", "qwen-assets"),
 }
 
@@ -73,6 +77,13 @@ MODELS: dict[str, ModelSpec] = {
 def max_prompt() -> int:
     """The most prompt ids per request: AI_MAX_PROMPT in kernel/include/aisvc.h."""
     return fsimg.header_define("aisvc.h", "AI_MAX_PROMPT")
+
+
+@functools.cache
+def max_batch() -> int:
+    """The most requests the AI worker runs in one forward pass: AI_BATCH in
+    user/ai/ai_daemon.c (its --batch takes 1..AI_BATCH)."""
+    return fsimg.header_define("ai_daemon.c", "AI_BATCH", AI_DAEMON_DIR)
 
 
 # ---------------------------------------------------------------- images

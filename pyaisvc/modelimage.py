@@ -94,6 +94,12 @@ def _read_stamp(image: Path) -> dict:
     return stamp if isinstance(stamp, dict) else {}
 
 
+def stored_digest(image: Path) -> str | None:
+    """The content hash stored beside image when it was built (None without one)."""
+    digest = _read_stamp(Path(image)).get("digest")
+    return digest if isinstance(digest, str) else None
+
+
 def build_model_image(image: Path, programs: dict[str, Path], dirs: dict[str, Path],
                       progress: fsimg.Progress | None = None) -> fsimg.ImageInfo | None:
     """Builds image (sized to fit) unless its stored content hash is current (then None)."""

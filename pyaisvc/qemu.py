@@ -12,11 +12,16 @@ that keeps running and reading lines (``llmrun --stdin``, the ``ai`` tool)::
     with Guest(QemuConfig(kernel=..., image=..., snapshot=True)) as g:   # boots
         print(g.run("echo hi | cat"))                                     # "hi\\n"
 
+How many harts: ``default_cpus()``, the host's cores up to 4, unless told
+(``QemuConfig.cpus``, which the library leaves at 1; ``--cpus``, make's
+``CPUS=``).
+
 Which QEMU: ``AISVC_QEMU`` (a path) when set, else ``qemu-system-riscv64``
 on PATH. Which CPU: on QEMU 10 or later the guest gets the vector extension
-(``-cpu rv64,v=true,vlen=256``; docs/PERF_NOTES.md, facts 9 and 17); older
-QEMUs keep their default CPU, because RVV is slower than scalar code there
-(fact 8). ``QemuConfig.cpu`` (``--cpu``, make's ``CPU=``) overrides: a
+(``-cpu rv64,v=true,vlen=256``; docs/PERF_NOTES.md, facts 9 (RVV written for
+TCG is 2-3x scalar on QEMU 10) and 17 (the RVV kernels on QEMU 10, vlen 256));
+older QEMUs keep their default CPU, because RVV is slower than scalar code there
+(fact 8 (no RVV on QEMU 7.2)). ``QemuConfig.cpu`` (``--cpu``, make's ``CPU=``) overrides: a
 ``-cpu`` value, or ``default`` for QEMU's own CPU.
 
 Every wait has a deadline. A wait that expires raises ``GuestTimeout``; QEMU
@@ -61,13 +66,39 @@ TAIL_CHARS = 3000
 QEMU_EXIT_KEYS = "\x01x"  # Ctrl-A x: QEMU's -nographic monitor escape for "quit"
 QEMU_ENV = "AISVC_QEMU"  # the QEMU binary to use, when set
 QEMU_NAME = "qemu-system-riscv64"
-VECTOR_CPU = "rv64,v=true,vlen=256"  # vlen chosen by measurement: PERF_NOTES.md, fact 17
-VECTOR_QEMU = (10, 0)  # the first QEMU whose RVV beats scalar code (facts 8-9)
+# vlen chosen by measurement: PERF_NOTES.md, fact 17 (the RVV kernels on QEMU 10, vlen 256)
+VECTOR_CPU = "rv64,v=true,vlen=256"
+# The first QEMU whose RVV beats scalar code: PERF_NOTES.md, facts 8 (no RVV on QEMU 7.2)
+# and 9 (RVV written for TCG is 2-3x scalar on QEMU 10).
+VECTOR_QEMU = (10, 0)
 QEMU_DEFAULT_CPU = "default"  # QemuConfig.cpu: no -cpu option
 # The boot argument (QemuConfig.append) that lets the console shell keep the AI
 # worker right, for tests that act as the worker (aitest, usertests' AI cases, the
 # syscall fuzzer's worker): docs/AI_SERVICE.md, rule 13. Never in a normal boot.
 CONSOLE_AI_WORKER = "aiworker=console"
+# What make builds and boots by default, relative to the repository root.
+KERNEL = Path("build/kernel/kernel")
+# The guest RAM when nothing else is asked for: the Makefile's `make qemu` passes none
+# and so boots with this too (tests/test_qemu_defaults.py checks that).
+DEFAULT_RAM = "256M"
+# default_cpus() gives the guest no more harts than this: past it more harts do
+# not help on the course's 2-core hosts (docs/PERF_NOTES.md, fact 30 (4 harts run
+# as fast as 2 on 2 cores)).
+MAX_DEFAULT_CPUS = 4
+
+
+def default_cpus() -> int:
+    """The guest's harts when none are asked for: the host cores this process may run
+    on, at most MAX_DEFAULT_CPUS. `make qemu*`, `pyaisvc run`, `generate`, `chat`,
+    `bench` and the HTTP server all take it; the runtime in the guest measures how
+    many harts really run at once and uses one thread on a busy host, so more harts
+    cost nothing there (docs/PERF_NOTES.md, fact 38 (one hart per host core by
+    default))."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_DEFAULT_CPUS))
 
 
 def default_qemu() -> str:
@@ -117,8 +148,8 @@ class QemuConfig:
 
     kernel: Path
     image: Path | None = None
-    ram: str = "256M"
-    cpus: int = 1
+    ram: str = DEFAULT_RAM
+    cpus: int = 1  # harts; the CLI verbs and make boot default_cpus() unless told
     gdb_port: int | None = None  # wait for gdb on this TCP port before starting
     snapshot: bool = False  # write to a throw-away overlay, never to the image
     qemu: str = field(default_factory=default_qemu)
@@ -224,18 +255,18 @@ class Guest:
             raise GuestTimeout(f"the kernel printed nothing in {waited:.0f} s: it cannot boot "
                                f"with -m {self.cfg.ram} (too little RAM for the kernel?) or "
                                f"{self.cfg.kernel} is not an aisvc kernel; boot with more RAM "
-                               "(e.g. 256M)", self.transcript) from None
+                               f"(e.g. {DEFAULT_RAM})", self.transcript) from None
         except GuestCrashed as e:
             said = [ln.strip() for ln in self.transcript.splitlines() if ln.strip()]
             why = f" ({said[-1]})" if said else ""
             raise GuestCrashed(f"QEMU exited before the kernel's boot banner{why}: it cannot "
                                f"boot with -m {self.cfg.ram} or this kernel; boot with more RAM "
-                               "(e.g. 256M)", self.transcript) from e
+                               f"(e.g. {DEFAULT_RAM})", self.transcript) from e
         self.harts, self.ram_mib = int(self.match.group(1)), int(self.match.group(2))
         if self.expect([re.escape(PROMPT), SHELL_FAILED], deadline, "the shell prompt") == 1:
             raise GuestCrashed(f"the kernel booted but init cannot start the shell "
                                f"({self.match.group(1)}) in {self.ram_mib} MiB; boot with "
-                               "more RAM (e.g. 256M)", self.transcript)
+                               f"more RAM (e.g. {DEFAULT_RAM})", self.transcript)
         self.boot_seconds = time.monotonic() - start
         return self.boot_seconds
 
@@ -332,8 +363,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cpu", help="-cpu value (default: RVV on QEMU >= 10); 'default': none")
     p.add_argument("--kernel", type=Path, required=True)
     p.add_argument("--image", type=Path)
-    p.add_argument("--ram", default="256M")
-    p.add_argument("--cpus", type=int, default=1)
+    p.add_argument("--ram", default=DEFAULT_RAM)
+    p.add_argument("--cpus", type=int, default=default_cpus(),
+                   help=f"harts (default: the host's cores, at most {MAX_DEFAULT_CPUS})")
     p.add_argument("--gdb", type=int, metavar="PORT", help="wait for gdb on PORT")
     p.add_argument("--snapshot", action="store_true", help="do not write to the image")
     p.add_argument("--append", default="", metavar="ARGS",
@@ -352,7 +384,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GuestError as e:
         print(f"pyaisvc.qemu: {e}", file=sys.stderr)
         return 1
-    print("*** QEMU: Ctrl-A x quits", file=sys.stderr)
+    print(f"*** QEMU: {cfg.cpus} harts, {cfg.ram} RAM (make: CPUS=, RAM= to change); "
+          "Ctrl-A x quits", file=sys.stderr)
     os.execvp(cmd[0], cmd)
     return 1  # not reached: execvp replaces this process
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
@@ -31,7 +32,6 @@ from pyaisvc.hfsources import (
     write_cache_entry,
 )
 
-MODELS = ("smol", "qwen")
 _QWEN_NAME = "qwen3.5-27b"  # every Qwen3.5 size shares this tokenizer
 
 
@@ -148,6 +148,22 @@ def _load_smol() -> _FileTokenizer | _HFTokenizer:
     return tok
 
 
+def _load_smol_or_say_how() -> Tokenizer:
+    try:
+        return _load_smol()
+    except AisvcError as e:
+        raise TokenizerError(f"{e}; or pass --tokenizer-file tokenizer.json") from e
+
+
+# Model name -> its tokenizer's loader. These names are the models pyaisvc knows;
+# pyaisvc.llmguest.MODELS describes the same models in the guest.
+_LOADERS: dict[str, Callable[[], Tokenizer]] = {
+    "smol": _load_smol_or_say_how,
+    "qwen": _QwenTokenizer,
+}
+MODELS = tuple(_LOADERS)
+
+
 @lru_cache(maxsize=4)
 def load_tokenizer(model: str, tokenizer_file: str | None = None) -> Tokenizer:
     """The tokenizer for ``model`` ("smol" or "qwen"), or the given tokenizer.json."""
@@ -156,11 +172,6 @@ def load_tokenizer(model: str, tokenizer_file: str | None = None) -> Tokenizer:
         if not path.is_file():
             raise TokenizerError(f"--tokenizer-file {path}: no such file")
         return _FileTokenizer(path)
-    if model == "smol":
-        try:
-            return _load_smol()
-        except AisvcError as e:
-            raise TokenizerError(f"{e}; or pass --tokenizer-file tokenizer.json") from e
-    if model == "qwen":
-        return _QwenTokenizer()
+    if model in _LOADERS:
+        return _LOADERS[model]()
     raise TokenizerError(f"--model {model!r}: unknown model; use one of {', '.join(MODELS)}")

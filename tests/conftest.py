@@ -19,7 +19,7 @@ Fixtures (name -> what it gives):
     (unless uprogs=False) plus ``files`` (guest path -> host file or bytes).
 
 ``boot_guest`` -> callable
-    ``boot_guest(cpus: int = 1, ram: str = "256M", image: Path | None = None,
+    ``boot_guest(cpus: int = 1, ram: str = DEFAULT_RAM, image: Path | None = None,
     timeout: float = 60.0, append: str = "") -> pyaisvc.qemu.Guest`` boots QEMU
     (image defaults to build/fs.img; ``append`` is the boot command line, e.g.
     ``pyaisvc.qemu.CONSOLE_AI_WORKER`` for a test whose console programs act as
@@ -64,7 +64,7 @@ import pytest
 from host.buildlock import build_lock
 
 from pyaisvc import fsimg
-from pyaisvc.qemu import Guest, QemuConfig
+from pyaisvc.qemu import DEFAULT_RAM, Guest, QemuConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 # The files whose groups take longest (minutes each on the 2-core machine), longest first.
@@ -189,7 +189,7 @@ def make_image(build: Build, tmp_path: Path) -> Callable[..., Path]:
 def boot_guest(build: Build) -> Iterator[Callable[..., Guest]]:
     guests: list[Guest] = []
 
-    def boot(cpus: int = 1, ram: str = "256M", image: Path | None = None,
+    def boot(cpus: int = 1, ram: str = DEFAULT_RAM, image: Path | None = None,
              timeout: float = 60.0, append: str = "") -> Guest:
         cfg = QemuConfig(kernel=build.kernel, image=image or build.image, ram=ram,
                          cpus=cpus, snapshot=True, append=append)

@@ -167,7 +167,7 @@ def bench_out(build, tmp_path_factory) -> Path:
     qwen = lc.qwen_tiny_dir("v3")
     out = tmp_path_factory.mktemp("bench")
     cmd = [sys.executable, "-m", "pyaisvc", "bench", "--model", "both", "--mode", "both",
-           "--no-progress", "--profile",
+           "--no-progress", "--profile", "--cpus", "1",
            "--prompt-lens", ",".join(map(str, PROMPTS)), "--gen-lens", ",".join(map(str, GENS)),
            "--repeat", "1", "--assets-qwen", str(qwen), "--out", str(out)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
@@ -203,11 +203,6 @@ def test_bench_writes_every_file_with_numbers(bench_out: Path):
         assert parts["prefill"] == int(r["ttft_us"]), r
         steps = int(r["gen_len"]) - 1  # tpot is the decode time over its steps, rounded down
         assert 0 <= parts["decode"] - int(r["tpot_us"]) * steps < steps, r
-    # the matmuls dominate both phases; summed over the runs, so that one stall of the
-    # host inside an attention does not decide it
-    for phase in ("prefill", "decode"):
-        assert (sum(int(r[f"{phase}_matmul_us"]) for r in cold)
-                > 2 * sum(int(r[f"{phase}_attn_us"]) for r in cold)), phase
     data = json.loads((bench_out / "results.json").read_text())
     assert len(data["cells"]) == len(cells)
     for c in data["cells"]:
@@ -347,7 +342,7 @@ def test_burst_rounds_report_the_median_round():
 
 def _bench(out: Path, *flags: str) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "pyaisvc", "bench", "--model", "smol", "--no-progress",
-           "--prompt-lens", "4", "--out", str(out), *flags]
+           "--prompt-lens", "4", "--cpus", "1", "--out", str(out), *flags]  # flags win
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc

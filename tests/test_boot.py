@@ -7,6 +7,8 @@ make really passes its knobs through that path.
 
 from __future__ import annotations
 
+import argparse
+import os
 import re
 import shlex
 import struct
@@ -15,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pyaisvc.qemu import CONSOLE_AI_WORKER, QemuConfig, qemu_argv
+from pyaisvc.commands import run as run_cmd
+from pyaisvc.qemu import CONSOLE_AI_WORKER, DEFAULT_RAM, QemuConfig, default_cpus, qemu_argv
 
 ELF_PHDR_SIZE = 56
 
@@ -29,6 +32,28 @@ def test_make_qemu_uses_qemu_argv(repo_root: Path) -> None:
     want = qemu_argv(QemuConfig(kernel=Path("build/kernel/kernel"),
                                 image=Path("build/fs.img"), ram="512M", cpus=2, qemu="/x/qemu"))
     assert printed == want
+
+
+def test_make_qemu_defaults_are_pyaisvc_qemus(repo_root: Path) -> None:
+    """Without CPUS= and RAM= make boots with pyaisvc.qemu's default_cpus() harts (the
+    host's cores, at most 4) and DEFAULT_RAM; `pyaisvc run` takes the same harts."""
+    dry = subprocess.run(["make", "-n", "qemu", "QEMU=/x/qemu"],
+                         cwd=repo_root, capture_output=True, text=True, check=True).stdout
+    line = next(x for x in dry.splitlines() if "-m pyaisvc.qemu" in x)
+    printed = subprocess.run(shlex.split(line) + ["--print"], cwd=repo_root,
+                             capture_output=True, text=True, check=True).stdout.split()
+    cores = min(len(os.sched_getaffinity(0)), 4)
+    assert printed[printed.index("-m") + 1] == DEFAULT_RAM == "256M"
+    assert printed[printed.index("-smp") + 1] == str(default_cpus()) == str(cores)
+    parser = argparse.ArgumentParser()
+    run_cmd.add_arguments(parser)
+    assert parser.parse_args(["--", "echo"]).cpus == cores
+
+
+@pytest.mark.parametrize("cores,harts", [(1, 1), (2, 2), (3, 3), (4, 4), (16, 4)])
+def test_default_harts_are_the_cores_up_to_four(monkeypatch, cores: int, harts: int) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
+    assert default_cpus() == harts
 
 
 def test_qemu_argv_snapshot_and_gdb() -> None:
@@ -191,12 +216,12 @@ def test_sbrk_grows_past_a_gigabyte(boot_guest, make_image, build) -> None:
 def test_pyaisvc_run_prints_output_and_boot_time(build, capsys) -> None:
     from pyaisvc.cli import main
 
-    rc = main(["run", "--kernel", str(build.kernel), "--image", str(build.image),
-               "--", "echo", "from", "run"])
+    rc = main(["run", "--cpus", "1", "--kernel", str(build.kernel), "--image",
+               str(build.image), "--", "echo", "from", "run"])
     out, err = capsys.readouterr()
     assert (rc, out) == (0, "from run\n")
     # its exit status is the command's: 127 for one that does not exist
-    rc = main(["run", "--kernel", str(build.kernel), "--image", str(build.image),
-               "--", "nonexistent"])
+    rc = main(["run", "--cpus", "1", "--kernel", str(build.kernel), "--image",
+               str(build.image), "--", "nonexistent"])
     assert rc == 127, capsys.readouterr()
     assert re.match(r"pyaisvc run: booted to the shell prompt in \d+\.\d\d s \(1 harts", err)

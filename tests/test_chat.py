@@ -121,8 +121,9 @@ def _default_sigint() -> None:
 def _spawn_chat(*args: str) -> pexpect.spawn:
     """`pyaisvc chat ARGS` on a terminal of its own, with SIGINT at its default as a
     shell gives it: a test run started as a background job of a script inherits
-    SIGINT ignored, and Python then never raises KeyboardInterrupt for Ctrl-C."""
-    return pexpect.spawn(sys.executable, ["-m", "pyaisvc", "chat", *args], cwd=ROOT,
+    SIGINT ignored, and Python then never raises KeyboardInterrupt for Ctrl-C. One hart,
+    as every guest of the suite unless a test asks for more."""
+    return pexpect.spawn(sys.executable, ["-m", "pyaisvc", "chat", "--cpus", "1", *args], cwd=ROOT,
                          encoding="utf-8", timeout=300, dimensions=(50, 500),
                          preexec_fn=_default_sigint)
 

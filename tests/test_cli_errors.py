@@ -88,7 +88,7 @@ def test_bench_keeps_what_it_measured_when_it_stops(tmp_path, capsys, monkeypatc
     monkeypatch.setattr(_FakeGuest, "failure", failure)
     out = tmp_path / "results"
     rc, stdout, err = _cli(["bench", "--out", str(out), "--prompt-lens", "8", "--gen-lens", "4",
-                            "--repeat", "3", "--no-progress"], capsys)
+                            "--repeat", "3", "--cpus", "1", "--no-progress"], capsys)
     assert rc == 1 and stdout == ""
     last = err.strip().splitlines()[-1]
     assert last.startswith("pyaisvc bench: ") and "after 1 of 3 runs" in last, err
@@ -118,8 +118,8 @@ def test_generate_checks_the_limits_before_booting(capsys, monkeypatch, argv, me
 
 @pytest.mark.parametrize("argv, wanted", [
     (["bench", "--bogus"], "pyaisvc bench: unrecognized arguments: --bogus; pyaisvc bench "
-                           "accepts --assets-qwen, --assets-smol, --batch, --burst, --config, "
-                           "--cpus"),
+                           "accepts --assets-qwen, --assets-smol, --batch, --burst, --cluster, "
+                           "--config, --cpus"),
     (["generate", "--assets-qwen=x", "hi"], "pyaisvc generate: unrecognized arguments: "
                                              "--assets-qwen=x; pyaisvc generate accepts "
                                              "--assets, --backend"),
@@ -145,8 +145,8 @@ def test_a_missing_make_is_one_line_saying_what_to_do(tmp_path):
 @pytest.mark.guest
 def test_a_kernel_that_cannot_boot_in_the_ram_says_so(build, capsys, monkeypatch):
     monkeypatch.setattr(qemu, "BANNER_SECONDS", 3.0)  # the same path as 20 s, sooner
-    rc, out, err = _cli(["run", "--ram", "1K", "--kernel", str(build.kernel), "--image",
-                         str(build.image), "--", "echo", "hi"], capsys)
+    rc, out, err = _cli(["run", "--cpus", "1", "--ram", "1K", "--kernel", str(build.kernel),
+                         "--image", str(build.image), "--", "echo", "hi"], capsys)
     assert rc == 1 and out == ""
     # QEMU 7.2 starts and the kernel stays silent; QEMU 10 refuses to start (no room for
     # the device tree). Either way the error names the RAM and what to do.

@@ -56,8 +56,8 @@ def test_300mb_file_reads_back_with_host_checksum(make_image, boot_guest, tmp_pa
         print(f"\n[fs] guest read of {BIG_BYTES} bytes: {rate} MB/s")
     # Large reads bypass the buffer cache with multi-block requests; one
     # request per 4 KiB block stays below 50 MB/s even at 25 us per request
-    # (docs/PERF_NOTES.md, fact 6; we measure about 100 us on a loaded
-    # machine).
+    # (docs/PERF_NOTES.md, fact 6 (a disk request costs about 25 us); a loaded
+    # host takes longer per request).
     assert rate >= 50, f"300 MB read at only {rate} MB/s"
 
 

@@ -1,9 +1,9 @@
 """The kernel treats on-disk metadata as untrusted.
 
-Each case plants one corruption that review found to panic or hang the
-kernel (see the design comment atop kernel/fs/fs.c), boots the image, runs
-the commands that used to crash, and asserts that they fail with an error
-instead, that the console names the damage in one line, and that the shell
+Each case plants one corruption that a kernel trusting its disk would panic
+or hang on (see the design comment atop kernel/fs/fs.c), boots the image, runs
+the commands that read the damaged metadata, and asserts that they fail with an
+error, that the console names the damage in one line, and that the shell
 and the file system still work afterwards. The planted damage must also be
 named by `pyaisvc fsimg check`.
 """

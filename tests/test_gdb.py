@@ -48,7 +48,7 @@ def test_make_qemu_gdb_stops_at_main(build, make_image):
     # An image of its own: qemu-gdb opens it for writing, which QEMU refuses while other
     # tests' guests read build/fs.img.
     image = make_image({})
-    qemu = subprocess.Popen(["make", "-s", "qemu-gdb", f"GDBPORT={port}",
+    qemu = subprocess.Popen(["make", "-s", "qemu-gdb", "CPUS=1", f"GDBPORT={port}",
                              f"QEMU_IMAGE={image}"], cwd=ROOT,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)

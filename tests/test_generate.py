@@ -17,7 +17,7 @@ def test_generate_capital_of_france_in_the_guest() -> None:
     if not (ROOT / "models/SMOL/CFG.BIN").is_file():
         pytest.fail("models/SMOL is missing: run `make smol-assets` (make test does)")
     proc = subprocess.run(
-        [sys.executable, "-m", "pyaisvc", "generate", "--model", "smol",
+        [sys.executable, "-m", "pyaisvc", "generate", "--cpus", "1", "--model", "smol",
          "--max-new-tokens", "8", "The capital of France is"],
         cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr
@@ -35,7 +35,8 @@ def test_generate_through_the_service_streams_the_same_ids() -> None:
     if not (ROOT / "models/SMOL/CFG.BIN").is_file():
         pytest.fail("models/SMOL is missing: run `make smol-assets` (make test does)")
     proc = subprocess.run(
-        [sys.executable, "-m", "pyaisvc", "generate", "--backend", "service", "--model", "smol",
+        [sys.executable, "-m", "pyaisvc", "generate", "--cpus", "1", "--backend", "service",
+         "--model", "smol",
          "--max-new-tokens", "8", "The capital of France is"],
         cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr
@@ -51,7 +52,7 @@ def test_generate_sampled_guest_equals_reference() -> None:
     ids = {}
     for backend in ("guest", "service", "reference"):  # the service's worker samples too
         proc = subprocess.run(
-            [sys.executable, "-m", "pyaisvc", "generate", "--backend", backend,
+            [sys.executable, "-m", "pyaisvc", "generate", "--cpus", "1", "--backend", backend,
              "--max-new-tokens", "8", "--temp", "0.9", "--top-k", "0", "--seed", "5",
              "The capital of France is"],
             cwd=ROOT, capture_output=True, text=True, timeout=900)

@@ -9,11 +9,11 @@ cycle fails anywhere. The layers, lowest first (README.md, "Layout", says
 the same):
 
     0  errors, the package itself (its __version__)
-    1  refmath, quant, hfsources
+    1  refmath, quant, hfsources, cluster
     2  assets, fsimg, tokenizer, symbolize, sampling
     3  qemu, reference, modelimage
     4  export, llmguest, translate
-    5  bench, chat
+    5  bench, chat, fuzzcluster
     6  serve
     7  commands
     8  cli
@@ -32,12 +32,12 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pyaisvc"
 # module (or package: all its modules) -> layer; the longest matching name wins
 LAYERS: dict[str, int] = {
     "pyaisvc": 0, "pyaisvc.errors": 0,
-    "pyaisvc.refmath": 1, "pyaisvc.quant": 1, "pyaisvc.hfsources": 1,
+    "pyaisvc.refmath": 1, "pyaisvc.quant": 1, "pyaisvc.hfsources": 1, "pyaisvc.cluster": 1,
     "pyaisvc.assets": 2, "pyaisvc.fsimg": 2, "pyaisvc.tokenizer": 2,
     "pyaisvc.symbolize": 2, "pyaisvc.sampling": 2,
     "pyaisvc.qemu": 3, "pyaisvc.reference": 3, "pyaisvc.modelimage": 3,
     "pyaisvc.export": 4, "pyaisvc.llmguest": 4, "pyaisvc.translate": 4,
-    "pyaisvc.bench": 5, "pyaisvc.chat": 5,
+    "pyaisvc.bench": 5, "pyaisvc.chat": 5, "pyaisvc.fuzzcluster": 5,
     "pyaisvc.serve": 6,
     "pyaisvc.commands": 7,
     "pyaisvc.cli": 8,

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from pyaisvc import fsimg
+from pyaisvc.bench.plan import KEYS
 from pyaisvc.cli import main as cli_main
-from pyaisvc.llmguest import MODELS, max_prompt
+from pyaisvc.llmguest import MODELS, max_batch, max_prompt
 from pyaisvc.modelimage import build_model_image
+from pyaisvc.tokenizer import MODELS as TOKENIZERS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,6 +87,20 @@ def test_prompt_limit_is_the_kernels() -> None:
     header = (ROOT / "kernel/include/aisvc.h").read_text()
     m = re.search(r"^#define\s+AI_MAX_PROMPT\s+(\d+)", header, re.M)
     assert m is not None and max_prompt() == int(m.group(1)) == 255
+
+
+def test_batch_limit_is_the_workers() -> None:
+    source = (ROOT / "user/ai/ai_daemon.c").read_text()
+    m = re.search(r"^#define\s+AI_BATCH\s+(\d+)", source, re.M)
+    assert m is not None and max_batch() == int(m.group(1)) == 8
+
+
+def test_every_model_list_is_the_model_table() -> None:
+    """The tokenizers, the guest's model table and a bench plan's "model" key name the
+    same models."""
+    assert tuple(MODELS) == TOKENIZERS == ("smol", "qwen")
+    accept, _ = KEYS["model"]
+    assert [accept(m) for m in (*MODELS, "both", "llama")] == [*MODELS, "both", None]
 
 
 def test_makefile_ram_defaults_are_the_model_tables() -> None:

@@ -1,9 +1,9 @@
 """tools/setup.sh's QEMU version probe, run as the script runs it.
 
 The script runs under `set -euo pipefail`. On a machine with no QEMU at all
-the probe's `qemu-system-riscv64 --version` fails, and before the fix that
-ended the whole set-up (exit 127, no message): `make deps` and `.ci/run`
-stopped on every fresh machine without QEMU. These tests take the function
+the probe's `qemu-system-riscv64 --version` fails; that must not end the
+whole set-up (exit 127, no message), or `make deps` and `.ci/run` would stop on
+every fresh machine without QEMU. These tests take the function
 out of the script as it is and run it with a PATH that holds only the tools
 it pipes through and, where a case wants one, a fake QEMU.
 """

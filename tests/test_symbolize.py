@@ -30,8 +30,9 @@ def _line_of(path: Path, text: str) -> int:
 @pytest.mark.guest
 def test_planted_user_fault_is_shown_as_function_and_line(build, make_image):
     image = make_image({"fault": build.testprogs["fault"]})
-    proc = subprocess.run([sys.executable, "-m", "pyaisvc", "run", "--kernel", str(build.kernel),
-                           "--image", str(image), "--", "fault", "load0"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "pyaisvc", "run", "--cpus", "1", "--kernel",
+                           str(build.kernel), "--image", str(image), "--", "fault", "load0"],
+                          cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stderr  # the killed program's status (-1), out of 0-255
     assert re.fullmatch(r"pid \d+ fault: killed: load page fault at 0x0 \(pc 0x[0-9a-f]+\)\n",

@@ -9,7 +9,9 @@ slots and AI slots are back to their start values, and prints
 
 A short run is part of the normal suite; `make fuzz-syscalls` runs the long
 one (AISVC_FUZZ_SYSCALLS=1: 8 x 125,000 = 1,000,000 calls on 1 and on 2 harts)
-and prints the figures. AISVC_FUZZ_SEED changes the seed.
+and prints the figures. AISVC_FUZZ_SEED changes the seed, AISVC_FUZZ_CALLS the
+calls per process of the long run (`make fuzz-syscalls CLUSTER=` spreads seeds
+and harts over a Dask cluster: pyaisvc.fuzzcluster).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ pytestmark = pytest.mark.guest
 
 SEED = int(os.environ.get("AISVC_FUZZ_SEED", "20261201"))
 LONG = os.environ.get("AISVC_FUZZ_SYSCALLS") == "1"
+LONG_CALLS = int(os.environ.get("AISVC_FUZZ_CALLS", "125000"))  # per process
 SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed$", re.M)
 CALLS = re.compile(r"^fuzz: (\d+) calls in (\d+) ms", re.M)
 
@@ -97,7 +100,7 @@ if LONG:
     @pytest.mark.parametrize("cpus", [1, 2])
     def test_fuzz_million(build, tmp_path: Path, cpus: int) -> None:
         t0 = time.monotonic()
-        done, ms = _fuzz_on_a_copy(build, tmp_path, cpus, calls=125_000, timeout=4 * 3600)
+        done, ms = _fuzz_on_a_copy(build, tmp_path, cpus, calls=LONG_CALLS, timeout=4 * 3600)
         print(f"\nfuzz-syscalls: {cpus} hart(s): {done} calls, guest {ms / 1000:.0f} s "
               f"({done * 1000 // max(ms, 1)} calls/s), wall {time.monotonic() - t0:.0f} s, "
               "0 failed, 0 leaks")

@@ -1,22 +1,23 @@
-"""Edge-case system-call arguments (issue 12): the kernel's usertests cases for them.
+"""Edge-case system-call arguments: the kernel's usertests cases for them.
 
-Each case is a usertests case (user/tests/usertests.c, "issue 12" section):
+Each case is a usertests case (user/tests/usertests.c):
 
 - ``wraprange``: read/write/fstat buffers whose range wraps past 2^64 or runs
-  past the top of user space get EFAULT; the old kernel panicked in
-  ``virtio_disk_io: bad segment count`` on the read.
+  past the top of user space get EFAULT, never reach the disk driver (which
+  would panic on such a buffer: ``virtio_disk_io: bad segment count``).
 - ``highexec``: a program whose only segment is at 192 GiB forks and exits in
-  well under a second; the old kernel walked every page below it (7.6 s per walk).
+  well under a second: copying and freeing an address space visits only the
+  pages it maps, not every page below its top.
 - ``aicallnomem``: ``ai_call`` out of kernel memory fails with AIE_NOMEM and
-  leaves no request in the table; the old kernel left it queued.
+  leaves no request in the table.
 - ``aicompletenomem``: the worker's ``ai_complete`` works with no kernel memory
-  left; the old kernel failed it with AIE_NOMEM and the request stayed RUNNING.
+  left, so a request never stays RUNNING for want of memory.
 - ``killrace``: a kill that races with the victim's pipe-read sleep always ends it
-  (a stress case: the window is a few instructions wide, so it did not catch
-  the old kernel in our runs; the fix is argued in proc.c's sleep()).
+  (a stress case: the window is a few instructions wide, so a pass is evidence,
+  not proof; why it holds is argued in proc.c's sleep()).
 - ``deaddir``: a directory removed while it is a process's cwd takes no new
-  names (ENOENT); the old kernel created files in it, which then vanished with
-  it (found by the syscall fuzzer as a create/unlink race).
+  names (ENOENT), so no file is created into a directory that is going away
+  (a create/unlink race).
 
 They run on one and two harts (the kill race needs two to have a window).
 """
@@ -35,7 +36,7 @@ CASES = ["wraprange", "highexec", "aicallnomem", "aicompletenomem", "killrace", 
 
 
 @pytest.mark.parametrize("cpus", [1, 2])
-def test_issue12_cases_pass(boot_guest, cpus: int) -> None:
+def test_edge_case_syscalls_pass(boot_guest, cpus: int) -> None:
     g = boot_guest(cpus=cpus, append=CONSOLE_AI_WORKER)  # the AI cases act as the worker
     out = g.run("usertests " + " ".join(CASES), timeout=180)
     for name in CASES:

@@ -5,8 +5,9 @@ the same requests with --kernels vector and --kernels scalar, and both id lists
 must equal the numpy reference, for SmolLM2 (our format and the course's, whose
 matrices have no group multipliers) and the tiny synthetic Qwen3.5 (whose small
 matrices also exercise the rows the vector kernels leave to the scalar ones).
-Vector kernels need QEMU 10 to be fast (docs/PERF_NOTES.md, facts 8-9): on an
-older QEMU these cases skip. Without V the runtime takes the scalar kernels and
+Vector kernels need QEMU 10 to be fast (docs/PERF_NOTES.md, facts 8 (no RVV on QEMU
+7.2) and 9 (RVV written for TCG is 2-3x scalar on QEMU 10)): on an older QEMU
+these cases skip. Without V the runtime takes the scalar kernels and
 refuses --kernels vector, on any QEMU.
 """
 

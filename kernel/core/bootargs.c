@@ -4,7 +4,7 @@
 // program can change it.
 //
 // It is a list of words separated by spaces. A word with a dot is the
-// kernel's, "subsystem.name=value" (ai.reqid_max in ai_service.c); every
+// kernel's, "subsystem.name=value" (ai.reqid_max in ai_table.c); every
 // other word is an argument of /init (start_init in proc.c), which is how
 // the host tells init how to set the system up (aiworker=console:
 // docs/AI_SERVICE.md, "The worker right"). Unknown words are ignored by

@@ -40,8 +40,9 @@
 // does not wander between harts at every wake-up, and each thread of the
 // runtime's pool keeps its hart. That matters under QEMU: how fast a
 // vector register is depends on the hart (docs/PERF_NOTES.md, facts 19
-// and 29), and the runtime times its kernels per thread. The time limit
-// is for harts that the host runs late (more harts than host cores).
+// and 29, "where QEMU keeps the vector registers" and "a process keeps its
+// hart"), and the runtime times its kernels per thread. The time limit is
+// for harts that the host runs late (more harts than host cores).
 #include "kernel/include/types.h"
 #include "kernel/include/param.h"
 #include "kernel/include/errno.h"
@@ -248,7 +249,7 @@ userinit(void)
     panic("userinit: no memory");
   initproc = p;
   p->pgid = p->pid;
-  p->ai_right = 1; // init hands it on to the AI worker only (ai_service.c)
+  p->ai_right = 1; // init hands it on to the AI worker only (ai_worker.c)
   safestrcpy(p->name, "init", sizeof(p->name));
   make_runnable(p);
   release(&p->lock);

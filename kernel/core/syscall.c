@@ -107,7 +107,7 @@ uint64 sys_sysinfo(void);
 uint64 sys_setpgid(void);
 uint64 sys_setfg(void);     // console.c
 uint64 sys_vlenb(void);     // vector.c
-uint64 sys_ai_submit(void); // ai_service.c
+uint64 sys_ai_submit(void); // sysai.c
 uint64 sys_ai_submit_opts(void);
 uint64 sys_ai_wait(void);
 uint64 sys_ai_query(void);

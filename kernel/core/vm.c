@@ -18,10 +18,10 @@
 // switch, and a hart keeps its TLB entries across system calls and timer
 // interrupts. QEMU empties a hart's whole TLB on every satp write and
 // sfence.vma, and refilling an entry costs about 0.33 us; a SmolLM2
-// token reads some 34,000 pages of weights, so with a satp switch at
-// every trap (one system call per token at least) a token paid about
-// 14 ms of refills, 12% of its time (docs/PERF_NOTES.md, fact 32). Now
-// satp changes only when a hart switches processes (proc.c: the
+// token reads some 34,000 pages of weights, so a satp switch at every
+// trap (one system call per token at least) would cost a token about
+// 14 ms of refills, 12% of its time (docs/PERF_NOTES.md, fact 32, "a trap
+// must not empty the TLB"). So satp changes only when a hart switches processes (proc.c: the
 // scheduler runs on the kernel page table), and a process's own mapping
 // removals fence this hart's TLB (uvmunmap). A process with several
 // threads cannot shrink its memory (thread.c), so no other hart can keep
@@ -274,10 +274,10 @@ walk_skip(pagetable_t pt, uint64 va, uint64 *first, uint64 *next)
 // do_free. It goes from the top down: the free list hands out the page
 // freed last first, so the next process that takes as many pages gets
 // them in the same ascending order as this one had them. (Freed bottom
-// up, every other process got its pages in descending order, and
-// streaming a model's weights through those ran 12-15% slower under
-// QEMU: docs/PERF_NOTES.md, fact 21.) Then it fences this hart's TLB, in
-// case pt is its page table (design comment).
+// up, every other process would get its pages in descending order, and
+// streaming a model's weights through those runs 12-15% slower under
+// QEMU: docs/PERF_NOTES.md, fact 21, "pages in ascending physical order".) Then
+// it fences this hart's TLB, in case pt is its page table (design comment).
 void
 uvmunmap(pagetable_t pt, uint64 va, uint64 npages, int do_free)
 {

@@ -352,10 +352,10 @@ iget(uint dev, uint inum)
 // inode: its type is 0 on disk from iput's iupdate on, but iput clears
 // valid only after that. The sleep lock, which iput holds throughout, is
 // taken before the cached copy is filled in, so iput's clearing comes
-// first. (Filled in without the lock, the copy was sometimes cleared
-// after: create's ilock then read the new on-disk inode, refused it for
-// its link count of 0, and create linked the inode into the directory
-// anyway, a name that every later lookup refused with -EIO.)
+// first. (Filled in without the lock, the copy could be cleared after:
+// create's ilock would then read the new on-disk inode, refuse it for its
+// link count of 0, and create would link the inode into the directory
+// anyway, a name that every later lookup refuses with -EIO.)
 int
 ialloc(uint dev, short type, struct inode **ipp)
 {

@@ -1,6 +1,7 @@
-// The kernel AI service (kernel/core/ai_service.c): limits, request states,
-// error codes and the structures its system calls exchange. Shared by the
-// kernel and user programs (user/lib/user.h has the calls' prototypes).
+// The kernel AI service (kernel/core/ai_table.c and the files beside it):
+// limits, request states, error codes and the structures its system calls
+// exchange. Shared by the kernel and user programs (user/lib/user.h has
+// the calls' prototypes).
 #ifndef AISVC_AISVC_H
 #define AISVC_AISVC_H
 
@@ -14,6 +15,12 @@
 #define AI_MICRO       1000000               // 1.0 in struct ai_opts' millionths
 #define AI_RESULT_MAX  (AI_MAX_PREDICT * 11) // "id id ...": 10 digits + space each
 #define AI_REQID_MAX   0x7fffffff            // reqids run 1..2^31-1, then wrap, skipping live ones
+
+// Where the models' assets lie in the guest's file system: init starts the
+// worker when either exists, which serves SmolLM2's if both do. The host
+// builds its images to these paths (pyaisvc.llmguest reads them here).
+#define AI_SMOL_DIR "/AI/SMOL"
+#define AI_QWEN_DIR "/AI/QWEN"
 
 // Request states, as ai_query reports them.
 #define AI_FREE    0 // (internal) slot unused
@@ -43,8 +50,8 @@
 #define AIE_BUSY       114 // another worker is already registered
 #define AIE_BADARG     115 // other invalid argument (negative out_cap, ...)
 #define AIE_NOMEM      116 // the kernel ran out of memory
-// 117 is reserved: it was AIE_NOIDS (ids exhausted), which reqids that wrap
-// made impossible; it is never returned and never given another meaning.
+// 117 is reserved: never returned, and never to be given a meaning
+// (docs/AI_SERVICE.md, section 5).
 #define AIE_PERM 118 // the process lacks the AI worker right (ai_register)
 
 // Progress and timing of one request (ai_query). Times are microseconds
@@ -97,13 +104,16 @@ struct ai_info {
   int completed;      // requests the worker finished since boot
 };
 
+#define AI_STR_(x) #x
+#define AI_STR(x)  AI_STR_(x) // a limit above as text, e.g. "255"
+
 // Words for an AI error code (either sign); 0 for codes it does not know.
 static inline const char *
 ai_strerror(int err)
 {
   static const char *msg[] = {
-    [AIE_COUNT - 100] "token count is 0 or above 255",
-    [AIE_PREDICT - 100] "predict count out of range (1..255)",
+    [AIE_COUNT - 100] "token count is 0 or above " AI_STR(AI_MAX_PROMPT),
+    [AIE_PREDICT - 100] "predict count out of range (1.." AI_STR(AI_MAX_PREDICT) ")",
     [AIE_TOKEN - 100] "token id not below the model's vocab size",
     [AIE_TOOLONG - 100] "prompt + predict exceed the model's runtime_seq_len",
     [AIE_FAULT - 100] "bad address",

@@ -166,9 +166,28 @@ uint64 uptime_ticks(void);
 void trapinithart(void);
 void usertrapret(void);
 
-// ai_service.c
+// ai_table.c
 void ai_init(void);
 void ai_exit(struct proc *p);
+
+// ai_request.c
+int ai_submit(uint64 tokens, int count, int predict, uint64 opts);
+int ai_wait(int reqid, uint64 out, int cap);
+int ai_query(int reqid, uint64 dst);
+int ai_cancel(int reqid);
+int ai_call(uint64 tokens, int count, int predict, uint64 out, int cap);
+int ai_info(uint64 dst);
+int ai_stream(int reqid, uint64 dst, int from, int cap);
+
+// ai_worker.c
+int ai_register(int vocab, int seq_len);
+int ai_right(int drop);
+int ai_next(uint64 dst);
+int ai_take(uint64 dst, int places);
+int ai_progress(int reqid, int ntokens);
+int ai_emit(int reqid, uint64 ids, int n);
+int ai_complete(int reqid, uint64 ids, int n);
+int ai_fail(int reqid, int err);
 
 // syscall.c
 void syscall(void);
@@ -203,7 +222,8 @@ char *strncpy(char *s, const char *t, int n);
 char *safestrcpy(char *s, const char *t, int n);
 int strlen(const char *s);
 
-#define NELEM(x) (sizeof(x) / sizeof((x)[0]))
+#define NELEM(x)              (sizeof(x) / sizeof((x)[0]))
+#define offsetof(type, field) __builtin_offsetof(type, field)
 
 #include "fsdefs.h"
 

@@ -146,7 +146,7 @@ struct proc {
   struct file *ofile[NOFILE];  // open files
   struct inode *cwd;           // current directory
   char name[16];               // for messages
-  int ai_right;                // may register as the AI worker (ai_service.c; main thread's counts)
+  int ai_right;                // may register as the AI worker (ai_worker.c; main thread's counts)
 
   // private; fpu_loaded is set while this hart's f registers hold the
   // process's values (see fpu_leave and fpu_enter in proc.c).

@@ -11,8 +11,8 @@ timestamps (from submit) and its ids, and a summary line::
 
 TPOT = (total_us - ttft_us) / (G - 1). For each worker batch size B and hart
 count one guest boots with the boot argument ``aibatch=B``, so that init
-starts the worker as ``ai_daemon --batch B`` (B=1 is the old one-at-a-time
-service). The guests stay up together and the bursts go round them, one per
+starts the worker as ``ai_daemon --batch B`` (B=1 serves one request at
+a time). The guests stay up together and the bursts go round them, one per
 guest per round, so that a change in the host's load falls on every
 configuration alike; the report takes each configuration's median round.
 """
@@ -185,7 +185,7 @@ def markdown(bursts: list[Burst], command: str) -> str:
             row += f" {r.ttft_us / 1000:.0f} | {r.tpot_us / 1000:.0f} | {r.total_us / 1000:.0f} |"
         lines.append(row)
     # With several hart counts, each span is also compared with B=1 on the fewest harts
-    # (the old one-at-a-time service on one hart, with --cpus 1,2). Ratios are of the
+    # (one request at a time on one hart, with --cpus 1,2). Ratios are of the
     # median spans.
     spans = {(g[0].harts, g[0].batch): statistics.median(b.span_ms for b in g) for g in groups}
     fewest = min(b.harts for b in bursts)

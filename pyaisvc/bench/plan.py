@@ -11,6 +11,7 @@ same plan (docs/bench-example.toml)::
     cpus = [1, 2]            # harts; a list is a series
     ram = "512M"
     out = "build/bench/hw2"
+    cluster = "tcp://lab01:8786"   # optional: the cells as tasks on a Dask cluster
 
 Every key is a `pyaisvc bench` flag (dashes become underscores); a flag
 given on the command line wins over the file. ``load_plan`` reads the file
@@ -26,6 +27,7 @@ import tomllib
 from pathlib import Path
 
 from pyaisvc.bench.matrix import BenchError
+from pyaisvc.llmguest import MODELS
 
 
 def _lengths(v: object) -> str | None:
@@ -57,7 +59,7 @@ def _flag(v: object) -> bool | None:
 
 # key -> (converter to the flag's value or None when bad, what a good value looks like)
 KEYS = {
-    "model": (_choice("smol", "qwen", "both"), '"smol", "qwen" or "both"'),
+    "model": (_choice(*MODELS, "both"), ", ".join(f'"{m}"' for m in MODELS) + ' or "both"'),
     "mode": (_choice("cold", "service", "both"), '"cold", "service" or "both"'),
     "prompt_lens": (_lengths, "a list of whole numbers, e.g. [8, 16, 32]"),
     "gen_lens": (_lengths, "a list of whole numbers, e.g. [8, 16, 32]"),
@@ -68,6 +70,7 @@ KEYS = {
     "assets_smol": (_text, "a SmolLM2 asset directory"),
     "assets_qwen": (_text, "a Qwen3.5 asset directory"),
     "profile": (_flag, "true or false"),
+    "cluster": (_text, 'a Dask scheduler\'s address such as "tcp://lab01:8786"'),
 }
 PATHS = ("out", "assets_smol", "assets_qwen")  # relative to the current directory
 

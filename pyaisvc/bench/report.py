@@ -10,6 +10,11 @@
   harts values (--cpus 1,2), each cell once per harts, then the speed-up:
   TTFT and TPOT medians as ratios to the first harts value's, measured in
   the same run.
+
+Every row names the host that measured it and its CPU model. Samples of
+different hosts never share a cell's statistics nor a speed-up ratio: with
+rows from several hosts (a sweep on a Dask cluster, pyaisvc.bench.cluster)
+the tables get a host column and say that each line is one host's.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from pyaisvc.bench.sample import PROFILE_FIELDS, PROFILE_PARTS, Sample
 
 METRICS = ("load_us", "init_us", "ttft_us", "tpot_us")
 CSV_FIELDS = ("model", "mode", "prompt_len", "gen_len", "harts", "repeat", *METRICS, "wall_s",
-              "ran", "ids", *PROFILE_FIELDS)
+              "ran", "host", "cpu", "ids", *PROFILE_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,7 @@ class CellSummary:
     stats: dict[str, Stat]  # metric -> statistics over the repeats
     harts: int = 1
     ran: str = ""  # the distinct "kernels/threads" of the repeats, e.g. "vector/2"
+    host: str = ""  # the one host whose samples these are
 
 
 def stat(values: list[float]) -> Stat:
@@ -58,15 +64,17 @@ def kernels_summary(samples: list[Sample]) -> str:
 
 
 def summarize(samples: list[Sample]) -> list[CellSummary]:
-    """Per cell (model, mode, prompt, gen) and harts, sorted."""
-    cells: dict[tuple[str, str, int, int, int], list[Sample]] = {}
+    """Per cell (model, mode, prompt, gen), harts and host, sorted."""
+    cells: dict[tuple[str, str, int, int, int, str], list[Sample]] = {}
     for s in samples:
-        cells.setdefault((s.model, s.mode, s.prompt_len, s.gen_len, s.harts), []).append(s)
+        key = (s.model, s.mode, s.prompt_len, s.gen_len, s.harts, s.host)
+        cells.setdefault(key, []).append(s)
     out = []
-    for (model, mode, p, g, harts), group in cells.items():
+    for (model, mode, p, g, harts, host), group in cells.items():
         stats = {m: stat([float(getattr(s, m)) for s in group]) for m in METRICS}
-        out.append(CellSummary(model, mode, p, g, stats, harts, kernels_summary(group)))
-    return sorted(out, key=lambda c: (c.model, c.mode, c.prompt_len, c.gen_len, c.harts))
+        out.append(CellSummary(model, mode, p, g, stats, harts, kernels_summary(group), host))
+    return sorted(out, key=lambda c: (c.model, c.mode, c.prompt_len, c.gen_len, c.host,
+                                      c.harts))
 
 
 def machine_line(m: Machine, harts: list[int] | None = None) -> str:
@@ -102,7 +110,7 @@ def to_json(result: BenchResult) -> dict:
         "prompts": {m: {str(n): ids for n, ids in p.items()} for m, p in result.prompts.items()},
         "samples": [asdict(s) for s in result.samples],
         "cells": [{"model": c.model, "mode": c.mode, "prompt_len": c.prompt_len,
-                   "gen_len": c.gen_len, "harts": c.harts, "ran": c.ran,
+                   "gen_len": c.gen_len, "harts": c.harts, "ran": c.ran, "host": c.host,
                    **{k: asdict(v) for k, v in c.stats.items()}}
                   for c in summarize(result.samples)],
     }
@@ -126,21 +134,31 @@ def markdown(result: BenchResult, command: str = "") -> str:
               f"repeat(s) per cell; times in ms, each cell median (min-max) over the repeats. "
               "TPOT is the mean of the tokens after the first (0 when gen = 1).", ""]
     h = result.host
-    if h:
-        lines += [f"Host: {h.get('cpus')} CPUs, 1-minute load average {h.get('loadavg_start')} "
+    if h.get("cluster"):
+        lines += [f"Measured on the Dask cluster at {h['cluster']}, each cell by one worker: "
+                  + "; ".join(f"{name} ({cpu})" for name, cpu in sorted(h["workers"].items()))
+                  + ". Each table line and each speed-up ratio holds one host's runs only.", ""]
+    elif h:
+        who = f"{h['name']} ({h.get('cpu')}), " if h.get("name") else ""
+        lines += [f"Host: {who}{h.get('cpus')} CPUs, 1-minute load average "
+                  f"{h.get('loadavg_start')} "
                   f"at the start and {h.get('loadavg_end')} at the end (other work on the host "
                   "slows QEMU down; compare numbers measured under similar load).", ""]
     cells = summarize(result.samples)
     sweep = cfg.cpus if len(cfg.cpus) > 1 else None
+    hosts = len({c.host for c in cells}) > 1  # then a host column
     for model in cfg.models:
         lines += [f"## {result.titles[model]}: {machine_line(result.machines[model], sweep)}",
                   "", f"Assets: `{result.assets[model]}`", "",
-                  "| mode | prompt | gen | harts | ran | runs | load (ms) | init (ms) "
-                  "| TTFT (ms) | TPOT (ms) |", "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+                  "| mode | prompt | gen | harts | " + ("host | " if hosts else "")
+                  + "ran | runs | load (ms) | init (ms) | TTFT (ms) | TPOT (ms) |",
+                  "|---|---:|---:|---:|" + ("---|" if hosts else "")
+                  + "---|---:|---:|---:|---:|---:|"]
         for c in (c for c in cells if c.model == model):
             st = c.stats
             lines.append(f"| {c.mode} | {c.prompt_len} | {c.gen_len} | {c.harts} | "
-                         f"{c.ran or '-'} | {st['ttft_us'].n} | {_ms(st['load_us'])} | "
+                         + (f"{c.host} | " if hosts else "")
+                         + f"{c.ran or '-'} | {st['ttft_us'].n} | {_ms(st['load_us'])} | "
                          f"{_ms(st['init_us'])} | {_ms(st['ttft_us'])} | {_ms(st['tpot_us'])} |")
         lines.append("")
         if sweep:
@@ -156,18 +174,23 @@ def _ratio(c: CellSummary, ref: CellSummary, metric: str) -> str:
 
 
 def speedup_table(cells: list[CellSummary], harts: list[int]) -> list[str]:
-    """Markdown lines: per cell, TTFT and TPOT medians with h harts over those with harts[0]."""
+    """Markdown lines: per cell, TTFT and TPOT medians with h harts over those with harts[0]
+    measured on the same host (a cell whose base was measured elsewhere has no ratio)."""
     base = harts[0]
-    lines = [f"Speed-up (median with N harts / median with {base}; below 1 is faster):", "",
-             "| prompt | gen | mode | harts | TTFT ratio | TPOT ratio |",
-             "|---:|---:|---|---:|---:|---:|"]
-    by_key = {(c.mode, c.prompt_len, c.gen_len, c.harts): c for c in cells}
+    hosts = len({c.host for c in cells}) > 1
+    lines = [f"Speed-up (median with N harts / median with {base}"
+             + (" on the same host" if hosts else "") + "; below 1 is faster):", "",
+             "| prompt | gen | mode | harts | " + ("host | " if hosts else "")
+             + "TTFT ratio | TPOT ratio |",
+             "|---:|---:|---|---:|" + ("---|" if hosts else "") + "---:|---:|"]
+    by_key = {(c.mode, c.prompt_len, c.gen_len, c.harts, c.host): c for c in cells}
     for c in cells:
-        ref = by_key.get((c.mode, c.prompt_len, c.gen_len, base))
+        ref = by_key.get((c.mode, c.prompt_len, c.gen_len, base, c.host))
         if c.harts == base or ref is None:
             continue
         lines.append(f"| {c.prompt_len} | {c.gen_len} | {c.mode} | {c.harts} | "
-                     f"{_ratio(c, ref, 'ttft_us')} | {_ratio(c, ref, 'tpot_us')} |")
+                     + (f"{c.host} | " if hosts else "")
+                     + f"{_ratio(c, ref, 'ttft_us')} | {_ratio(c, ref, 'tpot_us')} |")
     return [*lines, ""]
 
 

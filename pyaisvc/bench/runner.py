@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import platform
 import re
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -76,6 +78,7 @@ class BenchConfig:
     root: Path = Path(".")
     qemu: str = field(default_factory=default_qemu)
     profile: bool = False  # cold runs with --profile: matmul / attention / other split
+    host: str = ""  # the name the rows give their host ("": this machine's host name)
 
 
 @dataclass
@@ -120,6 +123,20 @@ def parse_profile(output: str, prog: str) -> dict[str, int]:
         if m.group(1) == prog and int(m.group(3)) > 1:
             out[f"{m.group(2)}_serial_us"] = int(m.group(4))
     return out
+
+
+def cpu_model() -> str:
+    """This machine's CPU model: /proc/cpuinfo's "model name" (or "uarch", "isa" on RISC-V),
+    else what the platform module says."""
+    try:
+        info = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        info = ""
+    for key in ("model name", "uarch", "isa"):
+        m = re.search(rf"^{key}\s*:\s*(.+)$", info, re.M)
+        if m:
+            return " ".join(m.group(1).split())
+    return platform.processor() or platform.machine()
 
 
 def run_cold(guest: Guest, run: Run, timeout: float, profile: bool = False) -> Sample:
@@ -192,14 +209,18 @@ def _prepare_all(cfg: BenchConfig, note: Note) -> tuple[dict[str, Prepared], dic
 
 def _measure_model(cfg: BenchConfig, model: str, p: Prepared, runs: list[Run], version: str,
                    state: Progress, progress: Callable[[Progress], None] | None, note: Note,
-                   samples: list[Sample], machines: dict[str, Machine]) -> None:
+                   samples: list[Sample], machines: dict[str, Machine],
+                   consoles: list[str] | None = None) -> None:
     """Boots one guest per --cpus value for model and keeps them all up while it runs
     its part of the plan: every run goes to each guest in turn (harts in --cpus order),
     so that a change in the host's load falls on every hart count alike and the
     speed-up ratios compare runs made minutes, not a whole sweep, apart. Appends each
     sample as it is measured (so a failure later keeps it) and the first guest's machine
-    to machines. An idle guest's harts sleep in wfi and cost the others nothing."""
+    to machines; when a run fails, each guest's console so far goes to consoles. An idle
+    guest's harts sleep in wfi and cost the others nothing. Every sample names its host
+    (cfg.host, else this machine's name) and CPU model."""
     spec = MODELS[model]
+    host, cpu = cfg.host or socket.gethostname(), cpu_model()
     guests: list[tuple[int, Guest, ServiceClient | None]] = []
     try:  # not `with`: a failed boot must close every QEMU started so far
         for harts in cfg.cpus:
@@ -224,11 +245,15 @@ def _measure_model(cfg: BenchConfig, model: str, p: Prepared, runs: list[Run], v
                     sample = service.run(run, timeout)
                 else:
                     sample = run_cold(guest, run, timeout, cfg.profile)
-                samples.append(replace(sample, harts=harts))
+                samples.append(replace(sample, harts=harts, host=host, cpu=cpu))
                 state.done += 1
                 state.done_weight += run.weight
                 if progress:
                     progress(state)
+    except BaseException:
+        if consoles is not None:
+            consoles.extend(guest.transcript for _, guest, _ in guests)
+        raise
     finally:
         for _, guest, _ in guests:
             guest.close()
@@ -263,7 +288,8 @@ def run_bench(cfg: BenchConfig, progress: Callable[[Progress], None] | None = No
     machines: dict[str, Machine] = {}
 
     def result(models: list[str]) -> BenchResult:
-        host = {"cpus": os.cpu_count(), "loadavg_start": round(load_start, 2),
+        host = {"name": cfg.host or socket.gethostname(), "cpu": cpu_model(),
+                "cpus": os.cpu_count(), "loadavg_start": round(load_start, 2),
                 "loadavg_end": round(os.getloadavg()[0], 2)}
         return BenchResult(dataclasses.replace(cfg, models=models), samples, machines, prompts,
                            {m: str(prepared[m].assets) for m in models},

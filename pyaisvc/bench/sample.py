@@ -32,3 +32,5 @@ class Sample:
     profile: dict[str, int] = field(default_factory=dict)  # PROFILE_FIELDS, with --profile
     harts: int = 1  # the guest's harts
     ran: str = ""  # "kernels/threads" from the timing line, e.g. "vector/2" (cold runs)
+    host: str = ""  # the machine that measured it: its host name, or its Dask worker's name
+    cpu: str = ""  # that machine's CPU model (/proc/cpuinfo)

@@ -6,6 +6,8 @@
     pyaisvc bench --config docs/bench-example.toml  # a whole plan in one file
     pyaisvc bench --cpus 1,2 --prompt-lens 32 --gen-lens 32   # harts as a series
     pyaisvc bench --mode service --burst --prompt-lens 5 --gen-lens 32 --batch 1,8
+    pyaisvc bench --cluster tcp://lab01:8786 --cpus 1,2    # the cells as Dask tasks
+    pyaisvc bench --cluster tcp://lab01:8786 --cpus 1,2 --resume OUT/journal.jsonl
 
 Builds what is missing (kernel, guest programs, image), boots the guest once
 per model, runs every (prompt length, generated length) cell --repeat times
@@ -13,7 +15,9 @@ with a fixed English prompt cut to length, and writes results.csv,
 results.json, results.md and three PNG plots into --out. --out is checked
 (created and written to) before anything is measured; a run that fails or
 is interrupted part-way writes the runs measured so far (csv, json, md). docs/MEASURE.md
-says where each number comes from and how to read the plots.
+says where each number comes from and how to read the plots. With --cluster
+each cell is a task on a Dask cluster (pyaisvc.bench.cluster), journaled in
+--out as it arrives so that --resume can finish an interrupted sweep.
 """
 
 from __future__ import annotations
@@ -33,12 +37,13 @@ from pyaisvc.bench.matrix import BenchError, parse_lengths
 from pyaisvc.bench.plan import load_plan
 from pyaisvc.bench.runner import BenchConfig, BenchIncomplete, Progress, run_bench
 from pyaisvc.errors import AisvcError, CommandError
-from pyaisvc.llmguest import MODELS
+from pyaisvc.llmguest import MODELS, max_batch
+from pyaisvc.qemu import default_cpus
 
 # Each matrix flag's default; a flag left out takes the --config file's value, then this.
 DEFAULTS: dict[str, object] = {
     "model": "smol", "mode": "cold", "prompt_lens": "8,16,32", "gen_lens": "8,16,32",
-    "repeat": 3, "cpus": "1", "ram": None, "out": None, "assets_smol": None,
+    "repeat": 3, "cpus": str(default_cpus()), "ram": None, "out": None, "assets_smol": None,
     "assets_qwen": None, "profile": False,
 }
 
@@ -60,7 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, help="runs per cell (default 3)")
     parser.add_argument("--cpus", metavar="N,N,...",
                         help="guest harts; several (e.g. 1,2) boot one guest per value and "
-                             "report each cell per harts with the speed-up (default 1)")
+                             "report each cell per harts with the speed-up (default: the host's "
+                             f"cores, at most 4; {default_cpus()} here)")
     parser.add_argument("--ram", help="guest RAM, e.g. 512M or 2G (default: " + ", ".join(
         f"{m.ram} for {m.name}" for m in MODELS.values()) + ")")
     parser.add_argument("--out", type=Path,
@@ -74,6 +80,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cold runs also split prefill and decode into matmul, attention "
                              "and other time (adds a little overhead)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--cluster", metavar="ADDRESS",
+                        help="run each cell as a task on the Dask scheduler at ADDRESS (e.g. "
+                             "tcp://lab01:8786; workers started with --resources guest=1 in a "
+                             "checkout at this commit); cells are journaled in --out")
+    parser.add_argument("--resume", type=Path, metavar="JOURNAL",
+                        help="with --cluster: continue the sweep of this journal.jsonl, "
+                             "running only the cells it does not hold (--out defaults to "
+                             "its directory)")
     parser.add_argument("--burst", action="store_true",
                         help="with --mode service: instead of the matrix, submit 8 requests at "
                              "once (aistress --bench; the first --prompt-lens and --gen-lens "
@@ -82,7 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "burst_ttft.png (TTFT by arrival order, each configuration's "
                              "median round)")
     parser.add_argument("--batch", default="1,8", metavar="B,B,...",
-                        help="--burst: the worker's batch sizes to compare (1 = the old "
+                        help="--burst: the worker's batch sizes to compare (1 = "
                              "one-at-a-time service; default 1,8)")
 
 
@@ -95,6 +109,8 @@ def apply_plan(args: argparse.Namespace) -> None:
     for key, default in DEFAULTS.items():
         if getattr(args, key) is None:
             setattr(args, key, plan.get(key, default))
+    if args.cluster is None:  # not a matrix flag: no cluster unless one is named
+        args.cluster = plan.get("cluster")
 
 
 def _config(args: argparse.Namespace):
@@ -135,8 +151,9 @@ def _run_burst(args: argparse.Namespace, out: Path) -> int:
         cpus = parse_lengths(args.cpus, "--cpus")
     except BenchError as e:
         raise CommandError(f"bench: {e}") from e
-    if any(b > 8 for b in batches):
-        raise CommandError("bench: --batch values must be 1..8 (ai_daemon's AI_BATCH)")
+    if any(b > max_batch() for b in batches):
+        raise CommandError(f"bench: --batch values must be 1..{max_batch()} (ai_daemon's "
+                           "AI_BATCH)")
     if args.repeat < 1:
         raise CommandError("bench: --repeat must be at least 1")
     check_out(out)
@@ -158,8 +175,14 @@ def _run_burst(args: argparse.Namespace, out: Path) -> int:
 
 def run(args: argparse.Namespace) -> int:
     apply_plan(args)
-    out = args.out or Path("build/bench") / time.strftime("results-%Y%m%d-%H%M%S", time.gmtime())
+    if args.resume is not None and args.cluster is None:
+        raise CommandError("bench: --resume continues a sweep on a cluster: pass --cluster "
+                           "ADDRESS too (or the plan's cluster key)")
+    out = args.out or (args.resume.parent if args.resume is not None else Path("build/bench")
+                       / time.strftime("results-%Y%m%d-%H%M%S", time.gmtime()))
     if args.burst:
+        if args.cluster is not None:
+            raise CommandError("bench: --burst runs on this machine only; leave out --cluster")
         return _run_burst(args, out)
     cfg = _config(args)
     check_out(out)
@@ -180,8 +203,16 @@ def run(args: argparse.Namespace) -> int:
         bar.update(round(p.done_weight) - bar.n)
 
     command = "pyaisvc bench " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else [])
+    failures: list = []
+    journal = args.resume or out / "journal.jsonl"
     try:
-        result = run_bench(cfg, progress, note)
+        if args.cluster is not None:
+            from pyaisvc.bench.cluster import run_cluster
+
+            result, failures = run_cluster(cfg, args.cluster, journal, args.resume is not None,
+                                           progress, note)
+        else:
+            result = run_bench(cfg, progress, note)
     except BenchIncomplete as e:
         if bar is not None:
             bar.close()
@@ -195,8 +226,26 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    if failures:
+        if result.samples:
+            report.write_all(out, result, command.strip() + "  # incomplete")
+        _report_failures(failures, out, len(result.samples), journal)
     paths = report.write_all(out, result, command.strip())
     paths.update(plots.write_plots(out, result))
     sys.stdout.write(report.markdown(result, command.strip()))
     print(f"bench: wrote {', '.join(p.name for p in paths.values())} to {out}/", file=sys.stderr)
     return 0
+
+
+def _report_failures(failures: list, out: Path, n_runs: int, journal: Path) -> None:
+    """Prints each cell that failed twice with its console's tail and raises the
+    CommandError that says how to measure them again."""
+    for f in failures:
+        print(f"bench: {f.cell.label} failed twice: {f.error}", file=sys.stderr)
+        if f.tail:
+            print("  " + f.tail.replace("\n", "\n  "), file=sys.stderr)
+    raise CommandError(f"bench: {len(failures)} cell(s) failed twice (above); "
+                       + (f"the {n_runs} runs of the others are in {out}/ and " if n_runs
+                          else "")
+                       + f"{journal} keeps every finished cell: fix the cause, then run the "
+                       f"same command with --resume {journal} to measure only those")

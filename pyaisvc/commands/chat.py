@@ -1,7 +1,7 @@
 """`pyaisvc chat --model smol`: talk to the model in the guest, one line at a time.
 
     $ pyaisvc chat
-    chat: SmolLM2-135M-Instruct loaded in 0.43 s (QEMU 1 hart, 512 MiB) ...
+    chat: SmolLM2-135M-Instruct loaded in 0.43 s (QEMU pid 4242, 2 hart(s), 512 MiB); ...
     you> What is the capital of France?
     smol> The capital of France is Paris.
     you> /stats
@@ -34,6 +34,7 @@ from pyaisvc.chat import ChatConfig, ChatError, ChatSession
 from pyaisvc.commands import add_sampling_arguments, sampling_options
 from pyaisvc.errors import AisvcError, CommandError
 from pyaisvc.llmguest import MODELS, prepare
+from pyaisvc.qemu import default_cpus
 from pyaisvc.sampling import SamplingError
 from pyaisvc.tokenizer import load_tokenizer
 
@@ -48,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         + " or ".join(str(m.assets) for m in MODELS.values()) + ")")
     parser.add_argument("--max-new-tokens", type=int, default=64,
                         help="tokens generated per reply (default 64)")
-    parser.add_argument("--cpus", type=int, default=1, help="guest harts (default 1)")
+    parser.add_argument("--cpus", type=int, default=default_cpus(), help="guest harts "
+                        f"(default: the host's cores, at most 4; {default_cpus()} here)")
     parser.add_argument("--ram", help="guest RAM (default " + ", ".join(
         f"{m.ram} for {m.name}" for m in MODELS.values()) + ")")
     parser.add_argument("--service", action="store_true",

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from pyaisvc.assets import DEFAULT_RUNTIME_SEQ_LEN
 from pyaisvc.errors import AisvcError, CommandError
 from pyaisvc.export.common import FORMAT_ALIASES, FORMATS
 from pyaisvc.export.qwen import export_qwen
@@ -39,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="v3: CFG version 3, group-scaled weights (default; 'ours' is its "
                         "old name); course: version 1 (smol) / 2 (qwen)")
     parser.add_argument("--runtime-seq-len", type=int, default=None,
-                        help="positions the guest runtime supports (default 256)")
+                        help="positions the guest runtime supports (default "
+                        f"{DEFAULT_RUNTIME_SEQ_LEN})")
     parser.add_argument("--out", type=Path, default=Path("models"),
                         help="output folder for SMOL/ or QWEN/ and the zip (default models)")
     parser.add_argument("--no-zip", action="store_true", help="write the directory only")

@@ -13,7 +13,9 @@ Backends: `guest` (default: boots the guest under QEMU with the model's image
 and runs `llmrun_smol` / `llmrun_qwen` there, printing its timing line),
 `service` (the same guest, through the kernel AI service: `ai gen` submits
 the request to the resident worker and streams its ids with `ai_stream`)
-and `reference` (the numpy forward pass of docs/ARITHMETIC.md). `--temp T`
+and `reference` (the numpy forward pass of docs/ARITHMETIC.md). The guest
+backends boot `--cpus` harts (default: the host's cores, at most 4) and say on
+stderr how many, with the RAM. `--temp T`
 (with `--top-k`, `--top-p`, `--seed`) samples instead of taking the most likely
 token; the guest samples (user/llm/sample.c) and the reference draws the same
 tokens for the same seed (pyaisvc/sampling.py); so does the service's worker,
@@ -42,7 +44,7 @@ from pyaisvc.llmguest import (
     seq_len,
     timing_line,
 )
-from pyaisvc.qemu import Guest, QemuConfig
+from pyaisvc.qemu import Guest, QemuConfig, default_cpus
 from pyaisvc.reference import Reference
 from pyaisvc.sampling import SamplingError, SamplingOptions
 from pyaisvc.tokenizer import load_tokenizer
@@ -52,6 +54,18 @@ from pyaisvc.tokenizer import load_tokenizer
 class Result:
     ids: list[int]  # the new token ids
     timings: str  # one line for stderr
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a backend computes: n_new tokens after prompt, for model."""
+
+    model: str
+    assets_dir: Path
+    prompt: list[int]
+    n_new: int
+    sampling: SamplingOptions
+    cpus: int  # the guest's harts (the guest backends)
 
 
 def _run_reference(assets_dir: Path, prompt: list[int], n_new: int,
@@ -65,32 +79,41 @@ def _run_reference(assets_dir: Path, prompt: list[int], n_new: int,
                        f"tokens in {t2 - t1:.2f} s")
 
 
-def _run_guest(model: str, assets_dir: Path, prompt: list[int], n_new: int,
-               sampling: SamplingOptions) -> Result:
-    spec = MODELS[model]
+def _boot(req: Request) -> Guest:
+    """The model's guest for req, not yet booted (a context manager boots it)."""
+    spec = MODELS[req.model]
     root = Path(__file__).resolve().parents[2]
-    built = prepare(root, spec, assets_dir if assets_dir != spec.assets else None)
-    cfg = QemuConfig(kernel=built.kernel, image=built.image, ram=spec.ram, snapshot=True)
-    cmd = " ".join([spec.program, "--predict", str(n_new), *sampling.guest_args(),
+    built = prepare(root, spec, req.assets_dir if req.assets_dir != spec.assets else None)
+    return Guest(QemuConfig(kernel=built.kernel, image=built.image, ram=spec.ram,
+                            cpus=req.cpus, snapshot=True))
+
+
+def _say_booted(guest: Guest) -> None:
+    print(f"generate: booted to the shell prompt in {guest.boot_seconds:.2f} s "
+          f"({guest.harts} harts, {guest.ram_mib} MiB)", file=sys.stderr, flush=True)
+
+
+def _run_guest(req: Request) -> Result:
+    spec = MODELS[req.model]
+    prompt, n_new = req.prompt, req.n_new
+    cmd = " ".join([spec.program, "--predict", str(n_new), *req.sampling.guest_args(),
                     id_args(prompt)])
-    with Guest(cfg) as guest:
+    with _boot(req) as guest:
+        _say_booted(guest)
         # Loading reads the whole model; allow for a slow, busy host.
         output = guest.run(cmd, timeout=120 + 10 * (len(prompt) + n_new))
     timing, ids = parse_output(output, spec.program, n_new)
     return Result(list(ids), timing_line(spec.program, timing))
 
 
-def _run_service(model: str, assets_dir: Path, prompt: list[int], n_new: int,
-                 sampling: SamplingOptions) -> Result:
+def _run_service(req: Request) -> Result:
     try:
-        flags = " ".join(sampling.service_args())
+        flags = " ".join(req.sampling.service_args())
     except SamplingError as e:
         raise CommandError(f"generate: {e}") from e
-    spec = MODELS[model]
-    root = Path(__file__).resolve().parents[2]
-    built = prepare(root, spec, assets_dir if assets_dir != spec.assets else None)
-    cfg = QemuConfig(kernel=built.kernel, image=built.image, ram=spec.ram, snapshot=True)
-    with Guest(cfg) as guest:
+    prompt, n_new = req.prompt, req.n_new
+    with _boot(req) as guest:
+        _say_booted(guest)
         t0 = time.monotonic()
         # one word per id: the ai tool reads one id per argument
         output = guest.run(f"ai gen {flags} {n_new} {' '.join(map(str, prompt))}",
@@ -104,14 +127,12 @@ def _run_service(model: str, assets_dir: Path, prompt: list[int], n_new: int,
                        f"through the AI service in {wall:.2f} s (host wall clock)")
 
 
-def _run_reference_backend(model: str, assets_dir: Path, prompt: list[int],
-                           n_new: int, sampling: SamplingOptions) -> Result:
-    return _run_reference(assets_dir, prompt, n_new, sampling)
+def _run_reference_backend(req: Request) -> Result:
+    return _run_reference(req.assets_dir, req.prompt, req.n_new, req.sampling)
 
 
-# backend name -> function(model, assets dir, prompt ids, new tokens, sampling); one line
-# per backend.
-BACKENDS: dict[str, Callable[[str, Path, list[int], int, SamplingOptions], Result]] = {
+# backend name -> function(request); one line per backend.
+BACKENDS: dict[str, Callable[[Request], Result]] = {
     "guest": _run_guest,
     "service": _run_service,
     "reference": _run_reference_backend,
@@ -128,6 +149,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=8,
                         help="tokens to generate (default 8)")
     parser.add_argument("--tokenizer-file", help="use this local tokenizer.json instead")
+    parser.add_argument("--cpus", type=int, default=default_cpus(), help="guest harts "
+                        f"(default: the host's cores, at most 4; {default_cpus()} here)")
     add_sampling_arguments(parser)
     parser.add_argument("text", help="the prompt")
 
@@ -146,8 +169,8 @@ def run(args: argparse.Namespace) -> int:
         root = Path(__file__).resolve().parents[2]
         assets = check_assets(root, spec, args.assets)
         check_request(len(prompt), args.max_new_tokens, seq_len(assets), "--max-new-tokens")
-    result = BACKENDS[args.backend](args.model, assets_dir, prompt, args.max_new_tokens,
-                                    sampling)
+    result = BACKENDS[args.backend](Request(args.model, assets_dir, prompt,
+                                            args.max_new_tokens, sampling, args.cpus))
     print("prompt ids: " + " ".join(str(i) for i in prompt))
     print("ids: " + " ".join(str(i) for i in result.ids))
     print("text: " + tok.decode(result.ids))

@@ -15,19 +15,29 @@ import sys
 from pathlib import Path
 
 from pyaisvc.errors import CommandError
-from pyaisvc.qemu import Guest, GuestError, GuestTimeout, QemuConfig, default_qemu
+from pyaisvc.qemu import (
+    DEFAULT_RAM,
+    KERNEL,
+    Guest,
+    GuestError,
+    GuestTimeout,
+    QemuConfig,
+    default_cpus,
+    default_qemu,
+)
 
-DEFAULT_KERNEL = Path("build/kernel/kernel")
 DEFAULT_IMAGE = Path("build/fs.img")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cpus", type=int, default=1, help="harts (default 1)")
-    parser.add_argument("--ram", default="256M", help="guest RAM, e.g. 512M or 2G (default 256M)")
+    parser.add_argument("--cpus", type=int, default=default_cpus(),
+                        help=f"harts (default: the host's cores, at most 4; {default_cpus()} here)")
+    parser.add_argument("--ram", default=DEFAULT_RAM,
+                        help=f"guest RAM, e.g. 512M or 2G (default {DEFAULT_RAM})")
     parser.add_argument("--image", type=Path, default=DEFAULT_IMAGE,
                         help=f"file-system image (default {DEFAULT_IMAGE})")
-    parser.add_argument("--kernel", type=Path, default=DEFAULT_KERNEL,
-                        help=f"kernel ELF (default {DEFAULT_KERNEL})")
+    parser.add_argument("--kernel", type=Path, default=KERNEL,
+                        help=f"kernel ELF (default {KERNEL})")
     parser.add_argument("--timeout", type=float, default=60.0,
                         help="seconds CMD may run (default 60)")
     parser.add_argument("--qemu", default=default_qemu(),

@@ -34,12 +34,6 @@ from pyaisvc.tokenizer import load_tokenizer
 HOST = "127.0.0.1"  # loopback only: the service has no authentication
 
 
-def default_cpus() -> int:
-    """qemu.default_cpus() where the qemu module has it, else 1."""
-    fn = getattr(qemu, "default_cpus", None)
-    return int(fn()) if callable(fn) else 1
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", choices=sorted(MODELS), default="smol",
                         help="which model (default smol)")
@@ -50,8 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue", type=int, default=64, metavar="N",
                         help="requests the host queue holds beyond the gateway's window; "
                         "more get 429 (default 64)")
-    parser.add_argument("--cpus", type=int, default=None,
-                        help=f"guest harts (default {default_cpus()})")
+    parser.add_argument("--cpus", type=int, default=qemu.default_cpus(),
+                        help=f"guest harts (default: the host's cores, at most "
+                        f"{qemu.MAX_DEFAULT_CPUS}; {qemu.default_cpus()} here)")
     parser.add_argument("--ram", help="guest RAM (default " + ", ".join(
         f"{m.ram} for {m.name}" for m in MODELS.values()) + ")")
     parser.add_argument("--qemu", default=qemu.default_qemu(),
@@ -65,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"serve: --port {args.port} must be 0..65535")
     if args.queue < 0:
         raise CommandError("serve: --queue must be 0 or more")
-    cpus = args.cpus if args.cpus is not None else default_cpus()
+    cpus = args.cpus
     if cpus < 1:
         raise CommandError("serve: --cpus must be at least 1")
     _check_port(args.port)

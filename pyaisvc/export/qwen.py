@@ -37,15 +37,6 @@ from pyaisvc.export.common import (
 from pyaisvc.export.synthetic import build_synthetic_qwen, synthetic_info
 from pyaisvc.hfsources import env_offline
 
-# Guest memory decides this default: per position the runtime keeps, for each of
-# the 6 full-attention layers, K and V for 2 kv heads x 256 dims as int8 plus
-# group scales (~6.5 KB), and ROP.BIN holds 64 fp32 (256 B). 256 positions cost
-# ~1.7 MB, nothing beside the ~756 MB of weights and the Gated DeltaNet state
-# (18 layers x 16 heads x 128 x 128 values, ~38 MB as double) that a 1 GB guest
-# must hold anyway; longer contexts are limited by QEMU speed, not memory. 256 is
-# also Smol's value, so both models share one course exercise shape.
-DEFAULT_RUNTIME_SEQ_LEN = 256
-
 _PLUS_ONE = ("input_norm", "post_norm", "q_norm", "k_norm")
 _HF_NAMES = {
     "input_norm": "input_layernorm.weight",
@@ -179,7 +170,7 @@ def torch_model_source(model, info: dict) -> ModelSource:
 
 def export_qwen(out_dir: Path, zip_path: Path | None, checkpoint: Path | None = None,
                 course_zip: Path | None = None, synthetic: str | None = None, seed: int = 0,
-                fmt: str = "v3", runtime_seq_len: int = DEFAULT_RUNTIME_SEQ_LEN,
+                fmt: str = "v3", runtime_seq_len: int = A.DEFAULT_RUNTIME_SEQ_LEN,
                 progress: Progress | None = None, report_errors: bool = False,
                 sample: bool = True) -> ExportResult:
     """Export a Qwen3.5 model from exactly one source to ``out_dir`` and ``zip_path``."""

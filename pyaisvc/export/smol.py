@@ -29,8 +29,6 @@ from pyaisvc.hfsources import (
     write_cache_entry,
 )
 
-DEFAULT_RUNTIME_SEQ_LEN = 256  # the course's Smol value
-
 
 def load_smol_hf(gguf: Path | None = None, checkpoint: Path | None = None, cache: bool = True):
     """transformers' LlamaForCausalLM in fp32, loaded offline, from the checkpoint or
@@ -123,7 +121,7 @@ def smol_source(model, info: dict) -> ModelSource:
 
 
 def export_smol(out_dir: Path, zip_path: Path | None, fmt: str = "v3",
-                runtime_seq_len: int = DEFAULT_RUNTIME_SEQ_LEN, gguf: Path | None = None,
+                runtime_seq_len: int = A.DEFAULT_RUNTIME_SEQ_LEN, gguf: Path | None = None,
                 checkpoint: Path | None = None, course_zip: Path | None = None,
                 progress: Progress | None = None, report_errors: bool = False,
                 sample: bool = True) -> ExportResult:

@@ -8,7 +8,9 @@ request file, boots QEMU, runs `llmrun_X --profile --stdin < /bench.txt` (one
 process: the model is loaded once) and prints one row per request: prompt
 and generated counts, TTFT, TPOT and the split of the prefill and of the
 decode time into matmuls, attention (for Qwen also the Gated DeltaNet
-recurrence) and the rest. Prompts are the first N tokens of the held-out
+recurrence) and the rest, then per phase the matmuls' time over attention's,
+summed over the requests (the matmuls dominate: several times the attention).
+Prompts are the first N tokens of the held-out
 English text (tests/data/heldout_en.txt). --host runs the host build
 (build/host/llmrun_X) on the same requests instead. Figures, not a test.
 """
@@ -128,6 +130,11 @@ def report(out: str) -> None:
         ttft, tpot = t["ttft_us"] / 1e6, t["tpot_us"] / 1e6
         print(f"{t['prompt']:>6} {t['gen']:>3} {ttft:8.3f} {tpot:7.3f} | "
               f"{pm:7.3f} {pa:6.3f} {po:6.3f}            | {dm:6.3f} {da:6.3f} {do:6.3f}")
+    for phase in ("prefill", "decode"):
+        rows = [p for p in profiles if p[0] == phase]
+        matmul, attn = (sum(int(p[k]) for p in rows) for k in (1, 2))
+        share = f"{matmul / attn:.1f}x" if attn else "no attention time"
+        print(f"{phase}: matmul {matmul / 1e6:.3f} s / attention {attn / 1e6:.3f} s = {share}")
 
 
 def main() -> int:

@@ -4,10 +4,10 @@
         [--ram 512M] [--cpus 1] [--rounds 2] [--reps 3] [--prompt 32] [--gen 32]
         [--batches 1,8]
 
-A request alone must not pay for the batching (issue 11: single-request TTFT
-and TPOT no worse than the one-at-a-time service by more than 5%). For each
+A request alone must not pay for the batching: its TTFT and TPOT should be
+no worse than the one-at-a-time service's by more than 5%. For each
 round and each worker batch size B, one guest boots with `aibatch=B` (init
-then starts `ai_daemon --batch B`; B=1 is the old one-at-a-time service) and
+then starts `ai_daemon --batch B`; B=1 serves one request at a time) and
 runs REPS requests one after the other through the `ai` tool, each a
 PROMPT-token prompt of the held-out English text and GEN tokens. Boots of the
 batch sizes alternate, so a drift of the host's speed reaches both. Prints

@@ -11,7 +11,8 @@ passes after a system call in the second half (in the first, QEMU is still
 growing the TLB) and of those after a process switch. A pass that misses on every page
 costs one TLB refill per page (about 0.35 us under QEMU); one that hits, a few
 ns. With this kernel a system call keeps the TLB and a process switch empties
-it (kernel/core/vm.c; docs/PERF_NOTES.md, fact 32). --kernel boots another
+it (kernel/core/vm.c; docs/PERF_NOTES.md, fact 32 (a trap must not empty the
+TLB)). --kernel boots another
 kernel build on the same image, to compare. Figures, not a test.
 """
 

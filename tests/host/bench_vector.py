@@ -12,7 +12,8 @@ runtime's default). Prints the minimum load time, TTFT and TPOT of each, the
 thread counts and kernels the timing lines reported (a run that fell back to
 one thread or to scalar kernels shows), the vector / scalar ratios, and
 whether the ids were the same. Needs QEMU 10 or later for meaningful figures (docs/PERF_NOTES.md,
-facts 8, 9 and 17). Figures, not a test.
+facts 8 (no RVV on QEMU 7.2), 9 (RVV written for TCG is 2-3x scalar on QEMU 10) and
+17 (the RVV kernels on QEMU 10, vlen 256)). Figures, not a test.
 """
 
 from __future__ import annotations

@@ -8,8 +8,10 @@ probe (the fastest of 5 runs). Prints picoseconds per instruction, the
 fastest of the boots: which ops QEMU turns into inline host code (their cost
 grows with the register group's bytes), which it calls a helper for (a cost
 per element), and what a vector load or a vtype change costs. The runtime's
-RVV kernels are shaped by these figures (docs/PERF_NOTES.md, facts 9, 25, 33
-and 35). Needs QEMU >= 10 (`make deps`). Figures, not a test.
+RVV kernels are shaped by these figures (docs/PERF_NOTES.md, facts 9 (RVV written
+for TCG is 2-3x scalar on QEMU 10), 25 (vector loads of bytes, not words), 33 (what
+one vector instruction costs) and 35 (float and 64-bit vector costs)). Needs QEMU >= 10
+(`make deps`). Figures, not a test.
 """
 
 from __future__ import annotations

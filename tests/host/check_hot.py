@@ -1,7 +1,8 @@
 """Check that the LLM runtime's hot kernels lie in 4 KiB pages of their own in a guest ELF.
 
 Code crossing a page boundary runs 3-5x slower under QEMU's TCG
-(docs/PERF_NOTES.md, facts 4 and 37). The kernels are the functions that the
+(docs/PERF_NOTES.md, facts 4 (hot code in one 4 KiB page) and 37 (a call or
+return across pages costs a lookup)). The kernels are the functions that the
 objects (user/llm/kernels.o, kernels_rvv.o, kernels_vec.o, layers.o) put in
 section .text.hot and in .text.hot.NAME sections, each page-aligned; this
 reads the objects' and the linked program's symbol tables with pyelftools

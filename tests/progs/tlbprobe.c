@@ -5,7 +5,7 @@
 // every fifth it sleeps a tick instead (a process switch). A pass that
 // misses the TLB on every page takes the cost of a refill per page; one
 // that hits takes a few ns. tests/host/bench_tlb.py runs it
-// (docs/PERF_NOTES.md, fact 32).
+// (docs/PERF_NOTES.md, fact 32, "a trap must not empty the TLB").
 #include "user/lib/user.h"
 #include "kernel/include/riscv.h"
 

@@ -2,9 +2,11 @@
 // register-group size. Each probe runs one instruction 16 times per loop
 // turn, PROBE_TURNS turns, five times, and prints the fastest run's time
 // per instruction in picoseconds. tests/host/bench_vops.py boots a guest
-// with V and runs it (docs/PERF_NOTES.md, facts 33 and 35). The probes sit in
-// .text.hot, a page of their own (fact 4). Without V the first vector
-// instruction is illegal and the kernel kills the program, as for any.
+// with V and runs it (docs/PERF_NOTES.md, facts 33 and 35, "what one vector
+// instruction costs" and "float and 64-bit vector costs"). The probes sit in
+// .text.hot, a page of their own (fact 4, "hot code in one 4 KiB page"). Without V
+// the first vector instruction is illegal and the kernel kills the program,
+// as for any.
 #include "kernel/include/param.h"
 #include "user/lib/user.h"
 
@@ -35,7 +37,7 @@ probe_setup(void)
 
 // A probe: vtype's settings, then ins 16 times a turn. %0 holds a
 // page-aligned buffer's address (for the loads; a scalar operand
-// elsewhere). All probes fit in one page of .text.hot (fact 4).
+// elsewhere). All probes fit in one page of .text.hot (fact 4, "hot code in one 4 KiB page").
 #define PROBE(fn, vt, ins) \
   __attribute__((section(".text.hot"), noinline)) static uint64 fn(char *buf) \
   { \

@@ -1,4 +1,4 @@
-// ai_daemon: the AI service's worker (kernel/core/ai_service.c).
+// ai_daemon: the AI service's worker (kernel/core/ai_table.c).
 //
 //   ai_daemon [--ready-fd FD] [--batch B] [ASSET_DIR]  (default /AI/SMOL, else /AI/QWEN)
 //
@@ -13,8 +13,8 @@
 // llmrun_qwen (CFG.BIN's model_kind, read by the runtime's loader, picks
 // which), registers with the kernel as the worker, then serves forever,
 // up to B requests at once (iteration-level, "continuous" batching; B is
-// AI_BATCH = 8 unless --batch says otherwise; --batch 1 is the old
-// one-at-a-time service, kept for comparison). With --ready-fd, one byte
+// AI_BATCH = 8 unless --batch says otherwise; --batch 1 serves one
+// request at a time, for comparison). With --ready-fd, one byte
 // is written to fd N once registered, and N closed: init waits for it
 // before starting the shell. If the model cannot be loaded, it says so
 // once and idles (init would restart it every second). If another worker
@@ -88,16 +88,16 @@ model_for(const char *dir)
   return cfg.model_kind == LLM_MODEL_QWEN ? &llm_model_qwen : &llm_model_smol;
 }
 
-// /AI/SMOL if it holds a model, else /AI/QWEN.
+// AI_SMOL_DIR if it holds a model, else AI_QWEN_DIR.
 static const char *
 default_dir(void)
 {
-  int fd = open("/AI/SMOL/CFG.BIN", O_RDONLY);
+  int fd = open(AI_SMOL_DIR "/CFG.BIN", O_RDONLY);
   if (fd >= 0) {
     close(fd);
-    return "/AI/SMOL";
+    return AI_SMOL_DIR;
   }
-  return "/AI/QWEN";
+  return AI_QWEN_DIR;
 }
 
 // Register, retrying while another worker holds the role.

@@ -470,10 +470,10 @@ bad_arguments(void)
     big[i] = 1;
   expect("bad: token count 0", ai_submit(P, 0, 1), -AIE_COUNT);
   expect("bad: token count -1", ai_submit(P, -1, 1), -AIE_COUNT);
-  expect("bad: token count 256", ai_submit(big, 256, 1), -AIE_COUNT);
+  expect("bad: token count 256", ai_submit(big, AI_MAX_PROMPT + 1, 1), -AIE_COUNT);
   expect("bad: predict 0", ai_submit(P, 3, 0), -AIE_PREDICT);
   expect("bad: predict -5", ai_submit(P, 3, -5), -AIE_PREDICT);
-  expect("bad: predict 256", ai_submit(P, 3, 256), -AIE_PREDICT);
+  expect("bad: predict 256", ai_submit(P, 3, AI_MAX_PREDICT + 1), -AIE_PREDICT);
   expect("bad: token id == vocab", ai_submit(t, 2, 1), -AIE_TOKEN);
   expect("bad: token id 2^32-1", ai_submit(t2, 2, 1), -AIE_TOKEN);
   expect("bad: prompt + predict > runtime_seq_len", ai_submit(big, count, seqlen - count + 1),

@@ -12,7 +12,8 @@
 // The CRC uses "slicing by 8": eight 256-entry tables let one step consume
 // 8 bytes with eight table lookups, about 4x fewer instructions than the
 // byte-at-a-time loop, which matters under QEMU where instructions are
-// what costs (docs/PERF_NOTES.md, fact 2).
+// what costs (docs/PERF_NOTES.md, fact 2, "instructions count, bytes do
+// not").
 
 #include "kernel/include/types.h"
 #include "kernel/include/stat.h"

@@ -27,6 +27,7 @@
 #include "kernel/include/param.h"
 #include "kernel/include/fcntl.h"
 #include "kernel/include/stat.h"
+#include "kernel/include/aisvc.h"
 
 #define CONSOLE_MAJOR 1              // CONSOLE in kernel/include/file.h
 #define PORT_MAJOR    3              // PORT in kernel/include/file.h
@@ -34,16 +35,18 @@
 #define RESPAWN_LIMIT 4              // failures in a row after which init gives up
 #define RESPAWN_RESET (60 * TICK_HZ) // a run this long ends a series of failures
 
+#define SERVICE_ARGS 8 // room in a service's argv, its 0 included
+
 struct service {
   char *path;
-  char *argv[6];
-  int (*wanted)(void); // if set, started only while it returns 1
-  int notify;          // init waits for a byte on its fd 3 (or its exit)
-  int ai_worker;       // keeps the AI worker right
-  int may_give_up;     // after RESPAWN_LIMIT failures in a row (see ended)
-  int pid;             // 0 while not running
-  int started;         // uptime() when last started
-  int failures;        // failed runs in a row (see ended)
+  char *argv[SERVICE_ARGS]; // 0-terminated; add_arg appends to it
+  int (*wanted)(void);      // if set, started only while it returns 1
+  int notify;               // init waits for a byte on its fd 3 (or its exit)
+  int ai_worker;            // keeps the AI worker right
+  int may_give_up;          // after RESPAWN_LIMIT failures in a row (see ended)
+  int pid;                  // 0 while not running
+  int started;              // uptime() when last started
+  int failures;             // failed runs in a row (see ended)
 };
 
 // The AI worker runs when a model is installed.
@@ -52,7 +55,7 @@ have_model(void)
 {
   struct stat st;
 
-  return stat("/AI/SMOL", &st) == 0 || stat("/AI/QWEN", &st) == 0;
+  return stat(AI_SMOL_DIR, &st) == 0 || stat(AI_QWEN_DIR, &st) == 0;
 }
 
 // The gateway serves the host through the port (docs/GATEWAY.md) when
@@ -73,16 +76,34 @@ static struct service services[] = {
   { "/gateway", { "gateway", 0 }, have_port_and_model, 0, 0, 1 },
   { "/sh", { "sh", 0 } },
 };
-#define WORKER   (&services[0])
-#define SHELL    (&services[2])
 #define NSERVICE (sizeof(services) / sizeof(services[0]))
 
-// Starts the worker as ai_daemon --batch b (ai_daemon checks b).
-static void
-worker_batch(char *b)
+// The service that runs program path; every caller names one in the table.
+static struct service *
+service(const char *path)
 {
-  WORKER->argv[3] = "--batch";
-  WORKER->argv[4] = b;
+  struct service *s;
+
+  for (s = services; strcmp(s->path, path) != 0; s++)
+    ;
+  return s;
+}
+
+// Appends argument a to the command line s starts with; when there is no
+// room, says so and leaves it out.
+static void
+add_arg(struct service *s, char *a)
+{
+  int n = 0;
+
+  while (s->argv[n] != 0)
+    n++;
+  if (n + 1 >= SERVICE_ARGS) {
+    fprintf(2, "init: no room for argument '%s' of %s; left out\n", a, s->path);
+    return;
+  }
+  s->argv[n] = a;
+  s->argv[n + 1] = 0;
 }
 
 // Make fds 0, 1 and 2 the console. Without a console nothing can be
@@ -215,12 +236,14 @@ main(int argc, char *argv[])
   openconsole();
   makeport();
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "aiworker=console") == 0)
-      SHELL->ai_worker = 1;
-    else if (strncmp(argv[i], "aibatch=", 8) == 0)
-      worker_batch(argv[i] + 8);
-    else
+    if (strcmp(argv[i], "aiworker=console") == 0) {
+      service("/sh")->ai_worker = 1;
+    } else if (strncmp(argv[i], "aibatch=", 8) == 0) {
+      add_arg(service("/ai_daemon"), "--batch"); // ai_daemon checks the number
+      add_arg(service("/ai_daemon"), argv[i] + 8);
+    } else {
       fprintf(2, "init: unknown argument '%s' ignored\n", argv[i]);
+    }
   }
   for (;;) {
     for (s = services; s < services + NSERVICE; s++)

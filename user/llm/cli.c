@@ -475,15 +475,12 @@ serve_batch(const struct llm_model *md, struct llm_runtime *rt,
       continue;
     llm_print_ids(b->ids + b->n, b->gen);
     if (!quiet)
-      fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
-                 "prompt=%d gen=%d kernels=%s threads=%d\n",
-          llm_prog, s->tm.load_us, s->tm.init_us, b->first_us,
-          b->gen > 1 ? (b->end_us - b->first_us) / (b->gen - 1) : 0,
-          b->n, b->gen, llm_kernels_name(), llm_pool_threads());
+      llm_print_timing(s, b->first_us, b->gen > 1 ? (b->end_us - b->first_us) / (b->gen - 1) : 0,
+          b->n, b->gen);
     positions += b->n + b->gen - 1; // the last id is never fed back
   }
   if (s->tm.profile)
-    llm_profile_lines(s, "batch", end - t0, positions);
+    llm_profile_lines(&s->tm, "batch", end - t0, positions);
   return 0;
 }
 

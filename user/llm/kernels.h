@@ -68,7 +68,8 @@ llm_rint(double x)
 // integers, so the add rounds x to one (to nearest even: frm's mode, as
 // the process starts), and the sum's low bits are that integer. Under
 // QEMU an add costs about 5 ns and fcvt.l.d with a static rounding mode
-// 12.8 ns (docs/PERF_NOTES.md, facts 35 and 36).
+// 12.8 ns (docs/PERF_NOTES.md, facts 35 and 36, "float and 64-bit vector
+// costs" and "where a prefill's time goes").
 static inline int64
 llm_rint_small(double x)
 {

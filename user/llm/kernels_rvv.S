@@ -1,7 +1,8 @@
 # RVV 1.0 kernels for the LLM runtime: the int8 matrix kernels
 # (user/llm/kernels_vec.c packs the weights and calls these;
-# docs/PERF_NOTES.md, facts 9, 17 and 33), and at the end the Gated
-# DeltaNet's state update.
+# docs/PERF_NOTES.md, facts 9, 17 and 33, "RVV written for TCG is 2-3x scalar on QEMU 10",
+# "the RVV kernels on QEMU 10, vlen 256" and "what one vector instruction costs"), and at the end
+# the Gated DeltaNet's state update.
 #
 # Rows lie across vector lanes: each 32-bit lane accumulates one output
 # row. A block of B rows (B = VLMAX for e32 and the caller's LMUL) is
@@ -18,12 +19,13 @@
 # integers of the scalar kernel (user/llm/kernels.c, matmul1), so every
 # output is the same. Under QEMU 10 an inline vector op costs about the
 # same per byte whatever it does, so the count of ops per product is what
-# the kernels' speed is (fact 33). vtype arrives in a register (e32, ta,
-# ma, LMUL 1-4); the e64 totals use twice the LMUL.
+# the kernels' speed is (fact 33, "what one vector instruction costs").
+# vtype arrives in a register (e32, ta, ma, LMUL 1-4); the e64 totals use
+# twice the LMUL.
 #
 # Registers: see each kernel (the matvec comes in four versions, the
 # 4-position kernel in two). The code sits on two pages of its own
-# (PERF_NOTES.md, fact 4).
+# (PERF_NOTES.md, fact 4, "hot code in one 4 KiB page").
 
         .option arch, +v
         .section .text.hot.rvv, "ax", @progbits
@@ -108,21 +110,21 @@
 # groups), y the activations' column factors (YWORD) and qs[g] = 128 *
 # the sum of group g's q, which takes the offset back out. One
 # whole-register load brings two word vectors (8 columns): a vector load
-# costs about the same up to 1 KiB (PERF_NOTES.md, fact 9), so fewer and
-# larger loads pay. The m4 versions (LMUL 4: vlen 128 and 256) load 8
-# registers, the m2 ones (vlen 512) 4. Every load and store here names
-# byte elements (vl8re8.v, vs8r.v, ...), whatever the data: a register
-# holds the same bytes either way, and QEMU 10 copies a byte-element
-# access as one block but moves wider elements one at a time
-# (PERF_NOTES.md, fact 25).
+# costs about the same up to 1 KiB (PERF_NOTES.md, fact 9, "RVV written for TCG is 2-3x scalar on QEMU 10"), so fewer and larger loads pay. The m4 versions (LMUL 4: vlen
+# 128 and 256) load 8 registers, the m2 ones (vlen 512) 4. Every load and
+# store here names byte elements (vl8re8.v, vs8r.v, ...), whatever the data:
+# a register holds the same bytes either way, and QEMU 10 copies a
+# byte-element access as one block but moves wider elements one at a time
+# (PERF_NOTES.md, fact 25, "vector loads of bytes, not words").
 #
 # Three versions use different registers for the group sums (acc), the
 # weights (w0, w1), the scratch (scr) and the int64 totals (tot): an op on
 # a register that a host page boundary cuts runs about 4x slower in QEMU
 # 10, and where the boundary falls differs between QEMU processes and
-# harts (PERF_NOTES.md, fact 19). Whichever single register it cuts, one
-# version leaves it out of its inline ops (the totals only meet a helper
-# call, once per group): kernels_vec.c times them and takes the fastest.
+# harts (PERF_NOTES.md, fact 19, "where QEMU keeps the vector registers").
+# Whichever single register it cuts, one version leaves it out of its inline
+# ops (the totals only meet a helper call, once per group): kernels_vec.c
+# times them and takes the fastest.
 .macro MATVEC name, load, mload, tstore, acc, scr, w0, w1, tot
         .global \name
         .type \name, @function
@@ -155,17 +157,18 @@
 #     const int32 *qs)
 # llm_rvv_matvec with inline ops in place of the widening helper (about
 # 80 ns a call under QEMU 10, against about 2 ns for an inline op of 128
-# bytes: PERF_NOTES.md, fact 33). Each group's int32 sum S (|S| <= 32 *
-# 128 * 127 < 2^19) and multiplier M (0 <= M <= 2^30) are cut into
-# S = S_hi * 2^10 + S_lo and M = M_hi * 2^15 + M_lo (S_lo < 2^10, M_lo <
-# 2^15), and the four products are summed over the groups in four int32
-# sums, which cannot overflow for ng <= 128 (S_lo * M_lo and S_lo * M_hi
-# are below 2^25 and kept as uint32; |S_hi * M_lo| and |S_hi * M_hi| are
-# at most 2^24): p[0..B) sum S_lo*M_lo, p[B..2B) S_lo*M_hi, p[2B..3B)
-# S_hi*M_lo, p[3B..4B) S_hi*M_hi, from which kernels_vec.c forms the
-# same int64 totals as llm_rvv_matvec. The four sums take the registers
-# the totals left, so at each group's end the sum, scratch and weight
-# registers are the only temporaries and S_lo is formed twice.
+# bytes: PERF_NOTES.md, fact 33, "what one vector instruction costs"). Each
+# group's int32 sum S (|S| <= 32 * 128 * 127 < 2^19) and multiplier M (0 <=
+# M <= 2^30) are cut into S = S_hi * 2^10 + S_lo and M = M_hi * 2^15 + M_lo
+# (S_lo < 2^10, M_lo < 2^15), and the four products are summed over the
+# groups in four int32 sums, which cannot overflow for ng <= 128 (S_lo *
+# M_lo and S_lo * M_hi are below 2^25 and kept as uint32; |S_hi * M_lo| and
+# |S_hi * M_hi| are at most 2^24): p[0..B) sum S_lo*M_lo, p[B..2B)
+# S_lo*M_hi, p[2B..3B) S_hi*M_lo, p[3B..4B) S_hi*M_hi, from which
+# kernels_vec.c forms the same int64 totals as llm_rvv_matvec. The four sums
+# take the registers the totals left, so at each group's end the sum,
+# scratch and weight registers are the only temporaries and S_lo is formed
+# twice.
 .macro MATVECP name, load, mload, pstore, acc, scr, w0, w1, pll, plh, phl, phh
         .global \name
         .type \name, @function
@@ -249,7 +252,7 @@
 # (group sums c0-c3, weights w, byte b, product p; the int64 totals
 # t0r-t3r only meet the widening helper): whichever register a host page
 # boundary cuts, one of them runs at full speed (PERF_NOTES.md, facts 19
-# and 26); kernels_vec.c times both, as for the matvec.
+# and 26, "where QEMU keeps the vector registers" and "the prefill kernel's second register set"); kernels_vec.c times both, as for the matvec.
 .macro MATVEC4 name, load, tstore, c0, c1, c2, c3, w, b, p, t0r, t1r, t2r, t3r
         .global \name
         .type \name, @function

@@ -4,13 +4,12 @@
 //
 // Block size: a block of B rows fills one vector register group of 128
 // bytes per load (B = 32 rows of 4 bytes), the size QEMU 10 turns into
-// inline host SIMD (docs/PERF_NOTES.md, fact 9): LMUL 4 at vlen 256, 2 at
-// vlen 512; vlen 128 uses LMUL 4 too (B = 16), since the int64 totals need
-// twice the LMUL. The packing is in place (each byte offset by 128, as
-// the kernels read them, in a new order), one block at a time through a
-// scratch buffer; rows after the last full block stay row-major and go to
-// the scalar kernel. The group multipliers are copied into int32 in the
-// same order (vwm), 1/8 of the weights' size.
+// inline host SIMD (docs/PERF_NOTES.md, fact 9, "RVV written for TCG is 2-3x scalar on QEMU 10"): LMUL 4 at vlen 256, 2 at vlen 512; vlen 128 uses LMUL 4 too (B =
+// 16), since the int64 totals need twice the LMUL. The packing is in place
+// (each byte offset by 128, as the kernels read them, in a new order), one
+// block at a time through a scratch buffer; rows after the last full block
+// stay row-major and go to the scalar kernel. The group multipliers are
+// copied into int32 in the same order (vwm), 1/8 of the weights' size.
 //
 // The float steps stay in C and in the scalar kernel's order:
 // y = ((double)T * f) * ws[r] with the assembly's exact int64 T.
@@ -70,7 +69,8 @@ static delta_fn *delta;
 // vector register that a host page boundary cuts is about 4x slower
 // under QEMU 10, and which register that is depends on the QEMU process
 // and on the hart (a thread may move to another hart) (PERF_NOTES.md,
-// facts 19 and 26). A timing costs a few calls, every few tokens.
+// facts 19 and 26, "where QEMU keeps the vector registers" and "the prefill kernel's second register set"). A timing costs a few calls,
+// every few tokens.
 #define RETIME_CALLS 20000
 static struct {
   int version[KINDS];
@@ -232,7 +232,7 @@ llm_qmat_weight(const struct llm_qmat *w, int r, int k)
 #ifdef __riscv
 // The driver of the kernels below, from run_parts to llm_vec_matmul, runs
 // for every block of rows: it shares one page (PERF_NOTES.md, facts 4 and
-// 37), which its first function starts.
+// 37, "hot code in one 4 KiB page" and "a call or return across pages costs a lookup"), which its first function starts.
 #define HOT_VEC       __attribute__((section(".text.hot.vec")))
 #define HOT_VEC_FIRST __attribute__((section(".text.hot.vec"), aligned(4096)))
 
@@ -360,7 +360,8 @@ llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
     hi = w->vrows;
   // Whole fours of positions go through the 4-position kernel; the 1-3
   // left over each through the one-position kernel, which costs less than
-  // a 4-position pass for them (PERF_NOTES.md, fact 27).
+  // a 4-position pass for them (PERF_NOTES.md, fact 27, "one to three
+  // positions go one at a time").
   int fours = a->count - a->count % 4;
   for (int b0 = lo - lo % block; b0 < hi; b0 += block) {
     int r0 = b0 > lo ? b0 : lo, r1 = b0 + block < hi ? b0 + block : hi;

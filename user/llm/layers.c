@@ -31,12 +31,12 @@ quant_groups(void *arg, int lo, int hi, int t)
 void
 llm_mm_in(struct llm_session *s, const double *x, int xstride, int len, int n)
 {
-  uint64 t = llm_clock(s);
+  uint64 t = llm_clock(&s->tm);
   s->act.n = len;
   llm_qact_start(&s->act, x, xstride, n);
   struct quant_step q = { &s->act, x, xstride };
   llm_pool_run(quant_groups, &q, len / LLM_GS, 1);
-  llm_charge(s, &s->tm.matmul_us, t);
+  llm_charge(&s->tm, &s->tm.matmul_us, t);
 }
 
 // One pool step of up to LLM_MM_MAX matmuls on the same input: item i is
@@ -73,7 +73,7 @@ mm_rows(void *arg, int lo, int hi, int t)
 static void
 mm_step_run(struct llm_session *s, const struct llm_mm_out *out, int count, double *x)
 {
-  uint64 t = llm_clock(s);
+  uint64 t = llm_clock(&s->tm);
   int rows = 0;
   for (int j = 0; j < count; j++) {
     if (out[j].w->cols != s->act.n) {
@@ -85,7 +85,7 @@ mm_step_run(struct llm_session *s, const struct llm_mm_out *out, int count, doub
   }
   struct mm_step m = { count, out, &s->act, x };
   llm_pool_run(mm_rows, &m, rows, llm_row_grain());
-  llm_charge(s, &s->tm.matmul_us, t);
+  llm_charge(&s->tm, &s->tm.matmul_us, t);
 }
 
 // (contracts in user/llm/layers.h)
@@ -308,7 +308,7 @@ prepare_positions(void *arg, int lo, int hi, int t)
 }
 
 // On a page of its own, with the loops over positions it inlines
-// (docs/PERF_NOTES.md, facts 4 and 37).
+// (docs/PERF_NOTES.md, facts 4 and 37, "hot code in one 4 KiB page" and "a call or return across pages costs a lookup").
 static __attribute__((section(".text.hot.attn"), aligned(4096))) void
 attend_heads(void *arg, int lo, int hi, int t)
 {
@@ -351,11 +351,11 @@ llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s, int l,
   llm_mm_many(s, qkv, 3);
   // 2-8. norms, RoPE, cache, attention (keys of the whole batch first:
   // position p attends to its request's earlier positions in the batch too)
-  uint64 t = llm_clock(s);
+  uint64 t = llm_clock(&s->tm);
   struct attend_step a = { rt, s, st, slot, qrows, L };
   llm_pool_run(prepare_positions, &a, n, 1);
   llm_pool_run(attend_heads, &a, n * g->n_heads, 1);
-  llm_charge(s, &s->tm.attn_us, t);
+  llm_charge(&s->tm, &s->tm.attn_us, t);
   // 9. x = x + Wo out
   llm_mm_in(s, s->mixed, qd, qd, n);
   llm_mm_residual(rt, s, &L->wo);
@@ -391,10 +391,10 @@ llm_apply_ffn(struct llm_runtime *rt, struct llm_session *s, int l, int n)
   int dim = g->dim, hid = g->hidden_dim;
   llm_norm_in(rt, s, L->post_norm, n);
   llm_mm_in(s, s->xn, dim, dim, n);
-  uint64 t = llm_clock(s);
+  uint64 t = llm_clock(&s->tm);
   struct gate_up_step gu = { s, L, hid };
   llm_pool_run(gate_up_silu, &gu, hid, llm_row_grain());
-  llm_charge(s, &s->tm.matmul_us, t);
+  llm_charge(&s->tm, &s->tm.matmul_us, t);
   llm_mm_in(s, s->xn, hid, hid, n);
   llm_mm_residual(rt, s, &L->down);
 }
@@ -455,14 +455,14 @@ llm_heads(struct llm_runtime *rt, struct llm_session *s, const int *at, int n,
   for (int i = 0; i < n; i++)
     llm_rmsnorm(s->x + at[i] * dim, rt->final_norm, dim, (double)g->rms_eps, s->xn + i * dim);
   llm_mm_in(s, s->xn, dim, dim, n);
-  uint64 t = llm_clock(s);
+  uint64 t = llm_clock(&s->tm);
   struct head_step h = { rt, s, n };
   int nt = llm_pool_threads();
   for (int k = 0; k < nt; k++)
     for (int i = 0; i < n; i++)
       h.best[k][i] = -1;
   llm_pool_run(head_rows, &h, V, llm_row_grain());
-  llm_charge(s, &s->tm.matmul_us, t);
+  llm_charge(&s->tm, &s->tm.matmul_us, t);
   for (int i = 0; i < n; i++) {
     const double *lg = s->logits + (uint64)i * V;
     int best = -1;

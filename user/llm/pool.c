@@ -24,8 +24,9 @@
 // the word too: a thread that read pool.chunks after the claim saw step S
 // fully claimed could find step S+1's larger count, written before
 // post(), and claim a chunk that does not exist; the step's done count
-// then overshot and thread 0 returned early or waited forever. The
-// host test tests/host/poolstress.c found it.)
+// would then overshoot and thread 0 return early or wait forever. The
+// host test tests/host/poolstress.c runs steps of changing sizes to catch
+// such races.)
 //
 // Waiting (workers for the next step, thread 0 for the last chunk) spins
 // first, then sleeps in futex_wait. The spin adapts (wait_change): a wait
@@ -46,12 +47,11 @@
 // many threads as the cores' worth of time they got: with every thread on
 // a core of its own, no step waits for a vCPU the host has stopped
 // (docs/THREADS.md, "Measured"). One window can fall on a moment when the
-// host ran something else (in a bench sweep on a 2-core host, a 4-hart
-// guest ran one thread in 1 of 3 runs), or on one when it ran more of the
-// vCPUs than it has cores for a while; so the pool measures two windows
-// and keeps their count if they agree, else the median of three: one odd
-// window, either way, does not decide. (The largest of three windows
-// started a third thread on 4 harts of a 2-core host in 1 of 12 runs.)
+// host ran something else (a 4-hart guest on a 2-core host then counts
+// one thread), or on one when it ran more of the vCPUs than it has cores
+// for a while (the largest of several windows can then count three);
+// so the pool measures two windows and keeps their count if they agree,
+// else the median of three: one odd window, either way, does not decide.
 // --threads N skips the measurement.
 //
 // Every item is computed by the same code on the same inputs whichever

@@ -5,6 +5,7 @@
 // llmrun_qwen and ai_daemon run (llm_model_qwen).
 
 #include "user/lib/user.h"
+#include "kernel/include/aisvc.h"
 #include "user/llm/layers.h"
 #include "user/llm/qwen.h"
 
@@ -149,7 +150,7 @@ apply_linear_layer(struct llm_runtime *rt, struct llm_session *s, int l,
   struct llm_mm_out in[] = { { &L->qkv, s->qkv, cd }, { &L->z, s->z, vdim }, { &L->a, a, vh },
     { &L->b, b, vh } };
   llm_mm_many(s, in, 4);
-  uint64 t = llm_clock(s);
+  uint64 t = llm_clock(&s->tm);
   // A request's positions in a step are consecutive and in order, and its
   // position 0 comes first: resetting every position first, then running
   // each pass over all positions, gives every channel and head the order
@@ -162,7 +163,7 @@ apply_linear_layer(struct llm_runtime *rt, struct llm_session *s, int l,
   for (int p = 0; p < n; p++)
     qk_norms(g, s->qkv + p * cd);
   llm_pool_run(delta_heads_run, &d, vh, 1);
-  llm_charge(s, &s->tm.attn_us, t);
+  llm_charge(&s->tm, &s->tm.attn_us, t);
   llm_mm_in(s, s->mixed, vdim, vdim, n);
   llm_mm_residual(rt, s, &L->out);
 }
@@ -184,7 +185,7 @@ qwen_forward(struct llm_runtime *rt, struct llm_session *s, const struct llm_ste
 
 const struct llm_model llm_model_qwen = {
   .name = "llmrun_qwen",
-  .default_dir = "/AI/QWEN",
+  .default_dir = AI_QWEN_DIR,
   .model_kind = LLM_MODEL_QWEN,
   .forward = qwen_forward,
 };

@@ -201,44 +201,6 @@ llm_session_free(struct llm_session *s, struct llm_runtime *rt)
 
 // ---------------------------------------------------------------- requests
 
-// (contracts in user/llm/session.h)
-uint64
-llm_clock(struct llm_session *s)
-{
-  return s->tm.profile ? time_us() : 0;
-}
-
-void
-llm_charge(struct llm_session *s, uint64 *part, uint64 since)
-{
-  if (s->tm.profile)
-    *part += time_us() - since;
-}
-
-// (contract in user/llm/session.h)
-void
-llm_profile_lines(struct llm_session *s, const char *phase, uint64 total, int tokens)
-{
-  struct llm_timing *t = &s->tm;
-  uint64 known = t->matmul_us + t->attn_us;
-  fprintf(2, "%s: profile phase=%s matmul_us=%lu attn_us=%lu other_us=%lu tokens=%d\n",
-      llm_prog, phase, t->matmul_us, t->attn_us,
-      total > known ? total - known : 0, tokens);
-  t->matmul_us = t->attn_us = 0;
-  struct llm_pool_stats st;
-  llm_pool_take_stats(&st);
-  char busy[16 * LLM_MAX_THREADS], wait[16 * LLM_MAX_THREADS], sleeps[16 * LLM_MAX_THREADS];
-  int nb = 0, nw = 0, ns = 0, n = llm_pool_threads();
-  for (int i = 0; i < n; i++) {
-    nb += snprintf(busy + nb, sizeof(busy) - nb, i ? ",%lu" : "%lu", st.busy_us[i]);
-    nw += snprintf(wait + nw, sizeof(wait) - nw, i ? ",%lu" : "%lu", st.wait_us[i]);
-    ns += snprintf(sleeps + ns, sizeof(sleeps) - ns, i ? ",%lu" : "%lu", st.sleeps[i]);
-  }
-  fprintf(2,
-      "%s: profile phase=%s threads=%d steps=%lu busy_us=%s wait_us=%s sleeps=%s serial_us=%lu\n",
-      llm_prog, phase, n, st.steps, busy, wait, sleeps, st.serial_us);
-}
-
 // Prefill, then decode, as batched steps of this one request
 // (llm_batch_step; greedy unless r->sampler says otherwise): the course's
 // loop runs `pos` over every position and starts writing results once
@@ -265,12 +227,12 @@ llm_drive_decode(const struct llm_model *md, struct llm_runtime *rt,
     if (llm_token_hook)
       llm_token_hook(had, r->kv->seq[r->n + had]);
     if (had == 0 && s->tm.profile)
-      llm_profile_lines(s, "prefill", *ttft, r->n);
+      llm_profile_lines(&s->tm, "prefill", *ttft, r->n);
   }
   uint64 t2 = time_us();
   *tpot = r->gen > 1 ? (t2 - t1) / (r->gen - 1) : 0;
   if (s->tm.profile)
-    llm_profile_lines(s, "decode", t2 - t1, r->gen - 1);
+    llm_profile_lines(&s->tm, "decode", t2 - t1, r->gen - 1);
   return r->gen;
 }
 
@@ -303,6 +265,15 @@ request_check(const struct llm_config *g, const int *ids, int n, int predict)
       return -1;
     }
   return 0;
+}
+
+void
+llm_print_timing(const struct llm_session *s, uint64 ttft, uint64 tpot, int prompt, int gen)
+{
+  fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
+             "prompt=%d gen=%d kernels=%s threads=%d\n",
+      llm_prog, s->tm.load_us, s->tm.init_us, ttft, tpot, prompt, gen, llm_kernels_name(),
+      llm_pool_threads());
 }
 
 void
@@ -364,10 +335,7 @@ llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
   if (llm_token_hook == 0) // else the hook has written them (the CLI's --stream)
     llm_print_ids(s->kv[0].seq + n, gen);
   if (!quiet)
-    fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
-               "prompt=%d gen=%d kernels=%s threads=%d\n",
-        llm_prog, s->tm.load_us, s->tm.init_us,
-        ttft, tpot, n, gen, llm_kernels_name(), llm_pool_threads());
+    llm_print_timing(s, ttft, tpot, n, gen);
   return 0;
 }
 

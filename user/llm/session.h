@@ -13,12 +13,7 @@
 #include "user/llm/loader.h"
 #include "user/llm/sample.h"
 #include "user/llm/pool.h"
-
-struct llm_timing {
-  uint64 load_us, init_us;   // llm_runtime_init, llm_session_init
-  uint64 matmul_us, attn_us; // --profile: time inside each part
-  int profile;
-};
+#include "user/llm/profile.h"
 
 // One request's own state: its KV cache, its Gated DeltaNet state and its
 // ids. A session has one per request it can run at once (llm_session_init:
@@ -94,7 +89,7 @@ struct llm_session {
 // What differs between the models (user/llm/smol.c, user/llm/qwen.c).
 struct llm_model {
   const char *name;        // program name for messages
-  const char *default_dir; // /AI/SMOL or /AI/QWEN
+  const char *default_dir; // AI_SMOL_DIR or AI_QWEN_DIR (aisvc.h)
   int model_kind;          // the CFG.BIN model_kind it runs
   // run the positions of st through all layers
   void (*forward)(struct llm_runtime *, struct llm_session *,
@@ -164,13 +159,9 @@ void llm_batch_step(const struct llm_model *md, struct llm_runtime *rt,
 // Print ids on one stdout line, one space between two ids.
 void llm_print_ids(const int *ids, int n);
 
-// --profile: llm_clock() starts a span (0 when not profiling), llm_charge
-// adds the time since it to *part.
-uint64 llm_clock(struct llm_session *s);
-void llm_charge(struct llm_session *s, uint64 *part, uint64 since);
-// --profile: the two lines of a phase (user/llm/session.c, top) that took
-// total us for `tokens` tokens, from the parts and the pool's statistics
-// gathered since the last call (both then start again from 0).
-void llm_profile_lines(struct llm_session *s, const char *phase, uint64 total, int tokens);
+// Print a request's timing line (user/llm/session.c, top) on stderr: its
+// ttft and tpot in us, its prompt length and the ids it generated, with
+// the session's load and init times.
+void llm_print_timing(const struct llm_session *s, uint64 ttft, uint64 tpot, int prompt, int gen);
 
 #endif

@@ -3,6 +3,7 @@
 // (llm_model_smol), made of the shared blocks of user/llm/layers.c.
 
 #include "user/lib/user.h"
+#include "kernel/include/aisvc.h"
 #include "user/llm/layers.h"
 #include "user/llm/smol.h"
 
@@ -20,7 +21,7 @@ smol_forward(struct llm_runtime *rt, struct llm_session *s, const struct llm_ste
 
 const struct llm_model llm_model_smol = {
   .name = "llmrun_smol",
-  .default_dir = "/AI/SMOL",
+  .default_dir = AI_SMOL_DIR,
   .model_kind = LLM_MODEL_SMOL,
   .forward = smol_forward,
 };

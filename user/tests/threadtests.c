@@ -4,48 +4,18 @@
 //   threadtests          run every case
 //   threadtests NAME...  only the named cases
 //
-// Like usertests, each case runs in a forked child and passes only if the
-// child exits 0; a failed check writes its reason into a pipe and exits 1.
-// One line per case ("test NAME: OK" or "test NAME: FAILED (why)"), then
-// the leak checks (free pages and free process slots, so also kernel
-// stacks, before and after), "N passed, N failed" and, when none failed,
-// "ALL TESTS PASSED". A lost wakeup shows as a hang, which the host test's
-// timeout catches.
+// The runner is usertests' (harness.c): one line per case ("test NAME:
+// OK" or "test NAME: FAILED (why)"), then the leak checks (free pages and
+// free process slots, so also kernel stacks, before and after), "N passed,
+// N failed" and, when none failed, "ALL TESTS PASSED". A lost wakeup
+// shows as a hang, which the host test's timeout catches.
 
 #include "user/lib/user.h"
 #include "kernel/include/param.h"
 #include "kernel/include/fcntl.h"
 #include "kernel/include/stat.h"
 #include "kernel/include/sysinfo.h"
-
-static int failfd = -1;
-
-static void __attribute__((noreturn))
-failed(int line, const char *why)
-{
-  char msg[300];
-  int n = snprintf(msg, sizeof(msg), "line %d: %s\n", line, why);
-
-  write(failfd, msg, n < (int)sizeof(msg) ? n : (int)sizeof(msg) - 1);
-  exit(1);
-}
-
-#define expect(cond, ...) \
-  do { \
-    if (!(cond)) { \
-      char why_[250]; \
-      snprintf(why_, sizeof(why_), __VA_ARGS__); \
-      failed(__LINE__, why_); \
-    } \
-  } while (0)
-
-// Waits for child pid and requires exit status want.
-#define WAITSTATUS(pid, want) \
-  do { \
-    int st_ = -12345, r_ = wait(&st_); \
-    expect(r_ == (pid), "wait returned %d, expected child %d", r_, (pid)); \
-    expect(st_ == (want), "child exited with %d, expected %d", st_, (want)); \
-  } while (0)
+#include "user/tests/harness.h"
 
 // ---------------------------------------------------------------- helpers
 
@@ -507,10 +477,7 @@ t_nharts_full(void)
 
 // ---------------------------------------------------------------- runner
 
-struct test {
-  void (*fn)(void);
-  const char *name;
-} tests[] = {
+static struct test tests[] = {
   { t_createjoin, "createjoin" },
   { t_badargs, "badargs" },
   { t_shared, "shared" },
@@ -526,73 +493,6 @@ struct test {
   { t_fdrace, "fdrace" },
   { 0, 0 },
 };
-
-static void
-report(const char *name, const char *why)
-{
-  if (why)
-    printf("test %s: FAILED (%s)\n", name, why);
-  else
-    printf("test %s: OK\n", name);
-}
-
-// Runs t in a child; returns 1 if it passed.
-static int
-run(struct test *t)
-{
-  char why[300];
-  int p[2], st = -1;
-
-  if (pipe(p) < 0)
-    return 0;
-  int pid = fork();
-  if (pid == 0) {
-    close(p[0]);
-    failfd = p[1];
-    t->fn();
-    exit(0);
-  }
-  close(p[1]);
-  wait(&st);
-  if (st == 0) {
-    close(p[0]);
-    report(t->name, 0);
-    return 1;
-  }
-  int n = read(p[0], why, sizeof(why) - 1);
-  close(p[0]);
-  why[n > 0 ? n : 0] = 0;
-  if (strchr(why, '\n'))
-    *strchr(why, '\n') = 0;
-  if (n <= 0)
-    snprintf(why, sizeof(why), "exit status %d, no reason given", st);
-  report(t->name, why);
-  return 0;
-}
-
-// Free pages: a child grows its heap until sbrk fails.
-static long
-countpages(void)
-{
-  int p[2];
-  long total = 0;
-
-  if (pipe(p) < 0)
-    return -1;
-  if (fork() == 0) {
-    for (long chunk = 64L << 20; chunk >= 4096; chunk /= 2)
-      while (sbrk(chunk) != (char *)-1)
-        total += chunk;
-    write(p[1], &total, sizeof(total));
-    exit(0);
-  }
-  close(p[1]);
-  if (read(p[0], &total, sizeof(total)) != sizeof(total))
-    total = -1;
-  close(p[0]);
-  wait(0);
-  return total < 0 ? -1 : total / 4096;
-}
 
 // Free process slots (each with its kernel stack): a child forks
 // children that wait on a pipe until fork fails.
@@ -632,60 +532,21 @@ countslots(void)
   return n;
 }
 
-static int
-leakcheck(const char *name, long before, long after, const char *what)
-{
-  char why[100];
-
-  if (before < 0 || after < before) {
-    snprintf(why, sizeof(why), "%ld %s free before the tests, %ld after", before, what, after);
-    report(name, why);
-    return 0;
-  }
-  report(name, 0);
-  return 1;
-}
+static const struct leak leaks[] = {
+  { "memleak", "pages", count_free_pages },
+  { "slotleak", "process slots", countslots },
+  { 0 },
+};
 
 int
 main(int argc, char *argv[])
 {
-  int npass = 0, nfail = 0;
+  struct suite suite = { "threadtests", tests, leaks };
+  char banner[64];
 
   if (argc == 2 && strcmp(argv[1], "--exit42") == 0)
     exit(42);
-  for (int i = 1; i < argc; i++) {
-    struct test *t;
-    for (t = tests; t->name && strcmp(t->name, argv[i]) != 0; t++)
-      ;
-    if (t->name == 0) {
-      fprintf(2, "threadtests: no test named %s\n", argv[i]);
-      exit(1);
-    }
-  }
   harts_at_start = nharts();
-  printf("threadtests starting on %d harts\n", harts_at_start);
-  long pages = countpages(), slots = countslots();
-  for (struct test *t = tests; t->name; t++) {
-    int i;
-    for (i = 1; i < argc && strcmp(argv[i], t->name) != 0; i++)
-      ;
-    if (argc > 1 && i == argc)
-      continue;
-    if (run(t))
-      npass++;
-    else
-      nfail++;
-  }
-  if (leakcheck("memleak", pages, countpages(), "pages"))
-    npass++;
-  else
-    nfail++;
-  if (leakcheck("slotleak", slots, countslots(), "process slots"))
-    npass++;
-  else
-    nfail++;
-  printf("%d passed, %d failed\n", npass, nfail);
-  if (nfail == 0)
-    printf("ALL TESTS PASSED\n");
-  exit(nfail != 0);
+  snprintf(banner, sizeof(banner), "threadtests starting on %d harts", harts_at_start);
+  harness_main(&suite, banner, argc, argv);
 }

@@ -4,15 +4,8 @@
 //   usertests -q       only the quick ones
 //   usertests NAME...  only the named cases
 //
-// Each case runs in a forked child and passes only if that child exits
-// with status 0. A failing check writes its reason into a pipe shared with
-// the runner and exits 1, so every case produces exactly one line:
-//   test NAME: OK
-//   test NAME: FAILED (line 123: read returned -14 (bad address), ...)
-// A child killed by the kernel (a fault) fails with its exit status.
-// The run ends with "N passed, N failed" and, when none failed,
-// "ALL TESTS PASSED".
-//
+// The runner (harness.c) gives one line per case, "test NAME: OK" or
+// "test NAME: FAILED (why)", then the leak checks and the summary.
 // Around the cases two leak checks count the free memory pages (a child
 // grows its heap until sbrk fails) and the free slots of the kernel's
 // open-file table (children open files until ENFILE), before and after:
@@ -31,40 +24,12 @@
 #include "kernel/include/elf.h"
 #include "kernel/include/aisvc.h"
 #include "kernel/include/sysinfo.h"
+#include "user/tests/harness.h"
 
 #define MB       (1024L * 1024)
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static int failfd = -1; // the runner reads failure reasons here
-
 // ---------------------------------------------------------------- checks
-
-static void __attribute__((noreturn))
-failed(int line, const char *why)
-{
-  char msg[300];
-  int n;
-
-  n = snprintf(msg, sizeof(msg), "line %d: %s\n", line, why);
-  if (n > (int)sizeof(msg) - 1)
-    n = sizeof(msg) - 1;
-  write(failfd, msg, n);
-  exit(1);
-}
-
-// fail("fmt", ...): end the case with a reason.
-#define fail(...) \
-  do { \
-    char why_[250]; \
-    snprintf(why_, sizeof(why_), __VA_ARGS__); \
-    failed(__LINE__, why_); \
-  } while (0)
-
-#define expect(cond, ...) \
-  do { \
-    if (!(cond)) \
-      fail(__VA_ARGS__); \
-  } while (0)
 
 // EXPECT_ERR(call, ECODE): the call must return exactly -ECODE.
 #define EXPECT_ERR(expr, code) experr((long)(expr), (code), #expr, __LINE__)
@@ -93,25 +58,6 @@ expok(long got, const char *what, int line)
   snprintf(why, sizeof(why), "%s failed: %ld (%s)", what, got, strerror(got));
   failed(line, why);
 }
-
-// Wait for the child pid and require that it exited with status want.
-static void
-waitstatus(int pid, int want, int line)
-{
-  char why[250];
-  int r, st = -12345;
-
-  r = wait(&st);
-  if (r != pid)
-    snprintf(why, sizeof(why), "wait returned %d (%s), expected child %d", r,
-        r < 0 ? strerror(r) : "another pid", pid);
-  else if (st != want)
-    snprintf(why, sizeof(why), "child %d exited with status %d, expected %d", pid, st, want);
-  else
-    return;
-  failed(line, why);
-}
-#define WAITSTATUS(pid, want) waitstatus((pid), (want), __LINE__)
 
 // Wait for the child pid, which the kernel must have killed.
 #define WAITKILLED(pid) \
@@ -1637,7 +1583,7 @@ t_badnums(void)
   EXPECT_ERR(r, ENOSYS);
 }
 
-// ---------------------------------------------------------------- issue 12
+// ---------------------------------------------------------------- edge-case arguments
 
 // Buffers whose range wraps past 2^64 or runs past the top of user space
 // fail with EFAULT on every path: copyout/copyin, and the file read that
@@ -1840,9 +1786,9 @@ t_aicompletenomem(void)
 }
 
 // A kill must end a sleep it races with, on any hart: children block in
-// read() on a pipe nobody writes; each is killed at once. Before the fix
-// a kill landing between the child's killed() check and its sleep() was
-// lost, and the child slept forever.
+// read() on a pipe nobody writes; each is killed at once. A kill that
+// lands between the child's killed() check and its sleep() must not be
+// lost: the child would sleep forever.
 static void
 t_killrace(void)
 {
@@ -1885,12 +1831,6 @@ t_deaddir(void)
 }
 
 // ---------------------------------------------------------------- runner
-
-struct test {
-  void (*fn)(void);
-  char *name;
-  int slow; // left out by -q
-};
 
 static struct test tests[] = {
   { t_getpid, "getpid" },
@@ -1950,79 +1890,6 @@ static struct test tests[] = {
   { 0, 0 },
 };
 
-static void
-report(const char *name, const char *why)
-{
-  if (why == 0)
-    printf("test %s: OK\n", name);
-  else
-    printf("test %s: FAILED (%s)\n", name, why);
-}
-
-// Run one case in a child; returns 1 if it passed.
-static int
-run(struct test *t)
-{
-  char why[300];
-  int p[2], pid, r, st = 0, n;
-
-  if ((r = pipe(p)) < 0 || (pid = fork()) < 0) {
-    snprintf(why, sizeof(why), "cannot start: %s", strerror(r < 0 ? r : pid));
-    report(t->name, why);
-    return 0;
-  }
-  if (pid == 0) {
-    close(p[0]);
-    failfd = p[1];
-    t->fn();
-    exit(0);
-  }
-  close(p[1]);
-  while ((r = wait(&st)) != pid && r > 0)
-    ;
-  if (r == pid && st == 0) {
-    report(t->name, 0);
-    close(p[0]);
-    return 1;
-  }
-  // Only a failed case is read: a passing one may have left a child
-  // that still holds the pipe open, and the read would wait for it.
-  n = read(p[0], why, sizeof(why) - 1);
-  close(p[0]);
-  why[n > 0 ? n : 0] = 0;
-  if (strchr(why, '\n'))
-    *strchr(why, '\n') = 0;
-  if (n <= 0)
-    snprintf(why, sizeof(why), "exit status %d, no reason given (killed?)", st);
-  report(t->name, why);
-  return 0;
-}
-
-// Count the free pages: a child grows its heap until sbrk fails, in
-// halving steps, and reports how far it got.
-static long
-countfree(void)
-{
-  long chunk, total = 0;
-  int p[2], pid;
-
-  if (pipe(p) < 0 || (pid = fork()) < 0)
-    return -1;
-  if (pid == 0) {
-    for (chunk = 64 * MB; chunk >= PGSIZE; chunk /= 2)
-      while (!sbrkfailed(sbrk(chunk)))
-        total += chunk;
-    write(p[1], &total, sizeof(total));
-    exit(0);
-  }
-  close(p[1]);
-  if (read(p[0], &total, sizeof(total)) != sizeof(total))
-    total = -1;
-  close(p[0]);
-  wait(0);
-  return total < 0 ? -1 : total / PGSIZE;
-}
-
 // In a child: hold as many open files as a process may, and when that
 // is all this process may have, fork the next link of the chain; stop
 // when the kernel's file table is full. Each link writes its count to out.
@@ -2068,84 +1935,16 @@ countfiles(void)
   return total < 0 ? -1 : total;
 }
 
-// One more result line: did the run give back all of what?
-static int
-leakcheck(const char *name, long before, long after, const char *what)
-{
-  char why[100];
-
-  if (before < 0 || after < before) {
-    snprintf(why, sizeof(why), "%ld %s free before the tests, %ld after", before, what, after);
-    report(name, why);
-    return 0;
-  }
-  report(name, 0);
-  return 1;
-}
-
-static struct test *
-findtest(const char *name)
-{
-  struct test *t;
-
-  for (t = tests; t->name; t++)
-    if (strcmp(t->name, name) == 0)
-      return t;
-  return 0;
-}
-
-static void
-usage(const char *bad)
-{
-  struct test *t;
-
-  fprintf(2, "usertests: no test named %s\nusage: usertests [-q] [NAME...]\ntests:", bad);
-  for (t = tests; t->name; t++)
-    fprintf(2, " %s", t->name);
-  fprintf(2, "\n");
-  exit(1);
-}
+static const struct leak leaks[] = {
+  { "memleak", "pages", count_free_pages },
+  { "fileleak", "open-file slots", countfiles },
+  { 0 },
+};
 
 int
 main(int argc, char *argv[])
 {
-  struct test *t;
-  int i, quick = 0, named = 0, npass = 0, nfail = 0;
-  long pages, files;
+  struct suite suite = { "usertests", tests, leaks };
 
-  for (i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "-q") == 0)
-      quick = 1;
-    else if (findtest(argv[i]) == 0)
-      usage(argv[i]);
-    else
-      named = 1;
-  }
-  printf("usertests starting\n");
-  pages = countfree();
-  files = countfiles();
-  for (t = tests; t->name; t++) {
-    if (quick && t->slow && !named)
-      continue;
-    for (i = 1; named && i < argc && strcmp(argv[i], t->name) != 0; i++)
-      ;
-    if (named && i == argc)
-      continue;
-    if (run(t))
-      npass++;
-    else
-      nfail++;
-  }
-  if (leakcheck("memleak", pages, countfree(), "pages"))
-    npass++;
-  else
-    nfail++;
-  if (leakcheck("fileleak", files, countfiles(), "open-file slots"))
-    npass++;
-  else
-    nfail++;
-  printf("%d passed, %d failed\n", npass, nfail);
-  if (nfail == 0)
-    printf("ALL TESTS PASSED\n");
-  exit(nfail != 0);
+  harness_main(&suite, "usertests starting", argc, argv);
 }

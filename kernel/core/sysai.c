@@ -1,0 +1,115 @@
+// The AI service's system calls (numbers in syscall.h, prototypes in
+// user/lib/user.h): each passes its arguments, fetched with arg(), straight
+// on to the call that does the work, in ai_request.c (any process) or
+// ai_worker.c (the worker). An int argument is the low 32 bits of its
+// register, as argint reads it; addresses are checked on use, by copyin
+// and copyout.
+
+#include "kernel/include/types.h"
+#include "kernel/include/defs.h"
+
+// The n-th system-call argument (0..5), as a 64-bit register.
+static uint64
+arg(int n)
+{
+  uint64 a;
+
+  argaddr(n, &a);
+  return a;
+}
+
+uint64
+sys_ai_submit(void)
+{
+  return ai_submit(arg(0), arg(1), arg(2), 0);
+}
+
+uint64
+sys_ai_submit_opts(void)
+{
+  return ai_submit(arg(0), arg(1), arg(2), arg(3));
+}
+
+uint64
+sys_ai_wait(void)
+{
+  return ai_wait(arg(0), arg(1), arg(2));
+}
+
+uint64
+sys_ai_query(void)
+{
+  return ai_query(arg(0), arg(1));
+}
+
+uint64
+sys_ai_call(void)
+{
+  return ai_call(arg(0), arg(1), arg(2), arg(3), arg(4));
+}
+
+uint64
+sys_ai_cancel(void)
+{
+  return ai_cancel(arg(0));
+}
+
+uint64
+sys_ai_info(void)
+{
+  return ai_info(arg(0));
+}
+
+uint64
+sys_ai_stream(void)
+{
+  return ai_stream(arg(0), arg(1), arg(2), arg(3));
+}
+
+uint64
+sys_ai_register(void)
+{
+  return ai_register(arg(0), arg(1));
+}
+
+uint64
+sys_ai_right(void)
+{
+  return ai_right(arg(0));
+}
+
+uint64
+sys_ai_next(void)
+{
+  return ai_next(arg(0));
+}
+
+uint64
+sys_ai_take(void)
+{
+  return ai_take(arg(0), arg(1));
+}
+
+uint64
+sys_ai_progress(void)
+{
+  return ai_progress(arg(0), arg(1));
+}
+
+uint64
+sys_ai_emit(void)
+{
+  return ai_emit(arg(0), arg(1), arg(2));
+}
+
+uint64
+sys_ai_complete(void)
+{
+  return ai_complete(arg(0), arg(1), arg(2));
+}
+
+uint64
+sys_ai_fail(void)
+{
+  return ai_fail(arg(0), arg(1));
+}
