@@ -41,12 +41,12 @@
 struct live {
   enum { FREE,
     LIVE,
-    ENDED } state;    // ENDED: its thread has finished but is not joined
-  int rid;            // the host's id
-  int reqid;          // the kernel's
-  int tid;            // its stream thread
-  struct ai_opts opts; // for telling stop from length
-  int cancelled;      // C arrived: the thread ends it with E cancel
+    ENDED } state;            // ENDED: its thread has finished but is not joined
+  int rid;                    // the host's id
+  int reqid;                  // the kernel's
+  int tid;                    // its stream thread
+  struct ai_opts opts;        // for telling stop from length
+  int cancelled;              // C arrived: the thread ends it with E cancel
   struct ai_status at_cancel; // ai_query just before ai_cancel
 };
 
@@ -286,7 +286,8 @@ do_submit(char **w, int n)
     if (table[i].state != LIVE && (!l || l->state != FREE))
       l = &table[i];
   }
-  code = find_live(s.rid) ? E_LIVE : live >= AI_PERPROC ? E_WINDOW : 0;
+  code = find_live(s.rid) ? E_LIVE : live >= AI_PERPROC ? E_WINDOW
+                                                        : 0;
   mutex_unlock(&table_lock);
   if (code) {
     send_error(s.rid, code, code == E_LIVE ? "rid is already live" : "window full");
