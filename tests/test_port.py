@@ -257,6 +257,11 @@ def test_gateway_eight_at_once(gateway: PortGuest, smol_assets: Path) -> None:
         ids, end = got[rid]
         assert ids == w, (rid, ids, w)
         assert end[:4] == ["E", str(rid), "length", str(GEN)], end
+    # Batched: no request waited in the queue as long as any request took in all
+    # (one at a time, the last would have queued through the 7 before it).
+    queued = [int(got[r][1][5]) for r in got]
+    total = [int(got[r][1][7]) for r in got]
+    assert max(queued) < min(total), (queued, total)
 
 
 def _info(g: PortGuest) -> dict[str, int]:

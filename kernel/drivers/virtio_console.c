@@ -14,7 +14,8 @@
 //     (PORT_OPEN, so the host sees the guest connected). Port 0's queues
 //     are 0 and 1, port 1's 4 and 5. This handshake runs once, at boot,
 //     before interrupts are on, so init waits for the device's answers
-//     (at most PORT_HELLO_US); afterwards the interrupt only gives the
+//     (PORT_HELLO_US after each of at most PORT_HELLOS DEVICE_READYs:
+//     see ctrl_hello); afterwards the interrupt only gives the
 //     control buffers back. QEMU's `virtserialport` (port 1 here) holds
 //     the guest back while the host's socket is full; its `virtconsole`
 //     (always port 0) drops what the socket cannot take (docs/GATEWAY.md).
