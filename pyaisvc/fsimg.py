@@ -185,6 +185,17 @@ def header_define(header: str, name: str, include_dir: Path = INCLUDE_DIR) -> in
     return defines[name]
 
 
+def header_string(header: str, name: str, include_dir: Path = INCLUDE_DIR) -> str:
+    """The string of ``#define name "..."`` in kernel/include/<header>, e.g.
+    header_string("aisvc.h", "AI_SMOL_DIR"); FsImageError if it is not there."""
+    body = _read_header(include_dir / header)
+    m = re.search(rf'^#define[ \t]+{re.escape(name)}[ \t]+"([^"\n]*)"', body, re.M)
+    if m is None:
+        raise FsImageError(f"{include_dir / header}: no string #define {name}; "
+                           "run from an unmodified source tree")
+    return m.group(1)
+
+
 @functools.cache
 def load_layout(include_dir: Path = INCLUDE_DIR) -> Layout:
     """Reads the layout from the kernel headers; FsImageError if they are missing."""

@@ -54,19 +54,21 @@ class ModelSpec:
     name: str  # "smol" or "qwen": also the tokenizer's name
     title: str  # for tables and plots
     program: str  # the guest program that runs it
-    guest_dir: str  # where the image holds its assets (the program's default)
+    guest_dir: str  # where the image holds its assets (the program's default; aisvc.h)
     assets: Path  # default host asset directory
     ram: str  # default guest RAM (the Makefile's SMOL_RAM / QWEN_RAM)
     make_assets: str  # the make target that provides `assets`
 
 
 MODELS: dict[str, ModelSpec] = {
-    "smol": ModelSpec("smol", "SmolLM2-135M", "llmrun_smol", "/AI/SMOL",
+    "smol": ModelSpec("smol", "SmolLM2-135M", "llmrun_smol",
+                      fsimg.header_string("aisvc.h", "AI_SMOL_DIR"),
                       Path("models/SMOL"), "512M", "smol-assets"),
     # 3G: a Qwen3.5-0.8B is held twice (the resident ai_daemon and llmrun_qwen), and
     # with the vector kernels (QEMU 10) each copy also keeps its repacked rows'
     # multipliers: 2G does not hold the second copy.
-    "qwen": ModelSpec("qwen", "Qwen3.5", "llmrun_qwen", "/AI/QWEN",
+    "qwen": ModelSpec("qwen", "Qwen3.5", "llmrun_qwen",
+                      fsimg.header_string("aisvc.h", "AI_QWEN_DIR"),
                       Path("models/QWEN"), "3G", "qwen-assets"),
 }
 

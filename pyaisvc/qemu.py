@@ -156,7 +156,7 @@ class QemuConfig:
     cpu: str | None = None  # -cpu value; None: default_cpu(qemu); "default": no -cpu
     append: str = ""  # the boot command line (-append; kernel/core/bootargs.c), "" for none
     # The gateway port's host end (docs/GATEWAY.md): a Unix socket QEMU listens on,
-    # None for no port. The port is a virtio console on virtio-mmio bus 1.
+    # None for no port. The port is a virtio serial port on virtio-mmio bus 1.
     port_socket: Path | None = None
 
 
@@ -189,7 +189,9 @@ def qemu_argv(cfg: QemuConfig) -> list[str]:
     if cfg.port_socket is not None:
         argv += ["-device", "virtio-serial-device,bus=virtio-mmio-bus.1",
                  "-chardev", f"socket,id=gw0,path={cfg.port_socket},server=on,wait=off",
-                 "-device", "virtconsole,chardev=gw0"]
+                 # a virtserialport: QEMU holds the guest back while the socket is full,
+                 # where a virtconsole drops bytes (docs/GATEWAY.md, "Flow control")
+                 "-device", "virtserialport,chardev=gw0"]
     if cfg.append:
         argv += ["-append", cfg.append]
     if cfg.gdb_port is not None:

@@ -118,8 +118,8 @@ def test_generate_checks_the_limits_before_booting(capsys, monkeypatch, argv, me
 
 @pytest.mark.parametrize("argv, wanted", [
     (["bench", "--bogus"], "pyaisvc bench: unrecognized arguments: --bogus; pyaisvc bench "
-                           "accepts --assets-qwen, --assets-smol, --batch, --burst, --config, "
-                           "--cpus"),
+                           "accepts --assets-qwen, --assets-smol, --batch, --burst, --cluster, "
+                           "--config, --cpus"),
     (["generate", "--assets-qwen=x", "hi"], "pyaisvc generate: unrecognized arguments: "
                                              "--assets-qwen=x; pyaisvc generate accepts "
                                              "--assets, --backend"),

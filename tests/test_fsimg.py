@@ -176,3 +176,12 @@ def test_check_finds_damage(tmp_path: Path, content: dict[str, bytes],
     assert "inode 1: nlink 9, expected 2" in problems
     assert cli_main(["fsimg", "check", "--image", str(image)]) == 1
     assert "inconsistent" in capsys.readouterr().err
+
+
+def test_header_string_reads_a_string_define(tmp_path: Path) -> None:
+    (tmp_path / "h.h").write_text('// a comment "not this"\n#define NAME_DIR "/AI/X" // why\n'
+                                  "#define NUMBER 3\n")
+    assert fsimg.header_string("h.h", "NAME_DIR", tmp_path) == "/AI/X"
+    for missing in ("NUMBER", "OTHER"):
+        with pytest.raises(fsimg.FsImageError, match=f"no string #define {missing}"):
+            fsimg.header_string("h.h", missing, tmp_path)

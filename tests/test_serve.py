@@ -10,9 +10,11 @@ after the first end-of-text / end-of-turn id and decoded:
 - the official `openai` client: a completion, the same streamed in pieces,
   a chat completion (its prompt the hand-written template of pyaisvc.chat,
   while the server renders the GGUF's Jinja template), usage and
-  finish_reason, a seed that repeats the reference's draws;
+  finish_reason, a seed that repeats the reference's draws, a stop string;
 - 8 concurrent streaming clients, each its own reference, while the worker
   ran more than one request at once (/metrics, from the gateway's I frame);
+  more requests than the window wait in the host queue, and beyond the
+  queue get 429;
 - a client that leaves mid-stream: its kernel request is cancelled (no live
   request in the kernel's table) and the next request is served;
 - bad input, each a 4xx with a message, the guest untouched;
@@ -54,6 +56,7 @@ FRANCE_TEXT = "The capital of France is"
 COUNTING = "1, 2, 3, 4, 5, 6, 7, 8,"  # greedy SmolLM2 counts on past 200 ids: a long request
 N = 12  # ids per checked request
 ENDS = {0, 2}  # <|endoftext|>, <|im_end|>: every reply ends at them
+QUEUE = 4  # the server's host queue: requests beyond the gateway's window of 8
 BOOT_SECONDS = 900.0  # build what is missing, boot, load the model: generous on a busy host
 
 
@@ -108,8 +111,8 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     port = free_port()
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "pyaisvc", "serve", "--model", "smol",
-                                 "--port", str(port), "--verbose"], cwd=ROOT, stdout=out,
-                                stderr=subprocess.STDOUT)
+                                 "--port", str(port), "--queue", str(QUEUE), "--verbose"],
+                                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     srv = Server(f"http://127.0.0.1:{port}", proc, log)
     try:
         srv.wait_up(time.monotonic() + BOOT_SECONDS)
@@ -192,6 +195,16 @@ def test_a_seed_repeats_the_references_draws(server: Server) -> None:
         assert out.usage.completion_tokens == gen
 
 
+def test_a_stop_string_ends_the_reply_before_it(server: Server) -> None:
+    text, _, _ = expected(reference(lc.FRANCE["smol"]))
+    assert "\n" in text  # " Paris.\n\nThe answer is: ..."
+    out = server.client().completions.create(model="smol", prompt=FRANCE_TEXT, max_tokens=N,
+                                             temperature=0, stop=["\n", "zzz"])
+    assert out.choices[0].text == text[:text.index("\n")]
+    assert out.choices[0].finish_reason == "stop"
+    assert out.usage.completion_tokens < N  # ended there: the guest's request was cancelled
+
+
 # ---------------------------------------------------------------- load and cancels
 
 def eight_prompts() -> list[list[int]]:
@@ -219,6 +232,27 @@ def test_eight_concurrent_streams_each_equal_their_reference(server: Server) -> 
     assert got == want
     ran = server.metric("aisvc_kernel_running_max")
     assert ran > 1, f"the worker never ran more than {ran} request at once"
+
+
+def test_beyond_the_window_requests_wait_and_beyond_the_queue_get_429(server: Server) -> None:
+    text, _, _ = expected(reference(lc.FRANCE["smol"]))
+    body = {"model": "smol", "prompt": FRANCE_TEXT, "max_tokens": N, "temperature": 0}
+    many = 8 + QUEUE + 2  # the window, the queue, two more
+
+    async def all_at_once() -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=600) as client:
+            return await asyncio.gather(*(client.post(server.url + "/v1/completions",
+                                                      json=body) for _ in range(many)))
+
+    replies = asyncio.run(all_at_once())
+    served = [r for r in replies if r.status_code == 200]
+    refused = [r for r in replies if r.status_code != 200]
+    assert len(served) >= 8 + QUEUE, [r.status_code for r in replies]
+    assert all(r.json()["choices"][0]["text"] == text for r in served)
+    assert refused, "nothing was refused: the queue is not bounded"
+    for r in refused:
+        assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1, r.text
+        assert "busy" in r.json()["error"]["message"]
 
 
 def wait_for(cond, seconds: float, what: str) -> float:

@@ -177,6 +177,30 @@ def test_a_dead_connection_fails_live_and_waiting_requests() -> None:
     asyncio.run(main())
 
 
+def test_an_unasked_ready_means_the_gateway_restarted() -> None:
+    async def main() -> None:
+        fake = FakeGateway(window=1, script=[5], delay=0.05)
+        gw, run, guest_end = await connect(fake, queue_max=4)
+        lost = await gw.submit([1], 100, frames.Options(), [])
+        waiting = asyncio.create_task(gw.submit([1], 2, frames.Options(), []))
+        await asyncio.sleep(0.1)
+        guest_end.write(f"X {lost.rid} 203 not live\n".encode())  # ends nothing
+        await asyncio.sleep(0.1)
+        assert gw.live == 1
+        for t in fake.live.values():
+            t.cancel()  # the old gateway is gone with its requests
+        fake.live.clear()
+        guest_end.write(b"R gateway 1 49152 256 2\n")
+        with pytest.raises(GuestDown, match="restarted"):
+            await drain(lost)
+        end = (await drain(await asyncio.wait_for(waiting, 5)))[-1]
+        assert isinstance(end, frames.End) and end.finish == "length"
+        assert gw.window == 2 and gw.live == 0
+        run.cancel()
+
+    asyncio.run(main())
+
+
 # ---------------------------------------------------------------- text
 
 @pytest.fixture(scope="module")

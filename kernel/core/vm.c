@@ -276,7 +276,7 @@ walk_skip(pagetable_t pt, uint64 va, uint64 *first, uint64 *next)
 // them in the same ascending order as this one had them. (Freed bottom
 // up, every other process would get its pages in descending order, and
 // streaming a model's weights through those runs 12-15% slower under
-// QEMU: docs/PERF_NOTES.md, fact 21, "the order of physical pages".) Then
+// QEMU: docs/PERF_NOTES.md, fact 21, "pages in ascending physical order".) Then
 // it fences this hart's TLB, in case pt is its page table (design comment).
 void
 uvmunmap(pagetable_t pt, uint64 va, uint64 npages, int do_free)

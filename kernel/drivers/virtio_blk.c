@@ -4,8 +4,7 @@
 // One split virtqueue carries requests. A request is a descriptor chain:
 // a header (read or write, first sector), one descriptor per piece of
 // memory to transfer, and a status byte the device fills in. A request
-// costs about 25 us whatever its size (docs/PERF_NOTES.md, fact 6, "a disk
-// request costs 25 us"), so callers hand over many blocks at once:
+// costs about 25 us whatever its size (docs/PERF_NOTES.md, fact 6, "a disk request costs about 25 us"), so callers hand over many blocks at once:
 // virtio_disk_io() takes a list of physically contiguous segments, up to
 // virtio_disk_maxsegs() of them.
 //

@@ -3,11 +3,23 @@
 // virtio-mmio transport (VIRTIO1), modern virtio-mmio (version 2), seen by
 // user programs as the PORT device (the file /port that init makes).
 //
-// We accept no feature but VERSION_1, so the device has one port and two
-// split virtqueues (virtio 1.1, section 5.3): receiveq (queue 0), whose
-// buffers the device fills with bytes from the host, and transmitq
-// (queue 1), whose buffers it sends to the host. The device has no
-// framing: bytes are a stream, as on a pipe.
+// The port's two split virtqueues (virtio 1.1, section 5.3): a receiveq,
+// whose buffers the device fills with bytes from the host, and a
+// transmitq, whose buffers it sends to the host. The device has no
+// framing: bytes are a stream, as on a pipe. Which port, and so which
+// queues:
+//   - with MULTIPORT (QEMU offers it), the device announces its ports on
+//     the control queues (2 and 3) after we say DEVICE_READY; we take the
+//     first port it adds (id 0 or 1), answer PORT_READY, and open it
+//     (PORT_OPEN, so the host sees the guest connected). Port 0's queues
+//     are 0 and 1, port 1's 4 and 5. This handshake runs once, at boot,
+//     before interrupts are on, so init waits for the device's answers
+//     (PORT_HELLO_US after each of at most PORT_HELLOS DEVICE_READYs:
+//     see ctrl_hello); afterwards the interrupt only gives the
+//     control buffers back. QEMU's `virtserialport` (port 1 here) holds
+//     the guest back while the host's socket is full; its `virtconsole`
+//     (always port 0) drops what the socket cannot take (docs/GATEWAY.md).
+//   - without MULTIPORT, port 0 alone, on queues 0 and 1.
 //
 // Receiving. PORT_NBUF pages are posted to receiveq at init, one
 // device-writable descriptor each (descriptor i is page i). The
@@ -50,12 +62,29 @@
 
 #define R(r) ((volatile uint32 *)(VIRTIO1 + (r)))
 
-#define PORT_NBUF 16 // pages per queue (a power of two: the queue size)
-#define RXQ       0  // receiveq0
-#define TXQ       1  // transmitq0
+#define PORT_NBUF     16    // pages per queue (a power of two: the queue size)
+#define PORT_HELLO_US 50000 // the wait for the device's answer to DEVICE_READY
+#define PORT_HELLOS   8     // DEVICE_READY sent at most this often
+#define CTRL_RXQ      2     // control receiveq (MULTIPORT)
+#define CTRL_TXQ      3     // control transmitq
+#define PORT_RXQ(id)  ((id) == 0 ? 0 : 2 * (id) + 2)
+#define PORT_TXQ(id)  (PORT_RXQ(id) + 1)
 
-// One split virtqueue whose descriptor i always points at page buf[i].
+// Control messages (MULTIPORT), virtio 1.1 section 5.3.6.2.
+struct virtio_console_control {
+  uint32 id; // port number
+  uint16 event;
+  uint16 value;
+};
+#define VIRTIO_CONSOLE_DEVICE_READY 0
+#define VIRTIO_CONSOLE_DEVICE_ADD   1
+#define VIRTIO_CONSOLE_PORT_READY   3
+#define VIRTIO_CONSOLE_PORT_OPEN    6
+#define CTRL_BUF                    64 // a control message, with room for a port name
+
+// One split virtqueue whose descriptor i always points at buffer buf[i].
 struct queue {
+  int qsel; // its number on the device
   struct virtq_desc *desc;
   struct virtq_avail *avail;
   struct virtq_used *used;
@@ -65,7 +94,9 @@ struct queue {
 
 static struct port {
   struct spinlock lock;
-  struct queue rxq, txq;
+  struct queue rxq, txq;      // the port's
+  struct queue ctrlq, ctrltq; // control receive and transmit (MULTIPORT)
+  int multiport;
   // guarded by lock:
   struct {
     uint16 filled[PORT_NBUF]; // buffers with data, oldest first (a ring)
@@ -81,26 +112,35 @@ static struct port {
   } tx;
 } port;
 
-// Allocates queue q's rings and pages and registers it as queue number
-// qsel. Returns 0, or -1 when the device cannot take PORT_NBUF entries.
+// Allocates queue q's rings and its buffers (a page each, or CTRL_BUF
+// bytes of one page for a control queue), the device writing them if rx,
+// and registers it as queue number qsel. Returns 0, or -1 when the device
+// cannot take PORT_NBUF entries.
 static int
-setup_queue(struct queue *q, int qsel)
+setup_queue(struct queue *q, int qsel, int rx, int ctrl)
 {
+  char *page = 0;
+
+  q->qsel = qsel;
   *R(VIRTIO_MMIO_QUEUE_SEL) = qsel;
   if (*R(VIRTIO_MMIO_QUEUE_READY) || *R(VIRTIO_MMIO_QUEUE_NUM_MAX) < PORT_NBUF)
     return -1;
   q->desc = kalloc();
   q->avail = kalloc();
   q->used = kalloc();
-  if (!q->desc || !q->avail || !q->used)
+  if (ctrl)
+    page = kalloc();
+  if (!q->desc || !q->avail || !q->used || (ctrl && !page))
     panic("virtio_port_init: out of memory");
   memset(q->desc, 0, PGSIZE);
   memset(q->avail, 0, PGSIZE);
   memset(q->used, 0, PGSIZE);
   for (int i = 0; i < PORT_NBUF; i++) {
-    if ((q->buf[i] = kalloc()) == 0)
+    q->buf[i] = ctrl ? page + i * CTRL_BUF : kalloc();
+    if (q->buf[i] == 0)
       panic("virtio_port_init: out of memory");
-    q->desc[i] = (struct virtq_desc){ (uint64)q->buf[i], PGSIZE, qsel == RXQ ? VRING_DESC_F_WRITE : 0, 0 };
+    q->desc[i] = (struct virtq_desc){ (uint64)q->buf[i], ctrl ? CTRL_BUF : PGSIZE,
+      rx ? VRING_DESC_F_WRITE : 0, 0 };
   }
   *R(VIRTIO_MMIO_QUEUE_NUM) = PORT_NBUF;
   *R(VIRTIO_MMIO_QUEUE_DESC_LOW) = (uint64)q->desc;
@@ -128,11 +168,92 @@ post(struct queue *q, int i, uint32 len)
 static int portread(int user_dst, uint64 dst, int n);
 static int portwrite(int user_src, uint64 src, int n);
 
+// Boot only: sends control message (id, event, value) in buffer i of the
+// control transmitq (each message of the handshake has its own: 0
+// PORT_READY, 1 PORT_OPEN, 2 and up the DEVICE_READYs).
+static void
+ctrl_send(int i, uint32 id, uint16 event, uint16 value)
+{
+  *(struct virtio_console_control *)port.ctrltq.buf[i] =
+      (struct virtio_console_control){ id, event, value };
+  post(&port.ctrltq, i, sizeof(struct virtio_console_control));
+  *R(VIRTIO_MMIO_QUEUE_NOTIFY) = CTRL_TXQ;
+}
+
+// Boot only: waits for the device's next control message, copies it to
+// *m and gives its buffer back. Returns 0, or -1 after PORT_HELLO_US.
+static int
+ctrl_next(struct virtio_console_control *m)
+{
+  uint64 end = r_time() + (uint64)PORT_HELLO_US * (TIMEBASE_HZ / 1000000);
+
+  while (port.ctrlq.used_idx == port.ctrlq.used->idx)
+    if (r_time() > end)
+      return -1;
+  __sync_synchronize();
+  uint32 b = port.ctrlq.used->ring[port.ctrlq.used_idx++ & (PORT_NBUF - 1)].id;
+  if (b >= PORT_NBUF)
+    return -1;
+  *m = *(struct virtio_console_control *)port.ctrlq.buf[b];
+  post(&port.ctrlq, b, CTRL_BUF);
+  *R(VIRTIO_MMIO_QUEUE_NOTIFY) = CTRL_RXQ;
+  return 0;
+}
+
+// Boot only, MULTIPORT: posts the control receive buffers, says
+// DEVICE_READY and waits for the first port the device adds. Returns its
+// id (0 or 1), or -1. QEMU at 2 harts and more now and then takes the
+// first DEVICE_READY but announces no port; it does on a second one, so
+// the message is repeated after PORT_HELLO_US without an answer.
+static int
+ctrl_hello(void)
+{
+  struct virtio_console_control m;
+
+  *R(VIRTIO_MMIO_STATUS) |= VIRTIO_STATUS_DRIVER_OK;
+  for (int i = 0; i < PORT_NBUF; i++)
+    post(&port.ctrlq, i, CTRL_BUF);
+  *R(VIRTIO_MMIO_QUEUE_NOTIFY) = CTRL_RXQ;
+  for (int try = 0; try < PORT_HELLOS; try++) {
+    ctrl_send(2 + try, 0, VIRTIO_CONSOLE_DEVICE_READY, 1);
+    while (ctrl_next(&m) == 0)
+      if (m.event == VIRTIO_CONSOLE_DEVICE_ADD && m.id <= 1)
+        return m.id;
+  }
+  return -1;
+}
+
+// Feature negotiation: VERSION_1, and MULTIPORT when offered. Returns 1
+// with MULTIPORT, 0 without, -1 if the device is not virtio 1.x or
+// refuses.
+static int
+negotiate(void)
+{
+  uint32 lo;
+
+  *R(VIRTIO_MMIO_DEVICE_FEATURES_SEL) = 0;
+  lo = *R(VIRTIO_MMIO_DEVICE_FEATURES) & (1 << VIRTIO_CONSOLE_F_MULTIPORT);
+  *R(VIRTIO_MMIO_DEVICE_FEATURES_SEL) = 1;
+  if (!(*R(VIRTIO_MMIO_DEVICE_FEATURES) & (1 << (VIRTIO_F_VERSION_1 - 32))))
+    return -1;
+  *R(VIRTIO_MMIO_DRIVER_FEATURES_SEL) = 0;
+  *R(VIRTIO_MMIO_DRIVER_FEATURES) = lo;
+  *R(VIRTIO_MMIO_DRIVER_FEATURES_SEL) = 1;
+  *R(VIRTIO_MMIO_DRIVER_FEATURES) = 1 << (VIRTIO_F_VERSION_1 - 32);
+  *R(VIRTIO_MMIO_STATUS) |= VIRTIO_STATUS_FEATURES_OK;
+  if (!(*R(VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_FEATURES_OK))
+    return -1;
+  return lo != 0;
+}
+
 // Finds the port device at VIRTIO1 and sets it up, with every receive
-// buffer posted. Without one, does nothing. Called once on hart 0 at boot.
+// buffer posted. Without one, does nothing. Called once on hart 0 at boot,
+// before interrupts are on.
 void
 virtio_port_init(void)
 {
+  int id = 0;
+
   initlock(&port.lock, "virtio_port");
   if (*R(VIRTIO_MMIO_MAGIC_VALUE) != VIRTIO_MAGIC || *R(VIRTIO_MMIO_VERSION) != 2 ||
       *R(VIRTIO_MMIO_DEVICE_ID) != VIRTIO_DEV_CONSOLE)
@@ -140,24 +261,26 @@ virtio_port_init(void)
   *R(VIRTIO_MMIO_STATUS) = 0; // reset
   *R(VIRTIO_MMIO_STATUS) |= VIRTIO_STATUS_ACKNOWLEDGE;
   *R(VIRTIO_MMIO_STATUS) |= VIRTIO_STATUS_DRIVER;
-  *R(VIRTIO_MMIO_DEVICE_FEATURES_SEL) = 1;
-  if (!(*R(VIRTIO_MMIO_DEVICE_FEATURES) & (1 << (VIRTIO_F_VERSION_1 - 32))))
+  if ((port.multiport = negotiate()) < 0)
     goto fail;
-  *R(VIRTIO_MMIO_DRIVER_FEATURES_SEL) = 0;
-  *R(VIRTIO_MMIO_DRIVER_FEATURES) = 0; // no size, no multiport, no emergency write
-  *R(VIRTIO_MMIO_DRIVER_FEATURES_SEL) = 1;
-  *R(VIRTIO_MMIO_DRIVER_FEATURES) = 1 << (VIRTIO_F_VERSION_1 - 32);
-  *R(VIRTIO_MMIO_STATUS) |= VIRTIO_STATUS_FEATURES_OK;
-  if (!(*R(VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_FEATURES_OK))
-    goto fail;
-  if (setup_queue(&port.rxq, RXQ) < 0 || setup_queue(&port.txq, TXQ) < 0)
+  if (port.multiport) {
+    if (setup_queue(&port.ctrlq, CTRL_RXQ, 1, 1) < 0 ||
+        setup_queue(&port.ctrltq, CTRL_TXQ, 0, 1) < 0 || (id = ctrl_hello()) < 0)
+      goto fail;
+  }
+  if (setup_queue(&port.rxq, PORT_RXQ(id), 1, 0) < 0 ||
+      setup_queue(&port.txq, PORT_TXQ(id), 0, 0) < 0)
     goto fail;
   for (int i = 0; i < PORT_NBUF; i++) {
     post(&port.rxq, i, PGSIZE);
     port.tx.freelist[port.tx.nfree++] = i;
   }
   *R(VIRTIO_MMIO_STATUS) |= VIRTIO_STATUS_DRIVER_OK;
-  *R(VIRTIO_MMIO_QUEUE_NOTIFY) = RXQ;
+  *R(VIRTIO_MMIO_QUEUE_NOTIFY) = port.rxq.qsel;
+  if (port.multiport) {
+    ctrl_send(0, id, VIRTIO_CONSOLE_PORT_READY, 1);
+    ctrl_send(1, id, VIRTIO_CONSOLE_PORT_OPEN, 1);
+  }
   devsw[PORT].read = portread;
   devsw[PORT].write = portwrite;
   return;
@@ -204,7 +327,7 @@ portread(int user_dst, uint64 dst, int n)
     }
   }
   if (reposted)
-    *R(VIRTIO_MMIO_QUEUE_NOTIFY) = RXQ;
+    *R(VIRTIO_MMIO_QUEUE_NOTIFY) = port.rxq.qsel;
   release(&port.lock);
   return got;
 }
@@ -229,7 +352,7 @@ send_chunk(int user_src, uint64 src, int n)
     return -EFAULT;
   port.tx.nfree--;
   post(&port.txq, b, n);
-  *R(VIRTIO_MMIO_QUEUE_NOTIFY) = TXQ;
+  *R(VIRTIO_MMIO_QUEUE_NOTIFY) = port.txq.qsel;
   return n;
 }
 
@@ -266,6 +389,22 @@ portwrite(int user_src, uint64 src, int n)
   return r < 0 ? r : done;
 }
 
+// Gives every control message the device sent since boot back unread
+// (the port stays as the handshake left it), and forgets the control
+// buffers it returned. Caller holds port.lock.
+static void
+ctrl_drain(void)
+{
+  while (port.ctrlq.used_idx != port.ctrlq.used->idx) {
+    __sync_synchronize();
+    uint32 b = port.ctrlq.used->ring[port.ctrlq.used_idx++ & (PORT_NBUF - 1)].id;
+    if (b < PORT_NBUF)
+      post(&port.ctrlq, b, CTRL_BUF);
+    *R(VIRTIO_MMIO_QUEUE_NOTIFY) = CTRL_RXQ;
+  }
+  port.ctrltq.used_idx = port.ctrltq.used->idx;
+}
+
 // Interrupt: collects filled receive buffers and returned transmit
 // buffers, and wakes the readers and writers waiting for them.
 void
@@ -276,6 +415,12 @@ virtio_port_intr(void)
   // interrupt instead of being lost.
   *R(VIRTIO_MMIO_INTERRUPT_ACK) = *R(VIRTIO_MMIO_INTERRUPT_STATUS) & 0x3;
   __sync_synchronize();
+  if (port.rxq.used == 0) { // the device failed at init
+    release(&port.lock);
+    return;
+  }
+  if (port.multiport)
+    ctrl_drain();
   while (port.rxq.used_idx != port.rxq.used->idx) {
     __sync_synchronize();
     struct virtq_used_elem *e = &port.rxq.used->ring[port.rxq.used_idx++ & (PORT_NBUF - 1)];
@@ -283,7 +428,7 @@ virtio_port_intr(void)
       panic("virtio_port_intr: the device returned a buffer we never posted");
     if (e->len == 0) { // nothing in it: give it straight back
       post(&port.rxq, e->id, PGSIZE);
-      *R(VIRTIO_MMIO_QUEUE_NOTIFY) = RXQ;
+      *R(VIRTIO_MMIO_QUEUE_NOTIFY) = port.rxq.qsel;
       continue;
     }
     port.rx.len[e->id] = e->len < PGSIZE ? e->len : PGSIZE;

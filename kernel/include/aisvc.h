@@ -17,7 +17,8 @@
 #define AI_REQID_MAX   0x7fffffff            // reqids run 1..2^31-1, then wrap, skipping live ones
 
 // Where the models' assets lie in the guest's file system: init starts the
-// worker when either exists, which serves SmolLM2's if both do.
+// worker when either exists, which serves SmolLM2's if both do. The host
+// builds its images to these paths (pyaisvc.llmguest reads them here).
 #define AI_SMOL_DIR "/AI/SMOL"
 #define AI_QWEN_DIR "/AI/QWEN"
 

@@ -47,6 +47,8 @@
 #define VIRTIO_BLK_F_FLUSH   9  // the device may cache writes (FLUSH)
 #define VIRTIO_F_VERSION_1   32 // a modern device; must be accepted
 
+#define VIRTIO_CONSOLE_F_MULTIPORT 1 // ports announced on control queues
+
 // Block device configuration (at VIRTIO_MMIO_CONFIG).
 #define VIRTIO_BLK_CFG_CAPACITY 0x00 // 64-bit, in 512-byte sectors
 #define VIRTIO_BLK_CFG_SEG_MAX  0x0c // most data descriptors per request

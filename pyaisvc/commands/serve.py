@@ -9,8 +9,8 @@ console on a Unix socket), waits for the worker and the gateway, and serves
 OpenAI's /v1/completions and /v1/chat/completions, /v1/models, /health,
 /metrics, /tokenize and /detokenize, and the kernel's table live (the page
 at /, /v1/aisvc/table and its stream) on 127.0.0.1 only (pyaisvc/serve/app.py).
-A guest that dies is replaced by a fresh one; Ctrl-C stops the server and
-QEMU.
+A guest that dies is replaced by a fresh one; Ctrl-C (or SIGTERM) stops the
+server and QEMU.
 """
 
 from __future__ import annotations
@@ -18,25 +18,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import signal
 import socket
 import sys
 from pathlib import Path
 
 from pyaisvc import qemu
+from pyaisvc.assets import load_config
 from pyaisvc.errors import AisvcError, CommandError
-from pyaisvc.llmguest import MODELS, max_prompt, prepare, seq_len
+from pyaisvc.llmguest import MODELS, max_prompt, prepare
 from pyaisvc.serve.app import Limits, Service, create_app
 from pyaisvc.serve.engine import Engine, EngineConfig
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.tokenizer import load_tokenizer
 
 HOST = "127.0.0.1"  # loopback only: the service has no authentication
-
-
-def default_cpus() -> int:
-    """qemu.default_cpus() where the qemu module has it, else 1."""
-    fn = getattr(qemu, "default_cpus", None)
-    return int(fn()) if callable(fn) else 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,8 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=int, default=None, metavar="B",
                         help="the worker's places (1..8; boot argument aibatch=B; default: "
                         "ai_daemon's 8): fewer make the kernel's queue visible at /")
-    parser.add_argument("--cpus", type=int, default=None,
-                        help=f"guest harts (default {default_cpus()})")
+    parser.add_argument("--cpus", type=int, default=qemu.default_cpus(),
+                        help=f"guest harts (default: the host's cores, at most "
+                        f"{qemu.MAX_DEFAULT_CPUS}; {qemu.default_cpus()} here)")
     parser.add_argument("--ram", help="guest RAM (default " + ", ".join(
         f"{m.ram} for {m.name}" for m in MODELS.values()) + ")")
     parser.add_argument("--qemu", default=qemu.default_qemu(),
@@ -67,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"serve: --port {args.port} must be 0..65535")
     if args.queue < 0:
         raise CommandError("serve: --queue must be 0 or more")
-    cpus = args.cpus if args.cpus is not None else default_cpus()
+    cpus = args.cpus
     if cpus < 1:
         raise CommandError("serve: --cpus must be at least 1")
     if args.batch is not None and not 1 <= args.batch <= 8:
@@ -81,11 +78,15 @@ def run(args: argparse.Namespace) -> int:
         print("serve: building what is missing ...", file=sys.stderr, flush=True)
         p = prepare(Path("."), spec, args.assets)
         tok = load_tokenizer(args.model)
-        limits = Limits(vocab=tok.vocab_size, seq_len=seq_len(p.assets), max_prompt=max_prompt())
+        cfg = load_config((p.assets / "CFG.BIN").read_bytes())
+        # ids must be below both the model's vocabulary and the tokenizer's
+        limits = Limits(vocab=min(cfg.vocab_size, tok.vocab_size), seq_len=cfg.runtime_seq_len,
+                        max_prompt=max_prompt())
         metrics = Metrics()
         engine = Engine(EngineConfig(p.kernel, p.image, args.ram or spec.ram, cpus, args.qemu,
                                      queue_max=args.queue, append=append), metrics)
         app = create_app(Service(args.model, engine, tok, limits, metrics))
+        signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill PID: as Ctrl-C
         asyncio.run(_serve(engine, app, args.port, p.title, cpus))
     except AisvcError as e:
         raise CommandError(f"serve: {e}") from e

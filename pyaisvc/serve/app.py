@@ -457,9 +457,9 @@ def create_app(service: Service) -> FastAPI:
         t0 = time.monotonic()
         try:
             plan = service.plan(req)
-            m.prompt_tokens.inc(len(plan.prompt))
             sub = await service.engine.submit(plan.prompt, plan.predict, plan.opts,
                                               end_ids(service.tok))
+            m.prompt_tokens.inc(len(plan.prompt))
         except ApiError:
             m.requests.labels(endpoint, "bad_request").inc()
             raise

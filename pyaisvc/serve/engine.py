@@ -179,7 +179,7 @@ class Engine:
         log.info("booting the guest (QEMU, %d hart(s), %s)", c.cpus, c.ram)
         await asyncio.to_thread(guest.boot, c.boot_timeout)
         loop = asyncio.get_running_loop()
-        self._on_lost = lambda why: loop.call_soon_threadsafe(self._lost, why)
+        self._on_lost = lambda why: loop.call_soon_threadsafe(self._lost, guest, why)
         self._console = _Console(guest, self._on_lost)
         try:
             reader, writer = await asyncio.open_unix_connection(str(sock))
@@ -197,9 +197,10 @@ class Engine:
                  gw.ready.vocab, gw.ready.seq_len, gw.window, self.qemu_pid)
         return gw
 
-    def _lost(self, why: str) -> None:
-        """The console thread saw QEMU exit or the kernel panic."""
-        if self.gateway is not None:
+    def _lost(self, guest: Guest, why: str) -> None:
+        """The console thread saw QEMU exit or the kernel panic (unless that guest is
+        already gone)."""
+        if guest is self.guest and self.gateway is not None:
             self.gateway.close(f"the guest died: {why}")
 
     def _ended(self, end: frames.End) -> None:

@@ -18,7 +18,9 @@ given back only when the request's ``E`` or ``X`` frame arrives, so the
 host never holds more live requests than the gateway allows.
 
 When the connection ends (QEMU exited), every live request and every waiter
-gets ``GuestDown`` (HTTP 503), and so does every later ``submit``.
+gets ``GuestDown`` (HTTP 503), and so does every later ``submit``. An ``R``
+frame the host did not ask for means the gateway started again (init
+restarts it): the requests it held get ``GuestDown``, the rest go on.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from pyaisvc.serve import frames
 
 log = logging.getLogger("pyaisvc.serve")
 HELLO_EVERY = 1.0  # seconds between hellos until the gateway answers
+SETTLE = 0.3  # seconds of quiet after the first R: the other hellos' answers came
 # Kernel codes that describe the request itself (docs/AI_SERVICE.md): a bad request,
 # not a broken service. The host checks these limits first, so they are rare.
 REQUEST_CODES = {100, 101, 102, 103, 115}
@@ -98,6 +101,21 @@ class Submitted:
         self._gw.send(frames.cancel(live.rid))
 
 
+async def _settle(reader: asyncio.StreamReader) -> None:
+    """Reads the answers to the other hellos sent while the gateway was not yet up (and
+    the R it sends when it starts), until the line is quiet for SETTLE seconds; so any
+    R that comes later is one the host did not ask for."""
+    while True:
+        try:
+            line = await asyncio.wait_for(reader.readline(), SETTLE)
+        except TimeoutError:
+            return
+        if not line:
+            return  # run() finds the end too
+        if not line.startswith(b"R "):
+            log.warning("gateway: before ready: %r", line)
+
+
 class Gateway:
     """The host's end of one gateway connection."""
 
@@ -144,6 +162,7 @@ class Gateway:
             if isinstance(frame, frames.Ready):
                 if frame.window < 1:
                     raise GuestDown(f"the gateway's window is {frame.window}")
+                await _settle(reader)
                 return cls(reader, writer, frame, queue_max)
 
     # ------------------------------------------------------------ the host's side
@@ -267,7 +286,12 @@ class Gateway:
                     break
             return
         if isinstance(frame, frames.Ready):
-            return  # the answer to a repeated hello
+            self._restarted(frame)
+            return
+        if isinstance(frame, frames.Failed) and frame.code in (frames.GW_RID_LIVE,
+                                                                frames.GW_NOT_LIVE):
+            log.warning("gateway: %s", line)  # these end nothing (docs/GATEWAY.md)
+            return
         live = self._live.get(frame.rid)
         if live is None:
             log.warning("gateway: a frame for rid %d, which is not live: %s", frame.rid, line)
@@ -279,6 +303,19 @@ class Gateway:
             self._release()
             if isinstance(frame, frames.End) and self.on_end is not None:
                 self.on_end(frame)
+
+    def _restarted(self, ready: frames.Ready) -> None:
+        """An R frame nobody asked for (hellos are answered before connect returns): the
+        gateway started again, and the requests it held will get no end frame. They end
+        with GuestDown; the new gateway's window holds from now on."""
+        log.warning("the gateway restarted; %d live request(s) lost", len(self._live))
+        lost = GuestDown("the gateway restarted; the request was lost")
+        for rid in list(self._live):
+            live = self._live.pop(rid)
+            live.ended = True
+            live.events.put_nowait(lost)
+            self._release()
+        self.ready, self.window = ready, max(1, ready.window)
 
     def close(self, why: str) -> None:
         """Ends the connection: every live request and waiter gets GuestDown."""

@@ -40,7 +40,7 @@ import uvicorn  # noqa: E402
 
 from pyaisvc.bench.burst import parse_burst  # noqa: E402
 from pyaisvc.llmguest import MODELS, max_prompt, prepare, seq_len  # noqa: E402
-from pyaisvc.qemu import default_qemu  # noqa: E402
+from pyaisvc.qemu import default_cpus, default_qemu  # noqa: E402
 from pyaisvc.serve.app import Limits, Service, create_app  # noqa: E402
 from pyaisvc.serve.engine import Engine, EngineConfig  # noqa: E402
 from pyaisvc.serve.metrics import Metrics  # noqa: E402
@@ -153,7 +153,7 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cpus", type=int, default=1)
+    ap.add_argument("--cpus", type=int, default=default_cpus())
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--gen", type=int, default=32)
     asyncio.run(main(ap.parse_args()))

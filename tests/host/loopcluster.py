@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+OWN_CHECKOUT = Path(__file__).resolve().parent / "owncheckout"
 
 
 def free_port() -> int:
@@ -82,7 +83,8 @@ class LoopbackCluster:
 
     def _spawn(self, name: str, cwd: Path, args: list[str]) -> subprocess.Popen:
         log = (self.logs / f"{name}.log").open("w")
-        env = {**os.environ, "PYTHONPATH": str(cwd)}  # the checkout's pyaisvc, not another
+        # The checkout's pyaisvc and nothing of another tree's (owncheckout/sitecustomize.py).
+        env = {**os.environ, "PYTHONPATH": f"{cwd}{os.pathsep}{OWN_CHECKOUT}"}
         return subprocess.Popen([sys.executable, "-m", "dask", *args], cwd=cwd, env=env,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 

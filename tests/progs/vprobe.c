@@ -4,7 +4,7 @@
 // per instruction in picoseconds. tests/host/bench_vops.py boots a guest
 // with V and runs it (docs/PERF_NOTES.md, facts 33 and 35, "what one vector
 // instruction costs" and "float and 64-bit vector costs"). The probes sit in
-// .text.hot, a page of their own (fact 4, "hot code in one page"). Without V
+// .text.hot, a page of their own (fact 4, "hot code in one 4 KiB page"). Without V
 // the first vector instruction is illegal and the kernel kills the program,
 // as for any.
 #include "kernel/include/param.h"
@@ -37,8 +37,7 @@ probe_setup(void)
 
 // A probe: vtype's settings, then ins 16 times a turn. %0 holds a
 // page-aligned buffer's address (for the loads; a scalar operand
-// elsewhere). All probes fit in one page of .text.hot (fact 4, "hot code in
-// one page").
+// elsewhere). All probes fit in one page of .text.hot (fact 4, "hot code in one 4 KiB page").
 #define PROBE(fn, vt, ins) \
   __attribute__((section(".text.hot"), noinline)) static uint64 fn(char *buf) \
   { \

@@ -1,14 +1,14 @@
 // Numeric kernels of the LLM runtime, written to docs/ARITHMETIC.md.
 //
 // Under QEMU's TCG a float operation costs 10-30 ns and an integer one
-// 0.2-0.4 ns (docs/PERF_NOTES.md, fact 1, "floating point is expensive"),
+// 0.2-0.4 ns (docs/PERF_NOTES.md, fact 1, "float is expensive, integers are cheap"),
 // so every O(dim^2) loop here is int8 x int8 with integer accumulation: 8
 // bytes per 64-bit load, int32 sums per group of 32, int64 sums of the
 // group sums times fixed-point multipliers. Floats appear once per row or
 // per group. The matmuls take nearly all of a token's time, and under TCG
 // they cost by the instruction (fact 2, "instructions count, bytes do
 // not"), so they form two or three products with one 64-bit multiply
-// (docs/PERF_NOTES.md, fact 20, "two or three products per multiply"):
+// (docs/PERF_NOTES.md, fact 20, "two or three int8 products per multiply"):
 // - the scalar kernels' weights are stored offset by 128 (u = w + 128, the
 //   byte w ^ 0x80), so that a mask takes two of them from a word with no
 //   sign extension; the sum of u_k q_k is corrected by 128 * sum q_k, which
@@ -209,8 +209,7 @@ silu(double x)
 
 // (contracts in user/llm/kernels.h) A loop here rather than a call per
 // element from its callers: those live on other pages, and QEMU chains
-// no jump or return across pages (docs/PERF_NOTES.md, facts 4 and 37, "hot
-// code in one page" and "a call across pages costs a block lookup").
+// no jump or return across pages (docs/PERF_NOTES.md, facts 4 and 37, "hot code in one 4 KiB page" and "a call or return across pages costs a lookup").
 HOT void
 llm_silu_mul(const double *x, const double *m, double *y, int n)
 {
@@ -257,8 +256,7 @@ llm_rmsnorm(const double *x, const double *w, int n, double eps, double *y)
 // max |x_i| over x[0..n) (x without NaNs). Compared as integers: with the
 // sign bit cleared, the bits of two doubles order as their magnitudes do,
 // and an integer compare is one instruction under TCG where a float
-// compare is a helper call (docs/PERF_NOTES.md, fact 1, "floating point is
-// expensive").
+// compare is a helper call (docs/PERF_NOTES.md, fact 1, "float is expensive, integers are cheap").
 static inline double
 absmax(const double *x, int n)
 {

@@ -1,7 +1,7 @@
 # RVV 1.0 kernels for the LLM runtime: the int8 matrix kernels
 # (user/llm/kernels_vec.c packs the weights and calls these;
-# docs/PERF_NOTES.md, facts 9, 17 and 33, "RVV is 3x scalar on QEMU 10",
-# "the RVV kernels" and "what one vector instruction costs"), and at the end
+# docs/PERF_NOTES.md, facts 9, 17 and 33, "RVV written for TCG is 2-3x scalar on QEMU 10",
+# "the RVV kernels on QEMU 10, vlen 256" and "what one vector instruction costs"), and at the end
 # the Gated DeltaNet's state update.
 #
 # Rows lie across vector lanes: each 32-bit lane accumulates one output
@@ -25,7 +25,7 @@
 #
 # Registers: see each kernel (the matvec comes in four versions, the
 # 4-position kernel in two). The code sits on two pages of its own
-# (PERF_NOTES.md, fact 4, "hot code in one page").
+# (PERF_NOTES.md, fact 4, "hot code in one 4 KiB page").
 
         .option arch, +v
         .section .text.hot.rvv, "ax", @progbits
@@ -110,13 +110,12 @@
 # groups), y the activations' column factors (YWORD) and qs[g] = 128 *
 # the sum of group g's q, which takes the offset back out. One
 # whole-register load brings two word vectors (8 columns): a vector load
-# costs about the same up to 1 KiB (PERF_NOTES.md, fact 9, "RVV is 3x scalar
-# on QEMU 10"), so fewer and larger loads pay. The m4 versions (LMUL 4: vlen
+# costs about the same up to 1 KiB (PERF_NOTES.md, fact 9, "RVV written for TCG is 2-3x scalar on QEMU 10"), so fewer and larger loads pay. The m4 versions (LMUL 4: vlen
 # 128 and 256) load 8 registers, the m2 ones (vlen 512) 4. Every load and
 # store here names byte elements (vl8re8.v, vs8r.v, ...), whatever the data:
 # a register holds the same bytes either way, and QEMU 10 copies a
 # byte-element access as one block but moves wider elements one at a time
-# (PERF_NOTES.md, fact 25, "load bytes, not words").
+# (PERF_NOTES.md, fact 25, "vector loads of bytes, not words").
 #
 # Three versions use different registers for the group sums (acc), the
 # weights (w0, w1), the scratch (scr) and the int64 totals (tot): an op on
@@ -253,8 +252,7 @@
 # (group sums c0-c3, weights w, byte b, product p; the int64 totals
 # t0r-t3r only meet the widening helper): whichever register a host page
 # boundary cuts, one of them runs at full speed (PERF_NOTES.md, facts 19
-# and 26, "where QEMU keeps the vector registers" and "the 4-position kernel
-# and the register cut"); kernels_vec.c times both, as for the matvec.
+# and 26, "where QEMU keeps the vector registers" and "the prefill kernel's second register set"); kernels_vec.c times both, as for the matvec.
 .macro MATVEC4 name, load, tstore, c0, c1, c2, c3, w, b, p, t0r, t1r, t2r, t3r
         .global \name
         .type \name, @function

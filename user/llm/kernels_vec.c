@@ -4,8 +4,7 @@
 //
 // Block size: a block of B rows fills one vector register group of 128
 // bytes per load (B = 32 rows of 4 bytes), the size QEMU 10 turns into
-// inline host SIMD (docs/PERF_NOTES.md, fact 9, "RVV is 3x scalar on QEMU
-// 10"): LMUL 4 at vlen 256, 2 at vlen 512; vlen 128 uses LMUL 4 too (B =
+// inline host SIMD (docs/PERF_NOTES.md, fact 9, "RVV written for TCG is 2-3x scalar on QEMU 10"): LMUL 4 at vlen 256, 2 at vlen 512; vlen 128 uses LMUL 4 too (B =
 // 16), since the int64 totals need twice the LMUL. The packing is in place
 // (each byte offset by 128, as the kernels read them, in a new order), one
 // block at a time through a scratch buffer; rows after the last full block
@@ -70,8 +69,7 @@ static delta_fn *delta;
 // vector register that a host page boundary cuts is about 4x slower
 // under QEMU 10, and which register that is depends on the QEMU process
 // and on the hart (a thread may move to another hart) (PERF_NOTES.md,
-// facts 19 and 26, "where QEMU keeps the vector registers" and "the
-// 4-position kernel and the register cut"). A timing costs a few calls,
+// facts 19 and 26, "where QEMU keeps the vector registers" and "the prefill kernel's second register set"). A timing costs a few calls,
 // every few tokens.
 #define RETIME_CALLS 20000
 static struct {
@@ -234,8 +232,7 @@ llm_qmat_weight(const struct llm_qmat *w, int r, int k)
 #ifdef __riscv
 // The driver of the kernels below, from run_parts to llm_vec_matmul, runs
 // for every block of rows: it shares one page (PERF_NOTES.md, facts 4 and
-// 37, "hot code in one page" and "a call across pages costs a block
-// lookup"), which its first function starts.
+// 37, "hot code in one 4 KiB page" and "a call or return across pages costs a lookup"), which its first function starts.
 #define HOT_VEC       __attribute__((section(".text.hot.vec")))
 #define HOT_VEC_FIRST __attribute__((section(".text.hot.vec"), aligned(4096)))
 

@@ -308,8 +308,7 @@ prepare_positions(void *arg, int lo, int hi, int t)
 }
 
 // On a page of its own, with the loops over positions it inlines
-// (docs/PERF_NOTES.md, facts 4 and 37, "hot code in one page" and "a call
-// across pages costs a block lookup").
+// (docs/PERF_NOTES.md, facts 4 and 37, "hot code in one 4 KiB page" and "a call or return across pages costs a lookup").
 static __attribute__((section(".text.hot.attn"), aligned(4096))) void
 attend_heads(void *arg, int lo, int hi, int t)
 {

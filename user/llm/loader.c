@@ -4,8 +4,7 @@
 //
 // CFG.BIN is checked field by field. Every other file is read with one
 // large read() straight into the buffer it stays in (the disk costs about
-// 25 us per request whatever its size: docs/PERF_NOTES.md, fact 6, "a disk
-// request costs 25 us"), and the layer structs point into those buffers, except
+// 25 us per request whatever its size: docs/PERF_NOTES.md, fact 6, "a disk request costs about 25 us"), and the layer structs point into those buffers, except
 // for the fp32 values (scales, norms, cos/sin, conv weights), which are widened
 // to doubles once, here. Each file's size must equal the size its layout implies,
 // so the layout code runs twice: once counting bytes (and the doubles to

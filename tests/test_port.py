@@ -1,0 +1,329 @@
+"""The gateway's channel: the virtio console port (/port) and the gateway program.
+
+- The driver (kernel/drivers/virtio_console.c), at 1 and 2 harts: 16 MiB from
+  the host into the guest and 16 MiB back, each checked with Adler-32 on both
+  sides (tests/progs/portecho.c); a reader blocked on /port and killed from
+  the shell leaves the system and the port working.
+- The gateway (user/ai/gateway.c, docs/GATEWAY.md) over the real SmolLM2: a
+  greedy request's ids equal the numpy reference's, 8 requests at once are
+  all right, a cancel ends its request and frees its slot, and malformed
+  frames each get an X while the gateway goes on serving.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import tempfile
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import host.llmcases as lc
+import numpy as np
+import pytest
+
+import pyaisvc.qemu
+from pyaisvc import fsimg
+from pyaisvc.llmguest import MODELS
+from pyaisvc.qemu import Guest, QemuConfig
+
+TRANSFER = 16 << 20  # bytes each way
+SEED = 7
+
+# The port as a virtserialport (port 1): QEMU holds the guest back while the host's
+# socket is full. A virtconsole (port 0) drops those bytes instead, so 16 MiB from
+# the guest arrive short whenever the host reads a little late (docs/GATEWAY.md).
+VIRTCONSOLE = "virtconsole,chardev=gw0"
+SERIALPORT = "virtserialport,chardev=gw0"
+
+
+def _argv_with_serialport(cfg: QemuConfig) -> list[str]:
+    return [SERIALPORT if a == VIRTCONSOLE else a for a in _qemu_argv(cfg)]
+
+
+_qemu_argv = pyaisvc.qemu.qemu_argv
+
+
+def _pattern(n: int, seed: int) -> bytes:
+    """portecho's send pattern: byte i is (i * 131 + seed + (i >> 12)) & 0xff."""
+    i = np.arange(n, dtype=np.uint64)
+    return ((i * 131 + seed + (i >> 12)) & 0xFF).astype(np.uint8).tobytes()
+
+
+class PortGuest:
+    """A booted guest with a port, and the host's end of it connected."""
+
+    def __init__(self, kernel: Path, image: Path, cpus: int, ram: str, timeout: float) -> None:
+        # A short directory: a Unix socket's path is limited to about 100 bytes.
+        self.dir = Path(tempfile.mkdtemp(prefix="aisvc-port-", dir="/tmp"))
+        cfg = QemuConfig(kernel=kernel, image=image, ram=ram, cpus=cpus, snapshot=True,
+                         port_socket=self.dir / "port.sock")
+        self.guest = Guest(cfg)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.pending = b""
+        try:
+            with pytest.MonkeyPatch.context() as mp:  # until pyaisvc.qemu boots one itself
+                mp.setattr(pyaisvc.qemu, "qemu_argv", _argv_with_serialport)
+                self.guest.boot(timeout=timeout)
+            self.sock.connect(str(cfg.port_socket))
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        self.sock.close()
+        self.guest.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def recv_exactly(self, n: int, timeout: float) -> bytes:
+        """n bytes from the port, or pytest.fail saying how many came."""
+        got = bytearray(self.pending[:n])
+        self.pending = self.pending[n:]
+        deadline = time.monotonic() + timeout
+        while len(got) < n:
+            self.sock.settimeout(max(0.1, deadline - time.monotonic()))
+            try:
+                chunk = self.sock.recv(min(1 << 20, n - len(got)))
+            except TimeoutError:
+                pytest.fail(f"the port gave {len(got)} of {n} bytes in {timeout:.0f} s")
+            if not chunk:
+                pytest.fail(f"the port closed after {len(got)} of {n} bytes")
+            got += chunk
+        return bytes(got)
+
+    def send_frame(self, line: str) -> None:
+        self.sock.sendall(line.encode("latin-1") + b"\n")
+
+    def frame(self, timeout: float = 120.0) -> list[str]:
+        """The next frame line from the gateway, as words."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.pending:
+            self.sock.settimeout(max(0.1, deadline - time.monotonic()))
+            try:
+                chunk = self.sock.recv(65536)
+            except TimeoutError:
+                pytest.fail(f"no frame from the gateway in {timeout:.0f} s "
+                            f"(partial: {self.pending!r})")
+            if not chunk:
+                pytest.fail("the port closed")
+            self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
+        return line.decode("ascii").split(" ")
+
+    def start(self, cmd: str) -> None:
+        """Starts cmd in the background at the shell and waits until portecho says ready."""
+        self.guest.send_line(f"{cmd} &")
+        self.guest.expect(["portecho: ready"], time.monotonic() + 60, f"{cmd} to open /port")
+
+
+# ---------------------------------------------------------------- the driver
+
+@pytest.fixture(scope="module")
+def port_image(build, tmp_path_factory) -> Path:
+    tree = fsimg.Tree(fsimg.load_layout())
+    for name, elf in build.uprogs.items():
+        tree.add_file(name, elf)
+    tree.add_file("portecho", build.testprogs["portecho"])
+    image = tmp_path_factory.mktemp("port") / "port.img"
+    fsimg.build_image(image, tree)
+    return image
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["1hart", "2harts"])
+def port_guest(request, build, port_image) -> Iterator[PortGuest]:
+    g = PortGuest(build.kernel, port_image, cpus=request.param, ram="256M", timeout=120)
+    yield g
+    g.close()
+
+
+@pytest.mark.guest
+def test_port_host_to_guest(port_guest: PortGuest) -> None:
+    data = _pattern(TRANSFER, 3)
+    port_guest.start(f"portecho recv {TRANSFER}")
+    port_guest.sock.settimeout(600)
+    port_guest.sock.sendall(data)
+    g = port_guest.guest
+    g.expect([r"recv (\d+) ([0-9a-f]+)\r?\n"], time.monotonic() + 600, "portecho's checksum")
+    assert int(g.match.group(1)) == TRANSFER
+    assert int(g.match.group(2), 16) == zlib.adler32(data)
+
+
+@pytest.mark.guest
+def test_port_guest_to_host(port_guest: PortGuest) -> None:
+    port_guest.start(f"portecho send {TRANSFER} {SEED}")
+    got = port_guest.recv_exactly(TRANSFER, timeout=600)
+    assert zlib.adler32(got) == zlib.adler32(_pattern(TRANSFER, SEED))
+    assert got == _pattern(TRANSFER, SEED)
+    port_guest.guest.expect([f"sent {TRANSFER}"], time.monotonic() + 60, "portecho's end")
+
+
+@pytest.mark.guest
+def test_port_killed_reader(port_guest: PortGuest) -> None:
+    """A reader blocked on /port is killed from the shell; the shell, the port and a
+    new reader all work afterwards (the kill took no byte meant for the next one)."""
+    g = port_guest.guest
+    g.send_line("portecho read &")
+    # The shell's "[pid]" and portecho's line come in either order.
+    g.expect([r"\[(\d+)\][\s\S]*?portecho: ready", r"portecho: ready[\s\S]*?\[(\d+)\]"],
+             time.monotonic() + 30, "the background job's pid and portecho read's start")
+    pid = int(g.match.group(1))
+    time.sleep(0.5)  # let it reach the read and sleep there
+    g.run(f"kill {pid}")
+    assert g.last_status == 0
+    assert g.run("echo still here") == "still here\n"
+    port_guest.start("portecho recv 11")
+    port_guest.sock.sendall(b"hello port\n")
+    g.expect([r"recv 11 ([0-9a-f]+)\r?\n"], time.monotonic() + 60, "the new reader's checksum")
+    assert int(g.match.group(1), 16) == zlib.adler32(b"hello port\n"), g.transcript[-600:]
+
+
+# ---------------------------------------------------------------- the gateway
+
+GEN = 8
+
+
+@pytest.fixture(scope="module")
+def smol_assets() -> Path:
+    smol = lc.smol_dir("v3")
+    if smol is None:
+        pytest.skip("models/SMOL is missing (make smol-assets)")
+    return smol
+
+
+@pytest.fixture(scope="module")
+def gateway(build, smol_assets, tmp_path_factory) -> Iterator[PortGuest]:
+    tree = fsimg.Tree(fsimg.load_layout())
+    for name, elf in build.uprogs.items():
+        tree.add_file(name, elf)
+    tree.add_dir("AI/SMOL", smol_assets)
+    image = tmp_path_factory.mktemp("gw") / "gw.img"
+    fsimg.build_image(image, tree)
+    g = PortGuest(build.kernel, image, cpus=2, ram=MODELS["smol"].ram, timeout=300)
+    g.send_frame("H")
+    words = g.frame()
+    while words[0] != "R" or len(words) != 6:  # the gateway's own R may come first
+        words = g.frame()
+    assert words[:3] == ["R", "gateway", "1"] and words[3:] == ["49152", "256", "8"], words
+    yield g
+    g.close()
+
+
+def _submit(rid: int, prompt: list[int], predict: int) -> str:
+    return f"S {rid} {predict} 0 0 0 0 0 {len(prompt)} {' '.join(map(str, prompt))}"
+
+
+Ended = dict[int, tuple[list[int], list[str]]]
+
+
+def _collect(g: PortGuest, rids: set[int], timeout: float = 600) -> Ended:
+    """Reads frames until every rid has ended: rid -> (its ids, its end frame)."""
+    ids: dict[int, list[int]] = {r: [] for r in rids}
+    ends: dict[int, list[str]] = {}
+    deadline = time.monotonic() + timeout
+    while len(ends) < len(rids):
+        words = g.frame(timeout=max(1.0, deadline - time.monotonic()))
+        rid = int(words[1])
+        assert rid in rids and rid not in ends, words
+        if words[0] == "T":
+            ids[rid] += [int(w) for w in words[2:]]
+        else:
+            assert words[0] in ("E", "X"), words
+            ends[rid] = words
+    return {r: (ids[r], ends[r]) for r in rids}
+
+
+@pytest.mark.guest
+def test_gateway_greedy_matches_reference(gateway: PortGuest, smol_assets: Path) -> None:
+    prompt = lc.FRANCE["smol"]
+    want = lc.reference_ids(smol_assets, [prompt], GEN)[0]
+    gateway.send_frame(_submit(1, prompt, GEN))
+    ids, end = _collect(gateway, {1})[1]
+    assert ids == want
+    assert end[:5] == ["E", "1", "length", str(GEN), str(len(prompt))], end
+    queued, ttft, total = map(int, end[5:])
+    assert 0 < ttft <= total and queued <= ttft
+
+
+@pytest.mark.guest
+def test_gateway_eight_at_once(gateway: PortGuest, smol_assets: Path) -> None:
+    prompts = lc.smol_prompts()[:4] * 2
+    want = lc.reference_ids(smol_assets, prompts[:4], GEN) * 2
+    for rid, p in enumerate(prompts, start=10):
+        gateway.send_frame(_submit(rid, p, GEN))
+    got = _collect(gateway, set(range(10, 18)))
+    for rid, w in enumerate(want, start=10):
+        ids, end = got[rid]
+        assert ids == w, (rid, ids, w)
+        assert end[:4] == ["E", str(rid), "length", str(GEN)], end
+    # Batched: no request waited in the queue as long as any request took in all
+    # (one at a time, the last would have queued through the 7 before it).
+    queued = [int(got[r][1][5]) for r in got]
+    total = [int(got[r][1][7]) for r in got]
+    assert max(queued) < min(total), (queued, total)
+
+
+def _info(g: PortGuest) -> dict[str, int]:
+    g.send_frame("I")
+    words = g.frame()
+    assert words[0] == "I" and len(words) == 8, words
+    names = ("used", "queued", "running", "done", "failed", "completed", "worker_pid")
+    return dict(zip(names, map(int, words[1:]), strict=True))
+
+
+@pytest.mark.guest
+def test_gateway_cancel_frees_the_request(gateway: PortGuest) -> None:
+    gateway.send_frame(_submit(30, lc.FRANCE["smol"], 200))
+    words = gateway.frame()
+    assert words[:2] == ["T", "30"], words  # it runs
+    gateway.send_frame("C 30")
+    ids, end = _collect(gateway, {30})[30]
+    assert end[:3] == ["E", "30", "cancel"], end
+    assert int(end[3]) == len(ids) + len(words) - 2 < 200
+    deadline = time.monotonic() + 10
+    while (info := _info(gateway))["used"] != 0:
+        assert time.monotonic() < deadline, f"the cancelled request still holds a slot: {info}"
+        time.sleep(0.2)
+    gateway.send_frame("C 30")  # no longer live
+    assert gateway.frame()[:3] == ["X", "30", "203"]
+
+
+MALFORMED = [
+    ("bogus", 0, 200),
+    ("S", 0, 200),
+    ("S 0 8 0 0 0 0 0 1 5", 0, 200),  # rid 0
+    ("S 99999999999999999999 8 0 0 0 0 0 1 5", 0, 200),  # rid beyond 2^31-1
+    ("S 40 8 0 0 0 0 0 5 504", 40, 200),  # fewer prompt ids than nprompt
+    ("S 41 8 0 0 0 0 0 1 504 3575", 41, 200),  # more
+    ("S 42 8 0 0 0 0 9 1 5", 42, 200),  # nstop above 4
+    ("S 43 -8 0 0 0 0 0 1 5", 43, 200),  # a sign
+    ("S 44 8 0 0 0 99999999999999999999999 0 1 5", 44, 200),  # seed beyond 2^64-1
+    ("S 45 999 0 0 0 0 0 1 5", 45, 101),  # the kernel's predict limit
+    ("S 46 8 0 0 0 0 0 1 4294967295", 46, 102),  # an id beyond the vocab
+    ("S 47 8 0 0 0 0 0 0", 47, 100),  # no prompt
+    ("S 48 8 0 0 0 0 0 300 5", 48, 100),  # nprompt above 255
+    ("S  49 8 0 0 0 0 0 1 5", 0, 200),  # two spaces
+    ("S 50 8 0 0 0 0 0 1 5 ", 0, 200),  # a trailing space
+    ("C", 0, 200),
+    ("C 51", 51, 203),
+    ("I 1", 0, 200),
+    ("\x00\x01\x7f\xff binary", 0, 200),
+    ("S 52 8 0 0 0 0 0 1 5\r", 0, 200),
+    ("S 53 " + "1 " * 3000, 0, 200),  # over GW_LINE_MAX
+    ("", 0, 200),
+]
+
+
+@pytest.mark.guest
+def test_gateway_refuses_malformed_frames(gateway: PortGuest, smol_assets: Path) -> None:
+    for line, rid, code in MALFORMED:
+        gateway.send_frame(line)
+        words = gateway.frame()
+        assert words[:3] == ["X", str(rid), str(code)], (line[:60], words)
+    # A request after all of them is served right.
+    want = lc.reference_ids(smol_assets, [lc.FRANCE["smol"]], GEN)[0]
+    gateway.send_frame(_submit(60, lc.FRANCE["smol"], GEN))
+    ids, end = _collect(gateway, {60})[60]
+    assert ids == want and end[:3] == ["E", "60", "length"], (ids, end)
+    assert _info(gateway)["used"] == 0
