@@ -217,8 +217,8 @@ ai_fail(int reqid, int err)
 
   if (err < 0)
     err = -err;
-  if (err != AIE_COUNT && err != AIE_PREDICT && err != AIE_TOKEN &&
-      err != AIE_TOOLONG && err != AIE_NOMEM)
+  if (err != AIE_COUNT && err != AIE_PREDICT && err != AIE_TOKEN && err != AIE_TOOLONG &&
+      err != AIE_NOMEM)
     err = AIE_RUNTIME;
   acquire(&ai.lock);
   if ((s = slot_running(reqid, &r)) != 0)

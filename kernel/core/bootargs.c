@@ -85,8 +85,8 @@ bootarg_num(const char *key, uint64 lo, uint64 hi, uint64 *val)
     for (; *d >= '0' && *d <= '9' && v <= hi; d++, n++)
       v = v * 10 + (*d - '0');
     if (n == 0 || *d != 0 || v < lo || v > hi) {
-      printf("aisvc: ignoring boot argument %s (want %s=N, %lu <= N <= %lu)\n", word[i], key, lo,
-          hi);
+      printf(
+          "aisvc: ignoring boot argument %s (want %s=N, %lu <= N <= %lu)\n", word[i], key, lo, hi);
       return 0;
     }
     *val = v;

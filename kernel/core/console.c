@@ -172,20 +172,14 @@ consoleintr(int c)
 {
   acquire(&cons.lock);
   switch (c) {
-  case C('P'):
-    procdump();
-    break;
-  case C('C'):
-    interrupt();
-    break;
+  case C('P'): procdump(); break;
+  case C('C'): interrupt(); break;
   case C('U'):
     while (erase_one())
       ;
     break;
   case C('H'):
-  case '\x7f':
-    erase_one();
-    break;
+  case '\x7f': erase_one(); break;
   default:
     if (c == 0 || cons.e - cons.r >= INPUT_BUF)
       break;

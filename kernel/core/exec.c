@@ -39,21 +39,17 @@ flags2perm(int flags)
 static int
 elf_ok(struct elfhdr *elf)
 {
-  return elf->magic == ELF_MAGIC && elf->class == ELFCLASS64 &&
-      elf->data == ELFDATA2LSB && elf->type == ET_EXEC &&
-      elf->machine == EM_RISCV && elf->phentsize == sizeof(struct proghdr) &&
-      elf->phnum <= 64;
+  return elf->magic == ELF_MAGIC && elf->class == ELFCLASS64 && elf->data == ELFDATA2LSB &&
+      elf->type == ET_EXEC && elf->machine == EM_RISCV &&
+      elf->phentsize == sizeof(struct proghdr) && elf->phnum <= 64;
 }
 
 // Is the segment loadable above sz (the end of the previous one)?
 static int
 segment_ok(struct proghdr *ph, uint64 sz)
 {
-  return ph->memsz >= ph->filesz &&
-      ph->vaddr + ph->memsz >= ph->vaddr &&
-      ph->off + ph->filesz >= ph->off &&
-      ph->vaddr % PGSIZE == 0 &&
-      ph->vaddr >= sz &&
+  return ph->memsz >= ph->filesz && ph->vaddr + ph->memsz >= ph->vaddr &&
+      ph->off + ph->filesz >= ph->off && ph->vaddr % PGSIZE == 0 && ph->vaddr >= sz &&
       ph->vaddr + ph->memsz <= USERTOP - PGSIZE - USTACKSIZE;
 }
 

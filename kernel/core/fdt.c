@@ -97,8 +97,7 @@ property(struct fdt_scan *s, const char *name, const uchar *val, uint32 len)
     s->addr_cells = be32(val);
   else if (s->depth == 1 && strncmp(name, "#size-cells", 12) == 0 && len == 4)
     s->size_cells = be32(val);
-  else if (s->depth == 2 && s->in_memory && s->ram_size == 0 &&
-      strncmp(name, "reg", 4) == 0 &&
+  else if (s->depth == 2 && s->in_memory && s->ram_size == 0 && strncmp(name, "reg", 4) == 0 &&
       len >= 4 * (s->addr_cells + s->size_cells)) {
     s->ram_base = cells(val, s->addr_cells);
     s->ram_size = cells(val + 4 * s->addr_cells, s->size_cells);

@@ -41,8 +41,7 @@ probe(void)
   }
   if (nharts > NCPU)
     printf("aisvc: only %d harts will be used (NCPU)\n", NCPU);
-  nharts_used = nharts < 1 ? 1 : nharts < NCPU ? nharts
-                                               : NCPU;
+  nharts_used = nharts < 1 ? 1 : nharts < NCPU ? nharts : NCPU;
   bootargs_init(fdt_pa);
   return base + size;
 }

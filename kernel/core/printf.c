@@ -49,34 +49,23 @@ printarg(const char *fmt, va_list *ap)
   const char *s;
 
   switch (c) {
-  case 'd':
-    printint(lng ? va_arg(*ap, int64) : va_arg(*ap, int), 10, 1);
-    break;
-  case 'u':
-    printint(lng ? va_arg(*ap, uint64) : va_arg(*ap, uint), 10, 0);
-    break;
-  case 'x':
-    printint(lng ? va_arg(*ap, uint64) : va_arg(*ap, uint), 16, 0);
-    break;
+  case 'd': printint(lng ? va_arg(*ap, int64) : va_arg(*ap, int), 10, 1); break;
+  case 'u': printint(lng ? va_arg(*ap, uint64) : va_arg(*ap, uint), 10, 0); break;
+  case 'x': printint(lng ? va_arg(*ap, uint64) : va_arg(*ap, uint), 16, 0); break;
   case 'p':
     consputc('0');
     consputc('x');
     printint(va_arg(*ap, uint64), 16, 0);
     break;
-  case 'c':
-    consputc(va_arg(*ap, int));
-    break;
+  case 'c': consputc(va_arg(*ap, int)); break;
   case 's':
     if ((s = va_arg(*ap, const char *)) == 0)
       s = "(null)";
     while (*s)
       consputc(*s++);
     break;
-  case '%':
-    consputc('%');
-    break;
-  case 0:
-    return lng;
+  case '%': consputc('%'); break;
+  case 0: return lng;
   default:
     consputc('%');
     consputc(c);

@@ -146,8 +146,7 @@ kill_thread(struct proc *p)
 
 // Ends the calling thread (not a main thread that owns the process):
 // records result for thread_join and becomes a zombie. Never returns.
-static void __attribute__((noreturn))
-thread_end(struct proc *p, uint64 result)
+static void __attribute__((noreturn)) thread_end(struct proc *p, uint64 result)
 {
   ai_exit(p);
   acquire(&wait_lock);
@@ -234,7 +233,8 @@ thread_exit_prepare(struct proc *p, int status)
 
 // The thread me takes over the process from its main thread l, a zombie
 // that has handed over its parent and children: pid, process group,
-// memory, files, directory and AI worker right move to me, and l's slot is freed. wait_lock is held.
+// memory, files, directory and AI worker right move to me, and l's slot is
+// freed. wait_lock is held.
 static void
 take_over(struct proc *me, struct proc *l)
 {

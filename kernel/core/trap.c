@@ -32,9 +32,7 @@ extern char trampoline[], uservec[], userret[];
 
 void kernelvec(void);
 
-enum { INTR_NONE,
-  INTR_DEVICE,
-  INTR_TIMER };
+enum { INTR_NONE, INTR_DEVICE, INTR_TIMER };
 
 static void
 timer_arm(void)
@@ -139,8 +137,8 @@ user_fault(struct proc *p, uint64 scause, uint64 stval, uint64 sepc)
   if (name)
     printf("pid %d %s: killed: %s at 0x%lx (pc 0x%lx)\n", p->pid, p->name, name, addr, sepc);
   else
-    printf("pid %d %s: killed: exception %lu (stval 0x%lx, pc 0x%lx)\n",
-        p->pid, p->name, scause, stval, sepc);
+    printf("pid %d %s: killed: exception %lu (stval 0x%lx, pc 0x%lx)\n", p->pid, p->name, scause,
+        stval, sepc);
   setkilled(p);
 }
 

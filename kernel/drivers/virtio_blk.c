@@ -4,7 +4,8 @@
 // One split virtqueue carries requests. A request is a descriptor chain:
 // a header (read or write, first sector), one descriptor per piece of
 // memory to transfer, and a status byte the device fills in. A request
-// costs about 25 us whatever its size (docs/PERF_NOTES.md, fact 6, "a disk request costs about 25 us"), so callers hand over many blocks at once:
+// costs about 25 us whatever its size (docs/PERF_NOTES.md, fact 6, "a disk
+// request costs about 25 us"), so callers hand over many blocks at once:
 // virtio_disk_io() takes a list of physically contiguous segments, up to
 // virtio_disk_maxsegs() of them.
 //
@@ -138,8 +139,7 @@ virtio_disk_init(void)
   uint32 features, segmax;
 
   initlock(&disk.lock, "virtio_disk");
-  if (*R(VIRTIO_MMIO_MAGIC_VALUE) != VIRTIO_MAGIC ||
-      *R(VIRTIO_MMIO_VERSION) != 2 ||
+  if (*R(VIRTIO_MMIO_MAGIC_VALUE) != VIRTIO_MAGIC || *R(VIRTIO_MMIO_VERSION) != 2 ||
       *R(VIRTIO_MMIO_DEVICE_ID) != VIRTIO_DEV_BLOCK)
     panic("virtio_disk_init: no modern virtio-blk disk at VIRTIO0 "
           "(QEMU needs -global virtio-mmio.force-legacy=false and a -drive)");
@@ -188,8 +188,7 @@ fill_chain(uint16 *d, uint32 type, uint64 blockno, struct blkseg *segs, int nseg
   req->type = type;
   req->reserved = 0;
   req->sector = blockno * SECTORS_PER_BLOCK;
-  disk.desc[d[0]] = (struct virtq_desc){ (uint64)req, sizeof(*req),
-    VRING_DESC_F_NEXT, d[1] };
+  disk.desc[d[0]] = (struct virtq_desc){ (uint64)req, sizeof(*req), VRING_DESC_F_NEXT, d[1] };
   for (i = 0; i < nseg; i++) {
     // The device writes into memory on a read, and reads it on a write.
     disk.desc[d[1 + i]] = (struct virtq_desc){ segs[i].pa, segs[i].len,
@@ -197,9 +196,8 @@ fill_chain(uint16 *d, uint32 type, uint64 blockno, struct blkseg *segs, int nseg
   }
   disk.info[d[0]].status = 0xff;
   disk.info[d[0]].done = 0;
-  disk.desc[d[nseg + 1]] = (struct virtq_desc){
-    (uint64)&disk.info[d[0]].status, 1, VRING_DESC_F_WRITE, 0
-  };
+  disk.desc[d[nseg + 1]] =
+      (struct virtq_desc){ (uint64)&disk.info[d[0]].status, 1, VRING_DESC_F_WRITE, 0 };
 }
 
 // Queues a request of nseg + 2 descriptors and sleeps until the device

@@ -135,8 +135,7 @@ fileread(struct file *f, uint64 addr, int n)
   if (!f->readable)
     return -EBADF;
   switch (f->type) {
-  case FD_PIPE:
-    return piperead(f->pipe, addr, n);
+  case FD_PIPE: return piperead(f->pipe, addr, n);
   case FD_DEVICE:
     if (f->major < 0 || f->major >= NDEV || !devsw[f->major].read)
       return -EINVAL;
@@ -147,8 +146,7 @@ fileread(struct file *f, uint64 addr, int n)
       f->off += r;
     iunlock(f->ip);
     return r;
-  default:
-    panic("fileread: bad file type");
+  default: panic("fileread: bad file type");
   }
 }
 
@@ -185,15 +183,12 @@ filewrite(struct file *f, uint64 addr, int n)
   if (!f->writable)
     return -EBADF;
   switch (f->type) {
-  case FD_PIPE:
-    return pipewrite(f->pipe, addr, n);
+  case FD_PIPE: return pipewrite(f->pipe, addr, n);
   case FD_DEVICE:
     if (f->major < 0 || f->major >= NDEV || !devsw[f->major].write)
       return -EINVAL;
     return devsw[f->major].write(1, addr, n);
-  case FD_INODE:
-    return inode_write(f, addr, n);
-  default:
-    panic("filewrite: bad file type");
+  case FD_INODE: return inode_write(f, addr, n);
+  default: panic("filewrite: bad file type");
   }
 }

@@ -101,8 +101,7 @@ sb_rest_bad(uint64 capacity)
 {
   if (sb.size != capacity)
     return "size differs from the disk's";
-  if (sb.logstart < 2 || sb.nlog < LOGBLOCKS + 1 ||
-      (uint64)sb.logstart + sb.nlog > sb.inodestart)
+  if (sb.logstart < 2 || sb.nlog < LOGBLOCKS + 1 || (uint64)sb.logstart + sb.nlog > sb.inodestart)
     return "log region too small or overlapping the inode table";
   return 0;
 }
@@ -136,8 +135,7 @@ fsinit(int dev)
   }
   datastart = sb.bmapstart + nblocks_for(sb.size, BPB);
   if (sb.nblocks != sb.size - datastart && !readonly)
-    printf("fsinit: superblock: nblocks %u disagrees with the layout; ignored\n",
-        sb.nblocks);
+    printf("fsinit: superblock: nblocks %u disagrees with the layout; ignored\n", sb.nblocks);
   initlock(&hint.lock, "balloc");
   initlog(dev, &sb, readonly);
 }
@@ -536,8 +534,8 @@ ptr_ok(struct inode *ip, uint blk, uint idx, uint addr)
 {
   if (bno_ok(addr))
     return 0;
-  printf("fs: inode %d: indirect block %u entry %d: block %u outside the data area\n",
-      ip->inum, blk, idx, addr);
+  printf("fs: inode %d: indirect block %u entry %d: block %u outside the data area\n", ip->inum,
+      blk, idx, addr);
   return -EIO;
 }
 
@@ -643,8 +641,7 @@ bmap_run(struct inode *ip, uint64 bn, uint max, uint *run)
     len = NINDIRECT;
   }
   addr = bno_ok(a[idx]) ? a[idx] : 0; // the slow path reports it
-  for (n = 1; addr && n < max && idx + n < len && a[idx + n] == addr + n && addr + n < sb.size;
-       n++)
+  for (n = 1; addr && n < max && idx + n < len && a[idx + n] == addr + n && addr + n < sb.size; n++)
     ;
   if (bp)
     brelse(bp);
@@ -699,8 +696,8 @@ itrunc(struct inode *ip)
     }
   }
   if (u.n)
-    printf("fs: inode %d: block %u %s; not freeing it (%d such blocks)\n", ip->inum, u.first,
-        u.why, u.n);
+    printf("fs: inode %d: block %u %s; not freeing it (%d such blocks)\n", ip->inum, u.first, u.why,
+        u.n);
   ip->size = 0;
   iupdate(ip);
 }
@@ -751,8 +748,7 @@ user_block_segs(pagetable_t pt, uint64 va, struct blkseg *segs, int *n)
 // memory (the slow path will report the fault) or when max segments might
 // not hold the next block. Returns the blocks covered; *nseg the segments.
 static uint
-user_segs(pagetable_t pt, uint64 va, uint nblocks, struct blkseg *segs, int max,
-    int *nseg)
+user_segs(pagetable_t pt, uint64 va, uint nblocks, struct blkseg *segs, int max, int *nseg)
 {
   uint done;
   int n = 0, saved_n;

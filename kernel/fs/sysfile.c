@@ -273,8 +273,8 @@ do_unlink(char *path)
   if ((r = dirlookup(dp, name, &off, &ip)) < 0)
     goto out;
   if (ip == dp || is_parent(dp, ip)) { // dirlookup already refuses ip == dp
-    printf("fs: inode %d: entry '%s' names the directory's parent; not unlinking it\n",
-        dp->inum, name);
+    printf("fs: inode %d: entry '%s' names the directory's parent; not unlinking it\n", dp->inum,
+        name);
     iput(ip);
     r = -EIO;
     goto out;
@@ -381,8 +381,7 @@ create(char *path, short type, short major, short minor, struct inode **ipp)
   ip->minor = minor;
   ip->nlink = 1;
   iupdate(ip);
-  if ((type == T_DIR && (r = dirinit(dp, ip)) < 0) ||
-      (r = dirlink(dp, name, ip->inum)) < 0) {
+  if ((type == T_DIR && (r = dirinit(dp, ip)) < 0) || (r = dirlink(dp, name, ip->inum)) < 0) {
     ip->nlink = 0; // iput frees it and its blocks
     iupdate(ip);
     iunlockput(ip);
@@ -418,8 +417,7 @@ do_open(char *path, int omode)
       iunlockput(ip);
       return -EISDIR;
     }
-    if (fs_readonly() && ip->type != T_DEVICE &&
-        (omode & (O_WRONLY | O_RDWR | O_TRUNC))) {
+    if (fs_readonly() && ip->type != T_DEVICE && (omode & (O_WRONLY | O_RDWR | O_TRUNC))) {
       iunlockput(ip);
       return -EROFS;
     }

@@ -3,10 +3,7 @@
 #define AISVC_FILE_H
 
 struct file {
-  enum { FD_NONE,
-    FD_PIPE,
-    FD_INODE,
-    FD_DEVICE } type;
+  enum { FD_NONE, FD_PIPE, FD_INODE, FD_DEVICE } type;
   int ref; // reference count; guarded by ftable.lock
   char readable;
   char writable;

@@ -46,8 +46,7 @@ void iunlockput(struct inode *ip);
 void iupdate(struct inode *ip);
 void itrunc(struct inode *ip);
 int namecmp(const char *s, const char *t);
-int dirlookup(struct inode *dp, char *name, uint *poff,
-    struct inode **ipp);
+int dirlookup(struct inode *dp, char *name, uint *poff, struct inode **ipp);
 int dirlink(struct inode *dp, char *name, uint inum);
 int namei_err(char *path, struct inode **ipp);
 int nameiparent_err(char *path, char *name, struct inode **ipp);
@@ -74,8 +73,7 @@ int pipewrite(struct pipe *pi, uint64 addr, int n);
 
 // virtio_blk.c
 void virtio_disk_init(void);
-int virtio_disk_io(uint64 blockno, struct blkseg *segs, int nseg,
-    int write);
+int virtio_disk_io(uint64 blockno, struct blkseg *segs, int nseg, int write);
 void virtio_disk_rw(struct buf *b, int write);
 void virtio_disk_intr(void);
 int virtio_disk_maxsegs(void);

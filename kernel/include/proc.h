@@ -92,12 +92,7 @@ struct vecstate {
   int loaded;
 };
 
-enum procstate { UNUSED,
-  USED,
-  SLEEPING,
-  RUNNABLE,
-  RUNNING,
-  ZOMBIE };
+enum procstate { UNUSED, USED, SLEEPING, RUNNABLE, RUNNING, ZOMBIE };
 
 // A slot of the process table is one thread: everything in struct proc
 // is per thread (kernel stack, trapframe, context, FP state, scheduling

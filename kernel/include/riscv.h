@@ -49,38 +49,30 @@
 
 #ifndef __ASSEMBLER__
 
-#define CSR_STR_(x)   #x
-#define CSR_STR(x)    CSR_STR_(x)
-#define csr_read(csr) ({ uint64 __v; \
-  asm volatile("csrr %0, " CSR_STR(csr) : "=r"(__v)); __v; })
-#define csr_write(csr, v) \
-  asm volatile("csrw " CSR_STR(csr) ", %0" \
-               : \
-               : "r"((uint64)(v)))
-#define csr_set(csr, v) \
-  asm volatile("csrs " CSR_STR(csr) ", %0" \
-               : \
-               : "r"((uint64)(v)))
-#define csr_clear(csr, v) \
-  asm volatile("csrc " CSR_STR(csr) ", %0" \
-               : \
-               : "r"((uint64)(v)))
+#define CSR_STR_(x) #x
+#define CSR_STR(x)  CSR_STR_(x)
+#define csr_read(csr) \
+  ({ \
+    uint64 __v; \
+    asm volatile("csrr %0, " CSR_STR(csr) : "=r"(__v)); \
+    __v; \
+  })
+#define csr_write(csr, v) asm volatile("csrw " CSR_STR(csr) ", %0" : : "r"((uint64)(v)))
+#define csr_set(csr, v)   asm volatile("csrs " CSR_STR(csr) ", %0" : : "r"((uint64)(v)))
+#define csr_clear(csr, v) asm volatile("csrc " CSR_STR(csr) ", %0" : : "r"((uint64)(v)))
 
 static inline uint64
 r_tp(void)
 {
   uint64 x;
-  asm volatile("mv %0, tp"
-               : "=r"(x));
+  asm volatile("mv %0, tp" : "=r"(x));
   return x;
 }
 
 static inline void
 w_tp(uint64 x)
 {
-  asm volatile("mv tp, %0"
-               :
-               : "r"(x));
+  asm volatile("mv tp, %0" : : "r"(x));
 }
 
 static inline uint64

@@ -87,8 +87,7 @@ split_is_whole(struct llm_qact *a, const double *x, int stride, int count)
       : count > 1 && memcmp(packs, a->packs, n * LLM_PACKS * sizeof(int64)) ? "packs"
                                                                             : 0;
   if (differs)
-    printf("quantisation: %d positions in two pieces: %s differs from one pass\n", count,
-        differs);
+    printf("quantisation: %d positions in two pieces: %s differs from one pass\n", count, differs);
   return differs == 0;
 }
 
@@ -101,9 +100,7 @@ split_is_whole(struct llm_qact *a, const double *x, int stride, int count)
 static int
 check_matmul(int extreme)
 {
-  enum { ROWS = 37,
-    COLS = 96,
-    NG = COLS / LLM_GS };
+  enum { ROWS = 37, COLS = 96, NG = COLS / LLM_GS };
   static int8 q[ROWS * COLS], qo[ROWS * COLS] __attribute__((aligned(8)));
   static int8 aq[LLM_BATCH * COLS] __attribute__((aligned(8)));
   static uint16 wm[ROWS * NG];
@@ -113,15 +110,13 @@ check_matmul(int extreme)
   static int16 ys[LLM_BATCH * COLS];
   static double x[LLM_BATCH * COLS], y[LLM_BATCH * ROWS], xs[LLM_BATCH];
   for (int i = 0; i < ROWS * COLS; i++)
-    q[i] = !extreme ? rand8() : (i / COLS) % 3 == 0 ? -128
-                                                    : 127;
+    q[i] = !extreme ? rand8() : (i / COLS) % 3 == 0 ? -128 : 127;
   for (int i = 0; i < ROWS * NG; i++)
     wm[i] = 1 + (seed = seed * 6364136223846793005UL + 1) % 32768;
   for (int r = 0; r < ROWS; r++)
     ws[r] = (double)(0.01f * (float)(1 + r % 7));
   for (int i = 0; i < LLM_BATCH * COLS; i++)
-    x[i] = !extreme ? rand8() / 16.0 : (i / COLS) % 2 ? -1.0
-                                                      : 1.0;
+    x[i] = !extreme ? rand8() / 16.0 : (i / COLS) % 2 ? -1.0 : 1.0;
   struct llm_qact a = { COLS, 0, aq, am, xs, qsum, packs, pairs, ys };
   int checked = 0;
   for (int v3 = 0; v3 < 2; v3++) {
@@ -140,7 +135,8 @@ check_matmul(int extreme)
           for (int r = 0; r < ROWS; r++) {
             double want = r >= r0 && r < r1 ? plain_row(&w, q, &a, p, r) : 0.0;
             if (bits(y[p * ROWS + r]) != bits(want)) {
-              printf("matmul: extreme=%d v3=%d count=%d rows [%d, %d): y[%d][%d] = %.17g, want %.17g\n",
+              printf(
+                  "matmul: extreme=%d v3=%d count=%d rows [%d, %d): y[%d][%d] = %.17g, want %.17g\n",
                   extreme, v3, count, r0, r1, p, r, y[p * ROWS + r], want);
               return -1;
             }
@@ -174,8 +170,8 @@ main(int argc, char **argv)
     if (x <= 0)
       llm_softmax_exps(&e, 1, 0.0); // exp(x - 0.0), and x - 0.0 is x
     printf("%016lx %016lx %016lx %016lx %016lx %016lx %016lx\n", bits(llm_exp(x)),
-        bits(x > 0 ? llm_log(x) : 0.0), bits(llm_sigmoid(x)), bits(llm_softplus(x)),
-        bits(silu), bits(x <= 0 ? e : 0.0), (uint64)llm_order_key(x));
+        bits(x > 0 ? llm_log(x) : 0.0), bits(llm_sigmoid(x)), bits(llm_softplus(x)), bits(silu),
+        bits(x <= 0 ? e : 0.0), (uint64)llm_order_key(x));
   }
   return 0;
 }

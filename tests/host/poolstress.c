@@ -70,8 +70,7 @@ main(int argc, char **argv)
       bad |= c->runs[i] != 1;
     if (bad) {
       fprintf(2, "llm_poolstress: step %ld (%d items, grain %d): %s\n", s, c->n, c->grain,
-          stray_chunk ? "a chunk ran with another step's argument"
-                      : "an item ran other than once");
+          stray_chunk ? "a chunk ran with another step's argument" : "an item ran other than once");
       return 1;
     }
   }

@@ -33,8 +33,8 @@ u_sbrk(long n)
   char *old = brk_now;
 
   if (arena == 0) {
-    arena = mmap(0, ARENA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-        -1, 0);
+    arena =
+        mmap(0, ARENA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (arena == MAP_FAILED)
       abort();
     // Start at an odd address, as a program's break may: umalloc aligns.

@@ -11,18 +11,15 @@
 static int
 work(double step, int frm, long n)
 {
-  asm volatile("fsrm %0"
-               :
-               : "r"(frm));
+  asm volatile("fsrm %0" : : "r"(frm));
   double sum = 0.0;
   for (long i = 0; i < n; i++)
     sum = sum + step;
   int got;
-  asm volatile("frrm %0"
-               : "=r"(got));
+  asm volatile("frrm %0" : "=r"(got));
   if (sum != step * (double)n || got != frm) {
-    fprintf(2, "fpmix: pid %d: sum %d (want %d), frm %d (want %d)\n", getpid(),
-        (int)sum, (int)(step * (double)n), got, frm);
+    fprintf(2, "fpmix: pid %d: sum %d (want %d), frm %d (want %d)\n", getpid(), (int)sum,
+        (int)(step * (double)n), got, frm);
     return 1;
   }
   return 0;

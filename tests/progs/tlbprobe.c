@@ -46,8 +46,8 @@ main(int argc, char *argv[])
     else
       getpid();
     int ns = pass_ns(p, n, (k % 64) * 64);
-    printf("tlbprobe: pass %d at %d ms after %s: %d ns/page\n", k, (int)((time_us() - start) / 1000),
-        switched ? "a process switch" : "a system call", ns);
+    printf("tlbprobe: pass %d at %d ms after %s: %d ns/page\n", k,
+        (int)((time_us() - start) / 1000), switched ? "a process switch" : "a system call", ns);
   }
   exit(0);
 }

@@ -103,8 +103,8 @@ parse_option(const char *name, const char *value, struct ai_opts *o)
   } else if (strcmp(name, "--temp") == 0)
     bad = parse_micro(value, &o->temp_micro);
   else if (strcmp(name, "--top-p") == 0)
-    bad = parse_micro(value, &o->top_p_micro) < 0 || o->top_p_micro == 0 ||
-        o->top_p_micro > AI_MICRO;
+    bad =
+        parse_micro(value, &o->top_p_micro) < 0 || o->top_p_micro == 0 || o->top_p_micro > AI_MICRO;
   else if (strcmp(name, "--top-k") == 0) {
     uint64 k = 0;
     bad = parse_u64(value, &k) < 0 || k > 0xffffffffUL;
@@ -174,8 +174,8 @@ print_status(struct ai_status *st)
     printf(", result_len %d", st->result_len);
   if (st->state == AI_FAILED)
     printf(", err %d (%s)", st->err, ai_strerror(st->err));
-  printf("\n  prompt %d, predict %d; queued_us %lu ttft_us %lu total_us %lu\n",
-      st->prompt_len, st->predict, st->queued_us, st->ttft_us, st->total_us);
+  printf("\n  prompt %d, predict %d; queued_us %lu ttft_us %lu total_us %lu\n", st->prompt_len,
+      st->predict, st->queued_us, st->ttft_us, st->total_us);
 }
 
 static void
@@ -184,13 +184,11 @@ print_info(void)
   struct ai_info in;
   if (report("info", ai_info(&in)) < 0)
     return;
-  printf("worker pid %d%s, vocab %d, runtime_seq_len %d, %d completed\n",
-      in.worker_pid, in.worker_seen ? "" : " (none since boot)", in.vocab,
-      in.seq_len, in.completed);
+  printf("worker pid %d%s, vocab %d, runtime_seq_len %d, %d completed\n", in.worker_pid,
+      in.worker_seen ? "" : " (none since boot)", in.vocab, in.seq_len, in.completed);
   printf("slots %d/%d used: %d queued, %d running (%d orphaned), %d done, %d failed; "
          "at most %d per process\n",
-      in.used, in.nslot, in.queued, in.running,
-      in.orphans, in.done, in.failed, in.perproc);
+      in.used, in.nslot, in.queued, in.running, in.orphans, in.done, in.failed, in.perproc);
 }
 
 // ---------------------------------------------------------------- top
@@ -225,8 +223,8 @@ print_slots(const struct ai_table_view *v)
     else
       snprintf(owner, sizeof(owner), "gone"); // an orphan
     snprintf(progress, sizeof(progress), "%d/%d", w->tokens, w->predict);
-    printf("%4d %-7s %5s %6d %11s", i, w->state <= AI_FAILED ? state_names[w->state] : "?",
-        owner, w->prompt_len, progress);
+    printf("%4d %-7s %5s %6d %11s", i, w->state <= AI_FAILED ? state_names[w->state] : "?", owner,
+        w->prompt_len, progress);
     print_ms(w->submit_time, w->finish_time ? w->finish_time : v->now);
     print_ms(w->submit_time, w->start_time);
     print_ms(w->submit_time, w->first_time);
@@ -255,8 +253,8 @@ print_table(const struct ai_table_view *v)
   printf("\033[H\033[2J"); // cursor home, clear the screen
   printf("ai top: the kernel's AI table at %lu.%lu s (Ctrl-C ends)\n", v->now / 1000000,
       v->now / 100000 % 10);
-  printf("worker pid %d, %d completed; slots %d/%d used, queue %d, batch %d\n\n",
-      v->worker_pid, v->completed, used, AI_NSLOT, v->nqueued, v->nbatch);
+  printf("worker pid %d, %d completed; slots %d/%d used, queue %d, batch %d\n\n", v->worker_pid,
+      v->completed, used, AI_NSLOT, v->nqueued, v->nbatch);
   print_slots(v);
   printf("\n");
   print_list("FIFO (next first)", v->fifo, v->nqueued);
@@ -488,8 +486,8 @@ main(int argc, char **argv)
       help();
       return 0;
     }
-    fprintf(2, "ai: unknown option %s\nusage: ai [CMD ARGS]   (ai help lists the commands)\n",
-        argv[1]);
+    fprintf(
+        2, "ai: unknown option %s\nusage: ai [CMD ARGS]   (ai help lists the commands)\n", argv[1]);
     return 2;
   }
   if (argc > 1) {

@@ -184,8 +184,7 @@ resize_pool(void)
   llm_pool_start(0);
   pool_sized_at = time_us();
   if (llm_pool_threads() != before)
-    printf("ai_daemon: threads %d -> %d (measured again while idle)\n", before,
-        llm_pool_threads());
+    printf("ai_daemon: threads %d -> %d (measured again while idle)\n", before, llm_pool_threads());
 }
 
 // The next request: one already queued (ai_take never blocks) or, with
@@ -272,8 +271,7 @@ step(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s)
 // The model cannot be loaded: rather than exit and be restarted by init
 // every second (a message each time), tell init to go on and stay idle.
 // Submits get AIE_NOWORKER; kill this process to try again.
-static void __attribute__((noreturn))
-idle(int ready_fd)
+static void __attribute__((noreturn)) idle(int ready_fd)
 {
   fprintf(2, "ai_daemon: not serving; fix the assets, then kill pid %d to retry\n", getpid());
   if (ready_fd >= 0)
@@ -316,8 +314,9 @@ main(int argc, char **argv)
     return 2;
   }
   if (!ai_right(0)) { // say so before loading a model for nothing
-    fprintf(2, "ai_daemon: cannot register: %s; only the ai_daemon that init starts may "
-               "serve (docs/AI_SERVICE.md, rule 13)\n",
+    fprintf(2,
+        "ai_daemon: cannot register: %s; only the ai_daemon that init starts may "
+        "serve (docs/AI_SERVICE.md, rule 13)\n",
         ai_strerror(AIE_PERM));
     return 1;
   }
@@ -328,11 +327,12 @@ main(int argc, char **argv)
     idle(ready_fd);
   places = llm_session_add_caches(&s, &rt, batch);
   if (places < batch)
-    fprintf(2, "ai_daemon: memory for %d of %d KV caches: serving %d at once\n",
-        places, batch, places);
+    fprintf(
+        2, "ai_daemon: memory for %d of %d KV caches: serving %d at once\n", places, batch, places);
   if (llm_sampler_alloc(&work, rt.cfg.vocab_size) < 0)
-    fprintf(2, "ai_daemon: no memory for the sampler: sampled requests will fail "
-               "(out of memory); boot with more RAM to serve them\n");
+    fprintf(2,
+        "ai_daemon: no memory for the sampler: sampled requests will fail "
+        "(out of memory); boot with more RAM to serve them\n");
   llm_pool_start(0); // as many threads as the machine runs at once
   pool_sized_at = time_us();
   if (register_worker(&rt.cfg) < 0)

@@ -157,8 +157,9 @@ main(int argc, char **argv)
   if (argc > 1 && argv[1][0] == '-') {
     if (strcmp(argv[1], "--bench") != 0)
       fprintf(2, "aistress: unknown option %s\n", argv[1]);
-    fprintf(2, "usage: aistress [NPROC [NREQ [SEED [MAXPROMPT [MAXPREDICT]]]]] | "
-               "aistress --bench PREDICT ID...\n");
+    fprintf(2,
+        "usage: aistress [NPROC [NREQ [SEED [MAXPROMPT [MAXPREDICT]]]]] | "
+        "aistress --bench PREDICT ID...\n");
     return 2;
   }
   int nproc = argc > 1 ? atoi(argv[1]) : 8;
@@ -166,8 +167,8 @@ main(int argc, char **argv)
   int seed = argc > 3 ? atoi(argv[3]) : 1;
   int maxprompt = argc > 4 ? atoi(argv[4]) : 12;
   int maxpredict = argc > 5 ? atoi(argv[5]) : 8;
-  if (nreq > MAXREQ || maxprompt > AI_MAX_PROMPT || maxpredict > AI_MAX_PREDICT ||
-      nproc < 1 || nreq < 1 || maxprompt < 1 || maxpredict < 1) {
+  if (nreq > MAXREQ || maxprompt > AI_MAX_PROMPT || maxpredict > AI_MAX_PREDICT || nproc < 1 ||
+      nreq < 1 || maxprompt < 1 || maxpredict < 1) {
     fprintf(2, "aistress: bad arguments\n");
     return 2;
   }
@@ -183,7 +184,6 @@ main(int argc, char **argv)
   for (int p = 0; p < nproc; p++)
     collect(p, &ok, &bad);
   ai_info(&in);
-  printf("aistress: %d ok, %d errors, table used %d, %lu ms\n", ok, bad, in.used,
-      (t1 - t0) / 1000);
+  printf("aistress: %d ok, %d errors, table used %d, %lu ms\n", ok, bad, in.used, (t1 - t0) / 1000);
   return bad != 0 || in.used != 0;
 }

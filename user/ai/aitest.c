@@ -296,8 +296,7 @@ view_consistent(void)
       return 0;
     if (w->state == AI_FREE)
       continue;
-    if (w->tokens < 0 || w->tokens > w->predict || w->submit_time == 0 ||
-        w->submit_time > view.now)
+    if (w->tokens < 0 || w->tokens > w->predict || w->submit_time == 0 || w->submit_time > view.now)
       return 0;
     if (w->state >= AI_RUNNING && w->start_time < w->submit_time)
       return 0;
@@ -333,8 +332,7 @@ static void
 no_worker(void)
 {
   uint64 t0 = time_us();
-  expect("no worker: submit fails at once with AIE_NOWORKER", ai_submit(P, 3, 1),
-      -AIE_NOWORKER);
+  expect("no worker: submit fails at once with AIE_NOWORKER", ai_submit(P, 3, 1), -AIE_NOWORKER);
   expect("no worker: ai_call fails with AIE_NOWORKER", ai_call(P, 3, 1, buf, sizeof(buf)),
       -AIE_NOWORKER);
   result("no worker: without blocking", time_us() - t0 < 1000000, (int)(time_us() - t0));
@@ -378,8 +376,7 @@ real_stop(void)
   struct ai_opts o = { .nstop = 1, .stop = { stop } };
   int r = ai_submit_opts(P, 3, 4, &o);
   int n = r > 0 ? ai_wait(r, buf, sizeof(buf)) : r;
-  result("stop id: the real worker ends the request at it", n == len && strcmp(buf, text) == 0,
-      n);
+  result("stop id: the real worker ends the request at it", n == len && strcmp(buf, text) == 0, n);
 }
 
 // The real worker samples with a request's options: a seed gives the same
@@ -407,7 +404,8 @@ real_worker(void)
 {
   struct ai_status st;
   int n = ai_call(P, 3, 4, first_result, sizeof(first_result));
-  result("call: result is 4 decimal ids separated by single spaces", n > 0 && is_id_text(first_result, n, 4), n);
+  result("call: result is 4 decimal ids separated by single spaces",
+      n > 0 && is_id_text(first_result, n, 4), n);
   int r = ai_submit(P, 3, 4);
   uint64 t0 = time_us();
   int q = ai_query(r, &st);
@@ -417,8 +415,8 @@ real_worker(void)
   ai_query(r, &st);
   result("timing: submit <= start <= first token <= finish, ttft and total set",
       st.state == AI_DONE && st.submit_time && st.submit_time <= st.start_time &&
-          st.start_time <= st.first_time && st.first_time <= st.finish_time &&
-          st.ttft_us > 0 && st.total_us >= st.ttft_us && st.tokens == 4,
+          st.start_time <= st.first_time && st.first_time <= st.finish_time && st.ttft_us > 0 &&
+          st.total_us >= st.ttft_us && st.tokens == 4,
       st.state);
   n = ai_wait(r, buf, sizeof(buf));
   result("call and submit + wait give the same result", n > 0 && strcmp(buf, first_result) == 0, n);
@@ -545,8 +543,8 @@ batching_real(void)
   result("cancel: a running request's place goes to the queued one at once "
          "(it runs and finishes while the batch goes on)",
       exited && st == 0 && qstart != 0 && later, st);
-  expect("cancel: the orphan is freed within a step", wait_used(AI_PERPROC - 1, 200),
-      AI_PERPROC - 1);
+  expect(
+      "cancel: the orphan is freed within a step", wait_used(AI_PERPROC - 1, 200), AI_PERPROC - 1);
   close(fd[0]);
   close(fd[1]);
   pid = exiting_child(predict);
@@ -586,8 +584,7 @@ bad_arguments(void)
       -AIE_TOOLONG);
   expect("bad: tokens pointer in kernel memory", ai_submit(BADADDR, 3, 1), -AIE_FAULT);
   expect("bad: tokens pointer -1", ai_submit(BADADDR2, 3, 1), -AIE_FAULT);
-  expect("bad: tokens past the end of memory", ai_submit((uint32 *)sbrk(0) - 1, 3, 1),
-      -AIE_FAULT);
+  expect("bad: tokens past the end of memory", ai_submit((uint32 *)sbrk(0) - 1, 3, 1), -AIE_FAULT);
   struct ai_opts o = { .nstop = -1 };
   expect("bad: stop count -1", ai_submit_opts(P, 3, 1, &o), -AIE_BADARG);
   o.nstop = AI_MAX_STOP + 1;
@@ -615,8 +612,8 @@ bad_arguments(void)
   expect("bad: ai_table with a bad pointer", ai_table(BADADDR, sizeof(view)), -AIE_FAULT);
   expect("bad: ai_table past the end of memory",
       ai_table((struct ai_table_view *)((char *)sbrk(0) - 8), sizeof(view)), -AIE_FAULT);
-  expect("bad: ai_table with a size below the view's", ai_table(&view, sizeof(view) - 1),
-      -AIE_BADARG);
+  expect(
+      "bad: ai_table with a size below the view's", ai_table(&view, sizeof(view) - 1), -AIE_BADARG);
   expect("bad: ai_table with size -1", ai_table(&view, -1), -AIE_BADARG);
   expect("bad: ai_call with out_cap -1", ai_call(P, 3, 1, buf, -1), -AIE_BADARG);
   if (pid != getpid()) { // (ai_call needs a worker other than aitest)
@@ -662,25 +659,33 @@ states(void)
   int a = sub(P, 3, 3), b = sub(Q, 2, 2);
   ai_query(a, &st);
   ai_query(b, &sb);
-  result("query: queued, first in the queue", st.state == AI_QUEUED && st.queue_pos == 0 && st.reqid == a && st.tokens == 0 && st.result_len == 0, st.state);
+  result("query: queued, first in the queue",
+      st.state == AI_QUEUED && st.queue_pos == 0 && st.reqid == a && st.tokens == 0 &&
+          st.result_len == 0,
+      st.state);
   result("query: queued, second in the queue", sb.state == AI_QUEUED && sb.queue_pos == 1,
       sb.queue_pos);
   int t = take();
   ai_progress(a, 2);
   ai_query(a, &st);
   ai_query(b, &sb);
-  result("worker: ai_next returns the oldest request with its prompt", t == a && job.count == 3 && job.predict == 3 && job.tokens[2] == 3, t);
-  result("query: running, with tokens so far", st.state == AI_RUNNING && st.tokens == 2 && st.queue_pos == -1 && st.start_time >= st.submit_time && st.first_time != 0,
+  result("worker: ai_next returns the oldest request with its prompt",
+      t == a && job.count == 3 && job.predict == 3 && job.tokens[2] == 3, t);
+  result("query: running, with tokens so far",
+      st.state == AI_RUNNING && st.tokens == 2 && st.queue_pos == -1 &&
+          st.start_time >= st.submit_time && st.first_time != 0,
       st.tokens);
   result("query: the next request moves up the queue", sb.queue_pos == 0, sb.queue_pos);
   expect("worker: complete with more ids than predicted refused", finish(a, 4), -AIE_BADARG);
-  expect("worker: complete with a bad ids pointer refused", ai_complete(a, BADADDR, 3),
-      -AIE_FAULT);
+  expect("worker: complete with a bad ids pointer refused", ai_complete(a, BADADDR, 3), -AIE_FAULT);
   expect("worker: the request stays running after refused reports", state_of(a), AI_RUNNING);
   uint32 ids[3] = { 11, 2222, 3 };
   ai_complete(a, ids, 3);
   ai_query(a, &st);
-  result("query: done, with result_len", st.state == AI_DONE && st.result_len == 9 && st.tokens == 3 && st.finish_time >= st.first_time && st.total_us >= st.ttft_us, st.state);
+  result("query: done, with result_len",
+      st.state == AI_DONE && st.result_len == 9 && st.tokens == 3 &&
+          st.finish_time >= st.first_time && st.total_us >= st.ttft_us,
+      st.state);
   ai_query(a, &st);
   result("query twice changes nothing", st.state == AI_DONE && st.result_len == 9, st.state);
   int n = ai_wait(a, buf, sizeof(buf));
@@ -692,8 +697,7 @@ states(void)
   ai_query(b, &sb);
   result("query: failed, with err", sb.state == AI_FAILED && sb.err == -AIE_TOKEN, sb.err);
   expect("failed: wait reports err", ai_wait(b, buf, sizeof(buf)), -AIE_TOKEN);
-  expect("failed: reported once, then no such request", ai_wait(b, buf, sizeof(buf)),
-      -AIE_NOREQ);
+  expect("failed: reported once, then no such request", ai_wait(b, buf, sizeof(buf)), -AIE_NOREQ);
   int c = sub(P, 3, 1);
   take();
   ai_fail(c, 7);
@@ -718,13 +722,21 @@ table_states(void)
   int r = ai_table(&view, sizeof(view));
   int sa = view_slot(a), sb = view_slot(b), sc = view.nqueued == 2 ? view.fifo[1] : 0;
   struct ai_slot_view *w = &view.slot[sa < 0 ? 0 : sa];
-  result("table: running: state, owner, sizes, progress and times", r == 0 && sa >= 0 && w->state == AI_RUNNING && w->owner == me && w->prompt_len == 3 && w->predict == 3 && w->tokens == 2 && w->submit_time <= w->start_time && w->first_time >= w->start_time && w->finish_time == 0 && view.now >= w->first_time, r);
-  result("table: queued: the FIFO in order, ours then the child's", sb >= 0 && view.nqueued == 2 && view.fifo[0] == sb && view.slot[sb].state == AI_QUEUED && view.slot[sc].state == AI_QUEUED && view.slot[sc].owner == f.pid && view.slot[sb].start_time == 0, view.nqueued);
-  result("table: the batch is the worker's running slot", view.worker_pid == me && view.nbatch == 1 && view.batch[0] == sa, view.nbatch);
+  result("table: running: state, owner, sizes, progress and times",
+      r == 0 && sa >= 0 && w->state == AI_RUNNING && w->owner == me && w->prompt_len == 3 &&
+          w->predict == 3 && w->tokens == 2 && w->submit_time <= w->start_time &&
+          w->first_time >= w->start_time && w->finish_time == 0 && view.now >= w->first_time,
+      r);
+  result("table: queued: the FIFO in order, ours then the child's",
+      sb >= 0 && view.nqueued == 2 && view.fifo[0] == sb && view.slot[sb].state == AI_QUEUED &&
+          view.slot[sc].state == AI_QUEUED && view.slot[sc].owner == f.pid &&
+          view.slot[sb].start_time == 0,
+      view.nqueued);
+  result("table: the batch is the worker's running slot",
+      view.worker_pid == me && view.nbatch == 1 && view.batch[0] == sa, view.nbatch);
   result("table: another owner's reqid never visible (the child's request)",
       view.slot[sc].reqid == 0 && f.last > 0, view.slot[sc].reqid);
-  expect("table: another owner's reqid never visible (a child sees none of ours)",
-      view_child(), 0);
+  expect("table: another owner's reqid never visible (a child sees none of ours)", view_child(), 0);
   result("table: consistent", view_consistent(), 0);
   finish(a, 3);
   ai_table(&view, sizeof(view));
@@ -736,7 +748,9 @@ table_states(void)
   ai_wait(a, buf, sizeof(buf));
   ai_table(&view, sizeof(view));
   w = &view.slot[sa < 0 ? 0 : sa];
-  result("table: after the wait the slot is free and blank", w->state == AI_FREE && w->owner == 0 && w->reqid == 0 && w->tokens == 0 && view_slot(a) < 0, w->state);
+  result("table: after the wait the slot is free and blank",
+      w->state == AI_FREE && w->owner == 0 && w->reqid == 0 && w->tokens == 0 && view_slot(a) < 0,
+      w->state);
   filler_stop(&f);
   drain();
   ai_table(&view, sizeof(view));
@@ -756,7 +770,8 @@ buffers(void)
   expect("bad out pointer: the result is kept", state_of(a), AI_DONE);
   memset(buf, 'x', sizeof(buf));
   int n = ai_wait(a, buf, 8);
-  result("retry with out_cap == result_len: 8 bytes, no NUL written", n == 8 && memcmp(buf, "10 11 12x", 9) == 0, n);
+  result("retry with out_cap == result_len: 8 bytes, no NUL written",
+      n == 8 && memcmp(buf, "10 11 12x", 9) == 0, n);
   a = sub(P, 3, 2);
   take();
   finish(a, 2);
@@ -798,8 +813,7 @@ foreign_child(int reqid)
   if (pid == 0) {
     struct ai_status st;
     int ok = ai_query(reqid, &st) == -AIE_NOTOWNER &&
-        ai_wait(reqid, buf, sizeof(buf)) == -AIE_NOTOWNER &&
-        ai_cancel(reqid) == -AIE_NOTOWNER;
+        ai_wait(reqid, buf, sizeof(buf)) == -AIE_NOTOWNER && ai_cancel(reqid) == -AIE_NOTOWNER;
     exit(ok ? 0 : 1);
   }
   int st = -1;
@@ -872,12 +886,7 @@ make_orphan(void)
   return info().orphans == 1 ? r : -1;
 }
 
-enum { BY_WAIT,
-  BY_CANCEL,
-  BY_EXIT,
-  BY_FAILED,
-  BY_ORPHAN,
-  BY_DEATH };
+enum { BY_WAIT, BY_CANCEL, BY_EXIT, BY_FAILED, BY_ORPHAN, BY_DEATH };
 
 static void
 release_one(int how, int *own, int orphan, struct filler *f)
@@ -939,7 +948,8 @@ owner_exit(void)
   ai_fail(c, AIE_RUNTIME);
   filler_stop(&f);
   in = info();
-  result("owner exit: queued, done and failed requests freed", in.used == 1 && in.queued == 0 && in.done == 0 && in.failed == 0, in.used);
+  result("owner exit: queued, done and failed requests freed",
+      in.used == 1 && in.queued == 0 && in.done == 0 && in.failed == 0, in.used);
   result("owner exit: the running request is orphaned", in.running == 1 && in.orphans == 1,
       in.orphans);
   expect("owner exit: the worker may still report progress", ai_progress(a, 1), 0);
@@ -953,8 +963,8 @@ owner_exit(void)
   kill(f.pid);
   filler_stop(&f);
   in = info();
-  result("owner killed: all but the running request freed", in.used == 1 && in.orphans == 1,
-      in.used);
+  result(
+      "owner killed: all but the running request freed", in.used == 1 && in.orphans == 1, in.used);
   for (int i = 0; i < ntaken; i++)
     finish(taken[i], 1);
   ntaken = 0;
@@ -1052,8 +1062,7 @@ streaming(void)
   ai_take(&job, 8);
   int u = used();
   ai_cancel(a);
-  expect("emit: a cancelled running request: stop (AIE_NOREQ)", ai_emit(a, two, 0),
-      -AIE_NOREQ);
+  expect("emit: a cancelled running request: stop (AIE_NOREQ)", ai_emit(a, two, 0), -AIE_NOREQ);
   expect("emit: ...its slot is free at once", used(), u - 1);
   pipe(fd);
   int pid = streaming_child(fd);
@@ -1079,7 +1088,12 @@ static void
 stop_ids(void)
 {
   uint32 three[3] = { 10, 11, 12 };
-  struct ai_opts o = { .nstop = 2, .stop = { 11, 700 }, .temp_micro = 800000, .top_k = 40, .top_p_micro = 950000, .seed = 12345678901234567890UL };
+  struct ai_opts o = { .nstop = 2,
+    .stop = { 11, 700 },
+    .temp_micro = 800000,
+    .top_k = 40,
+    .top_p_micro = 950000,
+    .seed = 12345678901234567890UL };
   int a = ai_submit_opts(P, 3, 5, &o);
   if (a > 0 && nmine < 64)
     mine[nmine++] = a;
@@ -1159,8 +1173,8 @@ worker_rules(void)
   ai_register(0, 0);
   expect("right: a process that dropped the worker right gets AIE_PERM (and its child too)",
       dropped_child(), 0);
-  result("right: no worker registered after the refusals", info().worker_pid == 0,
-      info().worker_pid);
+  result(
+      "right: no worker registered after the refusals", info().worker_pid == 0, info().worker_pid);
   expect("right: the parent keeps it", ai_right(0), 1);
   int w = fork();
   if (w == 0) { // W: register, serve one request, exit
@@ -1199,9 +1213,10 @@ worker_rules(void)
   expect("worker: a new worker may register", ai_register(vocab, seqlen), 0);
   int r = take();
   finish(r, 2);
-  result("worker death: the queued request is served by the new worker", r == b && ai_wait(b, buf, sizeof(buf)) == 5, r);
-  expect("worker: next with a bad job pointer refused", (sub(P, 3, 1), ai_next(BADADDR)),
-      -AIE_FAULT);
+  result("worker death: the queued request is served by the new worker",
+      r == b && ai_wait(b, buf, sizeof(buf)) == 5, r);
+  expect(
+      "worker: next with a bad job pointer refused", (sub(P, 3, 1), ai_next(BADADDR)), -AIE_FAULT);
   struct ai_status s;
   ai_query(mine[nmine - 1], &s);
   result("worker: ...and the request is back at the queue's head",

@@ -39,15 +39,13 @@
 
 // One live request (or a free entry).
 struct live {
-  enum { FREE,
-    LIVE,
-    ENDED } state;            // ENDED: its thread has finished but is not joined
-  int rid;                    // the host's id
-  int reqid;                  // the kernel's
-  int tid;                    // its stream thread
-  struct ai_opts opts;        // for telling stop from length
-  int cancelled;              // C arrived: the thread ends it with E cancel
-  struct ai_status at_cancel; // ai_query just before ai_cancel
+  enum { FREE, LIVE, ENDED } state; // ENDED: its thread has finished but is not joined
+  int rid;                          // the host's id
+  int reqid;                        // the kernel's
+  int tid;                          // its stream thread
+  struct ai_opts opts;              // for telling stop from length
+  int cancelled;                    // C arrived: the thread ends it with E cancel
+  struct ai_status at_cancel;       // ai_query just before ai_cancel
 };
 
 static int port;
@@ -109,8 +107,8 @@ send_end(struct live *l, const char *finish, int gen, struct ai_status *st)
 {
   char line[160];
 
-  snprintf(line, sizeof(line) - 1, "E %d %s %d %d %lu %lu %lu", l->rid, finish, gen,
-      st->prompt_len, st->queued_us, st->ttft_us, st->total_us);
+  snprintf(line, sizeof(line) - 1, "E %d %s %d %d %lu %lu %lu", l->rid, finish, gen, st->prompt_len,
+      st->queued_us, st->ttft_us, st->total_us);
   send_line(line);
 }
 
@@ -200,7 +198,8 @@ parse_submit(char **w, int n, struct submit *s, const char **why)
     0xffffffffffffffffULL };
   for (i = 0; i < 6; i++) {
     if (1 + i >= n || parse_num(w[1 + i], max[i], &v[i]) < 0 || (i == 0 && v[0] == 0)) {
-      *why = i == 0 ? "malformed: no rid (1..2147483647)" : "malformed: a field is not a number in range";
+      *why = i == 0 ? "malformed: no rid (1..2147483647)"
+                    : "malformed: a field is not a number in range";
       return E_MALFORMED;
     }
     if (i == 0)
@@ -286,8 +285,7 @@ do_submit(char **w, int n)
     if (table[i].state != LIVE && (!l || l->state != FREE))
       l = &table[i];
   }
-  code = find_live(s.rid) ? E_LIVE : live >= AI_PERPROC ? E_WINDOW
-                                                        : 0;
+  code = find_live(s.rid) ? E_LIVE : live >= AI_PERPROC ? E_WINDOW : 0;
   mutex_unlock(&table_lock);
   if (code) {
     send_error(s.rid, code, code == E_LIVE ? "rid is already live" : "window full");
@@ -405,9 +403,9 @@ send_view(void)
     len += snprintf(line + len, cap - len, " %d", v.batch[k]);
   for (int i = 0; i < AI_NSLOT; i++) {
     struct ai_slot_view *w = &v.slot[i];
-    len += snprintf(line + len, cap - len, " %d %d %d %d %d %d %lu %lu %lu %lu", w->state,
-        w->owner, rid_of_reqid(w->reqid), w->prompt_len, w->predict, w->tokens, w->submit_time,
-        w->start_time, w->first_time, w->finish_time);
+    len += snprintf(line + len, cap - len, " %d %d %d %d %d %d %lu %lu %lu %lu", w->state, w->owner,
+        rid_of_reqid(w->reqid), w->prompt_len, w->predict, w->tokens, w->submit_time, w->start_time,
+        w->first_time, w->finish_time);
   }
   send_line(line);
 }

@@ -53,9 +53,8 @@ crc_update(uint32 crc, const uchar *p, uint64 n)
     // Little-endian loads: the first byte is the lowest.
     lo = crc ^ (p[0] | p[1] << 8 | p[2] << 16 | (uint32)p[3] << 24);
     hi = p[4] | p[5] << 8 | p[6] << 16 | (uint32)p[7] << 24;
-    crc = crctab[7][lo & 0xff] ^ crctab[6][(lo >> 8) & 0xff] ^
-        crctab[5][(lo >> 16) & 0xff] ^ crctab[4][lo >> 24] ^
-        crctab[3][hi & 0xff] ^ crctab[2][(hi >> 8) & 0xff] ^
+    crc = crctab[7][lo & 0xff] ^ crctab[6][(lo >> 8) & 0xff] ^ crctab[5][(lo >> 16) & 0xff] ^
+        crctab[4][lo >> 24] ^ crctab[3][hi & 0xff] ^ crctab[2][(hi >> 8) & 0xff] ^
         crctab[1][(hi >> 16) & 0xff] ^ crctab[0][hi >> 24];
   }
   for (; n > 0; n--, p++)

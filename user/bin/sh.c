@@ -29,15 +29,7 @@
 #define MAXCMDS 64   // commands in one line
 #define MAXPIPE 16   // commands in one pipeline
 
-enum { T_END,
-  T_WORD,
-  T_PIPE,
-  T_SEMI,
-  T_AMP,
-  T_IN,
-  T_OUT,
-  T_APPEND,
-  T_BADQUOTE };
+enum { T_END, T_WORD, T_PIPE, T_SEMI, T_AMP, T_IN, T_OUT, T_APPEND, T_BADQUOTE };
 static const char *toknames[] = {
   "end of line",
   "word",

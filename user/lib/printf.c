@@ -220,12 +220,8 @@ convert(struct out *o, const char *fmt, va_list *ap)
   case 'u':
   case 'x':
   case 'X':
-  case 'p':
-    fmtint(o, &f, c, lng, ap);
-    break;
-  case 'f':
-    fmtfloat(o, &f, va_arg(*ap, double), prec);
-    break;
+  case 'p': fmtint(o, &f, c, lng, ap); break;
+  case 'f': fmtfloat(o, &f, va_arg(*ap, double), prec); break;
   case 's':
     f.zero = 0;
     f.text = va_arg(*ap, const char *);
@@ -235,11 +231,8 @@ convert(struct out *o, const char *fmt, va_list *ap)
       ;
     putfield(o, &f);
     break;
-  case 'c':
-    putch(o, va_arg(*ap, int));
-    break;
-  case 0:
-    return fmt;
+  case 'c': putch(o, va_arg(*ap, int)); break;
+  case 0: return fmt;
   default:
     // Unknown conversion: show it as written so the mistake is visible.
     putch(o, '%');

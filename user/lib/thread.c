@@ -33,8 +33,7 @@ static struct {
 } stacks[MAXUTHREADS];
 static struct mutex stacks_lock;
 
-static void __attribute__((noreturn))
-uthread_entry(struct ustart *s)
+static void __attribute__((noreturn)) uthread_entry(struct ustart *s)
 {
   thread_exit(s->fn(s->arg));
   for (;;)

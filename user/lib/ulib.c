@@ -207,7 +207,8 @@ strtol(const char *s, char **end, int base)
     p++;
   if (*p == '-' || *p == '+')
     neg = (*p++ == '-');
-  if ((base == 0 || base == 16) && p[0] == '0' && (p[1] == 'x' || p[1] == 'X') && digitval(p[2]) < 16) {
+  if ((base == 0 || base == 16) && p[0] == '0' && (p[1] == 'x' || p[1] == 'X') &&
+      digitval(p[2]) < 16) {
     p += 2;
     base = 16;
   } else if (base == 0) {
@@ -297,8 +298,7 @@ uint64
 time_ticks(void)
 {
   uint64 t;
-  asm volatile("rdtime %0"
-               : "=r"(t));
+  asm volatile("rdtime %0" : "=r"(t));
   return t;
 }
 

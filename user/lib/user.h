@@ -55,10 +55,10 @@ int ai_submit(const uint32 *tokens, int token_count, int predict_count); // reqi
 // ai_submit with options (struct ai_opts: stop ids such as the model's
 // end of sequence, the sampler); opts 0 is ai_submit
 struct ai_opts;
-int ai_submit_opts(const uint32 *tokens, int token_count, int predict_count,
-    const struct ai_opts *opts);
-int ai_wait(int reqid, char *out, int out_cap);                            // bytes written (no NUL counted)
-int ai_query(int reqid, struct ai_status *st);                             // 0; never blocks
+int ai_submit_opts(
+    const uint32 *tokens, int token_count, int predict_count, const struct ai_opts *opts);
+int ai_wait(int reqid, char *out, int out_cap); // bytes written (no NUL counted)
+int ai_query(int reqid, struct ai_status *st);  // 0; never blocks
 int ai_call(const uint32 *tokens, int n, int predict, char *out, int cap); // submit + wait
 int ai_cancel(int reqid);
 int ai_info(struct ai_info *in); // the table at a glance

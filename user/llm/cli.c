@@ -60,9 +60,10 @@ struct options {
 static void
 usage_line(int fd)
 {
-  fprintf(fd, "usage: %s [--asset-dir DIR] [--predict N] [--threads N] [--quiet] [--profile] "
-              "[--stream] [--kernels auto|scalar|vector] [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... "
-              "[--prompt-file F | --stdin [--batch B] | <id> ...]\n",
+  fprintf(fd,
+      "usage: %s [--asset-dir DIR] [--predict N] [--threads N] [--quiet] [--profile] "
+      "[--stream] [--kernels auto|scalar|vector] [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... "
+      "[--prompt-file F | --stdin [--batch B] | <id> ...]\n",
       llm_prog);
 }
 
@@ -169,8 +170,8 @@ parse_ids(const char *s, int *v, int cap, int *count, const char *where)
       int n = len < (int)sizeof(word) - 1 ? len : (int)sizeof(word) - 1;
       memmove(word, s, n);
       word[n] = 0;
-      fprintf(2, "%s: %s: '%s' is not a token id (a decimal number below 2^31)\n",
-          llm_prog, where, word);
+      fprintf(2, "%s: %s: '%s' is not a token id (a decimal number below 2^31)\n", llm_prog, where,
+          word);
       return -1;
     }
     if (*count < cap)
@@ -191,7 +192,8 @@ in_range(const char *v, int hi, int *out, char *range, int size)
 }
 
 // The options that take a value, in value_option's order.
-enum { OPT_DIR,
+enum {
+  OPT_DIR,
   OPT_FILE,
   OPT_PREDICT,
   OPT_TEMP,
@@ -202,9 +204,10 @@ enum { OPT_DIR,
   OPT_KERNELS,
   OPT_THREADS,
   OPT_BATCH,
-  NVALUE_OPTS };
-static const char *const value_opts[NVALUE_OPTS] = { "--asset-dir", "--prompt-file",
-  "--predict", "--temp", "--top-k", "--top-p", "--seed", "--stop", "--kernels", "--threads", "--batch" };
+  NVALUE_OPTS
+};
+static const char *const value_opts[NVALUE_OPTS] = { "--asset-dir", "--prompt-file", "--predict",
+  "--temp", "--top-k", "--top-p", "--seed", "--stop", "--kernels", "--threads", "--batch" };
 
 // Store value v of option a (v is 0 when argv ends after a). Returns 0,
 // 1 if a takes no value, or -1 after a message.
@@ -306,13 +309,13 @@ parse_options(int argc, char **argv, struct options *o)
     o->use_stdin = 1;
     struct stat st = { 0 };
     if (fstat(0, &st) == 0 && st.type == T_DEVICE)
-      fprintf(2, "%s: no ids given: reading requests from the terminal, one per line: "
-                 "<predict> <id0> <id1> ... (exit or Ctrl-D ends)\n",
+      fprintf(2,
+          "%s: no ids given: reading requests from the terminal, one per line: "
+          "<predict> <id0> <id1> ... (exit or Ctrl-D ends)\n",
           llm_prog);
   }
   if (o->batch && (!o->use_stdin || o->stream || o->smp.temp > 0)) {
-    fprintf(2, "%s: --batch serves --stdin only, greedy, without --stream\n",
-        llm_prog);
+    fprintf(2, "%s: --batch serves --stdin only, greedy, without --stream\n", llm_prog);
     return -1;
   }
   return 0;
@@ -337,12 +340,12 @@ stream_id(int i, int id)
 
 // One request from a list of ids (count may exceed what ids holds).
 static int
-run(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s,
-    const int *ids, int count, int predict, int quiet)
+run(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s, const int *ids,
+    int count, int predict, int quiet)
 {
   if (count > MAXIDS) { // (ids holds MAXIDS; the check names the real limit)
-    fprintf(2, "%s: request: prompt of %d ids exceeds the limit of %d prompt ids\n",
-        llm_prog, count, AI_MAX_PROMPT);
+    fprintf(2, "%s: request: prompt of %d ids exceeds the limit of %d prompt ids\n", llm_prog,
+        count, AI_MAX_PROMPT);
     return -1;
   }
   stream_last = predict - 1;
@@ -398,8 +401,8 @@ static int
 batch_add(const int *ids, int count, int predict)
 {
   if (count > MAXIDS) {
-    fprintf(2, "%s: request: prompt of %d ids exceeds the limit of %d prompt ids\n",
-        llm_prog, count, AI_MAX_PROMPT);
+    fprintf(2, "%s: request: prompt of %d ids exceeds the limit of %d prompt ids\n", llm_prog,
+        count, AI_MAX_PROMPT);
     return -1;
   }
   struct breq *b = &breqs[nbreq];
@@ -419,8 +422,8 @@ batch_add(const int *ids, int count, int predict)
 // their id lines and timing lines in input order, and with --profile the
 // batch's profile lines.
 static int
-serve_batch(const struct llm_model *md, struct llm_runtime *rt,
-    struct llm_session *s, int batch, int quiet)
+serve_batch(
+    const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s, int batch, int quiet)
 {
   struct llm_req req[LLM_MAXCACHE], *run[LLM_MAXCACHE];
   int who[LLM_MAXCACHE], nrun = 0, next = 0;
@@ -475,8 +478,8 @@ serve_batch(const struct llm_model *md, struct llm_runtime *rt,
       continue;
     llm_print_ids(b->ids + b->n, b->gen);
     if (!quiet)
-      llm_print_timing(s, b->first_us, b->gen > 1 ? (b->end_us - b->first_us) / (b->gen - 1) : 0,
-          b->n, b->gen);
+      llm_print_timing(
+          s, b->first_us, b->gen > 1 ? (b->end_us - b->first_us) / (b->gen - 1) : 0, b->n, b->gen);
     positions += b->n + b->gen - 1; // the last id is never fed back
   }
   if (s->tm.profile)
@@ -487,8 +490,8 @@ serve_batch(const struct llm_model *md, struct llm_runtime *rt,
 // Serve `<predict> <id> ...` lines until exit/quit/end of input (with
 // --batch: keep them, then serve them together).
 static int
-serve_stdin(const struct llm_model *md, struct llm_runtime *rt,
-    struct llm_session *s, int quiet, int batch)
+serve_stdin(
+    const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s, int quiet, int batch)
 {
   static char line[MAXLINE];
   static int ids[MAXIDS + 1];

@@ -209,7 +209,8 @@ silu(double x)
 
 // (contracts in user/llm/kernels.h) A loop here rather than a call per
 // element from its callers: those live on other pages, and QEMU chains
-// no jump or return across pages (docs/PERF_NOTES.md, facts 4 and 37, "hot code in one 4 KiB page" and "a call or return across pages costs a lookup").
+// no jump or return across pages (docs/PERF_NOTES.md, facts 4 and 37, "hot
+// code in one 4 KiB page" and "a call or return across pages costs a lookup").
 HOT void
 llm_silu_mul(const double *x, const double *m, double *y, int n)
 {
@@ -226,7 +227,8 @@ llm_softmax_exps(double *x, int n, double mx)
 {
   double sum = 0.0;
   for (int t = 0; t < n; t++) {
-    x[t] = (double)table_at(smexp_table, table_pos(x[t] - mx, SMEXP_STEP_BITS, 0)) * (1.0 / 1073741824.0);
+    x[t] = (double)table_at(smexp_table, table_pos(x[t] - mx, SMEXP_STEP_BITS, 0)) *
+        (1.0 / 1073741824.0);
     sum = sum + x[t];
   }
   return sum;
@@ -407,7 +409,8 @@ dot32(const uint64 *w, const uint64 *x)
   int64 s = 0;
   for (int k = 0; k < 4; k++) {
     uint64 a = w[k], b = x[k];
-    s += SX(a, 0) * SX(b, 0) + SX(a, 1) * SX(b, 1) + SX(a, 2) * SX(b, 2) + SX(a, 3) * SX(b, 3) + SX(a, 4) * SX(b, 4) + SX(a, 5) * SX(b, 5) + SX(a, 6) * SX(b, 6) + SX(a, 7) * SX(b, 7);
+    s += SX(a, 0) * SX(b, 0) + SX(a, 1) * SX(b, 1) + SX(a, 2) * SX(b, 2) + SX(a, 3) * SX(b, 3) +
+        SX(a, 4) * SX(b, 4) + SX(a, 5) * SX(b, 5) + SX(a, 6) * SX(b, 6) + SX(a, 7) * SX(b, 7);
   }
   return s;
 }
@@ -557,8 +560,7 @@ group8x2(const uint64 *wa, const uint64 *wb, const int64 *X, int64 *acc)
 // Up to 8 positions at once, each with exactly matmul1's arithmetic; rows
 // two at a time (a last odd row is computed as both, stored once).
 HOT_BATCH __attribute__((optimize("no-schedule-insns"))) static void
-matmul8(const struct llm_qmat *w, const struct llm_qact *a, double *y,
-    int ystride, int r0, int r1)
+matmul8(const struct llm_qmat *w, const struct llm_qact *a, double *y, int ystride, int r0, int r1)
 {
   int ng = w->cols / LLM_GS;
   const int64 *X = (const int64 *)a->packs;
@@ -590,8 +592,8 @@ matmul8(const struct llm_qmat *w, const struct llm_qact *a, double *y,
 // Rows packed for the vector kernels go to them (kernels_vec.c), the rest
 // (all rows, with scalar kernels) to matmul1 or matmul8.
 HOT void
-llm_matmul_rows(const struct llm_qmat *w, const struct llm_qact *a, double *y,
-    int ystride, int r0, int r1, int t)
+llm_matmul_rows(const struct llm_qmat *w, const struct llm_qact *a, double *y, int ystride, int r0,
+    int r1, int t)
 {
   struct llm_qmat tail;
   if (w->vrows > 0) {
@@ -622,9 +624,8 @@ llm_matmul_rows(const struct llm_qmat *w, const struct llm_qact *a, double *y,
 // D_t = sum_g (mq_g * mk_{t,g}) * acc_{t,g}, acc the int32 dot of group g
 // of the query and of key t (docs/ARITHMETIC.md "Full attention" step 5).
 HOT void
-llm_attn_scores(const int8 *qq, const int32 *mq, int ngroups,
-    const int8 *kq, const int32 *km, int kstride, int mstride,
-    int npos, int64 *d)
+llm_attn_scores(const int8 *qq, const int32 *mq, int ngroups, const int8 *kq, const int32 *km,
+    int kstride, int mstride, int npos, int64 *d)
 {
   const uint64 *x = (const uint64 *)qq;
   for (int t = 0; t < npos; t++) {
@@ -640,8 +641,7 @@ llm_attn_scores(const int8 *qq, const int32 *mq, int ngroups,
 // acc_k = sum_t wt[t] * v[t][k] for the 32 dims of one group (step 7):
 // 8 dims at a time, so the 8 sums stay in registers across the t loop.
 HOT void
-llm_attn_values(const int32 *wt, const int8 *vq, int vstride, int npos,
-    int64 *acc)
+llm_attn_values(const int32 *wt, const int8 *vq, int vstride, int npos, int64 *acc)
 {
   for (int k = 0; k < 4; k++) {
     int64 a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
@@ -675,8 +675,8 @@ llm_attn_values(const int32 *wt, const int8 *vq, int vstride, int npos,
 //   S = S + k_i delta_j;  o_j = sum_i S_ij q_i   (sums over i in order).
 // kv is scratch (vd); o gets the output (vd).
 HOT void
-llm_delta_step(double *S, const double *k, const double *q, const double *v,
-    double beta, double decay, int kd, int vd, double *kv, double *o)
+llm_delta_step(double *S, const double *k, const double *q, const double *v, double beta,
+    double decay, int kd, int vd, double *kv, double *o)
 {
   if (llm_vec_delta_step(S, k, q, v, beta, decay, kd, vd, o) == 0)
     return;

@@ -51,9 +51,7 @@ llm_rint(double x)
 {
 #ifdef __riscv
   int64 r;
-  asm("fcvt.l.d %0, %1, rne"
-      : "=r"(r)
-      : "f"(x));
+  asm("fcvt.l.d %0, %1, rne" : "=r"(r) : "f"(x));
   return r;
 #else
   return hostcompat_rint(x);
@@ -86,9 +84,7 @@ llm_sqrt(double x)
 {
 #ifdef __riscv
   double r;
-  asm("fsqrt.d %0, %1"
-      : "=f"(r)
-      : "f"(x));
+  asm("fsqrt.d %0, %1" : "=f"(r) : "f"(x));
   return r;
 #else
   return __builtin_sqrt(x);
@@ -151,19 +147,17 @@ void llm_qmat_offset(struct llm_qmat *m);
 // whichever range it is in, so the thread pool can split the rows. t is
 // the calling thread's index in the pool (0 outside a pool step): the
 // vector kernels keep per-thread state (kernels_vec.c).
-void llm_matmul_rows(const struct llm_qmat *w, const struct llm_qact *a,
-    double *y, int ystride, int r0, int r1, int t);
+void llm_matmul_rows(const struct llm_qmat *w, const struct llm_qact *a, double *y, int ystride,
+    int r0, int r1, int t);
 
 // Attention: D_t for t in [0, npos) (the integer part of q.k_t) and the
 // value sums A_k = sum_t W_t * v[t][k] over one group of 32 dims.
-void llm_attn_scores(const int8 *qq, const int32 *mq, int ngroups,
-    const int8 *kq, const int32 *km, int kstride, int mstride,
-    int npos, int64 *d);
-void llm_attn_values(const int32 *wt, const int8 *vq, int vstride, int npos,
-    int64 *acc);
+void llm_attn_scores(const int8 *qq, const int32 *mq, int ngroups, const int8 *kq, const int32 *km,
+    int kstride, int mstride, int npos, int64 *d);
+void llm_attn_values(const int32 *wt, const int8 *vq, int vstride, int npos, int64 *acc);
 
 // One gated delta rule step of one Gated DeltaNet value head.
-void llm_delta_step(double *S, const double *k, const double *q, const double *v,
-    double beta, double decay, int kd, int vd, double *kv, double *o);
+void llm_delta_step(double *S, const double *k, const double *q, const double *v, double beta,
+    double decay, int kd, int vd, double *kv, double *o);
 
 #endif

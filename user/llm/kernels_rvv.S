@@ -110,10 +110,11 @@
 # groups), y the activations' column factors (YWORD) and qs[g] = 128 *
 # the sum of group g's q, which takes the offset back out. One
 # whole-register load brings two word vectors (8 columns): a vector load
-# costs about the same up to 1 KiB (PERF_NOTES.md, fact 9, "RVV written for TCG is 2-3x scalar on QEMU 10"), so fewer and larger loads pay. The m4 versions (LMUL 4: vlen
-# 128 and 256) load 8 registers, the m2 ones (vlen 512) 4. Every load and
-# store here names byte elements (vl8re8.v, vs8r.v, ...), whatever the data:
-# a register holds the same bytes either way, and QEMU 10 copies a
+# costs about the same up to 1 KiB (PERF_NOTES.md, fact 9, "RVV written for TCG
+# is 2-3x scalar on QEMU 10"), so fewer and larger loads pay. The m4 versions
+# (LMUL 4: vlen 128 and 256) load 8 registers, the m2 ones (vlen 512) 4. Every
+# load and store here names byte elements (vl8re8.v, vs8r.v, ...), whatever the
+# data: a register holds the same bytes either way, and QEMU 10 copies a
 # byte-element access as one block but moves wider elements one at a time
 # (PERF_NOTES.md, fact 25, "vector loads of bytes, not words").
 #
@@ -252,7 +253,8 @@
 # (group sums c0-c3, weights w, byte b, product p; the int64 totals
 # t0r-t3r only meet the widening helper): whichever register a host page
 # boundary cuts, one of them runs at full speed (PERF_NOTES.md, facts 19
-# and 26, "where QEMU keeps the vector registers" and "the prefill kernel's second register set"); kernels_vec.c times both, as for the matvec.
+# and 26, "where QEMU keeps the vector registers" and "the prefill kernel's
+# second register set"); kernels_vec.c times both, as for the matvec.
 .macro MATVEC4 name, load, tstore, c0, c1, c2, c3, w, b, p, t0r, t1r, t2r, t3r
         .global \name
         .type \name, @function

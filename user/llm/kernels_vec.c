@@ -4,12 +4,13 @@
 //
 // Block size: a block of B rows fills one vector register group of 128
 // bytes per load (B = 32 rows of 4 bytes), the size QEMU 10 turns into
-// inline host SIMD (docs/PERF_NOTES.md, fact 9, "RVV written for TCG is 2-3x scalar on QEMU 10"): LMUL 4 at vlen 256, 2 at vlen 512; vlen 128 uses LMUL 4 too (B =
-// 16), since the int64 totals need twice the LMUL. The packing is in place
-// (each byte offset by 128, as the kernels read them, in a new order), one
-// block at a time through a scratch buffer; rows after the last full block
-// stay row-major and go to the scalar kernel. The group multipliers are
-// copied into int32 in the same order (vwm), 1/8 of the weights' size.
+// inline host SIMD (docs/PERF_NOTES.md, fact 9, "RVV written for TCG is 2-3x
+// scalar on QEMU 10"): LMUL 4 at vlen 256, 2 at vlen 512; vlen 128 uses LMUL 4
+// too (B = 16), since the int64 totals need twice the LMUL. The packing is in
+// place (each byte offset by 128, as the kernels read them, in a new order),
+// one block at a time through a scratch buffer; rows after the last full block
+// stay row-major and go to the scalar kernel. The group multipliers are copied
+// into int32 in the same order (vwm), 1/8 of the weights' size.
 //
 // The float steps stay in C and in the scalar kernel's order:
 // y = ((double)T * f) * ws[r] with the assembly's exact int64 T.
@@ -19,9 +20,7 @@
 #include "user/llm/loader.h"
 #include "user/llm/pool.h"
 
-enum { KERNELS_AUTO,
-  KERNELS_SCALAR,
-  KERNELS_VECTOR };
+enum { KERNELS_AUTO, KERNELS_SCALAR, KERNELS_VECTOR };
 
 static int choice = KERNELS_AUTO; // from llm_kernels_select
 static int decided = -1;          // KERNELS_SCALAR or _VECTOR, once known
@@ -32,15 +31,15 @@ static long vtype64;              // e64, LMUL 8 (vlen 128, 256) or 4 (512), ta,
 #define MAXBLOCK 64
 
 #ifdef __riscv
-typedef void matvec_fn(const int8 *w, const int32 *wm, const int16 *y, const int32 *m,
-    long ng, int64 *t, long vtype, const int32 *qs);
+typedef void matvec_fn(const int8 *w, const int32 *wm, const int16 *y, const int32 *m, long ng,
+    int64 *t, long vtype, const int32 *qs);
 matvec_fn llm_rvv_matvec_m4_a, llm_rvv_matvec_m4_b, llm_rvv_matvec_m4_c;
 matvec_fn llm_rvv_matvec_m2_a, llm_rvv_matvec_m2_b, llm_rvv_matvec_m2_c;
-typedef void matvecp_fn(const int8 *w, const int32 *wm, const int16 *y, const int32 *m,
-    long ng, int32 *p, long vtype, const int32 *qs);
+typedef void matvecp_fn(const int8 *w, const int32 *wm, const int16 *y, const int32 *m, long ng,
+    int32 *p, long vtype, const int32 *qs);
 matvecp_fn llm_rvv_matvecp_m4, llm_rvv_matvecp_m2;
-typedef void matvec4_fn(const int8 *w, const int32 *wm, const int16 *y, const int32 *m,
-    long ng, int64 *t, long vtype, long n, const int32 *qs);
+typedef void matvec4_fn(const int8 *w, const int32 *wm, const int16 *y, const int32 *m, long ng,
+    int64 *t, long vtype, long n, const int32 *qs);
 matvec4_fn llm_rvv_matvec4_m2_a, llm_rvv_matvec4_m2_b, llm_rvv_matvec4_m1_a, llm_rvv_matvec4_m1_b;
 typedef void delta_fn(double *S, const double *k, const double *q, const double *v, long kd,
     long vd, double *o, long vtype, double beta, double decay);
@@ -51,9 +50,7 @@ delta_fn llm_rvv_delta_m8, llm_rvv_delta_m4;
 // assignments of llm_rvv_matvec and llm_rvv_matvecp (PARTS, which uses
 // every register: where a host page boundary cuts one, the others may
 // win), and two of the 4-position kernel (which runs at half that LMUL).
-enum { ONE,
-  FOUR,
-  KINDS };
+enum { ONE, FOUR, KINDS };
 #define VERSIONS         4
 #define PARTS            3   // the version that is llm_rvv_matvecp
 #define PARTS_MAX_GROUPS 128 // its int32 sums hold this many groups
@@ -69,8 +66,9 @@ static delta_fn *delta;
 // vector register that a host page boundary cuts is about 4x slower
 // under QEMU 10, and which register that is depends on the QEMU process
 // and on the hart (a thread may move to another hart) (PERF_NOTES.md,
-// facts 19 and 26, "where QEMU keeps the vector registers" and "the prefill kernel's second register set"). A timing costs a few calls,
-// every few tokens.
+// facts 19 and 26, "where QEMU keeps the vector registers" and "the prefill
+// kernel's second register set"). A timing costs a few calls, every few
+// tokens.
 #define RETIME_CALLS 20000
 static struct {
   int version[KINDS];
@@ -137,8 +135,7 @@ kernels(void)
     decided = choice != KERNELS_SCALAR && n >= 16 && n <= 64 ? KERNELS_VECTOR : KERNELS_SCALAR;
     int lmul = n >= 32 ? 128 / n : 4; // 1 << (vtype & 3) registers per group
     block = n * lmul / 4;
-    vtype32 = (3 << 6) | (2 << 3) | (lmul == 4 ? 2 : lmul == 2 ? 1
-                                                               : 0);
+    vtype32 = (3 << 6) | (2 << 3) | (lmul == 4 ? 2 : lmul == 2 ? 1 : 0);
     vtype64 = (3 << 6) | (3 << 3) | (n <= 32 ? 3 : 2);
 #ifdef __riscv
     matvec_fn *m4[PARTS] = { llm_rvv_matvec_m4_a, llm_rvv_matvec_m4_b, llm_rvv_matvec_m4_c };
@@ -212,8 +209,7 @@ llm_vec_pack(struct llm_qmat *m, int32 *vwm)
     return -1;
   for (int b = 0; b < nb; b++)
     pack_block((int8 *)m->q + (uint64)b * block * m->cols,
-        m->wm ? m->wm + (uint64)b * block * ng : 0, m->cols, scratch,
-        vwm + (uint64)b * ng * block);
+        m->wm ? m->wm + (uint64)b * block * ng : 0, m->cols, scratch, vwm + (uint64)b * ng * block);
   free(scratch);
   m->vrows = nb * block;
   m->vwm = vwm;
@@ -232,7 +228,8 @@ llm_qmat_weight(const struct llm_qmat *w, int r, int k)
 #ifdef __riscv
 // The driver of the kernels below, from run_parts to llm_vec_matmul, runs
 // for every block of rows: it shares one page (PERF_NOTES.md, facts 4 and
-// 37, "hot code in one 4 KiB page" and "a call or return across pages costs a lookup"), which its first function starts.
+// 37, "hot code in one 4 KiB page" and "a call or return across pages costs a
+// lookup"), which its first function starts.
 #define HOT_VEC       __attribute__((section(".text.hot.vec")))
 #define HOT_VEC_FIRST __attribute__((section(".text.hot.vec"), aligned(4096)))
 
@@ -292,8 +289,9 @@ fastest_version(const struct call *c)
     if (run == 0)
       memmove(first, c->t, bytes);
     else if (memcmp(first, c->t, bytes) != 0) {
-      fprintf(2, "%s: vector kernel version %d differs from version 0 (a bug in kernels_rvv.S); "
-                 "run with --kernels scalar\n",
+      fprintf(2,
+          "%s: vector kernel version %d differs from version 0 (a bug in kernels_rvv.S); "
+          "run with --kernels scalar\n",
           llm_prog, v);
       exit(1);
     }
@@ -318,13 +316,13 @@ run_call(const struct call *c, int th)
 // One block of B rows from row b0 for position p, by thread th: y[r] for
 // the rows r of the block in [lo, hi) (a thread's range may cut a block).
 static HOT_VEC void
-block1(const struct llm_qmat *w, const struct llm_qact *a, int p, int b0, int lo, int hi,
-    double f, double *y, int th)
+block1(const struct llm_qmat *w, const struct llm_qact *a, int p, int b0, int lo, int hi, double f,
+    double *y, int th)
 {
   int64 t[MAXBLOCK];
   int ng = w->cols / LLM_GS;
-  struct call c = { ONE, w->q + (uint64)b0 * w->cols, w->vwm + (uint64)b0 * ng,
-    a->ys + p * w->cols, a->qsum + p * ng, a->m + p * ng, ng, w->cols, t };
+  struct call c = { ONE, w->q + (uint64)b0 * w->cols, w->vwm + (uint64)b0 * ng, a->ys + p * w->cols,
+    a->qsum + p * ng, a->m + p * ng, ng, w->cols, t };
   run_call(&c, th);
   for (int r = lo; r < hi; r++)
     y[r] = ((double)t[r - b0] * f) * w->ws[r];
@@ -333,8 +331,8 @@ block1(const struct llm_qmat *w, const struct llm_qact *a, int p, int b0, int lo
 // Half h of the block of B rows from row b0, for positions p0 .. p0+3
 // (all held), by thread th: the rows in [lo, hi).
 static HOT_VEC void
-half4(const struct llm_qmat *w, const struct llm_qact *a, int b0, int h, int lo, int hi,
-    int p0, const double *f, double *y, int ystride, int th)
+half4(const struct llm_qmat *w, const struct llm_qact *a, int b0, int h, int lo, int hi, int p0,
+    const double *f, double *y, int ystride, int th)
 {
   int64 t[4 * MAXBLOCK / 2];
   int ng = w->cols / LLM_GS, n = w->cols, H = block / 2, h0 = b0 + h * H;
@@ -350,8 +348,8 @@ half4(const struct llm_qmat *w, const struct llm_qact *a, int b0, int h, int lo,
 }
 
 HOT_VEC void
-llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
-    int ystride, int lo, int hi, int t)
+llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y, int ystride, int lo,
+    int hi, int t)
 {
   double f[LLM_BATCH];
   for (int p = 0; p < a->count; p++)
@@ -374,8 +372,8 @@ llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
 }
 
 int
-llm_vec_delta_step(double *S, const double *k, const double *q, const double *v,
-    double beta, double decay, int kd, int vd, double *o)
+llm_vec_delta_step(double *S, const double *k, const double *q, const double *v, double beta,
+    double decay, int kd, int vd, double *o)
 {
   if (kernels() != KERNELS_VECTOR)
     return -1;
@@ -384,15 +382,15 @@ llm_vec_delta_step(double *S, const double *k, const double *q, const double *v,
 }
 #else
 int
-llm_vec_delta_step(double *S, const double *k, const double *q, const double *v,
-    double beta, double decay, int kd, int vd, double *o)
+llm_vec_delta_step(double *S, const double *k, const double *q, const double *v, double beta,
+    double decay, int kd, int vd, double *o)
 {
   return -1;
 }
 
 void
-llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y,
-    int ystride, int lo, int hi, int t)
+llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y, int ystride, int lo,
+    int hi, int t)
 {
   fprintf(2, "llm_vec_matmul: this build has no vector kernels\n");
   exit(1);

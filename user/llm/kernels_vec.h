@@ -41,16 +41,16 @@ int llm_vec_pack(struct llm_qmat *m, int32 *vwm);
 // block that the range cuts is computed whole and stored only in part, so
 // callers that split rows should cut at multiples of llm_row_grain(). t:
 // the calling thread's index in the pool (below LLM_MAX_THREADS).
-void llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a,
-    double *y, int ystride, int lo, int hi, int t);
+void llm_vec_matmul(const struct llm_qmat *w, const struct llm_qact *a, double *y, int ystride,
+    int lo, int hi, int t);
 
 // One gated delta rule step (kernels.c, llm_delta_step) by the RVV kernel,
 // bit for bit the scalar one's S and o. kd >= 1 and vd a multiple of 32,
 // as the loader's config checks guarantee (the kernel's chunk is 16 or
 // 32 columns). Returns 0, or -1 without doing anything when the scalar
 // kernels run.
-int llm_vec_delta_step(double *S, const double *k, const double *q, const double *v,
-    double beta, double decay, int kd, int vd, double *o);
+int llm_vec_delta_step(double *S, const double *k, const double *q, const double *v, double beta,
+    double decay, int kd, int vd, double *o);
 
 // Row ranges split across threads start at multiples of this: the vector
 // kernels' block (16 or 32 rows), so that no block is cut and computed by

@@ -77,8 +77,8 @@ mm_step_run(struct llm_session *s, const struct llm_mm_out *out, int count, doub
   int rows = 0;
   for (int j = 0; j < count; j++) {
     if (out[j].w->cols != s->act.n) {
-      fprintf(2, "%s: llm_mm: matrix has %d columns, input %d\n", llm_prog,
-          out[j].w->cols, s->act.n);
+      fprintf(
+          2, "%s: llm_mm: matrix has %d columns, input %d\n", llm_prog, out[j].w->cols, s->act.n);
       exit(1);
     }
     rows += out[j].w->rows;
@@ -107,8 +107,8 @@ void
 llm_mm_residual(struct llm_runtime *rt, struct llm_session *s, const struct llm_qmat *w)
 {
   if (w->rows != rt->cfg.dim) {
-    fprintf(2, "%s: llm_mm_residual: matrix has %d rows, the model %d dims\n", llm_prog,
-        w->rows, rt->cfg.dim);
+    fprintf(2, "%s: llm_mm_residual: matrix has %d rows, the model %d dims\n", llm_prog, w->rows,
+        rt->cfg.dim);
     exit(1);
   }
   struct llm_mm_out o = { w, s->proj, rt->cfg.dim };
@@ -193,8 +193,8 @@ prepare_query(struct llm_runtime *rt, const struct llm_layer *L, int pos, double
 // Steps 2-4 for the keys and values of one position: k norm, RoPE, and
 // the quantised K and V of every kv head stored at `pos` of cache c.
 static void
-prepare_kv(struct llm_runtime *rt, struct llm_cache *c,
-    const struct llm_layer *L, int slot, int pos, double *k, double *v)
+prepare_kv(struct llm_runtime *rt, struct llm_cache *c, const struct llm_layer *L, int slot,
+    int pos, double *k, double *v)
 {
   const struct llm_config *g = &rt->cfg;
   int hd = g->head_dim, kvd = g->n_kv_heads * hd;
@@ -223,8 +223,7 @@ head_softmax(struct llm_runtime *rt, struct llm_head_scratch *sc, const struct l
   double a = (xsq * (1.0 / llm_sqrt((double)hd))) / 1073741824.0;
   uint64 row = kv_row(rt, slot, 0);
   llm_attn_scores(sc->qhead_q, sc->qhead_m, hd / LLM_GS, c->kq + row * kvd + kvh * hd,
-      c->km + row * (kvd / LLM_GS) + kvh * (hd / LLM_GS),
-      kvd, kvd / LLM_GS, npos, sc->dot);
+      c->km + row * (kvd / LLM_GS) + kvh * (hd / LLM_GS), kvd, kvd / LLM_GS, npos, sc->dot);
   const double *kxs = c->kxs + row * g->n_kv_heads + kvh;
   double mx = 0.0;
   int64 mxkey = 0; // llm_order_key(mx)
@@ -253,7 +252,9 @@ head_values(struct llm_runtime *rt, struct llm_head_scratch *sc, const struct ll
   double wmax = 0.0;
   int64 wmaxkey = 0; // llm_order_key(wmax)
   for (int t = 0; t < npos; t++) {
-    double sv = (kc->vxs[(row + t) * g->n_kv_heads + kvh] * (double)kc->vm[(row + t) * (kvd / LLM_GS) + gi]) / 32768.0;
+    double sv = (kc->vxs[(row + t) * g->n_kv_heads + kvh] *
+                    (double)kc->vm[(row + t) * (kvd / LLM_GS) + gi]) /
+        32768.0;
     sc->val_w[t] = sc->score[t] * sv;
     int64 key = llm_order_key(sc->val_w[t]);
     if (key > wmaxkey) {
@@ -303,12 +304,13 @@ prepare_positions(void *arg, int lo, int hi, int t)
   struct attend_step *a = arg;
   int kvd = a->rt->cfg.n_kv_heads * a->rt->cfg.head_dim;
   for (int p = lo; p < hi; p++)
-    prepare_kv(a->rt, a->st->kv[p], a->L, a->slot, a->st->pos[p], a->s->k + p * kvd,
-        a->s->v + p * kvd);
+    prepare_kv(
+        a->rt, a->st->kv[p], a->L, a->slot, a->st->pos[p], a->s->k + p * kvd, a->s->v + p * kvd);
 }
 
 // On a page of its own, with the loops over positions it inlines
-// (docs/PERF_NOTES.md, facts 4 and 37, "hot code in one 4 KiB page" and "a call or return across pages costs a lookup").
+// (docs/PERF_NOTES.md, facts 4 and 37, "hot code in one 4 KiB page" and "a
+// call or return across pages costs a lookup").
 static __attribute__((section(".text.hot.attn"), aligned(4096))) void
 attend_heads(void *arg, int lo, int hi, int t)
 {
@@ -336,8 +338,8 @@ attend_heads(void *arg, int lo, int hi, int t)
 // Full attention (docs/ARITHMETIC.md, "Full attention") of layer l for
 // the positions of st.
 void
-llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s, int l,
-    const struct llm_step *st)
+llm_apply_full_layer(
+    struct llm_runtime *rt, struct llm_session *s, int l, const struct llm_step *st)
 {
   int n = st->n;
   const struct llm_config *g = &rt->cfg;
@@ -347,7 +349,8 @@ llm_apply_full_layer(struct llm_runtime *rt, struct llm_session *s, int l,
   // 1. xn = rmsnorm(x); q, k, v = Wq xn, Wk xn, Wv xn
   llm_norm_in(rt, s, L->input_norm, n);
   llm_mm_in(s, s->xn, dim, dim, n);
-  struct llm_mm_out qkv[] = { { &L->wq, s->q, qrows }, { &L->wk, s->k, kvd }, { &L->wv, s->v, kvd } };
+  struct llm_mm_out qkv[] = { { &L->wq, s->q, qrows }, { &L->wk, s->k, kvd },
+    { &L->wv, s->v, kvd } };
   llm_mm_many(s, qkv, 3);
   // 2-8. norms, RoPE, cache, attention (keys of the whole batch first:
   // position p attends to its request's earlier positions in the batch too)
@@ -445,8 +448,7 @@ head_rows(void *arg, int lo, int hi, int t)
 // logits_i: each thread's first maximum over its chunks, then the first
 // of those, as one pass would.
 void
-llm_heads(struct llm_runtime *rt, struct llm_session *s, const int *at, int n,
-    int *ids)
+llm_heads(struct llm_runtime *rt, struct llm_session *s, const int *at, int n, int *ids)
 {
   const struct llm_config *g = &rt->cfg;
   int dim = g->dim, V = g->vocab_size;

@@ -4,12 +4,13 @@
 //
 // CFG.BIN is checked field by field. Every other file is read with one
 // large read() straight into the buffer it stays in (the disk costs about
-// 25 us per request whatever its size: docs/PERF_NOTES.md, fact 6, "a disk request costs about 25 us"), and the layer structs point into those buffers, except
-// for the fp32 values (scales, norms, cos/sin, conv weights), which are widened
-// to doubles once, here. Each file's size must equal the size its layout implies,
-// so the layout code runs twice: once counting bytes (and the doubles to
-// allocate), once handing out pointers. Every refusal names the file and the
-// field.
+// 25 us per request whatever its size: docs/PERF_NOTES.md, fact 6, "a disk
+// request costs about 25 us"), and the layer structs point into those buffers,
+// except for the fp32 values (scales, norms, cos/sin, conv weights), which are
+// widened to doubles once, here. Each file's size must equal the size its
+// layout implies, so the layout code runs twice: once counting bytes (and the
+// doubles to allocate), once handing out pointers. Every refusal names the
+// file and the field.
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
@@ -44,8 +45,9 @@ rt_alloc(struct llm_runtime *rt, uint64 n)
 static int
 out_of_memory(const char *what)
 {
-  fprintf(2, "%s: %s: out of memory; boot the guest with more RAM (e.g. make qemu-smol "
-             "RAM=1G)\n",
+  fprintf(2,
+      "%s: %s: out of memory; boot the guest with more RAM (e.g. make qemu-smol "
+      "RAM=1G)\n",
       llm_prog, what);
   return -1;
 }
@@ -81,9 +83,10 @@ llm_asset_dir_check(const char *dir)
     close(fd);
   }
   if (r < 0) {
-    fprintf(2, "%s: %s: cannot enter the asset directory: %s "
-               "(boot an image with the model: make qemu-smol / qemu-qwen, "
-               "or pass --asset-dir DIR)\n",
+    fprintf(2,
+        "%s: %s: cannot enter the asset directory: %s "
+        "(boot an image with the model: make qemu-smol / qemu-qwen, "
+        "or pass --asset-dir DIR)\n",
         llm_prog, dir, strerror(r));
     return -1;
   }
@@ -94,8 +97,7 @@ llm_asset_dir_check(const char *dir)
 // 4 KiB when want is 0 (CFG.BIN). Returns the descriptor with *size set,
 // -ENOENT (no message) if optional and missing, or -1 after a message.
 static int
-open_asset(const char *dir, const char *name, uint64 want, int optional,
-    uint64 *size)
+open_asset(const char *dir, const char *name, uint64 want, int optional, uint64 *size)
 {
   char path[MAXPATH];
   struct stat st = { 0 };
@@ -112,8 +114,8 @@ open_asset(const char *dir, const char *name, uint64 want, int optional,
     fprintf(2, "%s: %s: wrong size: %lu bytes, too long\n", llm_prog, name, st.size);
     r = -EINVAL;
   } else if (r == 0 && want && st.size != want) {
-    fprintf(2, "%s: %s: wrong size: %lu bytes, expected %lu (%s)\n", llm_prog,
-        name, st.size, want, st.size < want ? "truncated" : "too long");
+    fprintf(2, "%s: %s: wrong size: %lu bytes, expected %lu (%s)\n", llm_prog, name, st.size, want,
+        st.size < want ? "truncated" : "too long");
     r = -EINVAL;
   }
   if (r < 0) {
@@ -141,8 +143,8 @@ read_asset(int fd, const char *name, uint8 *dst, uint64 n)
 // Load dir/name, exactly want bytes, whole into a new buffer *out of rt.
 // Returns 0, 1 if optional and missing, -1 after a message.
 static int
-load_file(struct llm_runtime *rt, const char *dir, const char *name,
-    uint64 want, int optional, uint8 **out)
+load_file(struct llm_runtime *rt, const char *dir, const char *name, uint64 want, int optional,
+    uint8 **out)
 {
   uint64 size;
   int fd = open_asset(dir, name, want, optional, &size);
@@ -191,8 +193,8 @@ cfg_decode(struct llm_config *c, const uint8 *p)
 {
   c->version = u32at(p, 1);
   if (c->version == 1) {
-    int *v1[] = { &c->dim, &c->hidden_dim, &c->n_layers, &c->n_heads,
-      &c->n_kv_heads, &c->vocab_size, &c->seq_len, &c->runtime_seq_len };
+    int *v1[] = { &c->dim, &c->hidden_dim, &c->n_layers, &c->n_heads, &c->n_kv_heads,
+      &c->vocab_size, &c->seq_len, &c->runtime_seq_len };
     for (int i = 0; i < 8; i++)
       *v1[i] = u32at(p, 2 + i);
     c->rms_eps = f32at(p, 10);
@@ -201,15 +203,14 @@ cfg_decode(struct llm_config *c, const uint8 *p)
     c->rotary_dim = c->head_dim;
     return;
   }
-  int *v2[] = { &c->model_kind, &c->flags, &c->dim, &c->hidden_dim,
-    &c->n_layers, &c->n_heads, &c->n_kv_heads, &c->head_dim,
-    &c->vocab_size, &c->seq_len, &c->runtime_seq_len };
+  int *v2[] = { &c->model_kind, &c->flags, &c->dim, &c->hidden_dim, &c->n_layers, &c->n_heads,
+    &c->n_kv_heads, &c->head_dim, &c->vocab_size, &c->seq_len, &c->runtime_seq_len };
   for (int i = 0; i < 11; i++)
     *v2[i] = u32at(p, 2 + i);
   c->rms_eps = f32at(p, 13);
   c->rope_theta = f32at(p, 14);
-  int *v2b[] = { &c->rotary_dim, &c->lin_k_heads, &c->lin_v_heads,
-    &c->lin_k_dim, &c->lin_v_dim, &c->conv_kernel };
+  int *v2b[] = { &c->rotary_dim, &c->lin_k_heads, &c->lin_v_heads, &c->lin_k_dim, &c->lin_v_dim,
+    &c->conv_kernel };
   for (int i = 0; i < 6; i++)
     *v2b[i] = u32at(p, 15 + i);
   if (c->version == 3)
@@ -300,8 +301,8 @@ cfg_check_linear(const struct llm_config *c)
       if (f[i].v == 0)
         return bad_field(f[i].name, 0, "is zero but other linear fields are set");
   if (set && c->lin_v_heads % c->lin_k_heads)
-    return bad_field("linear_num_v_heads", c->lin_v_heads,
-        "is not a multiple of linear_num_k_heads");
+    return bad_field(
+        "linear_num_v_heads", c->lin_v_heads, "is not a multiple of linear_num_k_heads");
   return 0;
 }
 
@@ -330,12 +331,13 @@ cfg_check(const struct llm_config *c, int model_kind)
     return bad_field("group_size", c->group_size, "is not 32");
   if (!(c->rms_eps > 0.0f))
     return bad_field("rms_eps", (int)c->rms_eps, "must be > 0");
-  if (model_kind == LLM_MODEL_ANY && c->model_kind != LLM_MODEL_SMOL && c->model_kind != LLM_MODEL_QWEN)
+  if (model_kind == LLM_MODEL_ANY && c->model_kind != LLM_MODEL_SMOL &&
+      c->model_kind != LLM_MODEL_QWEN)
     return bad_field("model_kind", c->model_kind, "is unknown (0 smol/llama, 1 qwen)");
   if (model_kind != LLM_MODEL_ANY && c->model_kind != model_kind) {
-    fprintf(2, "%s: CFG.BIN: field model_kind: %d (%s), but %s runs model_kind %d\n",
-        llm_prog, c->model_kind, c->model_kind == LLM_MODEL_QWEN ? "qwen" : "smol/llama",
-        llm_prog, model_kind);
+    fprintf(2, "%s: CFG.BIN: field model_kind: %d (%s), but %s runs model_kind %d\n", llm_prog,
+        c->model_kind, c->model_kind == LLM_MODEL_QWEN ? "qwen" : "smol/llama", llm_prog,
+        model_kind);
     return -1;
   }
   return cfg_check_groups(c);
@@ -357,8 +359,8 @@ llm_config_load(const char *dir, int model_kind, struct llm_config *c)
     return -1;
   }
   if (u32at(p, 0) != CFG_MAGIC) {
-    fprintf(2, "%s: CFG.BIN: field magic: 0x%x, expected 0x%x (\"CFG1\")\n",
-        llm_prog, u32at(p, 0), CFG_MAGIC);
+    fprintf(2, "%s: CFG.BIN: field magic: 0x%x, expected 0x%x (\"CFG1\")\n", llm_prog, u32at(p, 0),
+        CFG_MAGIC);
     return -1;
   }
   uint32 v = u32at(p, 1);
@@ -367,8 +369,8 @@ llm_config_load(const char *dir, int model_kind, struct llm_config *c)
     return -1;
   }
   if (n != sizes[v]) {
-    fprintf(2, "%s: CFG.BIN: wrong size: %lu bytes, expected %d for version %u (%s)\n",
-        llm_prog, n, sizes[v], v, n < sizes[v] ? "truncated" : "too long");
+    fprintf(2, "%s: CFG.BIN: wrong size: %lu bytes, expected %d for version %u (%s)\n", llm_prog, n,
+        sizes[v], v, n < sizes[v] ? "truncated" : "too long");
     return -1;
   }
   memset(c, 0, sizeof(*c));
@@ -545,16 +547,18 @@ load_kinds(struct llm_runtime *rt, const char *dir, int model_kind)
     return -1;
   }
   if (u32at(p, 0) != g->n_layers) {
-    fprintf(2, "%s: LTY.BIN: field count: %u, expected n_layers %d\n",
-        llm_prog, u32at(p, 0), g->n_layers);
+    fprintf(2, "%s: LTY.BIN: field count: %u, expected n_layers %d\n", llm_prog, u32at(p, 0),
+        g->n_layers);
     return -1;
   }
   for (int l = 0; l < g->n_layers; l++) {
     uint32 k = u32at(p, 1 + l);
     int linear = k == LLM_LAYER_DELTANET;
-    if (k > LLM_LAYER_DELTANET || (linear && (model_kind == LLM_MODEL_SMOL || g->lin_k_heads == 0))) {
-      fprintf(2, "%s: LTY.BIN: field kind of layer %d: %u not allowed here "
-                 "(0 full attention; 1 linear, Qwen with linear fields only)\n",
+    if (k > LLM_LAYER_DELTANET ||
+        (linear && (model_kind == LLM_MODEL_SMOL || g->lin_k_heads == 0))) {
+      fprintf(2,
+          "%s: LTY.BIN: field kind of layer %d: %u not allowed here "
+          "(0 full attention; 1 linear, Qwen with linear fields only)\n",
           llm_prog, l, k);
       return -1;
     }

@@ -158,8 +158,7 @@ run_chunks(uint32 step, int t)
     int k = (int)(c & 0xffff);
     if ((uint32)(c >> 32) != step || k >= (int)((c >> 16) & 0xffff))
       return;
-    if (!__atomic_compare_exchange_n(&pool.claim, &c, c + 1, 0, __ATOMIC_ACQ_REL,
-            __ATOMIC_ACQUIRE))
+    if (!__atomic_compare_exchange_n(&pool.claim, &c, c + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
       continue;
     int lo = chunk_start(k), hi = chunk_start(k + 1);
     uint64 t0 = pool.profile ? time_us() : 0;
@@ -239,8 +238,7 @@ static void
 post(void)
 {
   uint32 step = pool.step + 1;
-  __atomic_store_n(&pool.claim, (uint64)step << 32 | (uint64)pool.chunks << 16,
-      __ATOMIC_RELEASE);
+  __atomic_store_n(&pool.claim, (uint64)step << 32 | (uint64)pool.chunks << 16, __ATOMIC_RELEASE);
   __atomic_store_n(&pool.step, step, __ATOMIC_SEQ_CST);
   if (__atomic_load_n(&pool.idle, __ATOMIC_SEQ_CST) > 0)
     futex_wake(&pool.step, LLM_MAX_THREADS);
@@ -277,8 +275,7 @@ window_threads(uint32 w)
   // Rounded up from 0.6: two harts on a free 2-core host measure 1.85-2.0
   // cores, four harts on it 2.1-2.5.
   int p = (int)((sum + CALIBRATE_US * 2 / 5) / CALIBRATE_US);
-  return p < 1 ? 1 : p > n ? n
-                           : p;
+  return p < 1 ? 1 : p > n ? n : p;
 }
 
 // The median of a, b and c.

@@ -28,9 +28,8 @@ void
 llm_profile_lines(struct llm_timing *t, const char *phase, uint64 total, int tokens)
 {
   uint64 known = t->matmul_us + t->attn_us;
-  fprintf(2, "%s: profile phase=%s matmul_us=%lu attn_us=%lu other_us=%lu tokens=%d\n",
-      llm_prog, phase, t->matmul_us, t->attn_us,
-      total > known ? total - known : 0, tokens);
+  fprintf(2, "%s: profile phase=%s matmul_us=%lu attn_us=%lu other_us=%lu tokens=%d\n", llm_prog,
+      phase, t->matmul_us, t->attn_us, total > known ? total - known : 0, tokens);
   t->matmul_us = t->attn_us = 0;
   struct llm_pool_stats st;
   llm_pool_take_stats(&st);

@@ -82,12 +82,11 @@ delta_head(const struct delta_pass *d, int h, int p, int t)
   const double *q = y, *k = y + kh * kd, *v = y + 2 * kh * kd;
   int hk = h / (vh / kh); // the key head this value head reads
   double beta = llm_sigmoid(d->b[p * vh + h]);
-  double decay = llm_exp(-(llm_exp(L->a_log[h]) *
-      llm_softplus(d->a[p * vh + h] + L->dt_bias[h])));
+  double decay = llm_exp(-(llm_exp(L->a_log[h]) * llm_softplus(d->a[p * vh + h] + L->dt_bias[h])));
   double *S = d->st->kv[p]->state + ((uint64)d->slot * vh + h) * kd * vd;
   double *o = d->s->mixed + (p * vh + h) * vd;
-  llm_delta_step(S, k + hk * kd, q + hk * kd, v + h * vd, beta, decay, kd, vd,
-      d->s->delta_kv[t], o);
+  llm_delta_step(
+      S, k + hk * kd, q + hk * kd, v + h * vd, beta, decay, kd, vd, d->s->delta_kv[t], o);
   llm_rmsnorm(o, L->norm, vd, (double)g->rms_eps, o);
   llm_silu_mul(z, o, o, vd); // o_j * silu(z_j): a product's order does not matter
 }
@@ -104,8 +103,7 @@ conv_channels_run(void *arg, int lo, int hi, int t)
   for (int c = lo; c < hi; c++)
     for (int p = 0; p < d->st->n; p++)
       conv_channel(g, d->L->conv_w,
-          d->st->kv[p]->conv + (uint64)d->slot * (g->conv_kernel - 1) * cd,
-          d->s->qkv + p * cd, c);
+          d->st->kv[p]->conv + (uint64)d->slot * (g->conv_kernel - 1) * cd, d->s->qkv + p * cd, c);
   for (int p = 0; p < d->st->n; p++)
     llm_silu_mul(d->s->qkv + p * cd + lo, 0, d->s->qkv + p * cd + lo, hi - lo);
 }
@@ -137,8 +135,7 @@ linear_reset(const struct llm_config *g, struct llm_cache *c, int slot)
 // position, each on its request's cache. Position 0 starts from a zero
 // state.
 static void
-apply_linear_layer(struct llm_runtime *rt, struct llm_session *s, int l,
-    const struct llm_step *st)
+apply_linear_layer(struct llm_runtime *rt, struct llm_session *s, int l, const struct llm_step *st)
 {
   const struct llm_config *g = &rt->cfg;
   const struct llm_layer *L = &rt->layers[l];

@@ -74,17 +74,14 @@ cache_layout(struct llm_cache *c, const struct llm_runtime *rt, char *base)
   const struct llm_config *g = &rt->cfg;
   uint64 T = g->runtime_seq_len, nf = rt->n_full;
   uint64 kv = (uint64)g->n_kv_heads * g->head_dim;
-  uint64 size[] = {
-    nf * T * kv, nf * T * kv,
-    nf * T * (kv / LLM_GS) * sizeof(int32), nf * T * (kv / LLM_GS) * sizeof(int32),
-    nf * T * g->n_kv_heads * sizeof(double), nf * T * g->n_kv_heads * sizeof(double),
+  uint64 size[] = { nf * T * kv, nf * T * kv, nf * T * (kv / LLM_GS) * sizeof(int32),
+    nf * T * (kv / LLM_GS) * sizeof(int32), nf * T * g->n_kv_heads * sizeof(double),
+    nf * T * g->n_kv_heads * sizeof(double),
     rt->n_linear * (uint64)max2(g->conv_kernel - 1, 0) * llm_conv_dim(g) * sizeof(double),
     rt->n_linear * (uint64)g->lin_v_heads * g->lin_k_dim * g->lin_v_dim * sizeof(double),
-    T * sizeof(int)
-  };
+    T * sizeof(int) };
   void **field[] = { (void **)&c->kq, (void **)&c->vq, (void **)&c->km, (void **)&c->vm,
-    (void **)&c->kxs, (void **)&c->vxs, (void **)&c->conv, (void **)&c->state,
-    (void **)&c->seq };
+    (void **)&c->kxs, (void **)&c->vxs, (void **)&c->conv, (void **)&c->state, (void **)&c->seq };
   uint64 off = 0;
   for (int i = 0; i < sizeof(size) / sizeof(size[0]); i++) {
     if (base)
@@ -137,7 +134,8 @@ session_alloc(struct llm_session *s, const struct llm_runtime *rt)
   s->act.ys = llm_kernels_vector() ? s_alloc(s, B * maxin * sizeof(int16)) : 0;
   // per-thread attention scratch, carved from one block, 8-byte aligned
   uint64 hd = (g->head_dim + 7) & ~7UL, hm = ((g->head_dim / LLM_GS) * sizeof(int32) + 7) & ~7UL;
-  uint64 one = hd + hm + T * (sizeof(int64) + 2 * sizeof(double)) + ((T * sizeof(int32) + 7) & ~7UL);
+  uint64 one =
+      hd + hm + T * (sizeof(int64) + 2 * sizeof(double)) + ((T * sizeof(int32) + 7) & ~7UL);
   char *blk = s_alloc(s, LLM_MAX_THREADS * one);
   for (int t = 0; blk && t < LLM_MAX_THREADS; t++) {
     struct llm_head_scratch *h = &s->head[t];
@@ -157,8 +155,7 @@ session_alloc(struct llm_session *s, const struct llm_runtime *rt)
 }
 
 int
-llm_session_add_caches(struct llm_session *s, const struct llm_runtime *rt,
-    int want)
+llm_session_add_caches(struct llm_session *s, const struct llm_runtime *rt, int want)
 {
   if (want > LLM_MAXCACHE)
     want = LLM_MAXCACHE;
@@ -168,8 +165,7 @@ llm_session_add_caches(struct llm_session *s, const struct llm_runtime *rt,
 }
 
 int
-llm_session_init(struct llm_session *s, struct llm_runtime *rt,
-    const char *dir, int model_kind)
+llm_session_init(struct llm_session *s, struct llm_runtime *rt, const char *dir, int model_kind)
 {
   uint64 t0 = time_us();
   memset(s, 0, sizeof(*s));
@@ -210,9 +206,8 @@ llm_session_free(struct llm_session *s, struct llm_runtime *rt)
 // r->kv->seq[0..n) holds the prompt; the tokens land after it. Returns how
 // many were generated.
 static int
-llm_drive_decode(const struct llm_model *md, struct llm_runtime *rt,
-    struct llm_session *s, struct llm_req *r, uint64 t0,
-    uint64 *ttft, uint64 *tpot)
+llm_drive_decode(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s,
+    struct llm_req *r, uint64 t0, uint64 *ttft, uint64 *tpot)
 {
   uint64 t1 = 0;
   while (!r->done) {
@@ -245,8 +240,8 @@ request_check(const struct llm_config *g, const int *ids, int n, int predict)
     return -1;
   }
   if (n > AI_MAX_PROMPT) {
-    fprintf(2, "%s: request: prompt of %d ids exceeds the limit of %d prompt ids\n",
-        llm_prog, n, AI_MAX_PROMPT);
+    fprintf(2, "%s: request: prompt of %d ids exceeds the limit of %d prompt ids\n", llm_prog, n,
+        AI_MAX_PROMPT);
     return -1;
   }
   if (predict < 1) {
@@ -254,14 +249,14 @@ request_check(const struct llm_config *g, const int *ids, int n, int predict)
     return -1;
   }
   if (n + predict > g->runtime_seq_len) {
-    fprintf(2, "%s: request: prompt %d + predict %d = %d exceeds runtime_seq_len %d\n",
-        llm_prog, n, predict, n + predict, g->runtime_seq_len);
+    fprintf(2, "%s: request: prompt %d + predict %d = %d exceeds runtime_seq_len %d\n", llm_prog, n,
+        predict, n + predict, g->runtime_seq_len);
     return -1;
   }
   for (int i = 0; i < n; i++)
     if (ids[i] < 0 || ids[i] >= g->vocab_size) {
-      fprintf(2, "%s: request: id %d at prompt position %d is not below vocab_size %d\n",
-          llm_prog, ids[i], i, g->vocab_size);
+      fprintf(2, "%s: request: id %d at prompt position %d is not below vocab_size %d\n", llm_prog,
+          ids[i], i, g->vocab_size);
       return -1;
     }
   return 0;
@@ -270,8 +265,9 @@ request_check(const struct llm_config *g, const int *ids, int n, int predict)
 void
 llm_print_timing(const struct llm_session *s, uint64 ttft, uint64 tpot, int prompt, int gen)
 {
-  fprintf(2, "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
-             "prompt=%d gen=%d kernels=%s threads=%d\n",
+  fprintf(2,
+      "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
+      "prompt=%d gen=%d kernels=%s threads=%d\n",
       llm_prog, s->tm.load_us, s->tm.init_us, ttft, tpot, prompt, gen, llm_kernels_name(),
       llm_pool_threads());
 }
@@ -293,8 +289,8 @@ llm_print_ids(const int *ids, int n)
 }
 
 int
-llm_req_start(const struct llm_runtime *rt, struct llm_req *r,
-    struct llm_cache *kv, const int *ids, int n, int predict)
+llm_req_start(const struct llm_runtime *rt, struct llm_req *r, struct llm_cache *kv, const int *ids,
+    int n, int predict)
 {
   if (request_check(&rt->cfg, ids, n, predict) < 0)
     return -1;
@@ -308,9 +304,8 @@ llm_req_start(const struct llm_runtime *rt, struct llm_req *r,
 }
 
 int
-llm_session_generate(const struct llm_model *md, struct llm_runtime *rt,
-    struct llm_session *s, const int *ids, int n, int predict,
-    uint64 *ttft, uint64 *tpot)
+llm_session_generate(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s,
+    const int *ids, int n, int predict, uint64 *ttft, uint64 *tpot)
 {
   uint64 t0 = time_us();
   struct llm_req r;
@@ -324,9 +319,8 @@ llm_session_generate(const struct llm_model *md, struct llm_runtime *rt,
 }
 
 int
-llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
-    struct llm_session *s, const int *ids, int n, int predict,
-    int quiet)
+llm_session_run(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s,
+    const int *ids, int n, int predict, int quiet)
 {
   uint64 ttft, tpot;
   int gen = llm_session_generate(md, rt, s, ids, n, predict, &ttft, &tpot);
@@ -376,8 +370,7 @@ batch_plan(struct llm_req **r, int nr, int *take)
 // logits (row k of s->logits) when r->sampler has a temperature; r is done
 // at predict ids or after a stop id.
 static void
-req_next(struct llm_runtime *rt, struct llm_session *s, struct llm_req *r,
-    int greedy, int k)
+req_next(struct llm_runtime *rt, struct llm_session *s, struct llm_req *r, int greedy, int k)
 {
   int V = rt->cfg.vocab_size, id = greedy;
   if (r->sampler && r->sampler->temp > 0)
@@ -387,8 +380,8 @@ req_next(struct llm_runtime *rt, struct llm_session *s, struct llm_req *r,
 }
 
 void
-llm_batch_step(const struct llm_model *md, struct llm_runtime *rt,
-    struct llm_session *s, struct llm_req **r, int nr)
+llm_batch_step(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s,
+    struct llm_req **r, int nr)
 {
   struct llm_step st = { 0 };
   int take[LLM_MAXCACHE], at[LLM_MAXCACHE], ids[LLM_MAXCACHE];

@@ -92,8 +92,7 @@ struct llm_model {
   const char *default_dir; // AI_SMOL_DIR or AI_QWEN_DIR (aisvc.h)
   int model_kind;          // the CFG.BIN model_kind it runs
   // run the positions of st through all layers
-  void (*forward)(struct llm_runtime *, struct llm_session *,
-      const struct llm_step *st);
+  void (*forward)(struct llm_runtime *, struct llm_session *, const struct llm_step *st);
 };
 
 // If set, called with each generated id as soon as it exists (i counts
@@ -104,28 +103,25 @@ extern void (*llm_token_hook)(int i, int id);
 // Check dir, load the model from it with llm_runtime_init (timed as
 // load_us) and allocate the session (the whole call timed as init_us).
 // Returns 0, or -1 after a message with everything freed.
-int llm_session_init(struct llm_session *s, struct llm_runtime *rt,
-    const char *dir, int model_kind);
+int llm_session_init(
+    struct llm_session *s, struct llm_runtime *rt, const char *dir, int model_kind);
 // Free the session and the weights, and stop the thread pool
 // (user/llm/pool.h: llm_pool_start after llm_session_init starts it).
 void llm_session_free(struct llm_session *s, struct llm_runtime *rt);
 
 // Allocate caches until the session has `want` (at most LLM_MAXCACHE) or
 // memory runs out; returns how many it has (>= 1).
-int llm_session_add_caches(struct llm_session *s, const struct llm_runtime *rt,
-    int want);
+int llm_session_add_caches(struct llm_session *s, const struct llm_runtime *rt, int want);
 
 // Check one request and generate: the ids land in s->kv[0].seq[n..n+predict),
 // fewer if s->sampler's stop id comes first (it is kept). Returns how many
 // were generated, or -1 after a message.
-int llm_session_generate(const struct llm_model *md, struct llm_runtime *rt,
-    struct llm_session *s, const int *ids, int n,
-    int predict, uint64 *ttft, uint64 *tpot);
+int llm_session_generate(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s,
+    const int *ids, int n, int predict, uint64 *ttft, uint64 *tpot);
 // The same, then print the ids (unless llm_token_hook is set) and, unless
 // quiet, the timing line (gen= counts the ids generated).
-int llm_session_run(const struct llm_model *md, struct llm_runtime *rt,
-    struct llm_session *s, const int *ids, int n, int predict,
-    int quiet);
+int llm_session_run(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s,
+    const int *ids, int n, int predict, int quiet);
 
 // ---------------------------------------------------------------- batching
 // Several requests at once, each with its own cache, sharing every forward
@@ -145,16 +141,16 @@ struct llm_req {
 // with the prompt ids, greedy (the caller may set r->sampler after, which
 // then chooses and stops its ids; a sampler serves one request at a time).
 // Returns 0, or -1 after a message.
-int llm_req_start(const struct llm_runtime *rt, struct llm_req *r,
-    struct llm_cache *kv, const int *ids, int n, int predict);
+int llm_req_start(const struct llm_runtime *rt, struct llm_req *r, struct llm_cache *kv,
+    const int *ids, int n, int predict);
 // One batched step for the unfinished requests r[0..nr) (nr <=
 // LLM_MAXCACHE, oldest first): every request in decode runs its next
 // position, requests in prefill share what is left of LLM_BATCH positions
 // (oldest first, at least one position each step), then every request
 // whose known ids are all run gets its next id (r->gen grows by one;
 // r->done is set once it has predict ids or a stop id).
-void llm_batch_step(const struct llm_model *md, struct llm_runtime *rt,
-    struct llm_session *s, struct llm_req **r, int nr);
+void llm_batch_step(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s,
+    struct llm_req **r, int nr);
 
 // Print ids on one stdout line, one space between two ids.
 void llm_print_ids(const int *ids, int n);

@@ -133,11 +133,7 @@ struct report {
 static struct report rep;
 
 // Pointer kinds, by what the kernel may do with them.
-enum { P_OK,
-  P_PARTIAL,
-  P_NULL,
-  P_BAD,
-  P_RO };
+enum { P_OK, P_PARTIAL, P_NULL, P_BAD, P_RO };
 
 // A pointer of a random kind and its kind in *kind.
 static uint64
@@ -301,9 +297,9 @@ struct call {
 static int
 known_errno(long e)
 {
-  static const int codes[] = { EPERM, ENOENT, ESRCH, EINTR, EIO, ENXIO, E2BIG, ENOEXEC, EBADF, ECHILD,
-    EAGAIN, ENOMEM, EFAULT, EBUSY, EEXIST, EXDEV, ENOTDIR, EISDIR, EINVAL, ENFILE, EMFILE, EFBIG,
-    ENOSPC, EROFS, EMLINK, EPIPE, ERANGE, ENAMETOOLONG, ENOSYS, ENOTEMPTY };
+  static const int codes[] = { EPERM, ENOENT, ESRCH, EINTR, EIO, ENXIO, E2BIG, ENOEXEC, EBADF,
+    ECHILD, EAGAIN, ENOMEM, EFAULT, EBUSY, EEXIST, EXDEV, ENOTDIR, EISDIR, EINVAL, ENFILE, EMFILE,
+    EFBIG, ENOSPC, EROFS, EMLINK, EPIPE, ERANGE, ENAMETOOLONG, ENOSYS, ENOTEMPTY };
 
   for (int i = 0; i < NELEM(codes); i++)
     if (e == codes[i])
@@ -508,15 +504,9 @@ call_proc(struct call *c)
   static const int badpids[] = { 0, -1, -1000, 0x7fffffff, 1000000, (int)0x80000000 };
 
   switch (pick(9)) {
-  case 0:
-    c->nr = SYS_getpid;
-    break;
-  case 1:
-    c->nr = SYS_uptime;
-    break;
-  case 2:
-    c->nr = SYS_time_us;
-    break;
+  case 0: c->nr = SYS_getpid; break;
+  case 1: c->nr = SYS_uptime; break;
+  case 2: c->nr = SYS_time_us; break;
   case 3: // small or absurd sizes; shrink only what fuzzing grew
     c->nr = SYS_sbrk;
     switch (pick(4)) {
@@ -616,7 +606,9 @@ call_ai(struct call *c)
   case 7: // a size below the view's is refused before the pointer is used
     c->nr = SYS_ai_table;
     c->a[1] = chance(70) ? sizeof(struct ai_table_view) + pick(2) * pick(4096) : anylen();
-    dataptr(c, 0, (long)(int)c->a[1] >= (long)sizeof(struct ai_table_view) ? sizeof(struct ai_table_view) : 0, 1);
+    dataptr(c, 0,
+        (long)(int)c->a[1] >= (long)sizeof(struct ai_table_view) ? sizeof(struct ai_table_view) : 0,
+        1);
     break;
   case 6: // ai_call blocks like submit + wait
     c->nr = SYS_ai_call;
@@ -629,8 +621,8 @@ call_ai(struct call *c)
     c->datacount = 1;
     break;
   default: { // worker-only calls from a caller: refused
-    static const long worker[] = { SYS_ai_register, SYS_ai_progress, SYS_ai_complete,
-      SYS_ai_fail, SYS_ai_take, SYS_ai_emit }; // (an ai_next that succeeds would take a request)
+    static const long worker[] = { SYS_ai_register, SYS_ai_progress, SYS_ai_complete, SYS_ai_fail,
+      SYS_ai_take, SYS_ai_emit }; // (an ai_next that succeeds would take a request)
     c->nr = worker[pick(NELEM(worker))];
     c->a[0] = c->nr == SYS_ai_register ? (chance(50) ? 0 : pick(100000)) : anyreqid();
     c->a[1] = c->nr == SYS_ai_register ? (chance(50) ? 0 : pick(1000)) : okptr(1024);
@@ -743,12 +735,8 @@ call_threads(struct call *c)
     c->nr = SYS_setfg;
     c->a[0] = -1 - pick(1000);
     break;
-  case 6:
-    c->nr = SYS_nharts;
-    break;
-  default:
-    c->nr = SYS_vlenb;
-    break;
+  case 6: c->nr = SYS_nharts; break;
+  default: c->nr = SYS_vlenb; break;
   }
 }
 
@@ -761,10 +749,9 @@ call_raw(struct call *c)
 {
   static const long safe[] = { SYS_write, SYS_fstat, SYS_chdir, SYS_dup, SYS_getpid, SYS_uptime,
     SYS_open, SYS_mknod, SYS_unlink, SYS_link, SYS_mkdir, SYS_close, SYS_time_us, SYS_sysinfo,
-    SYS_ai_query, SYS_ai_cancel, SYS_ai_info, SYS_ai_table, SYS_ai_progress, SYS_ai_fail, SYS_nharts,
-    SYS_vlenb, SYS_futex_wake, SYS_ai_take, SYS_ai_emit };
-  static const long bad[] = { 0, -1, 1000, 0x7fffffff, 0x100000005L,
-    (long)0x8000000000000000UL };
+    SYS_ai_query, SYS_ai_cancel, SYS_ai_info, SYS_ai_table, SYS_ai_progress, SYS_ai_fail,
+    SYS_nharts, SYS_vlenb, SYS_futex_wake, SYS_ai_take, SYS_ai_emit };
+  static const long bad[] = { 0, -1, 1000, 0x7fffffff, 0x100000005L, (long)0x8000000000000000UL };
 
   c->raw = 1;
   c->nr = chance(30) ? bad[pick(NELEM(bad))] : safe[pick(NELEM(safe))];
@@ -793,27 +780,15 @@ one_call(void)
   switch (pick(child ? 11 : 12)) {
   case 0:
   case 1:
-  case 2:
-    call_file(&c);
-    break;
+  case 2: call_file(&c); break;
   case 3:
-  case 4:
-    call_names(&c);
-    break;
+  case 4: call_names(&c); break;
   case 5:
-  case 6:
-    call_proc(&c);
-    break;
+  case 6: call_proc(&c); break;
   case 7:
-  case 8:
-    call_ai(&c);
-    break;
-  case 9:
-    call_threads(&c);
-    break;
-  case 10:
-    call_ai_any(&c);
-    break;
+  case 8: call_ai(&c); break;
+  case 9: call_threads(&c); break;
+  case 10: call_ai_any(&c); break;
   default: // fork a child (workers only)
     if (nkids >= MAXKIDS) {
       c.nr = SYS_wait;
@@ -1000,8 +975,7 @@ stop_helper(void)
 }
 
 // Worker index: ncalls checked calls, then waits for its children.
-static void __attribute__((noreturn))
-worker_main(int index, uint64 seed, long ncalls)
+static void __attribute__((noreturn)) worker_main(int index, uint64 seed, long ncalls)
 {
   setup(seed);
   rep.index = index;
@@ -1092,8 +1066,7 @@ worker_noise(int reqid)
 // parent through ready, then serves every request: takes it (sometimes
 // with a bad job pointer first, which puts it back), makes bad worker-side
 // calls, and completes or fails it. It stops at the parent's stop request.
-static void __attribute__((noreturn))
-aiworker_main(uint64 seed, int ready)
+static void __attribute__((noreturn)) aiworker_main(uint64 seed, int ready)
 {
   struct ai_job *job;
   struct call c;

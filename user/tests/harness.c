@@ -139,8 +139,7 @@ findtest(const struct suite *s, const char *name)
   return 0;
 }
 
-static void __attribute__((noreturn))
-usage(const struct suite *s, const char *bad)
+static void __attribute__((noreturn)) usage(const struct suite *s, const char *bad)
 {
   fprintf(2, "%s: no test named %s\nusage: %s [-q] [NAME...]\ntests:", s->prog, bad, s->prog);
   for (struct test *t = s->tests; t->name; t++)

@@ -40,8 +40,8 @@ struct suite {
 // quick ones (-q: those not marked slow), or only the named ones. Prints
 // banner first (after the arguments were checked), then the report; an
 // unknown name gets a usage line that lists the cases. Never returns.
-void __attribute__((noreturn)) harness_main(const struct suite *s, const char *banner,
-    int argc, char *argv[]);
+void __attribute__((noreturn))
+harness_main(const struct suite *s, const char *banner, int argc, char *argv[]);
 
 // Ends the running case as failed at source line `line`, with reason why.
 void __attribute__((noreturn)) failed(int line, const char *why);

@@ -27,8 +27,7 @@ twice(void *arg)
 
 // Sleeps in futex_wait on a word nobody changes: only a kill ends it.
 static volatile uint32 never;
-static uint64 __attribute__((noreturn))
-sleep_forever(void *arg)
+static uint64 __attribute__((noreturn)) sleep_forever(void *arg)
 {
   (void)arg;
   for (;;)
@@ -36,8 +35,7 @@ sleep_forever(void *arg)
 }
 
 static volatile uint64 spins;
-static uint64 __attribute__((noreturn))
-spin_forever(void *arg)
+static uint64 __attribute__((noreturn)) spin_forever(void *arg)
 {
   (void)arg;
   for (;;)
@@ -268,8 +266,7 @@ t_kill(void)
 // fork from a thread copies only that thread; its child belongs to the
 // process, so wait works from any thread.
 static volatile uint64 ticker;
-static uint64 __attribute__((noreturn))
-tick_forever(void *arg)
+static uint64 __attribute__((noreturn)) tick_forever(void *arg)
 {
   (void)arg;
   for (;;)
@@ -431,8 +428,8 @@ t_fdrace(void)
   expect(uthread_join(tid, &bad) == 0, "join");
   expect(bad == 0, "%lu calls gave a wrong result", bad);
   close(fdrace_fd);
-  expect(sysinfo(&after) == 0 && after.files == before.files,
-      "open files %d before, %d after", before.files, after.files);
+  expect(sysinfo(&after) == 0 && after.files == before.files, "open files %d before, %d after",
+      before.files, after.files);
 }
 
 // wait sees the process once, whatever its threads did.

@@ -214,8 +214,8 @@ t_forkmany(void)
     if (pid < 0)
       break;
   }
-  expect(pid == -EAGAIN || pid == -ENOMEM, "fork %d returned %d (%s), expected -EAGAIN",
-      n, pid, pid < 0 ? strerror(pid) : "success");
+  expect(pid == -EAGAIN || pid == -ENOMEM, "fork %d returned %d (%s), expected -EAGAIN", n, pid,
+      pid < 0 ? strerror(pid) : "success");
   expect(n >= 16, "only %d forks succeeded", n);
   close(p[1]);
   for (; n > 0; n--)
@@ -718,31 +718,30 @@ t_stackoverflow(void)
 static void
 fpspin(double *v, uint64 fcsr, double *out, long iters)
 {
-  asm volatile(
-      "fld f0, 0(%0)\n fld f1, 8(%0)\n fld f2, 16(%0)\n fld f3, 24(%0)\n"
-      "fld f4, 32(%0)\n fld f5, 40(%0)\n fld f6, 48(%0)\n fld f7, 56(%0)\n"
-      "fld f8, 64(%0)\n fld f9, 72(%0)\n fld f10, 80(%0)\n fld f11, 88(%0)\n"
-      "fld f12, 96(%0)\n fld f13, 104(%0)\n fld f14, 112(%0)\n fld f15, 120(%0)\n"
-      "fld f16, 128(%0)\n fld f17, 136(%0)\n fld f18, 144(%0)\n fld f19, 152(%0)\n"
-      "fld f20, 160(%0)\n fld f21, 168(%0)\n fld f22, 176(%0)\n fld f23, 184(%0)\n"
-      "fld f24, 192(%0)\n fld f25, 200(%0)\n fld f26, 208(%0)\n fld f27, 216(%0)\n"
-      "fld f28, 224(%0)\n fld f29, 232(%0)\n fld f30, 240(%0)\n fld f31, 248(%0)\n"
-      "fscsr %1\n"
-      "1: addi %2, %2, -1\n bnez %2, 1b\n"
-      "frcsr %1\n sd %1, 256(%3)\n"
-      "fsd f0, 0(%3)\n fsd f1, 8(%3)\n fsd f2, 16(%3)\n fsd f3, 24(%3)\n"
-      "fsd f4, 32(%3)\n fsd f5, 40(%3)\n fsd f6, 48(%3)\n fsd f7, 56(%3)\n"
-      "fsd f8, 64(%3)\n fsd f9, 72(%3)\n fsd f10, 80(%3)\n fsd f11, 88(%3)\n"
-      "fsd f12, 96(%3)\n fsd f13, 104(%3)\n fsd f14, 112(%3)\n fsd f15, 120(%3)\n"
-      "fsd f16, 128(%3)\n fsd f17, 136(%3)\n fsd f18, 144(%3)\n fsd f19, 152(%3)\n"
-      "fsd f20, 160(%3)\n fsd f21, 168(%3)\n fsd f22, 176(%3)\n fsd f23, 184(%3)\n"
-      "fsd f24, 192(%3)\n fsd f25, 200(%3)\n fsd f26, 208(%3)\n fsd f27, 216(%3)\n"
-      "fsd f28, 224(%3)\n fsd f29, 232(%3)\n fsd f30, 240(%3)\n fsd f31, 248(%3)\n"
-      : "+r"(v), "+r"(fcsr), "+r"(iters)
-      : "r"(out)
-      : "memory", "f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "f9", "f10",
-      "f11", "f12", "f13", "f14", "f15", "f16", "f17", "f18", "f19", "f20", "f21",
-      "f22", "f23", "f24", "f25", "f26", "f27", "f28", "f29", "f30", "f31");
+  asm volatile("fld f0, 0(%0)\n fld f1, 8(%0)\n fld f2, 16(%0)\n fld f3, 24(%0)\n"
+               "fld f4, 32(%0)\n fld f5, 40(%0)\n fld f6, 48(%0)\n fld f7, 56(%0)\n"
+               "fld f8, 64(%0)\n fld f9, 72(%0)\n fld f10, 80(%0)\n fld f11, 88(%0)\n"
+               "fld f12, 96(%0)\n fld f13, 104(%0)\n fld f14, 112(%0)\n fld f15, 120(%0)\n"
+               "fld f16, 128(%0)\n fld f17, 136(%0)\n fld f18, 144(%0)\n fld f19, 152(%0)\n"
+               "fld f20, 160(%0)\n fld f21, 168(%0)\n fld f22, 176(%0)\n fld f23, 184(%0)\n"
+               "fld f24, 192(%0)\n fld f25, 200(%0)\n fld f26, 208(%0)\n fld f27, 216(%0)\n"
+               "fld f28, 224(%0)\n fld f29, 232(%0)\n fld f30, 240(%0)\n fld f31, 248(%0)\n"
+               "fscsr %1\n"
+               "1: addi %2, %2, -1\n bnez %2, 1b\n"
+               "frcsr %1\n sd %1, 256(%3)\n"
+               "fsd f0, 0(%3)\n fsd f1, 8(%3)\n fsd f2, 16(%3)\n fsd f3, 24(%3)\n"
+               "fsd f4, 32(%3)\n fsd f5, 40(%3)\n fsd f6, 48(%3)\n fsd f7, 56(%3)\n"
+               "fsd f8, 64(%3)\n fsd f9, 72(%3)\n fsd f10, 80(%3)\n fsd f11, 88(%3)\n"
+               "fsd f12, 96(%3)\n fsd f13, 104(%3)\n fsd f14, 112(%3)\n fsd f15, 120(%3)\n"
+               "fsd f16, 128(%3)\n fsd f17, 136(%3)\n fsd f18, 144(%3)\n fsd f19, 152(%3)\n"
+               "fsd f20, 160(%3)\n fsd f21, 168(%3)\n fsd f22, 176(%3)\n fsd f23, 184(%3)\n"
+               "fsd f24, 192(%3)\n fsd f25, 200(%3)\n fsd f26, 208(%3)\n fsd f27, 216(%3)\n"
+               "fsd f28, 224(%3)\n fsd f29, 232(%3)\n fsd f30, 240(%3)\n fsd f31, 248(%3)\n"
+               : "+r"(v), "+r"(fcsr), "+r"(iters)
+               : "r"(out)
+               : "memory", "f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "f9", "f10", "f11",
+               "f12", "f13", "f14", "f15", "f16", "f17", "f18", "f19", "f20", "f21", "f22", "f23",
+               "f24", "f25", "f26", "f27", "f28", "f29", "f30", "f31");
 }
 
 // Several processes hold distinct values in all FP registers and fcsr
@@ -794,22 +793,21 @@ t_fpregs(void)
 static void
 vecspin(const char *in, uint64 vtype, uint64 avl, uint64 vxrm, char *out, uint64 *csr, long iters)
 {
-  asm volatile(
-      ".option push\n .option arch, +v\n"
-      "csrr t1, vlenb\n slli t1, t1, 3\n mv t0, %[in]\n"
-      "vl8r.v v0, (t0)\n add t0, t0, t1\n vl8r.v v8, (t0)\n add t0, t0, t1\n"
-      "vl8r.v v16, (t0)\n add t0, t0, t1\n vl8r.v v24, (t0)\n"
-      "vsetvl zero, %[avl], %[vtype]\n csrw vxrm, %[vxrm]\n"
-      "1: addi %[iters], %[iters], -1\n bnez %[iters], 1b\n"
-      "csrr t2, vl\n sd t2, 0(%[csr])\n csrr t2, vtype\n sd t2, 8(%[csr])\n"
-      "csrr t2, vcsr\n sd t2, 16(%[csr])\n mv t0, %[out]\n"
-      "vs8r.v v0, (t0)\n add t0, t0, t1\n vs8r.v v8, (t0)\n add t0, t0, t1\n"
-      "vs8r.v v16, (t0)\n add t0, t0, t1\n vs8r.v v24, (t0)\n"
-      ".option pop\n"
-      : [iters] "+r"(iters)
-      : [in] "r"(in), [out] "r"(out), [csr] "r"(csr), [avl] "r"(avl), [vtype] "r"(vtype),
-      [vxrm] "r"(vxrm)
-      : "memory", "t0", "t1", "t2");
+  asm volatile(".option push\n .option arch, +v\n"
+               "csrr t1, vlenb\n slli t1, t1, 3\n mv t0, %[in]\n"
+               "vl8r.v v0, (t0)\n add t0, t0, t1\n vl8r.v v8, (t0)\n add t0, t0, t1\n"
+               "vl8r.v v16, (t0)\n add t0, t0, t1\n vl8r.v v24, (t0)\n"
+               "vsetvl zero, %[avl], %[vtype]\n csrw vxrm, %[vxrm]\n"
+               "1: addi %[iters], %[iters], -1\n bnez %[iters], 1b\n"
+               "csrr t2, vl\n sd t2, 0(%[csr])\n csrr t2, vtype\n sd t2, 8(%[csr])\n"
+               "csrr t2, vcsr\n sd t2, 16(%[csr])\n mv t0, %[out]\n"
+               "vs8r.v v0, (t0)\n add t0, t0, t1\n vs8r.v v8, (t0)\n add t0, t0, t1\n"
+               "vs8r.v v16, (t0)\n add t0, t0, t1\n vs8r.v v24, (t0)\n"
+               ".option pop\n"
+               : [iters] "+r"(iters)
+               : [in] "r"(in), [out] "r"(out), [csr] "r"(csr), [avl] "r"(avl), [vtype] "r"(vtype),
+               [vxrm] "r"(vxrm)
+               : "memory", "t0", "t1", "t2");
 }
 
 // Several processes hold distinct contents in all vector registers and
@@ -834,8 +832,8 @@ vecworker(int id, int vlenb)
     uint64 vtype = (1 << 7) | (sew << 3) | lmul; // vma set, vta clear
     vecspin(in, vtype, avl, vxrm, out, csr, 5000000);
     for (i = 0; i < n; i++)
-      expect(out[i] == in[i], "process %d round %d: v%d byte %d changed", id, round,
-          i / vlenb, i % vlenb);
+      expect(out[i] == in[i], "process %d round %d: v%d byte %d changed", id, round, i / vlenb,
+          i % vlenb);
     expect(csr[0] == avl, "process %d round %d: vl %lu became %lu", id, round, avl, csr[0]);
     expect(csr[1] == vtype, "process %d: vtype %lx became %lx", id, vtype, csr[1]);
     expect(csr[2] >> 1 == vxrm, "process %d: vxrm %lu became vcsr %lx", id, vxrm, csr[2]);
@@ -888,9 +886,7 @@ fsqrt(double x)
 {
   double r;
 
-  asm("fsqrt.d %0, %1"
-      : "=f"(r)
-      : "f"(x));
+  asm("fsqrt.d %0, %1" : "=f"(r) : "f"(x));
   return r;
 }
 
@@ -929,8 +925,8 @@ t_fpmath(void)
     pid = EXPECT_OK(fork());
     if (pid == 0) {
       double got = series(i + 1);
-      expect(bits(got) == bits(want[i]), "child %d: series %lx, expected %lx",
-          i, bits(got), bits(want[i]));
+      expect(bits(got) == bits(want[i]), "child %d: series %lx, expected %lx", i, bits(got),
+          bits(want[i]));
       exit(0);
     }
   }
@@ -1003,8 +999,8 @@ t_fstat(void)
 
   fd = makefile("ut_st", 5000, 'z');
   EXPECT_OK(fstat(fd, &st));
-  expect(st.type == T_FILE && st.size == 5000 && st.nlink == 1,
-      "file: type %d size %ld nlink %d", st.type, (long)st.size, st.nlink);
+  expect(st.type == T_FILE && st.size == 5000 && st.nlink == 1, "file: type %d size %ld nlink %d",
+      st.type, (long)st.size, st.nlink);
   close(fd);
   EXPECT_OK(stat(".", &st));
   expect(st.type == T_DIR, "\".\" has type %d", st.type);
@@ -1131,7 +1127,10 @@ t_bigfile(void)
     if (n != sizeof(w)) {
       unlink("ut_big");
       fail("write at %ld MB returned %d (%s)%s", (long)(off * 8 / MB), n,
-          n < 0 ? strerror(n) : "short", n != -ENOSPC ? "" : "; the image needs 110 MB free: rm build/fs.img; make qemu FSIMG_SIZE=512M");
+          n < 0 ? strerror(n) : "short",
+          n != -ENOSPC
+              ? ""
+              : "; the image needs 110 MB free: rm build/fs.img; make qemu FSIMG_SIZE=512M");
     }
   }
   EXPECT_OK(fstat(fd, &st));
@@ -1571,15 +1570,9 @@ t_badnums(void)
     expect(r < 0, "opened a device with major -1");
   }
   // A system call number the kernel does not have.
-  asm volatile("li a7, 999\n ecall\n mv %0, a0"
-               : "=r"(r)
-               :
-               : "a0", "a7", "memory");
+  asm volatile("li a7, 999\n ecall\n mv %0, a0" : "=r"(r) : : "a0", "a7", "memory");
   EXPECT_ERR(r, ENOSYS);
-  asm volatile("li a7, -1\n ecall\n mv %0, a0"
-               : "=r"(r)
-               :
-               : "a0", "a7", "memory");
+  asm volatile("li a7, -1\n ecall\n mv %0, a0" : "=r"(r) : : "a0", "a7", "memory");
   EXPECT_ERR(r, ENOSYS);
 }
 
@@ -1748,8 +1741,8 @@ t_aicallnomem(void)
   EXPECT_OK(ai_info(&in));
   EXPECT_OK(ai_register(0, 0));
   expect(r == -AIE_NOMEM, "ai_call without memory returned %d, expected -%d", r, AIE_NOMEM);
-  expect(in.used == 0 && in.queued == 0, "ai_call left %d requests (%d queued)", in.used,
-      in.queued);
+  expect(
+      in.used == 0 && in.queued == 0, "ai_call left %d requests (%d queued)", in.used, in.queued);
 }
 
 // The worker's ai_complete must not fail for lack of kernel memory: the
@@ -1893,8 +1886,7 @@ static struct test tests[] = {
 // In a child: hold as many open files as a process may, and when that
 // is all this process may have, fork the next link of the chain; stop
 // when the kernel's file table is full. Each link writes its count to out.
-static void __attribute__((noreturn))
-fillfiles(int out)
+static void __attribute__((noreturn)) fillfiles(int out)
 {
   int n = 0, fd, pid, i;
 
