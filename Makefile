@@ -419,16 +419,19 @@ llm-check-hot: $(BUILD)/user/_llmrun_smol $(BUILD)/user/_llmrun_qwen $(BUILD)/te
 		$(BUILD)/user/llm/layers.o $$f || exit 1; done
 	@$(PYTHON) tests/host/check_hot.py $(BUILD)/tests/vprobe.o $(BUILD)/tests/_vprobe
 
-# [bench] measure load time, TTFT and TPOT with tables and plots, or chat with
-# the model in the guest (pyaisvc bench / chat; docs/MEASURE.md), e.g.
+# [bench] measure load time, TTFT and TPOT with tables and plots, chat with the model
+# in the guest, or serve it over HTTP (pyaisvc bench / chat / serve; docs/MEASURE.md), e.g.
 #   make bench BENCH_ARGS="--model both --assets-qwen build/assets/qwen08/QWEN"
 BENCH_ARGS ?=
 CHAT_ARGS  ?=
-.PHONY: bench chat
+SERVE_ARGS ?=
+.PHONY: bench chat serve
 bench:
 	$(PYTHON) -m pyaisvc bench $(BENCH_ARGS)
 chat:
 	$(PYTHON) -m pyaisvc chat $(CHAT_ARGS)
+serve:
+	$(PYTHON) -m pyaisvc serve $(SERVE_ARGS)
 
 # ================================================================ set-up, tests
 .PHONY: deps test lint format clean
