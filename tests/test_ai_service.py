@@ -207,7 +207,7 @@ def test_reqids_wrap_skipping_live_ones(boot_guest, build, qwen_dir, tmp_path) -
     request 1 (done, not waited for) and collects 2..17; the next submit's id
     wraps to 1, which is live, so it gets 2; request 1 is untouched. Without the
     wrap every submit would fail with AIE_NOIDS after 2^31-1; a kernel that ignored
-    the boot argument would issue 18."""
+    the boot argument would hand out 18."""
     ids = " ".join(map(str, lc.FRANCE["qwen"]))
     want = " ".join(map(str, lc.reference_ids(qwen_dir, [lc.FRANCE["qwen"]], 1)[0]))
     lines = [f"submit 1 {ids}"]
