@@ -44,6 +44,7 @@ import openai
 import pytest
 from host import llmcases as lc
 from host.buildlock import build_lock
+from host.serveproc import stop_server
 
 from pyaisvc.chat import chat_text
 from pyaisvc.llmguest import MODELS, prepare
@@ -118,13 +119,7 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         srv.wait_up(time.monotonic() + BOOT_SECONDS)
         yield srv
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_server(proc)
 
 
 @functools.cache

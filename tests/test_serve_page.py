@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -25,6 +24,7 @@ import httpx
 import pytest
 from host import llmcases as lc
 from host.buildlock import build_lock
+from host.serveproc import stop_server
 
 from pyaisvc.chat import chat_text
 from pyaisvc.llmguest import MODELS, prepare
@@ -91,12 +91,7 @@ def url(tmp_path_factory: pytest.TempPathFactory):
             time.sleep(0.5)
         yield base
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_server(proc)
 
 
 @pytest.fixture
