@@ -101,10 +101,6 @@ KERNEL_CORE_SRCS := \
 	$(K)/core/syscall.c \
 	$(K)/core/sysproc.c \
 	$(K)/core/exec.c \
-	$(K)/core/ai_table.c \
-	$(K)/core/ai_request.c \
-	$(K)/core/ai_worker.c \
-	$(K)/core/sysai.c \
 	$(K)/drivers/uart.c \
 	$(K)/drivers/plic.c \
 	$(K)/drivers/virtio_console.c
@@ -119,14 +115,23 @@ KERNEL_FS_SRCS := \
 	$(K)/fs/sysfile.c \
 	$(K)/drivers/virtio_blk.c
 
-KERNEL_SRCS := $(KERNEL_CORE_SRCS) $(KERNEL_FS_SRCS)
+# [kernel-ai] the AI service: the request table and its rules, the callers' and
+# the worker's calls, their system calls.
+KERNEL_AI_SRCS := \
+	$(K)/ai/ai_table.c \
+	$(K)/ai/ai_request.c \
+	$(K)/ai/ai_worker.c \
+	$(K)/ai/sysai.c
+
+KERNEL_SRCS := $(KERNEL_CORE_SRCS) $(KERNEL_AI_SRCS) $(KERNEL_FS_SRCS)
 KERNEL_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(patsubst %.S,$(BUILD)/%.o,$(KERNEL_SRCS)))
 KERNEL_ELF  := $(BUILD)/kernel/kernel
 
 # ================================================================ user
 # user/ by role: lib (the C library every program links), bin (shell and
-# utilities), tests (the kernel's self-test), llm (the LLM runtime and its two
-# programs), ai (the AI service's worker and tools). A program NAME is built
+# utilities), tests (the kernel's self-tests, the fuzzer and the AI service's test
+# and load programs), llm (the LLM runtime and its two programs), ai (the AI
+# service's worker, shell tool and gateway). A program NAME is built
 # from user/ROLE/NAME.c and lands in the image as /NAME.
 # [user-lib] objects linked into every guest program.
 ULIB_SRCS := $(U)/lib/ulib.c $(U)/lib/printf.c $(U)/lib/umalloc.c $(U)/lib/thread.c
@@ -153,6 +158,8 @@ TEST_PROGS := \
 	usertests \
 	fuzz \
 	threadtests \
+	aitest \
+	aistress \
 
 LLM_PROGS := \
 	llmrun_smol \
@@ -161,8 +168,6 @@ LLM_PROGS := \
 AI_PROGS := \
 	ai_daemon \
 	ai \
-	aitest \
-	aistress \
 	gateway \
 
 UPROGS := $(BIN_PROGS) $(TEST_PROGS) $(LLM_PROGS) $(AI_PROGS)
@@ -237,7 +242,7 @@ $(addprefix $(BUILD)/user/_,$(TEST_PROGS)): $(BUILD)/user/_%: $(BUILD)/user/test
 	$(LINK_UPROG)
 # The self-tests share their runner (user/tests/harness.c).
 $(BUILD)/user/_usertests $(BUILD)/user/_threadtests: $(BUILD)/user/tests/harness.o
-$(addprefix $(BUILD)/user/_,aitest aistress ai gateway): $(BUILD)/user/_%: $(BUILD)/user/ai/%.o $(UPROG_LIBS) $(U)/lib/user.ld
+$(addprefix $(BUILD)/user/_,ai gateway): $(BUILD)/user/_%: $(BUILD)/user/ai/%.o $(UPROG_LIBS) $(U)/lib/user.ld
 	$(LINK_UPROG)
 
 # Guest programs used only by the kernel's pytest tests (tests/progs/NAME.c

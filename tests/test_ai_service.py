@@ -1,6 +1,6 @@
 """The kernel AI service (docs/AI_SERVICE.md) in the guest under QEMU.
 
-- aitest, the conformance suite (user/ai/aitest.c: one PASS/FAIL line per rule
+- aitest, the conformance suite (user/tests/aitest.c: one PASS/FAIL line per rule
   of docs/AI_SERVICE.md section 6), with the tiny synthetic Qwen3.5 at /AI/QWEN (init
   starts ai_daemon) on 1 and 2 harts, and on an image without models (no
   worker at all);

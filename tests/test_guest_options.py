@@ -1,5 +1,5 @@
 """Guest programs name a bad option and say what they wait for
-(user/llm/cli.c, user/ai/ai.c, user/bin/cksum.c, user/ai/aistress.c)."""
+(user/llm/cli.c, user/ai/ai.c, user/bin/cksum.c, user/tests/aistress.c)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-// The kernel AI service (kernel/core/ai_table.c and the files beside it):
+// The kernel AI service (kernel/ai/ai_table.c and the files beside it):
 // limits, request states, error codes and the structures its system calls
 // exchange. Shared by the kernel and user programs (user/lib/user.h has
 // the calls' prototypes).

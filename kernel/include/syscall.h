@@ -39,7 +39,7 @@
 #define SYS_setpgid 30
 #define SYS_setfg   31
 // 23..31 and 48 are the kernel core's; 32..47 and 49 the AI service's
-// (docs/AI_SERVICE.md; kernel/core/ai_table.c, kernel/include/aisvc.h):
+// (docs/AI_SERVICE.md; kernel/ai/ai_table.c, kernel/include/aisvc.h):
 #define SYS_ai_submit      32
 #define SYS_ai_wait        33
 #define SYS_ai_query       34

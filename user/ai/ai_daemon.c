@@ -1,4 +1,4 @@
-// ai_daemon: the AI service's worker (kernel/core/ai_table.c).
+// ai_daemon: the AI service's worker (kernel/ai/ai_table.c).
 //
 //   ai_daemon [--ready-fd FD] [--batch B] [ASSET_DIR]  (default /AI/SMOL, else /AI/QWEN)
 //

@@ -122,7 +122,7 @@
 #include "kernel/include/spinlock.h"
 #include "kernel/include/proc.h"
 #include "kernel/include/defs.h"
-#include "kernel/core/ai_table.h"
+#include "kernel/ai/ai_table.h"
 
 struct ai_table ai = { .lock = { 0, "ai", 0 }, .seq = 1, .reqid_max = AI_REQID_MAX };
 

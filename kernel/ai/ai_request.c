@@ -14,7 +14,7 @@
 #include "kernel/include/spinlock.h"
 #include "kernel/include/proc.h"
 #include "kernel/include/defs.h"
-#include "kernel/core/ai_table.h"
+#include "kernel/ai/ai_table.h"
 
 // Takes a free slot (sleeping while there is none, if the caller owns no
 // request) and queues the request in it. Returns the reqid or a negative

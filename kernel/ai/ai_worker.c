@@ -16,7 +16,7 @@
 #include "kernel/include/spinlock.h"
 #include "kernel/include/proc.h"
 #include "kernel/include/defs.h"
-#include "kernel/core/ai_table.h"
+#include "kernel/ai/ai_table.h"
 
 // Makes the caller the worker, for a model with vocab ids and room for
 // seq_len positions; (0, 0) resigns, as if the worker died. Returns 0,
