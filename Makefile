@@ -203,7 +203,7 @@ uprogs: $(UPROG_ELFS)
 # and costs no host disk (the image is sparse). Empty: fit the content.
 FSIMG_EXTRA ?=
 FSIMG_SIZE  ?= 256M
-FSIMG_SRCS  := Makefile pyaisvc/fsimg.py pyaisvc/commands/fsimg.py \
+FSIMG_SRCS  := Makefile pyaisvc/fsimg.py pyaisvc/cheader.py pyaisvc/commands/fsimg.py \
 	$(K)/include/fs.h $(K)/include/fsparam.h $(K)/include/stat.h
 # FSIMG_BUILD writes $@ with every UPROG, sized to fit unless --size follows.
 FSIMG_BUILD = $(PYTHON) -m pyaisvc fsimg build --quiet --image $@ \

@@ -25,7 +25,6 @@ and small on any input.
 from __future__ import annotations
 
 import array
-import ast
 import bisect
 import functools
 import os
@@ -36,9 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pyaisvc import cheader
+from pyaisvc.cheader import CStruct
 from pyaisvc.errors import AisvcError
 
-INCLUDE_DIR = Path(__file__).resolve().parent.parent / "kernel" / "include"
+INCLUDE_DIR = cheader.INCLUDE_DIR
 MIN_FREE_BYTES = 16 << 20  # free space an auto-sized image keeps at least
 FREE_FRACTION = 0.20       # ... or this share of the content, if larger
 COPY_CHUNK = 8 << 20       # bytes per copy call while writing file data
@@ -51,40 +52,6 @@ class FsImageError(AisvcError):
 
 
 # ---------------------------------------------------------------- layout from the headers
-
-_CTYPES = {"char": "b", "uchar": "B", "short": "h", "ushort": "H",
-           "uint32": "I", "uint": "I", "int": "i", "uint64": "Q"}
-
-
-@dataclass(frozen=True)
-class CStruct:
-    """A C struct from a header: its fields and the matching struct.Struct."""
-
-    name: str
-    fields: tuple[tuple[str, str, int], ...]  # (C type, name, array length or 0)
-    codec: struct.Struct
-
-    def unpack(self, data: bytes, offset: int = 0) -> dict[str, Any]:
-        values = list(self.codec.unpack_from(data, offset))
-        out: dict[str, Any] = {}
-        for ctype, fname, count in self.fields:
-            if count and ctype != "char":
-                out[fname], values = values[:count], values[count:]
-            else:
-                out[fname] = values.pop(0)
-        return out
-
-    def pack(self, **values: Any) -> bytes:
-        flat: list[Any] = []
-        for ctype, fname, count in self.fields:
-            v = values.get(fname, b"" if ctype == "char" and count else 0)
-            if count and ctype != "char":
-                seq = list(v)
-                flat.extend(seq + [0] * (count - len(seq)))
-            else:
-                flat.append(v)
-        return self.codec.pack(*flat)
-
 
 @dataclass(frozen=True)
 class Layout:
@@ -110,102 +77,16 @@ class Layout:
         return self.BSIZE * 8
 
 
-def _strip_comments(text: str) -> str:
-    return re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
-
-
-def _parse_structs(text: str, defines: dict[str, int]) -> dict[str, CStruct]:
-    structs = {}
-    for m in re.finditer(r"struct\s+(\w+)\s*\{(.*?)\};", text, re.S):
-        fields = []
-        fmt = "<"
-        for decl in m.group(2).split(";"):
-            d = re.fullmatch(r"\s*(\w+)\s+(\w+)\s*(?:\[(.+?)\])?\s*", decl)
-            if not d:
-                continue
-            ctype, fname, dim = d.groups()
-            count = _eval(dim, defines) if dim else 0
-            if ctype not in _CTYPES:
-                raise FsImageError(f"fs.h: unknown field type {ctype!r} in struct {m.group(1)}")
-            fields.append((ctype, fname, count))
-            if ctype == "char" and count:
-                fmt += f"{count}s"
-            else:
-                fmt += f"{count or ''}{_CTYPES[ctype]}"
-        structs[m.group(1)] = CStruct(m.group(1), tuple(fields), struct.Struct(fmt))
-    return structs
-
-
-_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
-           ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a // b}
-
-
-def _eval(expr: str, defines: dict[str, int]) -> int:
-    """Evaluates a #define's integer expression: numbers, earlier names,
-    + - * / and parentheses, sizeof of a base type. ValueError otherwise."""
-    expr = re.sub(r"sizeof\((\w+)\)",
-                  lambda m: str(struct.calcsize(_CTYPES[m.group(1)])), expr)
-
-    def ev(node: ast.expr) -> int:
-        if isinstance(node, ast.Constant) and isinstance(node.value, int):
-            return node.value
-        if isinstance(node, ast.Name) and node.id in defines:
-            return defines[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
-        raise ValueError(expr)
-
-    return ev(ast.parse(expr, mode="eval").body)
-
-
-def _read_header(path: Path) -> str:
-    try:
-        return _strip_comments(path.read_text())
-    except OSError as e:
-        raise FsImageError(f"cannot read {path}: {e.strerror}; run from a source tree") from e
-
-
-def _add_defines(body: str, defines: dict[str, int]) -> None:
-    for m in re.finditer(r"^#define[ \t]+(\w+)[ \t]+([^\n]+)$", body, re.M):
-        try:
-            defines[m.group(1)] = _eval(m.group(2).strip(), defines)
-        except (KeyError, ValueError, SyntaxError):
-            pass  # macros with arguments (IBLOCK) and non-numbers are not needed
-
-
-@functools.cache
-def header_define(header: str, name: str, include_dir: Path = INCLUDE_DIR) -> int:
-    """The integer value of ``#define name`` in kernel/include/<header>, e.g.
-    header_define("aisvc.h", "AI_MAX_PROMPT"); FsImageError if it is not there."""
-    defines: dict[str, int] = {}
-    _add_defines(_read_header(include_dir / header), defines)
-    if name not in defines:
-        raise FsImageError(f"{include_dir / header}: no integer #define {name}; "
-                           "run from an unmodified source tree")
-    return defines[name]
-
-
-def header_string(header: str, name: str, include_dir: Path = INCLUDE_DIR) -> str:
-    """The string of ``#define name "..."`` in kernel/include/<header>, e.g.
-    header_string("aisvc.h", "AI_SMOL_DIR"); FsImageError if it is not there."""
-    body = _read_header(include_dir / header)
-    m = re.search(rf'^#define[ \t]+{re.escape(name)}[ \t]+"([^"\n]*)"', body, re.M)
-    if m is None:
-        raise FsImageError(f"{include_dir / header}: no string #define {name}; "
-                           "run from an unmodified source tree")
-    return m.group(1)
-
-
 @functools.cache
 def load_layout(include_dir: Path = INCLUDE_DIR) -> Layout:
-    """Reads the layout from the kernel headers; FsImageError if they are missing."""
+    """Reads the layout from the kernel headers; CHeaderError if they are missing."""
     defines: dict[str, int] = {}
     text = ""
     for name in ("stat.h", "fsparam.h", "fs.h"):
-        body = _read_header(include_dir / name)
+        body = cheader.read_header(include_dir / name)
         text += body
-        _add_defines(body, defines)
-    structs = _parse_structs(text, defines)
+        cheader.add_defines(body, defines)
+    structs = cheader.parse_structs(text, defines)
     return Layout(defines, structs["superblock"], structs["dinode"], structs["dirent"])
 
 

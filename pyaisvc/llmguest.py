@@ -30,7 +30,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyaisvc import fsimg
+from pyaisvc import cheader
 from pyaisvc.assets import AssetError, load_config
 from pyaisvc.errors import AisvcError
 from pyaisvc.modelimage import build_model_image
@@ -62,13 +62,13 @@ class ModelSpec:
 
 MODELS: dict[str, ModelSpec] = {
     "smol": ModelSpec("smol", "SmolLM2-135M", "llmrun_smol",
-                      fsimg.header_string("aisvc.h", "AI_SMOL_DIR"),
+                      cheader.header_string("aisvc.h", "AI_SMOL_DIR"),
                       Path("models/SMOL"), "512M", "smol-assets"),
     # 3G: a Qwen3.5-0.8B is held twice (the resident ai_daemon and llmrun_qwen), and
     # with the vector kernels (QEMU 10) each copy also keeps its repacked rows'
     # multipliers: 2G does not hold the second copy.
     "qwen": ModelSpec("qwen", "Qwen3.5", "llmrun_qwen",
-                      fsimg.header_string("aisvc.h", "AI_QWEN_DIR"),
+                      cheader.header_string("aisvc.h", "AI_QWEN_DIR"),
                       Path("models/QWEN"), "3G", "qwen-assets"),
 }
 
@@ -76,14 +76,14 @@ MODELS: dict[str, ModelSpec] = {
 @functools.cache
 def max_prompt() -> int:
     """The most prompt ids per request: AI_MAX_PROMPT in kernel/include/aisvc.h."""
-    return fsimg.header_define("aisvc.h", "AI_MAX_PROMPT")
+    return cheader.header_define("aisvc.h", "AI_MAX_PROMPT")
 
 
 @functools.cache
 def max_batch() -> int:
     """The most requests the AI worker runs in one forward pass: AI_BATCH in
     user/ai/ai_daemon.c (its --batch takes 1..AI_BATCH)."""
-    return fsimg.header_define("ai_daemon.c", "AI_BATCH", AI_DAEMON_DIR)
+    return cheader.header_define("ai_daemon.c", "AI_BATCH", AI_DAEMON_DIR)
 
 
 # ---------------------------------------------------------------- images

@@ -28,11 +28,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from pyaisvc import fsimg
+from pyaisvc import cheader, fsimg
 
 # The code and headers that decide the bytes of an image besides its content.
-RECIPE = (Path(__file__), Path(fsimg.__file__), *(fsimg.INCLUDE_DIR / h for h in
-                                                  ("stat.h", "fsparam.h", "fs.h")))
+RECIPE = (Path(__file__), Path(fsimg.__file__), Path(cheader.__file__),
+          *(fsimg.INCLUDE_DIR / h for h in ("stat.h", "fsparam.h", "fs.h")))
 
 
 def model_tree(programs: dict[str, Path], dirs: dict[str, Path]) -> fsimg.Tree:

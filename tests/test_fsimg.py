@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pyaisvc import fsimg
+from pyaisvc import cheader, fsimg
 from pyaisvc.cli import main as cli_main
 
 LAYOUT = fsimg.load_layout()
@@ -181,7 +181,7 @@ def test_check_finds_damage(tmp_path: Path, content: dict[str, bytes],
 def test_header_string_reads_a_string_define(tmp_path: Path) -> None:
     (tmp_path / "h.h").write_text('// a comment "not this"\n#define NAME_DIR "/AI/X" // why\n'
                                   "#define NUMBER 3\n")
-    assert fsimg.header_string("h.h", "NAME_DIR", tmp_path) == "/AI/X"
+    assert cheader.header_string("h.h", "NAME_DIR", tmp_path) == "/AI/X"
     for missing in ("NUMBER", "OTHER"):
-        with pytest.raises(fsimg.FsImageError, match=f"no string #define {missing}"):
-            fsimg.header_string("h.h", missing, tmp_path)
+        with pytest.raises(cheader.CHeaderError, match=f"no string #define {missing}"):
+            cheader.header_string("h.h", missing, tmp_path)

@@ -9,7 +9,7 @@ cycle fails anywhere. The layers, lowest first (README.md, "Layout", says
 the same):
 
     0  errors, the package itself (its __version__)
-    1  refmath, quant, hfsources, cluster
+    1  refmath, quant, hfsources, cluster, cheader
     2  assets, fsimg, tokenizer, symbolize, sampling
     3  qemu, reference, modelimage
     4  export, llmguest, translate
@@ -33,6 +33,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pyaisvc"
 LAYERS: dict[str, int] = {
     "pyaisvc": 0, "pyaisvc.errors": 0,
     "pyaisvc.refmath": 1, "pyaisvc.quant": 1, "pyaisvc.hfsources": 1, "pyaisvc.cluster": 1,
+    "pyaisvc.cheader": 1,
     "pyaisvc.assets": 2, "pyaisvc.fsimg": 2, "pyaisvc.tokenizer": 2,
     "pyaisvc.symbolize": 2, "pyaisvc.sampling": 2,
     "pyaisvc.qemu": 3, "pyaisvc.reference": 3, "pyaisvc.modelimage": 3,
