@@ -103,6 +103,10 @@ class Journal:
             done.workers[line["worker"]] = line["cpu"]
         return cls(path), done
 
+    def append(self, record: dict[str, object]) -> None:
+        """Appends one line (a record with its own "kind"), flushed and fsynced."""
+        self._append(record)
+
     def _append(self, record: dict[str, object]) -> None:
         with self.path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")

@@ -8,6 +8,7 @@
     pyaisvc bench --mode service --burst --prompt-lens 5 --gen-lens 32 --batch 1,8
     pyaisvc bench --cluster tcp://lab01:8786 --cpus 1,2    # the cells as Dask tasks
     pyaisvc bench --cluster tcp://lab01:8786 --cpus 1,2 --resume OUT/journal.jsonl
+    pyaisvc bench --mode load --policies fifo,fair --load 0.8   # commands/bench_load.py
 
 Builds what is missing (kernel, guest programs, image), boots the guest once
 per model, runs every (prompt length, generated length) cell --repeat times
@@ -33,9 +34,11 @@ from pathlib import Path
 from tqdm import tqdm
 
 from pyaisvc.bench import burst, plots, report
+from pyaisvc.bench.loadplan import is_load_plan
 from pyaisvc.bench.matrix import BenchError, parse_lengths
 from pyaisvc.bench.plan import load_plan
 from pyaisvc.bench.runner import BenchConfig, BenchIncomplete, Progress, run_bench
+from pyaisvc.commands import bench_load
 from pyaisvc.errors import AisvcError, CommandError
 from pyaisvc.llmguest import MODELS, max_batch
 from pyaisvc.qemu import default_cpus
@@ -54,10 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(docs/bench-example.toml); flags given here win")
     parser.add_argument("--model", choices=(*MODELS, "both"),
                         help="which model(s) to measure (default smol)")
-    parser.add_argument("--mode", choices=("cold", "service", "both"),
+    parser.add_argument("--mode", choices=("cold", "service", "both", "load"),
                         help="cold: a fresh llmrun process per run (loads every time); "
                              "service: the resident AI worker; both: side by side "
-                             "(default cold)")
+                             "(default cold); load: scheduling policies under a seeded "
+                             "mixed workload over HTTP (the options below)")
     parser.add_argument("--prompt-lens", metavar="N,N,...",
                         help="prompt lengths in tokens (default 8,16,32)")
     parser.add_argument("--gen-lens", metavar="N,N,...",
@@ -98,6 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", default="1,8", metavar="B,B,...",
                         help="--burst: the worker's batch sizes to compare (1 = "
                              "one-at-a-time service; default 1,8)")
+    bench_load.add_arguments(parser)
 
 
 def apply_plan(args: argparse.Namespace) -> None:
@@ -174,6 +179,9 @@ def _run_burst(args: argparse.Namespace, out: Path) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.mode == "load" or (args.mode is None and args.config is not None
+                               and is_load_plan(args.config)):
+        return bench_load.run_load_mode(args)
     apply_plan(args)
     if args.resume is not None and args.cluster is None:
         raise CommandError("bench: --resume continues a sweep on a cluster: pass --cluster "

@@ -1,0 +1,183 @@
+"""A load run: the same seeded workload against each policy, one after the other.
+
+For each policy a fresh `pyaisvc serve --sched POLICY` boots
+(pyaisvc.bench.loadserver), or the one server at ``url`` is used, and the
+workload (pyaisvc.bench.workload) is replayed over HTTP
+(pyaisvc.bench.loadclient). With ``load`` instead of a rate, the capacity
+is measured first, on the first policy's server: CAPACITY_USERS users in a
+closed loop send CAPACITY_REQUESTS requests of the same mix (their own
+seeded stream); the capacity is the requests served per second, and the
+open loop's rate is load times it, the same for every policy.
+
+The run's journal (pyaisvc.bench.journal, ``OUT/journal.jsonl``) holds the
+plan, the measured capacity and each finished policy's outcomes, appended
+as each ends; ``--resume`` reruns only the policies it does not hold, at
+the rate it recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from pyaisvc.bench.journal import Journal
+from pyaisvc.bench.loadclient import Done, Outcome, run_closed, run_open, server_model
+from pyaisvc.bench.loadserver import Server, serve_options
+from pyaisvc.bench.matrix import BenchError
+from pyaisvc.bench.runner import cpu_model
+from pyaisvc.bench.sample import Note
+from pyaisvc.bench.workload import LoadPlan, Request, open_loop
+
+CAPACITY_USERS = 8  # the gateway's window: the worker's batch kept full
+CAPACITY_REQUESTS = 16
+CAPACITY_SEED_OFFSET = 1_000_003  # the capacity's requests are not the workload's
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Where and how to measure: the checkout, the guest, the benchmark text's ids."""
+
+    root: Path
+    out: Path  # the servers' logs go here
+    text: list[int]
+    seq_len: int
+    cpus: int | None = None
+    ram: str | None = None
+    url: str | None = None  # a running server instead of fresh ones
+
+
+@dataclass
+class PolicyRun:
+    policy: str
+    outcomes: list[Outcome]
+    server: str  # the serve command, or the url
+    started: str
+    host: str
+
+
+@dataclass
+class LoadResult:
+    plan: LoadPlan
+    rate: float | None  # the open loop's requests/s (None: closed loop)
+    capacity: float | None  # requests/s measured first (with --load)
+    runs: list[PolicyRun] = field(default_factory=list)
+
+
+def plan_record(plan: LoadPlan) -> dict[str, object]:
+    """What a journal's first line records of plan (a resumed run must match it)."""
+    d = asdict(plan)
+    d.pop("extra")
+    return json.loads(json.dumps(d))  # as the journal gives it back: lists, not tuples
+
+
+def _outcome(d: dict) -> Outcome:
+    return Outcome(**d)
+
+
+def measure(setup: Setup, url: str, policy: str, plan: LoadPlan, requests: list[Request] | None,
+            done: Done) -> list[Outcome]:
+    """Replays the workload against the server at url: requests in an open loop, or
+    plan's users in a closed loop when requests is None."""
+    model, priority = server_model(url)
+    if requests is not None:
+        return asyncio.run(run_open(url, model, policy, requests, priority, done))
+    return asyncio.run(run_closed(url, model, policy, plan, setup.text, setup.seq_len,
+                                  priority, done))
+
+
+def measure_capacity(setup: Setup, url: str, plan: LoadPlan, note: Note) -> float:
+    """Requests/s the server serves of plan's mix with its batch kept full."""
+    probe = dataclasses.replace(plan, users=CAPACITY_USERS, requests=CAPACITY_REQUESTS,
+                                duration=None, rate=None, load=None,
+                                seed=plan.seed + CAPACITY_SEED_OFFSET)
+    note(f"measuring the capacity: {CAPACITY_REQUESTS} requests of the mix, "
+         f"{CAPACITY_USERS} users in a closed loop")
+    outs = measure(setup, url, "capacity", probe, None, lambda _: None)
+    ok = [o for o in outs if o.status == "ok"]
+    if not ok:
+        raise BenchError(f"measuring the capacity: no request succeeded ({outs[0].status})")
+    span = max(o.end or 0.0 for o in ok) - min(o.sent for o in ok)
+    return len(ok) / span
+
+
+def _policy_run(setup: Setup, plan: LoadPlan, policy: str, rate: float | None,
+                capacity: Callable[[str], float] | None, done: Done,
+                note: Note) -> tuple[PolicyRun, float | None]:
+    """One policy: boots its server (or uses setup.url), measures the capacity first when
+    asked (capacity(url) -> requests/s), then replays the workload."""
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+    def run_at(url: str, rate: float | None) -> list[Outcome]:
+        if capacity is not None:
+            rate = plan.load * capacity(url)
+            note(f"open loop at {rate:.3f} requests/s ({plan.load} of the capacity)")
+        requests = open_loop(dataclasses.replace(plan, rate=rate), setup.text,
+                             setup.seq_len) if plan.open_loop else None
+        return measure(setup, url, policy, plan, requests, done)
+
+    if setup.url is not None:
+        outs = run_at(setup.url, rate)
+        server = setup.url
+    else:
+        options = serve_options(setup.root, policy, plan.prefill_chunk)
+        with Server(setup.root, options, setup.cpus, setup.ram,
+                    setup.out / f"serve-{policy}.log") as srv:
+            note(f"{policy}: booting `{' '.join(srv.command)}`")
+            srv.wait_healthy()
+            outs = run_at(srv.url, rate)
+            server = " ".join(srv.command)
+    return PolicyRun(policy, outs, server, started, cpu_model()), rate
+
+
+def run_load(setup: Setup, plan: LoadPlan, journal_path: Path, resume: bool, done: Done,
+             note: Note) -> LoadResult:
+    """Every policy of plan that the journal does not hold yet, in order; returns them all
+    (the journal's and the new ones). Each finished policy is journaled at once."""
+    if not resume:
+        Journal.check_new(journal_path)  # before anything boots
+    for p in plan.policies:
+        if setup.url is None:
+            serve_options(setup.root, p, plan.prefill_chunk)  # refused before any boot
+    record = plan_record(plan)
+    journal, held = (_resume(journal_path, record) if resume
+                     else (Journal.create(journal_path, record), {}))
+    result = LoadResult(plan, plan.rate, held.pop("capacity", None))
+    if result.capacity is not None:
+        result.rate = plan.load * result.capacity
+    for p in plan.policies:
+        if p in held:
+            note(f"{p}: in the journal, not measured again")
+            result.runs.append(held[p])
+            continue
+        ask = None
+        if plan.load is not None and result.capacity is None:
+            def ask(url: str) -> float:
+                result.capacity = measure_capacity(setup, url, plan, note)
+                journal.append({"kind": "capacity", "capacity": result.capacity})
+                note(f"capacity {result.capacity:.3f} requests/s")
+                return result.capacity
+        run, result.rate = _policy_run(setup, plan, p, result.rate, ask, done, note)
+        journal.append({"kind": "policy", "policy": p, "rate": result.rate,
+                        "server": run.server, "started": run.started, "host": run.host,
+                        "outcomes": [asdict(o) for o in run.outcomes]})
+        result.runs.append(run)
+    return result
+
+
+def _resume(path: Path, record: dict[str, object]) -> tuple[Journal, dict]:
+    """The journal and what it holds: {"capacity": requests/s, POLICY: PolicyRun}."""
+    journal, _ = Journal.resume(path, record)
+    held: dict = {}
+    for line in path.read_text().splitlines():
+        d = json.loads(line) if line.strip() else {}
+        if d.get("kind") == "capacity":
+            held["capacity"] = d["capacity"]
+        elif d.get("kind") == "policy":
+            held[d["policy"]] = PolicyRun(d["policy"], [_outcome(o) for o in d["outcomes"]],
+                                          d["server"], d["started"], d["host"])
+    return journal, held
