@@ -181,7 +181,7 @@ def _run_burst(args: argparse.Namespace, out: Path) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.mode == "load" or (args.mode is None and args.config is not None
                                and is_load_plan(args.config)):
-        return bench_load.run_load_mode(args)
+        return bench_load.run_load_mode(args, check_out)
     apply_plan(args)
     if args.resume is not None and args.cluster is None:
         raise CommandError("bench: --resume continues a sweep on a cluster: pass --cluster "

@@ -21,6 +21,7 @@ import argparse
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tqdm import tqdm
@@ -118,9 +119,8 @@ def _setup(args: argparse.Namespace, plan: LoadPlan, file: dict[str, object],
     return Setup(Path("."), out, text, seq_len, cpus, _setting(args, file, "ram"), url)
 
 
-def run_load_mode(args: argparse.Namespace) -> int:
-    from pyaisvc.commands.bench import check_out
-
+def run_load_mode(args: argparse.Namespace, check_out: Callable[[Path], None]) -> int:
+    """Runs the load mode; check_out(out) proves --out writable (as the other modes do)."""
     plan, file = _merged(args)
     out = args.out or (args.resume.parent if args.resume is not None else None) or \
         (Path(str(file["out"])) if "out" in file else
