@@ -1,23 +1,33 @@
-"""`pyaisvc bench --mode load` on the host: the workload generator, the plan and the statistics.
+"""`pyaisvc bench --mode load`: the workload generator, the plan, the statistics, a real run.
 
 The generator must give the same requests for the same seed, arrivals at the
 rate asked and the class and tenant mix asked, within statistical bounds
-computed here (a Poisson count's normal bound, a chi-square of the mix);
-bad plans must be refused with one line. The statistics are checked against
-cases worked out by hand in the comments.
+computed here (a Poisson count's bound, a Kolmogorov-Smirnov distance, a
+chi-square of the mix); bad plans must be refused with one line. The
+statistics are checked against cases worked out by hand in the comments.
+The guest test runs a short load (a few small requests; fifo, and fair too
+when this checkout's serve has --sched) against the real guest through
+`pyaisvc serve`: every column and plot is written, every reply is the
+reference's greedy text, and a resumed run measures nothing again.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import json
 import math
 from pathlib import Path
 
 import pytest
+from host import llmcases as lc
+from host.buildlock import build_lock
 
 from pyaisvc.bench import loadstats as st
 from pyaisvc.bench.loadclient import Outcome
 from pyaisvc.bench.loadplan import load_plan_file, seconds
+from pyaisvc.bench.loadserver import serve_help
+from pyaisvc.bench.matrix import TEXT as TEXT_OF_BENCH
 from pyaisvc.bench.matrix import BenchError
 from pyaisvc.bench.workload import (
     DEFAULT_CLASSES,
@@ -29,6 +39,8 @@ from pyaisvc.bench.workload import (
     user_requests,
 )
 from pyaisvc.cli import main
+from pyaisvc.llmguest import MODELS, prepare
+from pyaisvc.tokenizer import load_tokenizer
 
 P_FALSE = 1e-4  # a bound below fails by chance with this probability at most
 
@@ -47,6 +59,8 @@ def ks_exponential(xs: list[float], mean: float) -> float:
     return max(max((k + 1) / n - c, c - k / n) for k, c in enumerate(cdf))
 
 
+ROOT = Path(__file__).resolve().parent.parent
+ENDS = {0, 2}  # <|endoftext|>, <|im_end|>: every reply ends at them
 TEXT = list(range(1000, 1343))  # 343 ids, as the benchmark text has under SmolLM2's tokenizer
 SEQ, MAXP = 256, 255
 
@@ -244,3 +258,81 @@ def test_policy_rows_have_a_row_per_class_and_one_for_all() -> None:
     assert [r["service_tokens"] for r in st.tenant_rows("fifo", outs)] == [12, 11]
     xs, ys = st.tokens_over_time(outs, 0.5)
     assert (xs, ys) == ([0.0, 0.5], [2.0, 4.0])  # 1 token in [0, 0.5), 2 in [0.5, 1)
+
+
+# ---------------------------------------------------------------- a real run
+
+GUEST_PLAN = """mode = "load"
+rate = 1.0
+requests = 4
+seed = 3
+slo_ttft = "60s"
+slo_tbt = "5s"
+[classes.short]
+prompt = [5, 12]
+new = [4, 8]
+weight = 1
+[classes.longer]
+prompt = [20, 30]
+new = [6, 10]
+weight = 1
+[tenants.alice]
+priority = 0
+[tenants.bob]
+priority = 1
+"""
+FILES = ("load.md", "load_summary.csv", "load_tenants.csv", "load_requests.csv", "load.json",
+         "load_ttft_cdf.png", "load_tokens_per_s.png", "load_service.png", "journal.jsonl")
+SUMMARY_COLUMNS = ("ttft_p50_ms", "ttft_p99_ms", "tbt_p50_ms", "tbt_p99_ms", "stall_max_ms",
+                   "e2e_p50_ms", "e2e_p99_ms", "kernel_ttft_p50_ms", "kernel_ttft_p99_ms",
+                   "kernel_queued_p50_ms", "tokens_per_s", "goodput", "goodput_per_s")
+
+
+def _expected_text(prompt: list[int], n: int) -> tuple[str, int]:
+    """The reference's greedy reply (and its length in ids) to prompt with max_tokens n."""
+    ids = lc.until_stop(lc.reference_ids(lc.smol_dir("v3"), [prompt], n)[0], ENDS)
+    tok = load_tokenizer("smol")
+    return tok.decode([i for i in ids if i not in ENDS], skip_special_tokens=True), len(ids)
+
+
+@pytest.mark.guest
+def test_a_short_load_on_the_guest_writes_every_column_and_plot(tmp_path, capsys) -> None:
+    if lc.smol_dir("v3") is None:
+        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    with build_lock():  # the servers' own build step then finds everything up to date
+        prepare(ROOT, MODELS["smol"])
+    policies = "fifo,fair" if "--sched" in serve_help(ROOT) else "fifo"
+    plan = tmp_path / "plan.toml"
+    plan.write_text(GUEST_PLAN)
+    out = tmp_path / "out"
+    argv = ["bench", "--config", str(plan), "--policies", policies, "--out", str(out),
+            "--no-progress"]
+    assert main(argv) == 0, capsys.readouterr().err
+    table = capsys.readouterr().out
+    for f in FILES:
+        assert (out / f).stat().st_size > 0, f
+    for f in FILES[5:8]:
+        assert (out / f).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f
+    summary = list(csv.DictReader((out / "load_summary.csv").open()))
+    assert [r["policy"] for r in summary if r["class"] == "all"] == policies.split(",")
+    for r in summary:
+        assert r["ok"] == r["requests"] != "0", r
+        assert all(r[c] != "" for c in SUMMARY_COLUMNS), r
+    assert all(r["jain"] != "" for r in summary if r["class"] == "all")
+    # every policy got the same requests, and every reply is the reference's greedy text
+    runs = json.loads((out / "load.json").read_text())["runs"]
+    workload = open_loop(_plan(**{k: v for k, v in load_plan_file(plan).items()
+                                  if k in ("rate", "requests", "seed", "classes", "tenants")}),
+                         load_tokenizer("smol").encode(TEXT_OF_BENCH), SEQ)
+    for run in runs:
+        assert len(run["requests"]) == len(workload) == 4
+        for got, req in zip(run["requests"], workload, strict=True):
+            text, n = _expected_text(list(req.prompt), req.max_tokens)
+            assert (got["text"], got["completion_tokens"]) == (text, n), (run["policy"], got)
+            assert (got["tenant"], got["priority"]) == (req.tenant, req.priority)
+            assert got["kernel_ttft_us"] > 0 and got["kernel_total_us"] >= got["kernel_ttft_us"]
+    assert "| fifo | all | 4 | 4 |" in table
+    # the journal holds every policy: a resumed run boots nothing and gives the same rows
+    assert main([*argv, "--resume", str(out / "journal.jsonl")]) == 0
+    assert "in the journal, not measured again" in capsys.readouterr().err
+    assert list(csv.DictReader((out / "load_summary.csv").open())) == summary

@@ -153,7 +153,9 @@ def write_plots(out: Path, result: LoadResult) -> dict[str, Path]:
     fig, ax = plt.subplots(figsize=(6, 4.5), dpi=100)
     for run in result.runs:
         xs = sorted(t * 1000 for o in run.outcomes if (t := st.ttft(o)) is not None)
-        ax.step(xs, [(k + 1) / len(xs) for k in range(len(xs))], where="post", label=run.policy)
+        if xs:  # from 0 at the first TTFT to 1 at the last
+            ax.step([xs[0], *xs], [0.0, *((k + 1) / len(xs) for k in range(len(xs)))],
+                    where="post", label=run.policy)
     ax.axvline(result.plan.slo_ttft * 1000, color="grey", linestyle="--", label="TTFT SLO")
     ax.set_xlabel("TTFT (ms, from the client's send)")
     ax.set_ylabel("share of requests")
