@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import importlib.util
 import json
 import math
 from pathlib import Path
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 from host import llmcases as lc
 from host.buildlock import build_lock
+from host.loopcluster import loopback_cluster
 
 from pyaisvc.bench import loadstats as st
 from pyaisvc.bench.loadclient import Outcome
@@ -295,12 +297,33 @@ def _expected_text(prompt: list[int], n: int) -> tuple[str, int]:
     return tok.decode([i for i in ids if i not in ENDS], skip_special_tokens=True), len(ids)
 
 
-@pytest.mark.guest
-def test_a_short_load_on_the_guest_writes_every_column_and_plot(tmp_path, capsys) -> None:
+def _check_replies(out: Path, plan: Path) -> list[dict]:
+    """Every policy got the plan's requests, and every reply is the reference's greedy text;
+    the runs of load.json."""
+    runs = json.loads((out / "load.json").read_text())["runs"]
+    workload = open_loop(_plan(**{k: v for k, v in load_plan_file(plan).items()
+                                  if k in ("rate", "requests", "seed", "classes", "tenants")}),
+                         load_tokenizer("smol").encode(TEXT_OF_BENCH), SEQ)
+    for run in runs:
+        assert len(run["requests"]) == len(workload)
+        for got, req in zip(run["requests"], workload, strict=True):
+            text, n = _expected_text(list(req.prompt), req.max_tokens)
+            assert (got["text"], got["completion_tokens"]) == (text, n), (run["policy"], got)
+            assert (got["tenant"], got["priority"]) == (req.tenant, req.priority)
+            assert got["kernel_ttft_us"] > 0 and got["kernel_total_us"] >= got["kernel_ttft_us"]
+    return runs
+
+
+def _smol_built() -> None:
     if lc.smol_dir("v3") is None:
         pytest.skip("models/SMOL is missing: run `make smol-assets`")
     with build_lock():  # the servers' own build step then finds everything up to date
         prepare(ROOT, MODELS["smol"])
+
+
+@pytest.mark.guest
+def test_a_short_load_on_the_guest_writes_every_column_and_plot(tmp_path, capsys) -> None:
+    _smol_built()
     policies = "fifo,fair" if "--sched" in serve_help(ROOT) else "fifo"
     plan = tmp_path / "plan.toml"
     plan.write_text(GUEST_PLAN)
@@ -319,20 +342,28 @@ def test_a_short_load_on_the_guest_writes_every_column_and_plot(tmp_path, capsys
         assert r["ok"] == r["requests"] != "0", r
         assert all(r[c] != "" for c in SUMMARY_COLUMNS), r
     assert all(r["jain"] != "" for r in summary if r["class"] == "all")
-    # every policy got the same requests, and every reply is the reference's greedy text
-    runs = json.loads((out / "load.json").read_text())["runs"]
-    workload = open_loop(_plan(**{k: v for k, v in load_plan_file(plan).items()
-                                  if k in ("rate", "requests", "seed", "classes", "tenants")}),
-                         load_tokenizer("smol").encode(TEXT_OF_BENCH), SEQ)
-    for run in runs:
-        assert len(run["requests"]) == len(workload) == 4
-        for got, req in zip(run["requests"], workload, strict=True):
-            text, n = _expected_text(list(req.prompt), req.max_tokens)
-            assert (got["text"], got["completion_tokens"]) == (text, n), (run["policy"], got)
-            assert (got["tenant"], got["priority"]) == (req.tenant, req.priority)
-            assert got["kernel_ttft_us"] > 0 and got["kernel_total_us"] >= got["kernel_ttft_us"]
+    _check_replies(out, plan)
     assert "| fifo | all | 4 | 4 |" in table
     # the journal holds every policy: a resumed run boots nothing and gives the same rows
     assert main([*argv, "--resume", str(out / "journal.jsonl")]) == 0
     assert "in the journal, not measured again" in capsys.readouterr().err
     assert list(csv.DictReader((out / "load_summary.csv").open())) == summary
+
+
+@pytest.mark.guest
+@pytest.mark.skipif(not importlib.util.find_spec("distributed"),
+                    reason="dask.distributed is not installed: run `make deps`")
+def test_a_policy_runs_as_a_task_on_a_dask_worker(tmp_path, capsys) -> None:
+    _smol_built()
+    plan = tmp_path / "plan.toml"
+    plan.write_text(GUEST_PLAN.replace("requests = 4", "requests = 2"))
+    out = tmp_path / "out"
+    with loopback_cluster(tmp_path / "logs") as cluster:
+        cluster.add_worker("w1")
+        cluster.wait_for(1)
+        rc = main(["bench", "--config", str(plan), "--policies", "fifo", "--out", str(out),
+                   "--no-progress", "--cluster", cluster.address])
+        assert rc == 0, capsys.readouterr().err
+    runs = _check_replies(out, plan)
+    assert [(r["policy"], r["host"]) for r in runs] == [("fifo", "w1")]
+    assert "fifo: measured on w1" in capsys.readouterr().err

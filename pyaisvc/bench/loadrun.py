@@ -105,7 +105,7 @@ def measure_capacity(setup: Setup, url: str, plan: LoadPlan, note: Note) -> floa
     return len(ok) / span
 
 
-def _policy_run(setup: Setup, plan: LoadPlan, policy: str, rate: float | None,
+def policy_run(setup: Setup, plan: LoadPlan, policy: str, rate: float | None,
                 capacity: Callable[[str], float] | None, done: Done,
                 note: Note) -> tuple[PolicyRun, float | None]:
     """One policy: boots its server (or uses setup.url), measures the capacity first when
@@ -134,25 +134,54 @@ def _policy_run(setup: Setup, plan: LoadPlan, policy: str, rate: float | None,
     return PolicyRun(policy, outs, server, started, cpu_model()), rate
 
 
+def open_journal(path: Path, plan: LoadPlan, resume: bool) -> tuple[Journal, LoadResult]:
+    """The run's journal (a new one, or the one to resume) and what it holds: the plan,
+    the capacity and rate it recorded, the policies it finished."""
+    record = plan_record(plan)
+    if not resume:
+        return Journal.create(path, record), LoadResult(plan, plan.rate, None)
+    journal, _ = Journal.resume(path, record)
+    result = LoadResult(plan, plan.rate, None)
+    for line in path.read_text().splitlines():
+        d = json.loads(line) if line.strip() else {}
+        if d.get("kind") == "capacity":
+            result.capacity = d["capacity"]
+            result.rate = plan.load * d["capacity"]
+        elif d.get("kind") == "policy" and d["policy"] in plan.policies:
+            result.runs.append(PolicyRun(d["policy"], [_outcome(o) for o in d["outcomes"]],
+                                         d["server"], d["started"], d["host"]))
+    return journal, result
+
+
+def journal_policy(journal: Journal, run: PolicyRun, rate: float | None) -> None:
+    journal.append({"kind": "policy", "policy": run.policy, "rate": rate, "server": run.server,
+                    "started": run.started, "host": run.host,
+                    "outcomes": [asdict(o) for o in run.outcomes]})
+
+
+def in_plan_order(result: LoadResult) -> None:
+    result.runs.sort(key=lambda r: result.plan.policies.index(r.policy))
+
+
+def check_policies(setup: Setup, plan: LoadPlan, journal_path: Path, resume: bool) -> None:
+    """Refuses, before anything boots, a journal in the way or a policy serve lacks."""
+    if not resume:
+        Journal.check_new(journal_path)
+    for p in plan.policies:
+        if setup.url is None:
+            serve_options(setup.root, p, plan.prefill_chunk)
+
+
 def run_load(setup: Setup, plan: LoadPlan, journal_path: Path, resume: bool, done: Done,
              note: Note) -> LoadResult:
     """Every policy of plan that the journal does not hold yet, in order; returns them all
     (the journal's and the new ones). Each finished policy is journaled at once."""
-    if not resume:
-        Journal.check_new(journal_path)  # before anything boots
-    for p in plan.policies:
-        if setup.url is None:
-            serve_options(setup.root, p, plan.prefill_chunk)  # refused before any boot
-    record = plan_record(plan)
-    journal, held = (_resume(journal_path, record) if resume
-                     else (Journal.create(journal_path, record), {}))
-    result = LoadResult(plan, plan.rate, held.pop("capacity", None))
-    if result.capacity is not None:
-        result.rate = plan.load * result.capacity
+    check_policies(setup, plan, journal_path, resume)
+    journal, result = open_journal(journal_path, plan, resume)
+    held = {r.policy for r in result.runs}
     for p in plan.policies:
         if p in held:
             note(f"{p}: in the journal, not measured again")
-            result.runs.append(held[p])
             continue
         ask = None
         if plan.load is not None and result.capacity is None:
@@ -161,23 +190,8 @@ def run_load(setup: Setup, plan: LoadPlan, journal_path: Path, resume: bool, don
                 journal.append({"kind": "capacity", "capacity": result.capacity})
                 note(f"capacity {result.capacity:.3f} requests/s")
                 return result.capacity
-        run, result.rate = _policy_run(setup, plan, p, result.rate, ask, done, note)
-        journal.append({"kind": "policy", "policy": p, "rate": result.rate,
-                        "server": run.server, "started": run.started, "host": run.host,
-                        "outcomes": [asdict(o) for o in run.outcomes]})
+        run, result.rate = policy_run(setup, plan, p, result.rate, ask, done, note)
+        journal_policy(journal, run, result.rate)
         result.runs.append(run)
+    in_plan_order(result)
     return result
-
-
-def _resume(path: Path, record: dict[str, object]) -> tuple[Journal, dict]:
-    """The journal and what it holds: {"capacity": requests/s, POLICY: PolicyRun}."""
-    journal, _ = Journal.resume(path, record)
-    held: dict = {}
-    for line in path.read_text().splitlines():
-        d = json.loads(line) if line.strip() else {}
-        if d.get("kind") == "capacity":
-            held["capacity"] = d["capacity"]
-        elif d.get("kind") == "policy":
-            held[d["policy"]] = PolicyRun(d["policy"], [_outcome(o) for o in d["outcomes"]],
-                                          d["server"], d["started"], d["host"])
-    return journal, held

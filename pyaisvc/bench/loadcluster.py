@@ -1,0 +1,140 @@
+"""A load run on a Dask cluster: ``pyaisvc bench --mode load --cluster ADDRESS``.
+
+Each policy is one Dask task holding one unit of the workers' ``guest``
+resource (as the matrix's cells do, pyaisvc.bench.cluster): the worker
+boots its own `pyaisvc serve --sched POLICY` from its checkout and replays
+the same seeded workload on loopback, so the policies run side by side on
+different machines and never share cores. With ``load``, one task measures
+the capacity first (on a fifo server) and every policy then runs at the
+same rate. Every worker must be at the client's commit (pyaisvc.cluster);
+each task checks again. Finished policies are journaled as they arrive, so
+``--resume`` runs only the rest.
+
+Dask is imported only inside the functions that use it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyaisvc.bench.loadclient import Done
+from pyaisvc.bench.loadrun import (
+    LoadResult,
+    PolicyRun,
+    Setup,
+    check_policies,
+    in_plan_order,
+    journal_policy,
+    measure_capacity,
+    open_journal,
+    policy_run,
+)
+from pyaisvc.bench.loadserver import DEFAULT_POLICY, Server, serve_options
+from pyaisvc.bench.matrix import BenchError
+from pyaisvc.bench.sample import Note
+from pyaisvc.bench.workload import LoadPlan
+from pyaisvc.cluster import (
+    RESOURCE,
+    WrongCode,
+    check_workers,
+    connect,
+    git_commit,
+    guest_workers,
+    mismatch,
+    uncommitted,
+    worker_code,
+)
+
+
+@dataclass(frozen=True)
+class PolicyTask:
+    """What a worker needs to measure one policy (policy "capacity": the capacity)."""
+
+    policy: str
+    plan: LoadPlan
+    rate: float | None
+    commit: str
+    text: tuple[int, ...]
+    seq_len: int
+    cpus: int | None
+    ram: str | None
+
+
+def _worker_setup(task: PolicyTask) -> Setup:
+    """The worker's checkout (at the client's commit, else WrongCode) as a Setup."""
+    code = worker_code()
+    if (why := mismatch(code, task.commit)) is not None:
+        raise WrongCode(why)
+    logs = Path(tempfile.mkdtemp(prefix="aisvc-load-"))
+    return Setup(Path(code["root"]), logs, list(task.text), task.seq_len, task.cpus, task.ram)
+
+
+def run_policy_task(task: PolicyTask) -> PolicyRun:
+    """On a worker: one policy's run on a server of its own."""
+    setup = _worker_setup(task)
+    run, _ = policy_run(setup, task.plan, task.policy, task.rate, None, lambda _: None,
+                        lambda _: None)
+    run.host = worker_code()["name"]
+    return run
+
+
+def run_capacity_task(task: PolicyTask) -> float:
+    """On a worker: the capacity (requests/s) of a fifo server for the plan's mix."""
+    setup = _worker_setup(task)
+    options = serve_options(setup.root, DEFAULT_POLICY, task.plan.prefill_chunk)
+    with Server(setup.root, options, setup.cpus, setup.ram, setup.out / "serve.log") as srv:
+        srv.wait_healthy()
+        return measure_capacity(setup, srv.url, task.plan, lambda _: None)
+
+
+def run_load_cluster(setup: Setup, plan: LoadPlan, address: str, journal_path: Path,
+                     resume: bool, done: Done, note: Note) -> LoadResult:
+    """The policies the journal does not hold, one task each on the cluster at address;
+    returns them all in the plan's order."""
+    if setup.url is not None:
+        raise BenchError("--url and --cluster exclude each other: the workers boot their own "
+                         "servers")
+    check_policies(setup, plan, journal_path, resume)
+    commit = git_commit(setup.root.resolve())
+    if uncommitted(setup.root.resolve()):
+        note(f"this checkout has uncommitted changes; the workers run commit {commit[:12]}")
+    journal, result = open_journal(journal_path, plan, resume)
+    todo = [p for p in plan.policies if p not in {r.policy for r in result.runs}]
+    if not todo:
+        return result
+    from distributed import as_completed
+
+    client = connect(address)
+    try:
+        check_workers(client, commit)
+
+        def task(policy: str) -> PolicyTask:
+            return PolicyTask(policy, plan, result.rate, commit, tuple(setup.text),
+                              setup.seq_len, setup.cpus, setup.ram)
+
+        def submit(fn, policy: str):
+            return client.submit(fn, task(policy), key=f"load-{policy}-{uuid.uuid4().hex[:8]}",
+                                 resources={RESOURCE: 1}, pure=False)
+
+        if plan.load is not None and result.capacity is None:
+            note("measuring the capacity on a worker")
+            result.capacity = submit(run_capacity_task, "capacity").result()
+            result.rate = plan.load * result.capacity
+            journal.append({"kind": "capacity", "capacity": result.capacity})
+            note(f"capacity {result.capacity:.3f} requests/s")
+        note(f"{len(todo)} policies to {len(guest_workers(client))} worker(s) at {address}")
+        futures = {submit(run_policy_task, p): p for p in todo}
+        for fut in as_completed(futures, loop=client.loop):
+            run: PolicyRun = fut.result()
+            journal_policy(journal, run, result.rate)
+            result.runs.append(run)
+            for o in run.outcomes:
+                done(o)
+            note(f"{run.policy}: measured on {run.host}")
+    finally:
+        client.close(timeout=10)
+    in_plan_order(result)
+    return result
