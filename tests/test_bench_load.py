@@ -367,3 +367,10 @@ def test_a_policy_runs_as_a_task_on_a_dask_worker(tmp_path, capsys) -> None:
     runs = _check_replies(out, plan)
     assert [(r["policy"], r["host"]) for r in runs] == [("fifo", "w1")]
     assert "fifo: measured on w1" in capsys.readouterr().err
+
+
+def test_the_example_plan_is_the_default_mix_under_every_policy() -> None:
+    plan = load_plan_file(ROOT / "docs/load-example.toml")
+    assert (plan["classes"], plan["tenants"]) == (DEFAULT_CLASSES, LoadPlan().tenants)
+    assert plan["policies"] == ("fifo", "priority", "shortest", "fair")
+    assert (plan["load"], plan["slo_ttft"], plan["slo_tbt"]) == (0.8, 2.0, 0.2)

@@ -14,6 +14,10 @@ is:
 - ``failed``: a cell that failed on its last try, with the error and the tail
   of the guest's console; it is not done, so a resumed sweep runs it again.
 
+A load run (pyaisvc.bench.loadrun) writes the same kind of file with its own
+lines after the plan: ``capacity`` (the requests/s measured for --load) and
+``policy`` (one policy's every request, as the clients saw it).
+
 Every line is flushed and fsynced before the next cell is taken; a last line
 cut short by a crash is dropped (and cut off the file) when it is resumed.
 """
