@@ -28,6 +28,7 @@ from host.loopcluster import loopback_cluster
 from pyaisvc.bench import loadstats as st
 from pyaisvc.bench.loadclient import Outcome
 from pyaisvc.bench.loadplan import load_plan_file, seconds
+from pyaisvc.bench.loadrun import PolicyRun, journal_policy, open_journal
 from pyaisvc.bench.loadserver import serve_help
 from pyaisvc.bench.matrix import TEXT as TEXT_OF_BENCH
 from pyaisvc.bench.matrix import BenchError
@@ -374,3 +375,20 @@ def test_the_example_plan_is_the_default_mix_under_every_policy() -> None:
     assert (plan["classes"], plan["tenants"]) == (DEFAULT_CLASSES, LoadPlan().tenants)
     assert plan["policies"] == ("fifo", "priority", "shortest", "fair")
     assert (plan["load"], plan["slo_ttft"], plan["slo_tbt"]) == (0.8, 2.0, 0.2)
+
+
+def test_the_journal_gives_back_its_policies_and_refuses_another_plan(tmp_path) -> None:
+    plan = _plan(policies=("fifo", "fair"), rate=None, load=0.5)
+    path = tmp_path / "journal.jsonl"
+    journal, result = open_journal(path, plan, resume=False)
+    assert result.runs == []
+    journal.append({"kind": "capacity", "capacity": 0.25})
+    run = PolicyRun("fifo", [_out("a", 0.0, [0.5, 0.75], 1.0)], "serve", "t", "h")
+    journal_policy(journal, run, 0.125)
+    _, back = open_journal(path, plan, resume=True)
+    assert (back.capacity, back.rate) == (0.25, 0.125)  # the rate: load x capacity
+    assert back.runs == [run]
+    with pytest.raises(BenchError, match="written for another plan"):
+        open_journal(path, dataclasses.replace(plan, seed=2), resume=True)
+    with pytest.raises(BenchError, match="already holds"):
+        open_journal(path, plan, resume=False)

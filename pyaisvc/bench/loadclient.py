@@ -30,7 +30,7 @@ import httpx
 from pyaisvc.bench.matrix import BenchError
 from pyaisvc.bench.workload import LoadPlan, Request, user_requests
 
-TIMEOUT = httpx.Timeout(connect=30.0, read=600.0, write=30.0, pool=None)
+TIMEOUT = httpx.Timeout(connect=30.0, read=1800.0, write=30.0, pool=None)  # a long queue
 
 
 @dataclass
@@ -172,5 +172,7 @@ def server_model(url: str) -> tuple[str, bool]:
     except (httpx.HTTPError, ValueError, KeyError, TypeError) as e:
         raise BenchError(f"{url} does not answer as an OpenAI-compatible server ({e}); start "
                          "`pyaisvc serve` there or leave out --url") from e
-    props = schema.get("components", {}).get("schemas", {}).get("CompletionRequest", {})
-    return models[0]["id"], "priority" in props.get("properties", {})
+    bodies = [s.get("properties", {}) for s in
+              schema.get("components", {}).get("schemas", {}).values()]
+    completion = [p for p in bodies if "prompt" in p and "max_tokens" in p]
+    return models[0]["id"], any("priority" in p for p in completion)

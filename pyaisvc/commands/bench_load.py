@@ -121,6 +121,9 @@ def _setup(args: argparse.Namespace, plan: LoadPlan, file: dict[str, object],
 
 def run_load_mode(args: argparse.Namespace, check_out: Callable[[Path], None]) -> int:
     """Runs the load mode; check_out(out) proves --out writable (as the other modes do)."""
+    if args.model not in (None, "smol") or args.burst:
+        raise CommandError("bench: --mode load serves SmolLM2 through `pyaisvc serve`: leave "
+                           "out --model and --burst")
     plan, file = _merged(args)
     out = args.out or (args.resume.parent if args.resume is not None else None) or \
         (Path(str(file["out"])) if "out" in file else
