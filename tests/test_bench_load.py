@@ -392,3 +392,23 @@ def test_the_journal_gives_back_its_policies_and_refuses_another_plan(tmp_path) 
         open_journal(path, dataclasses.replace(plan, seed=2), resume=True)
     with pytest.raises(BenchError, match="already holds"):
         open_journal(path, plan, resume=False)
+
+
+def test_load_runs_every_policy_at_load_times_the_capacity_measured_once(tmp_path,
+                                                                        monkeypatch) -> None:
+    # the HTTP side replaced: each "measurement" notes the rate of the requests it got
+    from pyaisvc.bench import loadrun
+
+    seen: list[tuple[str, int]] = []
+    monkeypatch.setattr(loadrun, "measure", lambda setup, url, policy, plan, reqs, done:
+                        seen.append((policy, len(reqs))) or [])
+    capacity = []
+    monkeypatch.setattr(loadrun, "measure_capacity",
+                        lambda setup, url, plan, note: capacity.append(url) or 0.5)
+    plan = _plan(rate=None, load=0.8, requests=None, duration=100.0, policies=("fifo",))
+    setup = loadrun.Setup(ROOT, tmp_path, TEXT, SEQ, url="http://127.0.0.1:9")
+    result = loadrun.run_load(setup, plan, tmp_path / "j.jsonl", False, print, print)
+    assert capacity == ["http://127.0.0.1:9"] and result.capacity == 0.5
+    assert result.rate == pytest.approx(0.4)
+    # the workload was drawn at 0.4 requests/s: exactly the requests open_loop gives then
+    assert seen == [("fifo", len(open_loop(dataclasses.replace(plan, rate=0.4), TEXT, SEQ)))]

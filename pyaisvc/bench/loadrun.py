@@ -106,22 +106,24 @@ def measure_capacity(setup: Setup, url: str, plan: LoadPlan, note: Note) -> floa
 
 
 def policy_run(setup: Setup, plan: LoadPlan, policy: str, rate: float | None,
-                capacity: Callable[[str], float] | None, done: Done,
-                note: Note) -> tuple[PolicyRun, float | None]:
+               capacity: Callable[[str], float] | None, done: Done,
+               note: Note) -> tuple[PolicyRun, float | None]:
     """One policy: boots its server (or uses setup.url), measures the capacity first when
-    asked (capacity(url) -> requests/s), then replays the workload."""
+    asked (capacity(url) -> requests/s), then replays the workload; the run and the
+    open loop's rate."""
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
-    def run_at(url: str, rate: float | None) -> list[Outcome]:
+    def run_at(url: str) -> tuple[list[Outcome], float | None]:
+        at = rate
         if capacity is not None:
-            rate = plan.load * capacity(url)
-            note(f"open loop at {rate:.3f} requests/s ({plan.load} of the capacity)")
-        requests = open_loop(dataclasses.replace(plan, rate=rate), setup.text,
+            at = plan.load * capacity(url)
+            note(f"open loop at {at:.3f} requests/s ({plan.load} of the capacity)")
+        requests = open_loop(dataclasses.replace(plan, rate=at), setup.text,
                              setup.seq_len) if plan.open_loop else None
-        return measure(setup, url, policy, plan, requests, done)
+        return measure(setup, url, policy, plan, requests, done), at
 
     if setup.url is not None:
-        outs = run_at(setup.url, rate)
+        outs, used = run_at(setup.url)
         server = setup.url
     else:
         options = serve_options(setup.root, policy, plan.prefill_chunk)
@@ -129,9 +131,9 @@ def policy_run(setup: Setup, plan: LoadPlan, policy: str, rate: float | None,
                     setup.out / f"serve-{policy}.log") as srv:
             note(f"{policy}: booting `{' '.join(srv.command)}`")
             srv.wait_healthy()
-            outs = run_at(srv.url, rate)
+            outs, used = run_at(srv.url)
             server = " ".join(srv.command)
-    return PolicyRun(policy, outs, server, started, cpu_model()), rate
+    return PolicyRun(policy, outs, server, started, cpu_model()), used
 
 
 def open_journal(path: Path, plan: LoadPlan, resume: bool) -> tuple[Journal, LoadResult]:
