@@ -180,7 +180,12 @@ def test_times_are_read_in_seconds() -> None:
         seconds("0ms", "x")
 
 
-def test_the_cli_refuses_a_bad_load_plan_in_one_line(capsys) -> None:
+def test_the_cli_refuses_a_bad_load_plan_in_one_line(capsys, tmp_path) -> None:
+    plan = tmp_path / "p.toml"
+    plan.write_text('mode = "load"\nrequests = 5\nrate = "fast"\n')
+    assert main(["bench", "--config", str(plan)]) == 1  # mode = "load": a load plan
+    err = capsys.readouterr().err.strip()
+    assert f"{plan}:3: rate: give requests per second" in err and "\n" not in err, err
     assert main(["bench", "--mode", "load", "--rate", "1", "--users", "2"]) == 1
     err = capsys.readouterr().err.strip()
     assert "give exactly one of --rate R" in err and "\n" not in err, err
