@@ -16,12 +16,14 @@ import socket
 
 import httpx
 import pytest
+from host import llmcases as lc
 
+from pyaisvc.chattemplate import render
 from pyaisvc.serve import frames
 from pyaisvc.serve.app import Limits, Service, create_app
 from pyaisvc.serve.gateway import Gateway, GuestDown, QueueFull
 from pyaisvc.serve.metrics import Metrics
-from pyaisvc.serve.text import TextStream, chat_prompt
+from pyaisvc.serve.text import TextStream
 from pyaisvc.tokenizer import load_tokenizer
 
 VOCAB, SEQ = 49152, 256
@@ -132,7 +134,7 @@ def test_window_queue_429_and_cancel_frees_a_place() -> None:
         assert f"C {a.rid}" in fake.seen
         await drain(c)
         assert gw.live == 0 and gw.queued == 0 and not fake.live
-        info = await gw.info()
+        info = await gw.ask(frames.Info)
         assert info.worker_pid == 3
         run.cancel()
 
@@ -228,11 +230,9 @@ def test_stop_strings_cut_the_text_even_across_tokens(tok) -> None:
 
 
 def test_the_chat_template_is_the_models_own(tok) -> None:
-    from pyaisvc.chat import chat_text
-
     msgs = [{"role": "user", "content": "What is the capital of France?"}]
-    assert chat_prompt(tok, msgs) == chat_text("smol", msgs[0]["content"])
-    with_system = chat_prompt(tok, [{"role": "system", "content": "Be brief."}, *msgs])
+    assert render(tok, msgs) == lc.smol_chat_text(msgs[0]["content"])
+    with_system = render(tok, [{"role": "system", "content": "Be brief."}, *msgs])
     assert with_system.startswith("<|im_start|>system\nBe brief.<|im_end|>\n")
     assert "SmolLM" not in with_system
 

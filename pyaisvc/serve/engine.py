@@ -17,7 +17,7 @@ Then a supervisor task keeps it so:
   ``down``, the old QEMU is stopped and a fresh guest booted; failed boots
   are retried, a few seconds apart, until ``close()``.
 
-``generate()`` hands a request to the current gateway; while the guest is
+``submit()`` hands a request to the current gateway; while the guest is
 not up it raises ``GuestDown`` at once.
 """
 
@@ -46,6 +46,7 @@ log = logging.getLogger("pyaisvc.serve")
 POLL_BUSY, POLL_IDLE = 0.2, 0.5  # seconds between I frames with / without live requests
 REBOOT_PAUSE = 3.0  # seconds between failed boots
 ENDED_KEPT = 64  # E frames kept for the live view
+QUEUE_MAX = 64  # requests the host queue holds beyond the gateway's window, by default
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class EngineConfig:
     ram: str
     cpus: int
     qemu: str
-    queue_max: int = 64  # requests the host queue holds beyond the gateway's window
+    queue_max: int = QUEUE_MAX
     boot_timeout: float = 300.0  # seconds to the shell prompt
     ready_timeout: float = 300.0  # seconds from the prompt to the gateway's R frame
     append: str = ""  # the guest's boot arguments, e.g. aibatch=4 (the worker's places)
@@ -140,7 +141,7 @@ class Engine:
         gw = self.gateway
         if self.state != "up" or gw is None:
             raise GuestDown(f"the guest is {self.state}")
-        return await gw.table()
+        return await gw.ask(frames.Table)
 
     def run_at_console(self, cmd: str, timeout: float = 300.0) -> str:
         """Runs one shell command at the guest's console (Guest.run) and returns its
@@ -235,7 +236,7 @@ class Engine:
             m.live.set(gw.live)
             m.queue_depth.set(gw.queued)
             try:
-                info = await gw.info()
+                info = await gw.ask(frames.Info)
             except TimeoutError:
                 log.warning("the gateway did not answer an I frame in time")
             except GuestDown:

@@ -1,6 +1,6 @@
 """The kernel's table as the page at ``/`` shows it: JSON made from a V frame.
 
-``Live.snapshot()`` asks the gateway for the whole table (ai_table in the guest,
+``TableView.snapshot()`` asks the gateway for the whole table (ai_table in the guest,
 docs/AI_SERVICE.md rule 14) and returns it as plain JSON values: every slot
 with its kernel state, owner pid, the host's rid when the request is one of
 ours, prompt length, progress and the times in ms; the FIFO and the batch
@@ -11,7 +11,7 @@ gateway's E frames (``Engine.ended``): the page shows such a slot as DONE (or
 CANCELLED) for a moment. ``recent`` lists the last requests that ended, with
 the kernel's TTFT and TPOT, for the page's chart.
 
-``Live.stream()`` yields a snapshot every ``PERIOD`` seconds (the SSE endpoint);
+``TableView.stream()`` yields a snapshot every ``PERIOD`` seconds (the SSE endpoint);
 while the guest is down it yields ``{"down": why}`` once a second instead.
 """
 
@@ -50,7 +50,7 @@ def _tpot_ms(end: frames.End) -> float | None:
     return round((end.total_us - end.ttft_us) / 1000 / (end.gen - 1), 1)
 
 
-class Live:
+class TableView:
     """Snapshots of the table for the page; remembers which slot each rid had."""
 
     def __init__(self, source: TableSource) -> None:
