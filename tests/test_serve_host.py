@@ -237,6 +237,31 @@ def test_the_chat_template_is_the_models_own(tok) -> None:
     assert "SmolLM" not in with_system
 
 
+def test_chat_and_serve_render_one_conversation_to_the_same_ids(tok) -> None:
+    """`pyaisvc chat` (ChatSession.prompt_for, no guest booted) and `pyaisvc serve`
+    (Service.plan of a chat request) make the same ids of one conversation, and for one
+    message those are the ids of SmolLM2's template written out by hand."""
+    from pathlib import Path
+
+    from pyaisvc.chat import ChatConfig, ChatSession
+    from pyaisvc.serve.schemas import ChatRequest
+
+    service = Service("smol", None, tok, Limits(VOCAB, SEQ, 255), Metrics())
+    session = ChatSession(ChatConfig("smol", Path("kernel"), Path("image"), "512M",
+                                     max_new_tokens=16), tok)
+    turns = [("Hi!", "Hello! How can I help?"), ("What is 2+2?", "4.")]
+    for kept in (turns[:0], turns):
+        session.turns = list(kept)
+        messages = [m for q, a in kept for m in ({"role": "user", "content": q},
+                                                 {"role": "assistant", "content": a})]
+        req = ChatRequest(model="smol", messages=[*messages, {"role": "user",
+                                                              "content": "And 3+3?"}])
+        chat_ids, dropped = session.prompt_for("And 3+3?")
+        assert dropped == 0 and service.plan(req).prompt == chat_ids
+    session.turns = []
+    assert session.prompt_for("And 3+3?")[0] == tok.encode(lc.smol_chat_text("And 3+3?"))
+
+
 # ---------------------------------------------------------------- the API
 
 
@@ -353,6 +378,28 @@ def test_a_full_queue_is_429_with_retry_after() -> None:
         assert (await first).status_code == 200
         metrics = (await client.get("/metrics")).text
         assert 'aisvc_requests_total{endpoint="completions",outcome="rejected"} 1.0' in metrics
+
+    api_test([5], window=1, queue_max=0, body=body)
+
+
+def test_openapi_documents_every_reply() -> None:
+    """Every reply of every published route is declared with a model of its own (not
+    FastAPI's default empty schema or a bare object); /v1/aisvc/limits gives the kernel's
+    limits."""
+    async def body(client, engine, fake):
+        paths = (await client.get("/openapi.json")).json()["paths"]
+        assert {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health",
+                "/metrics", "/tokenize", "/detokenize", "/v1/aisvc/table"} <= set(paths)
+        for path, ops in paths.items():
+            for method, op in ops.items():
+                for status, reply in op["responses"].items():
+                    schemas = [c.get("schema") or {} for c in reply.get("content", {}).values()]
+                    # a model of its own, or the text of /metrics
+                    assert any("$ref" in s or s.get("type") == "string" for s in schemas), \
+                        f"{method} {path} {status}: no reply schema: {reply}"
+        limits = (await client.get("/v1/aisvc/limits")).json()
+        assert limits == {"vocab": VOCAB, "seq_len": SEQ, "max_prompt": 255,
+                          "max_predict": 255}
 
     api_test([5], window=1, queue_max=0, body=body)
 

@@ -26,9 +26,9 @@ from pathlib import Path
 from pyaisvc import qemu
 from pyaisvc.assets import load_config
 from pyaisvc.errors import AisvcError, CommandError
-from pyaisvc.llmguest import MODELS, max_prompt, prepare
+from pyaisvc.llmguest import MODELS, max_batch, max_prompt, prepare
 from pyaisvc.serve.app import Limits, Service, create_app
-from pyaisvc.serve.engine import Engine, EngineConfig
+from pyaisvc.serve.engine import QUEUE_MAX, Engine, EngineConfig
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.tokenizer import load_tokenizer
 
@@ -42,12 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         + " or ".join(str(m.assets) for m in MODELS.values()) + ")")
     parser.add_argument("--port", type=int, default=8080, help="TCP port on 127.0.0.1 "
                         "(default 8080; 0: any free port, printed)")
-    parser.add_argument("--queue", type=int, default=64, metavar="N",
+    parser.add_argument("--queue", type=int, default=QUEUE_MAX, metavar="N",
                         help="requests the host queue holds beyond the gateway's window; "
-                        "more get 429 (default 64)")
+                        f"more get 429 (default {QUEUE_MAX})")
     parser.add_argument("--batch", type=int, default=None, metavar="B",
-                        help="the worker's places (1..8; boot argument aibatch=B; default: "
-                        "ai_daemon's 8): fewer make the kernel's queue visible at /")
+                        help=f"the worker's places (1..{max_batch()}; boot argument "
+                        f"aibatch=B; default: ai_daemon's {max_batch()}): fewer make the "
+                        "kernel's queue visible at /")
     parser.add_argument("--cpus", type=int, default=qemu.default_cpus(),
                         help=f"guest harts (default: the host's cores, at most "
                         f"{qemu.MAX_DEFAULT_CPUS}; {qemu.default_cpus()} here)")
@@ -67,8 +68,9 @@ def run(args: argparse.Namespace) -> int:
     cpus = args.cpus
     if cpus < 1:
         raise CommandError("serve: --cpus must be at least 1")
-    if args.batch is not None and not 1 <= args.batch <= 8:
-        raise CommandError(f"serve: --batch {args.batch} must be 1..8")
+    if args.batch is not None and not 1 <= args.batch <= max_batch():
+        raise CommandError(f"serve: --batch {args.batch} must be 1..{max_batch()} "
+                           "(ai_daemon's AI_BATCH)")
     append = f"aibatch={args.batch}" if args.batch is not None else ""
     _check_port(args.port)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
