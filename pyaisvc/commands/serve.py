@@ -36,6 +36,8 @@ HOST = "127.0.0.1"  # loopback only: the service has no authentication
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The serve flags: model, assets, port, host queue, the worker's batch, harts, RAM,
+    QEMU, --verbose."""
     parser.add_argument("--model", choices=sorted(MODELS), default="smol",
                         help="which model (default smol)")
     parser.add_argument("--assets", type=Path, metavar="DIR", help="asset directory (default "
@@ -61,6 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """pyaisvc serve: checks the flags and the port, builds what is missing, boots the guest
+    and serves HTTP until Ctrl-C or SIGTERM; 0, or CommandError."""
     if not 0 <= args.port <= 65535:
         raise CommandError(f"serve: --port {args.port} must be 0..65535")
     if args.queue < 0:
@@ -109,6 +113,8 @@ def _check_port(port: int) -> None:
 
 
 async def _serve(engine: Engine, app, port: int, title: str, cpus: int) -> None:
+    """Boots the guest (engine.start), then serves app on 127.0.0.1:port until the server
+    stops; QEMU is stopped however it ends."""
     import uvicorn
 
     print(f"serve: booting the guest ({cpus} hart(s)) ...", file=sys.stderr, flush=True)

@@ -56,6 +56,7 @@ class BodyLimit:
         replayed = False
 
         async def replay() -> dict:
+            """The body read so far as one message, once; then the client's own messages."""
             nonlocal replayed
             if replayed:
                 return await receive()  # e.g. http.disconnect while a reply streams
@@ -77,6 +78,7 @@ def create_app(service: Service) -> FastAPI:
         app.include_router(router)
 
     def schema() -> dict[str, Any]:
+        """The published schema, made once (_openapi) and kept."""
         if app.openapi_schema is None:
             app.openapi_schema = _openapi(app, service.model)
         return app.openapi_schema

@@ -73,6 +73,8 @@ class _Console:
         self._thread.start()
 
     def _run(self) -> None:
+        """Reads the console until stop(); calls on_lost once when QEMU's output ends or the
+        kernel panics (the thread then ends)."""
         child, tail = self._guest.child, ""
         while not self._stop.is_set() and child is not None:
             try:
@@ -88,6 +90,8 @@ class _Console:
                 return
 
     def stop(self) -> None:
+        """Tells the thread to stop and waits for it (unless called from the thread itself).
+        Tells the thread to stop and waits for it (unless called from the thread itself)."""
         self._stop.set()
         if self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
@@ -97,6 +101,8 @@ class Engine:
     """One guest at a time and its gateway; see the module's comment."""
 
     def __init__(self, cfg: EngineConfig, metrics: Metrics) -> None:
+        """An engine that has not booted yet (start() boots); metrics get the guest's boots
+        and health."""
         self.cfg, self.metrics = cfg, metrics
         self.state = "starting"  # then "up", "down" (rebooting) or "stopped"
         self.why_down = ""
@@ -130,6 +136,8 @@ class Engine:
 
     async def submit(self, prompt: list[int], predict: int, opts: frames.Options,
                      stops: list[int]) -> Submitted:
+        """Hands one request to the current gateway (Gateway.submit); GuestDown at once
+        while the guest is not up, QueueFull when the host queue is full."""
         gw = self.gateway
         if self.state != "up" or gw is None:
             raise GuestDown(f"the guest is {self.state}" +
@@ -170,6 +178,9 @@ class Engine:
     # ------------------------------------------------------------ the guest's life
 
     async def _bring_up(self) -> Gateway:
+        """Boots a guest with the gateway port on a fresh socket, starts its console thread
+        and connects to its gateway; the Gateway once its R frame came. GuestError when
+        the boot or the gateway fails."""
         self._dir = Path(tempfile.mkdtemp(prefix="aisvc-serve-"))
         sock = self._dir / "gateway.sock"
         c = self.cfg
@@ -205,11 +216,15 @@ class Engine:
             self.gateway.close(f"the guest died: {why}")
 
     def _ended(self, end: frames.End) -> None:
+        """Keeps an E frame for the live view and its kernel TTFT in the metrics."""
         self.ended.append((time.monotonic(), end))
         if end.ttft_us:
             self.metrics.kernel_ttft.observe(end.ttft_us / 1e6)
 
     async def _supervise(self, gw: Gateway) -> None:
+        """Keeps a guest up until cancelled: runs gw's frames and the poll, and when the
+        connection ends marks the guest down, stops it and boots fresh ones until one
+        comes up."""
         while True:
             poll = asyncio.create_task(self._poll(gw))
             await gw.run()
@@ -246,6 +261,8 @@ class Engine:
             await asyncio.sleep(POLL_BUSY if gw.live or gw.queued else POLL_IDLE)
 
     def _stop_guest(self) -> None:
+        """Stops the console thread and QEMU and removes the socket's directory
+        (idempotent)."""
         if self._console is not None:
             self._console.stop()
             self._console = None

@@ -111,14 +111,17 @@ def install(app: FastAPI) -> None:
     """Makes app answer every refusal in OpenAI's shape (see the module's comment)."""
 
     async def api_error(_: Request, exc: Exception) -> JSONResponse:
+        """An ApiError raised by a route, as its reply."""
         assert isinstance(exc, ApiError)
         return exc.response()
 
     async def invalid(_: Request, exc: Exception) -> JSONResponse:
+        """A body the schema refused, as a 400 naming the field."""
         assert isinstance(exc, RequestValidationError)
         return validation_error(exc).response()
 
     async def http(_: Request, exc: Exception) -> JSONResponse:
+        """Starlette's own HTTP errors (unknown path, method) in OpenAI's shape."""
         assert isinstance(exc, StarletteHTTPException)
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
         return ApiError(exc.status_code, str(exc.detail), None, kind).response()

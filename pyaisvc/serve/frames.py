@@ -134,6 +134,8 @@ Frame = Ready | Tokens | End | Failed | Info | Table
 
 
 def _table(rest: list[str], line: str) -> Table:
+    """The V frame's words after the V as a Table; FrameError when the counts, slot numbers
+    or states do not fit."""
     nums = _numbers(rest, None, line)
     try:
         now, worker, completed, nq = nums[:4]
@@ -178,6 +180,8 @@ def cancel(rid: int) -> bytes:
 
 
 def _numbers(words: list[str], n: int | None, line: str) -> list[int]:
+    """words as integers (exactly n of them unless n is None); FrameError naming line
+    otherwise."""
     if n is not None and len(words) != n:
         raise FrameError(f"expected {n} fields: {line!r}")
     try:

@@ -89,6 +89,8 @@ class Submitted:
         return self._live.rid
 
     async def events(self) -> AsyncIterator[frames.Tokens | frames.End]:
+        """The request's T frames, then its E frame, as they come (iterate once);
+        RequestFailed for an X frame, GuestDown when the connection ended first."""
         while True:
             item = await self._live.events.get()
             if isinstance(item, Exception):
@@ -129,6 +131,8 @@ class Gateway:
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  ready: frames.Ready, queue_max: int) -> None:
+        """The host's end of a connection whose R frame (ready) has come; run() must then
+        read its frames."""
         self._reader, self._writer = reader, writer
         self.ready = ready
         self.window = ready.window
@@ -218,6 +222,9 @@ class Gateway:
         return await asyncio.wait_for(asyncio.shield(fut), timeout)
 
     async def _admit(self) -> None:
+        """Takes a window place for one request: at once while one is free and nobody waits,
+        else after waiting in the host queue; QueueFull when the queue holds queue_max,
+        GuestDown when the connection is down or ends meanwhile."""
         if self.down is not None:
             raise self.down
         if self._held < self.window and not self._waiters:
@@ -246,6 +253,7 @@ class Gateway:
         self._held -= 1
 
     def _free_rid(self) -> int:
+        """The next rid (1..RID_MAX, wrapping) that no live request holds."""
         while self._next_rid in self._live:
             self._next_rid = self._next_rid % frames.RID_MAX + 1
         rid = self._next_rid
@@ -273,6 +281,10 @@ class Gateway:
             self.close(why)
 
     def _dispatch(self, line: str) -> None:
+        """Hands one line from the gateway to whom it concerns: I and V answers to the first
+        caller waiting, R (unasked) to _restarted, T/E/X to their live request (E and X
+        end it and free its window place); a garbled line or a frame for no live request
+        is logged and dropped."""
         try:
             frame = frames.parse(line)
         except frames.FrameError as e:

@@ -45,6 +45,8 @@ def _ms(start_us: int, end_us: int) -> float | None:
 
 
 def _tpot_ms(end: frames.End) -> float | None:
+    """The kernel's mean time per id after the first, in ms, from an E frame; None for fewer
+    than 2 ids."""
     if end.gen < 2 or end.ttft_us == 0 or end.total_us < end.ttft_us:
         return None
     return round((end.total_us - end.ttft_us) / 1000 / (end.gen - 1), 1)
@@ -88,6 +90,9 @@ class TableView:
     @staticmethod
     def _slot(i: int, s: frames.Slot, now_us: int, last: tuple[float, frames.End] | None,
               now: float) -> dict[str, Any]:
+        """Slot i of the table as JSON values: its state, how the page shows it (DONE or
+        CANCELLED for SHOW_ENDED seconds after a request ended in it), its request and
+        its times in ms."""
         state = frames.STATES[s.state]
         shown = state
         ended = None

@@ -36,6 +36,7 @@ class _Completion:
 
     def chunk(self, ident: str, created: int, model: str, piece: str,
               finish: str | None) -> Json:
+        """One SSE chunk of text (finish set on the last)."""
         return {"id": ident, "object": "text_completion", "created": created, "model": model,
                 "choices": [{"index": 0, "text": piece, "logprobs": None,
                              "finish_reason": finish}]}
@@ -45,6 +46,7 @@ class _Completion:
                 "choices": [], "usage": usage}
 
     def whole(self, model: str, text: str, finish: str, usage: Json) -> Json:
+        """The whole reply, as CompletionResponse declares it (without timings)."""
         return {"id": self.ident(), "object": "text_completion", "created": int(time.time()),
                 "model": model, "usage": usage,
                 "choices": [{"index": 0, "text": text, "logprobs": None,
@@ -64,6 +66,7 @@ class _Chat:
 
     def _chunk(self, ident: str, created: int, model: str, delta: Json,
                finish: str | None) -> Json:
+        """One chat.completion.chunk carrying delta."""
         return {"id": ident, "object": "chat.completion.chunk", "created": created,
                 "model": model, "choices": [{"index": 0, "delta": delta, "logprobs": None,
                                              "finish_reason": finish}]}
@@ -73,6 +76,7 @@ class _Chat:
                 "model": model, "choices": [], "usage": usage}
 
     def whole(self, model: str, text: str, finish: str, usage: Json) -> Json:
+        """The whole reply, as ChatResponse declares it (without timings)."""
         return {"id": self.ident(), "object": "chat.completion", "created": int(time.time()),
                 "model": model, "usage": usage,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},

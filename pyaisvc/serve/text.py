@@ -31,6 +31,8 @@ class TextStream:
 
     def __init__(self, tok: Tokenizer, stops: Iterable[str] = (),
                  stop_id_set: Iterable[int] = ()) -> None:
+        """A stream for one request that ends the text at any of stops (strings) or
+        stop_id_set (ids)."""
         self._tok = tok
         self._stops = [s for s in stops if s]
         self._stop_ids = set(stop_id_set)
@@ -73,6 +75,8 @@ class TextStream:
                     if full.endswith(s[:k])), default=0)
 
     def _hand_out(self, upto: str) -> str:
+        """What upto adds to the text handed out so far (now upto); "" when it adds nothing.
+        What upto adds to the text handed out so far (now upto); "" when it adds nothing."""
         if not upto.startswith(self.text) or len(upto) <= len(self.text):
             return ""
         piece = upto[len(self.text):]
