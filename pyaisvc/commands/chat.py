@@ -10,7 +10,7 @@
 Builds what is missing, boots the guest, starts `llmrun_smol --stdin --stream
 --stop 0 --stop 2` (the end-of-text and end-of-turn ids: the guest ends a reply)
 and keeps it running (the model stays loaded). Each line is wrapped, after
-the conversation so far, in the model's chat template (pyaisvc/chat.py),
+the conversation so far, in the model's chat template (pyaisvc/chattemplate.py),
 encoded and sent, and the reply printed as the guest generates it: each id
 is decoded as it arrives and the new text printed at once; the reply ends at
 the model's end-of-turn token. /stats prints the last request's timings,

@@ -8,7 +8,7 @@ Builds what is missing, boots the guest with the gateway port (a virtio
 console on a Unix socket), waits for the worker and the gateway, and serves
 OpenAI's /v1/completions and /v1/chat/completions, /v1/models, /health,
 /metrics, /tokenize and /detokenize, and the kernel's table live (the page
-at /, /v1/aisvc/table and its stream) on 127.0.0.1 only (pyaisvc/serve/app.py).
+at /, /v1/aisvc/table and its stream) on 127.0.0.1 only (pyaisvc/serve/).
 A guest that dies is replaced by a fresh one; Ctrl-C (or SIGTERM) stops the
 server and QEMU.
 """

@@ -1,4 +1,4 @@
-// The page of pyaisvc serve (pyaisvc/serve/app.py serves it at /).
+// The page of pyaisvc serve (pyaisvc/serve/routes/aisvc.py serves it at /).
 //
 // The chat posts the conversation to /v1/chat/completions with stream: true
 // and greedy decoding, and shows the reply as its Server-Sent Events come.
