@@ -38,8 +38,8 @@ DEFAULT_TOP_K = 40
 MICRO = 1_000_000  # 1.0 in struct ai_opts' millionths (AI_MICRO)
 
 
-class Engine(Protocol):
-    """The guest behind the server (pyaisvc.serve.engine.Engine, or a test's fake)."""
+class Backend(Protocol):
+    """What the routes need of the guest: pyaisvc.serve.engine.Engine, or a test's fake."""
 
     state: str
     why_down: str
@@ -78,7 +78,7 @@ class Plan:
 @dataclass
 class Service:
     model: str  # the id /v1/models lists
-    engine: Engine
+    engine: Backend
     tok: Tokenizer
     limits: Limits
     metrics: Metrics
