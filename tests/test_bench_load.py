@@ -142,6 +142,7 @@ def test_a_long_prompt_leaves_room_for_its_output() -> None:
     ({"classes": (RequestClass("x", (250, 255), (8, 9)),)}, "leaves no room for 8 new ids"),
     ({"classes": (RequestClass("x", (9, 5), (1, 2)),)}, "1 <= lo <= hi"),
     ({"tenants": ()}, "no tenants"),
+    ({"tenants": (Tenant("x", 1.0, -1),)}, "priority must be 0 or more"),
     ({"prefill_chunk": 0}, "--prefill-chunk must be at least 1"),
 ])
 def test_a_bad_plan_is_refused_with_one_line(change, message) -> None:

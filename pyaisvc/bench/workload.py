@@ -112,6 +112,9 @@ def check_plan(plan: LoadPlan, seq_len: int, max_prompt: int, text_len: int) -> 
     for t in plan.tenants:
         if not t.weight > 0:
             raise BenchError(f"tenant {t.name}: weight must be above 0, not {t.weight}")
+        if t.priority < 0:
+            raise BenchError(f"tenant {t.name}: priority must be 0 or more (0 is the lowest), "
+                             f"not {t.priority}")
     arrivals = [k for k in ("rate", "load", "users") if getattr(plan, k) is not None]
     if len(arrivals) != 1:
         raise BenchError("give exactly one of --rate R (requests/s), --load F (a fraction of "
