@@ -122,10 +122,7 @@ class PortGuest:
 
 @pytest.fixture(scope="module")
 def port_image(build, tmp_path_factory) -> Path:
-    tree = fsimg.Tree(fsimg.load_layout())
-    for name, elf in build.uprogs.items():
-        tree.add_file(name, elf)
-    tree.add_file("portecho", build.testprogs["portecho"])
+    tree = build.program_tree(testprogs=("portecho",))
     image = tmp_path_factory.mktemp("port") / "port.img"
     fsimg.build_image(image, tree)
     return image
@@ -186,17 +183,12 @@ GEN = 8
 
 @pytest.fixture(scope="module")
 def smol_assets() -> Path:
-    smol = lc.smol_dir("v3")
-    if smol is None:
-        pytest.skip("models/SMOL is missing (make smol-assets)")
-    return smol
+    return lc.smol_or_skip()
 
 
 @pytest.fixture(scope="module")
 def gateway(build, smol_assets, tmp_path_factory) -> Iterator[PortGuest]:
-    tree = fsimg.Tree(fsimg.load_layout())
-    for name, elf in build.uprogs.items():
-        tree.add_file(name, elf)
+    tree = build.program_tree()
     tree.add_dir("AI/SMOL", smol_assets)
     image = tmp_path_factory.mktemp("gw") / "gw.img"
     fsimg.build_image(image, tree)
