@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pyaisvc.fsimg import FsImageError, Layout, load_layout, nblocks
+from pyaisvc.fsimg import FsImageError, Layout, blocks_for, load_layout
 
 MAX_PROBLEMS = 10000  # lines check_image reports at most; the rest are counted
 
@@ -67,7 +67,7 @@ class _Checker:
             self.bad(f"superblock: ninodes {sb['ninodes']} out of range "
                      f"[{ly.ROOTINO + 1}, {ly.MAXINODES + 1}]")
             return False
-        itable_end = sb["inodestart"] + nblocks(sb["ninodes"], ly.ipb)
+        itable_end = sb["inodestart"] + blocks_for(sb["ninodes"], ly.ipb)
         if sb["inodestart"] < 3 or itable_end != sb["bmapstart"]:
             self.bad(f"superblock: inode table [{sb['inodestart']}, {itable_end}) and the "
                      f"free map at {sb['bmapstart']} disagree (inodestart, ninodes, bmapstart)")
@@ -81,7 +81,7 @@ class _Checker:
             self.bad(f"superblock: size {sb['size']} blocks, but the file holds "
                      f"{self.file_blocks}")
             self.size = self.file_blocks
-        self.datastart = sb["bmapstart"] + nblocks(self.size, ly.bpb)
+        self.datastart = sb["bmapstart"] + blocks_for(self.size, ly.bpb)
         if self.datastart >= self.size:
             self.bad(f"superblock: size {sb['size']} leaves no data blocks after the "
                      f"free map")
@@ -119,7 +119,7 @@ class _Checker:
         ly, sb = self.ly, self.sb
         isize = ly.dinode.codec.size
         table = b"".join(self.block(sb["inodestart"] + i)
-                         for i in range(nblocks(sb["ninodes"], ly.ipb)))
+                         for i in range(blocks_for(sb["ninodes"], ly.ipb)))
         self.itype: dict[int, int] = {}
         self.inode: dict[int, dict[str, Any]] = {}
         for inum in range(1, sb["ninodes"]):
@@ -192,7 +192,7 @@ class _Checker:
             return
         if ino["size"] > ly.MAXFILE * ly.BSIZE:
             return  # reported by inodes()
-        n = nblocks(ino["size"], ly.BSIZE)
+        n = blocks_for(ino["size"], ly.BSIZE)
         inside = bisect.bisect_left(mapped, n)
         if inside < n:
             first = next((i for i, fb in enumerate(mapped[:inside]) if fb != i), inside)
@@ -228,7 +228,7 @@ class _Checker:
     def bitmap(self) -> None:
         """Compares the free map with the blocks in use, both ways."""
         ly, sb = self.ly, self.sb
-        nb = nblocks(self.size, ly.bpb)
+        nb = blocks_for(self.size, ly.bpb)
         bitmap = b"".join(self.block(sb["bmapstart"] + i) for i in range(nb))
         want = bytearray(self.used)
         for b in range(min(self.datastart, self.size)):  # metadata: always in use

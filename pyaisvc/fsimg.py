@@ -188,7 +188,7 @@ class Tree:
 
 # ---------------------------------------------------------------- planning the blocks
 
-def nblocks(nbytes: int, bsize: int) -> int:
+def blocks_for(nbytes: int, bsize: int) -> int:
     """The blocks of bsize bytes that hold nbytes."""
     return -(-nbytes // bsize)
 
@@ -203,7 +203,7 @@ def _nindirect(nblocks: int, layout: Layout) -> int:
     rest -= layout.NINDIRECT
     if rest > layout.NINDIRECT * layout.NINDIRECT:
         raise FsImageError(f"a file of {nblocks} blocks exceeds MAXFILE ({layout.MAXFILE})")
-    return 2 + nblocks(rest, layout.NINDIRECT)
+    return 2 + blocks_for(rest, layout.NINDIRECT)
 
 
 def _node_bytes(node: Node, layout: Layout) -> int:
@@ -226,8 +226,8 @@ class Geometry:
 def _geometry(size: int, ninodes: int, layout: Layout) -> Geometry:
     nlog = layout.LOGBLOCKS + 1
     inodestart = 2 + nlog
-    bmapstart = inodestart + nblocks(ninodes, layout.ipb)
-    datastart = bmapstart + nblocks(size, layout.bpb)
+    bmapstart = inodestart + blocks_for(ninodes, layout.ipb)
+    datastart = bmapstart + blocks_for(size, layout.bpb)
     return Geometry(size, ninodes, nlog, 2, inodestart, bmapstart, datastart)
 
 
@@ -237,7 +237,7 @@ def plan_size(tree: Tree) -> tuple[int, int]:
     content = 0
     nodes = 0
     for node in tree.walk():
-        n = nblocks(_node_bytes(node, layout), layout.BSIZE)
+        n = blocks_for(_node_bytes(node, layout), layout.BSIZE)
         content += n + _nindirect(n, layout)
         nodes += 1
     ninodes = min(layout.MAXINODES, max(256, 2 * nodes + 64))
@@ -310,12 +310,12 @@ class _Writer:
     def finish(self, ninodes: int) -> None:
         ly, geo = self.layout, self.geo
         isize = ly.dinode.codec.size
-        table = bytearray(nblocks(ninodes, ly.ipb) * ly.BSIZE)
+        table = bytearray(blocks_for(ninodes, ly.ipb) * ly.BSIZE)
         for inum, raw in self.inodes.items():
             table[inum * isize:(inum + 1) * isize] = raw
         os.pwrite(self.fd, bytes(table), geo.inodestart * ly.BSIZE)
         used = self.next_block
-        bitmap = bytearray(nblocks(geo.size, ly.bpb) * ly.BSIZE)
+        bitmap = bytearray(blocks_for(geo.size, ly.bpb) * ly.BSIZE)
         bitmap[:used // 8] = b"\xff" * (used // 8)
         if used % 8:
             bitmap[used // 8] = (1 << (used % 8)) - 1
@@ -401,7 +401,7 @@ def build_image(image: str | Path, tree: Tree, size_blocks: int | None = None,
         done = 0
         for node in nodes:
             nbytes = _node_bytes(node, ly)
-            addrs, first = w.place(nblocks(nbytes, ly.BSIZE))
+            addrs, first = w.place(blocks_for(nbytes, ly.BSIZE))
             if node.is_dir:
                 os.pwrite(fd, _dir_bytes(node, parents.get(id(node), node), ly),
                           first * ly.BSIZE)
@@ -476,7 +476,7 @@ class Image:
         """The inode's data block numbers, in file order (0 for a hole)."""
         ly = self.layout
         addrs: list[int] = ino["addrs"]
-        n = nblocks(int(ino["size"]), ly.BSIZE)
+        n = blocks_for(int(ino["size"]), ly.BSIZE)
         out = addrs[:ly.NDIRECT]
         if n > ly.NDIRECT and addrs[ly.NDIRECT]:
             out += self._ptrs(addrs[ly.NDIRECT])
