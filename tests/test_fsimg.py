@@ -139,6 +139,20 @@ def test_bad_size_and_bad_image(tmp_path: Path) -> None:
         fsimg.list_image(junk)
 
 
+def test_file_with_double_indirect_blocks(tmp_path: Path) -> None:
+    """A file one block past what the direct and single-indirect blocks hold: its
+    bytes come back from the image, and the checker finds it consistent."""
+    nblocks = LAYOUT.NDIRECT + LAYOUT.NINDIRECT + 1
+    data = random.Random(3).randbytes(nblocks * LAYOUT.BSIZE)
+    tree = fsimg.Tree(LAYOUT)
+    tree.add_file("big", _write(tmp_path / "big", data))
+    image = tmp_path / "di.img"
+    fsimg.build_image(image, tree)
+    with fsimg.Image(image) as img:
+        assert img.read_file(img.lookup("big").inum) == data
+    assert fscheck.check_image(image) == []
+
+
 def test_large_sparse_image_builds_fast(tmp_path: Path) -> None:
     # A 4 GiB image: the size the kernel must handle; sparse, so it is cheap.
     _write(tmp_path / "f", b"hello")
