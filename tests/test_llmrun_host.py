@@ -42,17 +42,10 @@ def ids_lines(out: str) -> list[list[int]]:
     return [[int(v) for v in line.split()] for line in out.splitlines() if line.strip()]
 
 
-def smol_or_skip(fmt: str) -> Path:
-    d = lc.smol_dir(fmt)
-    if d is None:
-        pytest.skip("models/SMOL is missing (make smol-assets)")
-    return d
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["v3", "course"])
 def test_smol_matches_reference(progs: dict[str, Path], fmt: str) -> None:
-    assets = smol_or_skip(fmt)
+    assets = lc.smol_or_skip(fmt)
     prompts = lc.smol_prompts()
     want = lc.reference_ids(assets, prompts, GEN)
     p = run(progs["smol"], ["--asset-dir", str(assets), "--stdin"],
@@ -90,7 +83,7 @@ def batch_case(assets: Path, prompts: list[list[int]]) -> tuple[str, list]:
 def test_smol_batch_matches_reference(progs: dict[str, Path], batch: int) -> None:
     """--batch runs several requests per forward pass (ai_daemon's llm_batch_step): each
     request's ids equal the reference's for its own prompt, whatever else is in the batch."""
-    assets = smol_or_skip("v3")
+    assets = lc.smol_or_skip("v3")
     lines, want = batch_case(assets, lc.smol_prompts())
     p = run(progs["smol"], ["--asset-dir", str(assets), "--stdin", "--batch", str(batch)],
             lines)
@@ -204,7 +197,7 @@ def test_model_too_large_for_memory_says_what_to_do(progs: dict[str, Path]) -> N
     file that did not fit and the remedy, exit status 1."""
     import resource
 
-    assets = smol_or_skip("v3")
+    assets = lc.smol_or_skip("v3")
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (100 << 20, 100 << 20))
@@ -357,7 +350,7 @@ SAMPLING = lc.SAMPLING_CASES
 
 @pytest.mark.slow
 def test_sampled_ids_match_reference(progs: dict[str, Path]) -> None:
-    assets = smol_or_skip("v3")
+    assets = lc.smol_or_skip("v3")
     prompt = lc.FRANCE["smol"]
     for case in SAMPLING:
         want = lc.sampled_reference(assets, prompt, GEN, case)

@@ -3,11 +3,14 @@
 - The driver (kernel/drivers/virtio_console.c), at 1 and 2 harts: 16 MiB from
   the host into the guest and 16 MiB back, each checked with Adler-32 on both
   sides (tests/progs/portecho.c); a reader blocked on /port and killed from
-  the shell leaves the system and the port working.
+  the shell leaves the system and the port working; /port is open in one
+  process at a time (another's open gets EBUSY), until its last reference
+  is closed.
 - The gateway (user/ai/gateway.c, docs/GATEWAY.md) over the real SmolLM2: a
   greedy request's ids equal the numpy reference's, 8 requests at once are
   all right, a cancel ends its request and frees its slot, and malformed
-  frames each get an X while the gateway goes on serving.
+  frames each get an X while the gateway goes on serving; no other process
+  can open /port while the gateway has it.
 """
 
 from __future__ import annotations
@@ -122,10 +125,7 @@ class PortGuest:
 
 @pytest.fixture(scope="module")
 def port_image(build, tmp_path_factory) -> Path:
-    tree = fsimg.Tree(fsimg.load_layout())
-    for name, elf in build.uprogs.items():
-        tree.add_file(name, elf)
-    tree.add_file("portecho", build.testprogs["portecho"])
+    tree = build.program_tree(testprogs=("portecho",))
     image = tmp_path_factory.mktemp("port") / "port.img"
     fsimg.build_image(image, tree)
     return image
@@ -179,6 +179,25 @@ def test_port_killed_reader(port_guest: PortGuest) -> None:
     assert int(g.match.group(1), 16) == zlib.adler32(b"hello port\n"), g.transcript[-600:]
 
 
+@pytest.mark.guest
+def test_port_is_open_in_one_process_at_a_time(port_guest: PortGuest) -> None:
+    """/port has one open file at a time: while it is held (here by a child that
+    inherited it from a parent that has exited), another process's open fails with
+    EBUSY; the holder still gets the host's bytes, and once its last reference is
+    closed, a new open works."""
+    g = port_guest.guest
+    port_guest.start("portecho forkread")
+    out = g.run("portecho read")
+    assert "portecho: cannot open /port: resource busy" in out, out
+    assert g.last_status == 1
+    port_guest.sock.sendall(b"ping\n")
+    g.expect([r"child read returned 5\r?\n"], time.monotonic() + 60, "the child's read")
+    port_guest.start("portecho recv 11")
+    port_guest.sock.sendall(b"hello port\n")
+    g.expect([r"recv 11 ([0-9a-f]+)\r?\n"], time.monotonic() + 60, "the new reader's checksum")
+    assert int(g.match.group(1), 16) == zlib.adler32(b"hello port\n"), g.transcript[-600:]
+
+
 # ---------------------------------------------------------------- the gateway
 
 GEN = 8
@@ -186,17 +205,12 @@ GEN = 8
 
 @pytest.fixture(scope="module")
 def smol_assets() -> Path:
-    smol = lc.smol_dir("v3")
-    if smol is None:
-        pytest.skip("models/SMOL is missing (make smol-assets)")
-    return smol
+    return lc.smol_or_skip()
 
 
 @pytest.fixture(scope="module")
 def gateway(build, smol_assets, tmp_path_factory) -> Iterator[PortGuest]:
-    tree = fsimg.Tree(fsimg.load_layout())
-    for name, elf in build.uprogs.items():
-        tree.add_file(name, elf)
+    tree = build.program_tree(testprogs=("portecho",))
     tree.add_dir("AI/SMOL", smol_assets)
     image = tmp_path_factory.mktemp("gw") / "gw.img"
     fsimg.build_image(image, tree)
@@ -291,6 +305,15 @@ def test_gateway_cancel_frees_the_request(gateway: PortGuest) -> None:
         time.sleep(0.2)
     gateway.send_frame("C 30")  # no longer live
     assert gateway.frame()[:3] == ["X", "30", "203"]
+
+
+@pytest.mark.guest
+def test_gateway_holds_the_port_alone(gateway: PortGuest) -> None:
+    """No other process opens /port while the gateway has it open (it would read the
+    host's prompts or forge frames); the gateway goes on serving."""
+    out = gateway.guest.run("portecho read")
+    assert "portecho: cannot open /port: resource busy" in out, out
+    assert _info(gateway)["worker_pid"] > 0
 
 
 MALFORMED = [

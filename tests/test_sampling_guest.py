@@ -16,10 +16,7 @@ pytestmark = pytest.mark.guest
 
 @pytest.fixture(scope="module")
 def smol() -> object:
-    d = lc.smol_dir("v3")
-    if d is None:
-        pytest.skip("models/SMOL missing: run 'make smol-assets'")
-    return d
+    return lc.smol_or_skip()
 
 
 def test_sampled_ids_and_stop_match_reference(boot_guest, make_image, smol) -> None:

@@ -103,8 +103,7 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
-    if lc.smol_dir("v3") is None:
-        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    lc.smol_or_skip()
     with build_lock():  # the server's own build step then finds everything up to date
         prepare(ROOT, MODELS["smol"])
     log = tmp_path_factory.mktemp("serve") / "serve.log"

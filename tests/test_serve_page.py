@@ -64,8 +64,7 @@ def _want_reply() -> str:
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory):
-    if lc.smol_dir("v3") is None:
-        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    lc.smol_or_skip()
     if not CHROMIUM.exists() or shutil.which("chromium") is None:
         pytest.skip("Debian's chromium is missing: run `make deps`")
     with build_lock():

@@ -452,12 +452,14 @@ view_fill(struct ai_table_view *v)
 // ---------------------------------------------------------------- the worker's side
 
 // The calling worker starts queued slot i: out of the FIFO, RUNNING, and
-// copied into job. Returns its reqid.
+// copied into job, whose every other byte (the ids past count, padding) is
+// zero: the worker sees no stale kernel memory. Returns its reqid.
 int
 slot_start(int i, struct ai_job *job)
 {
   struct ai_slot *s = &ai.slot[i];
 
+  memset(job, 0, sizeof(*job));
   fifo_remove(i);
   s->state = AI_RUNNING;
   s->runner = myproc()->pid;
