@@ -111,7 +111,10 @@
 //   the worker with the job; the worker completes the request after the
 //   first stop id it generates (fewer ids than predict), and draws each id
 //   with the request's own sampler. Which ids end a turn belongs to the
-//   model's chat format, which the submitter knows.
+//   model's chat format, which the submitter knows. Penalties, biases
+//   and logprobs are options too (docs/AI_SERVICE.md, section 10); the
+//   worker reports an id's log-probability record (slot_logprob) just
+//   before the id, and the slot keeps them beside the ids for the owner.
 // - ai.lock is statically initialised; ai_init() only reads the boot
 //   argument.
 // Lock order: ai.lock, then a p->lock (killed(), sleep(), wakeup()).
