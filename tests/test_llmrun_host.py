@@ -443,7 +443,7 @@ def adjust_options(case: tuple) -> SamplingOptions:
 
 @pytest.mark.slow
 def test_penalties_and_bias_match_reference(progs: dict[str, Path]) -> None:
-    assets = smol_or_skip("v3")
+    assets = lc.smol_or_skip("v3")
     prompt = lc.FRANCE["smol"]
     ref = lc.reference_model(assets)
     greedy = lc.reference_ids(assets, [prompt], GEN)[0]
@@ -479,7 +479,7 @@ def logprob_lines(err: str) -> list[tuple[int, int, int, list[tuple[int, int]]]]
 def test_logprobs_match_reference(progs: dict[str, Path], n: int, temp: str | None) -> None:
     import numpy as np
 
-    assets = smol_or_skip("v3")
+    assets = lc.smol_or_skip("v3")
     prompt = lc.FRANCE["smol"]
     opts = SamplingOptions(temp, 40, "0.95", 3, "0.4" if n == 3 else "0", "0",
                            ((198, "-5"),) if n == 3 else (), n)
