@@ -31,6 +31,8 @@ import pyaisvc.qemu
 from pyaisvc import fsimg
 from pyaisvc.llmguest import MODELS
 from pyaisvc.qemu import Guest, QemuConfig
+from pyaisvc.sampling import SamplingOptions, lp_micro
+from pyaisvc.serve.frames import PROTOCOL
 
 TRANSFER = 16 << 20  # bytes each way
 SEED = 7
@@ -223,13 +225,15 @@ def gateway(build, smol_assets, tmp_path_factory) -> Iterator[PortGuest]:
     ready = []
     while (words := g.frame())[0] != "I":
         ready.append(words)
-    assert ready and all(w == ["R", "gateway", "1", "49152", "256", "8"] for w in ready), ready
+    assert ready and all(w == ["R", "gateway", str(PROTOCOL), "49152", "256", "8"]
+                         for w in ready), ready
     yield g
     g.close()
 
 
-def _submit(rid: int, prompt: list[int], predict: int) -> str:
-    return f"S {rid} {predict} 0 0 0 0 0 {len(prompt)} {' '.join(map(str, prompt))}"
+def _submit(rid: int, prompt: list[int], predict: int, logprobs: int = 0) -> str:
+    return (f"S {rid} {predict} 0 0 0 0 0 0 0 {logprobs} 0 {len(prompt)} "
+            f"{' '.join(map(str, prompt))}")
 
 
 Ended = dict[int, tuple[list[int], list[str]]]
@@ -282,6 +286,27 @@ def test_gateway_eight_at_once(gateway: PortGuest, smol_assets: Path) -> None:
     assert max(queued) < min(total), (queued, total)
 
 
+@pytest.mark.guest
+def test_gateway_logprob_frames(gateway: PortGuest, smol_assets: Path) -> None:
+    """logprobs 1 + 2: an L frame before each id's T frame, the reference's millionths."""
+    prompt = lc.FRANCE["smol"]
+    sampler = SamplingOptions(logprobs=2).sampler()
+    want = lc.reference_model(smol_assets).generate(prompt, 4, sampler=sampler)
+    gateway.send_frame(_submit(20, prompt, 4, logprobs=3))
+    records, ids = [], []
+    while (words := gateway.frame())[0] != "E":
+        if words[0] == "L":
+            records.append(words[2:])
+        else:  # a T frame: the records of its ids came just before it
+            assert words[0] == "T" and len(records) == len(ids) + len(words) - 2, words
+            ids += [int(w) for w in words[2:]]
+            assert [int(r[0]) for r in records[-(len(words) - 2):]] == ids[-(len(words) - 2):]
+    assert ids == want
+    assert records == [[str(r.id), str(lp_micro(r.lp)), "2",
+                        *(str(w) for t, v in r.top for w in (t, lp_micro(v)))]
+                       for r in sampler.records]
+
+
 def _info(g: PortGuest) -> dict[str, int]:
     g.send_frame("I")
     words = g.frame()
@@ -319,25 +344,31 @@ def test_gateway_holds_the_port_alone(gateway: PortGuest) -> None:
 MALFORMED = [
     ("bogus", 0, 200),
     ("S", 0, 200),
-    ("S 0 8 0 0 0 0 0 1 5", 0, 200),  # rid 0
-    ("S 99999999999999999999 8 0 0 0 0 0 1 5", 0, 200),  # rid beyond 2^31-1
-    ("S 40 8 0 0 0 0 0 5 504", 40, 200),  # fewer prompt ids than nprompt
-    ("S 41 8 0 0 0 0 0 1 504 3575", 41, 200),  # more
-    ("S 42 8 0 0 0 0 9 1 5", 42, 200),  # nstop above 4
-    ("S 43 -8 0 0 0 0 0 1 5", 43, 200),  # a sign
-    ("S 44 8 0 0 0 99999999999999999999999 0 1 5", 44, 200),  # seed beyond 2^64-1
-    ("S 45 999 0 0 0 0 0 1 5", 45, 101),  # the kernel's predict limit
-    ("S 46 8 0 0 0 0 0 1 4294967295", 46, 102),  # an id beyond the vocab
-    ("S 47 8 0 0 0 0 0 0", 47, 100),  # no prompt
-    ("S 48 8 0 0 0 0 0 300 5", 48, 100),  # nprompt above 255
-    ("S  49 8 0 0 0 0 0 1 5", 0, 200),  # two spaces
-    ("S 50 8 0 0 0 0 0 1 5 ", 0, 200),  # a trailing space
+    ("S 0 8 0 0 0 0 0 0 0 0 0 1 5", 0, 200),  # rid 0
+    ("S 99999999999999999999 8 0 0 0 0 0 0 0 0 0 1 5", 0, 200),  # rid beyond 2^31-1
+    ("S 40 8 0 0 0 0 0 0 0 0 0 5 504", 40, 200),  # fewer prompt ids than nprompt
+    ("S 41 8 0 0 0 0 0 0 0 0 0 1 504 3575", 41, 200),  # more
+    ("S 42 8 0 0 0 0 9 0 0 0 0 1 5", 42, 200),  # nstop above 4
+    ("S 43 -8 0 0 0 0 0 0 0 0 0 1 5", 43, 200),  # a sign
+    ("S 44 8 0 0 0 99999999999999999999999 0 0 0 0 0 1 5", 44, 200),  # seed beyond 2^64-1
+    ("S 45 999 0 0 0 0 0 0 0 0 0 1 5", 45, 101),  # the kernel's predict limit
+    ("S 46 8 0 0 0 0 0 0 0 0 0 1 4294967295", 46, 102),  # an id beyond the vocab
+    ("S 47 8 0 0 0 0 0 0 0 0 0 0", 47, 100),  # no prompt
+    ("S 48 8 0 0 0 0 0 0 0 0 0 300 5", 48, 100),  # nprompt above 255
+    ("S  49 8 0 0 0 0 0 0 0 0 0 1 5", 0, 200),  # two spaces
+    ("S 50 8 0 0 0 0 0 0 0 0 0 1 5 ", 0, 200),  # a trailing space
     ("C", 0, 200),
     ("C 51", 51, 203),
     ("I 1", 0, 200),
     ("\x00\x01\x7f\xff binary", 0, 200),
-    ("S 52 8 0 0 0 0 0 1 5\r", 0, 200),
+    ("S 52 8 0 0 0 0 0 0 0 0 0 1 5\r", 0, 200),
     ("S 53 " + "1 " * 3000, 0, 200),  # over GW_LINE_MAX
+    ("S 54 8 0 0 0 0 0 x 0 0 0 1 5", 54, 200),  # a penalty that is not a number
+    ("S 55 8 0 0 0 0 0 0 0 0 9 1 5", 55, 200),  # nbias above 8
+    ("S 56 8 0 0 0 0 0 0 0 0 2 7 1", 56, 200),  # a bias pair missing
+    ("S 57 8 0 0 0 0 0 -2000001 0 0 0 1 5", 57, 115),  # the kernel's penalty range
+    ("S 58 8 0 0 0 0 0 0 0 7 0 1 5", 58, 115),  # logprobs above 1 + 5
+    ("S 59 8 0 0 0 0 0 0 0 0 1 49152 1 1 5", 59, 102),  # a bias id beyond the vocab
     ("", 0, 200),
 ]
 

@@ -309,7 +309,8 @@ def bad_requests() -> list[tuple[str, dict]]:
         ("token id over the vocab", {"json": ok | {"prompt": [504, 10**6]}}),
         ("a 10 MB body", {"content": json.dumps(ok | {"prompt": "x" * (10 << 20)}), **js}),
         ("n 2", {"json": ok | {"n": 2}}),
-        ("an unsupported field", {"json": ok | {"logprobs": 3}}),
+        ("an unsupported field", {"json": ok | {"suffix": "x"}}),
+        ("a field outside the API", {"json": ok | {"bogus": 3}}),
         ("chat without messages", {"json": {"model": "smol", "messages": []}}),
     ]
 

@@ -10,7 +10,8 @@ each request its own.
 are live, else it waits in the host queue (first come, first served), which
 holds at most ``queue_max`` waiters; one more raises ``QueueFull`` (HTTP
 429). It then picks a free rid, sends the ``S`` frame and returns a
-``Submitted``, whose ``events()`` yields the request's ``Tokens`` and
+``Submitted``, whose ``events()`` yields the request's ``Tokens`` (each id's
+``LogProbs`` before it, when the request asked for them) and
 finally its ``End`` (or raises ``RequestFailed`` for an ``X`` frame).
 ``Submitted.cancel()`` sends ``C rid`` when the request has not ended: the
 caller went away, or a stop string ended it on the host. A window place is
@@ -88,8 +89,8 @@ class Submitted:
     def rid(self) -> int:
         return self._live.rid
 
-    async def events(self) -> AsyncIterator[frames.Tokens | frames.End]:
-        """The request's T frames, then its E frame, as they come (iterate once);
+    async def events(self) -> AsyncIterator[frames.Tokens | frames.LogProbs | frames.End]:
+        """The request's T (and L) frames, then its E frame, as they come (iterate once);
         RequestFailed for an X frame, GuestDown when the connection ended first."""
         while True:
             item = await self._live.events.get()
@@ -97,7 +98,7 @@ class Submitted:
                 raise item
             if isinstance(item, frames.Failed):
                 raise RequestFailed(item.code, item.words)
-            assert isinstance(item, frames.Tokens | frames.End)
+            assert isinstance(item, frames.Tokens | frames.LogProbs | frames.End)
             yield item
             if isinstance(item, frames.End):
                 return
@@ -282,7 +283,7 @@ class Gateway:
 
     def _dispatch(self, line: str) -> None:
         """Hands one line from the gateway to whom it concerns: I and V answers to the first
-        caller waiting, R (unasked) to _restarted, T/E/X to their live request (E and X
+        caller waiting, R (unasked) to _restarted, T/L/E/X to their live request (E and X
         end it and free its window place); a garbled line or a frame for no live request
         is logged and dropped."""
         try:

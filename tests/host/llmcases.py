@@ -163,7 +163,7 @@ def sampling_args(case: tuple[str, int, str, int]) -> list[str]:
 
 
 @functools.cache
-def _reference_model(assets: Path):  # -> pyaisvc.reference.Reference, loaded once
+def reference_model(assets: Path):  # -> pyaisvc.reference.Reference, loaded once
     from pyaisvc.assets import load_assets
     from pyaisvc.reference import Reference
 
@@ -177,7 +177,7 @@ def sampled_reference(assets: Path, prompt: list[int], n: int,
 
     temp, k, p, seed = case
     sampler = Sampler(parse_decimal(temp, "temp"), k, parse_decimal(p, "top-p"), seed)
-    return _reference_model(assets).generate(prompt, n, sampler=sampler)
+    return reference_model(assets).generate(prompt, n, sampler=sampler)
 
 
 def request_lines(prompts: list[list[int]], n: int) -> str:
