@@ -322,8 +322,7 @@ def _check_replies(out: Path, plan: Path) -> list[dict]:
 
 
 def _smol_built() -> None:
-    if lc.smol_dir("v3") is None:
-        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    lc.smol_or_skip()
     with build_lock():  # the servers' own build step then finds everything up to date
         prepare(ROOT, MODELS["smol"])
 
