@@ -5,8 +5,10 @@
 the metrics), which every route gets by dependency. The routes live in
 ``pyaisvc.serve.routes`` (one router per audience), the bodies in
 ``schemas``, the refusals in ``errors``, a generation's path in
-``generation``. A request body over ``MAX_BODY`` bytes gets 413
-(``BodyLimit``), before any route runs.
+``generation``. Before any route runs, ``security.Guard`` checks who asks
+(Host, Origin, the API key, Content-Type: ``Access``) and
+``bounds.BodyLimit`` bounds the body (413 over ``MAX_BODY`` bytes, 408 when
+it does not arrive within ``BODY_SECONDS``).
 
 The published schema (``/openapi.json``) documents every request and reply;
 it lists the 400 this server gives where FastAPI would list 422, and the
@@ -21,58 +23,28 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from pyaisvc.serve import errors
+from pyaisvc.serve.bounds import BodyLimit
 from pyaisvc.serve.routes import aisvc, extras, openai
+from pyaisvc.serve.security import Access, Guard
 from pyaisvc.serve.service import Limits, Service
 
-__all__ = ["MAX_BODY", "BodyLimit", "Limits", "Service", "create_app"]
+__all__ = ["MAX_BODY", "Access", "BodyLimit", "Limits", "Service", "create_app"]
 
 MAX_BODY = 1 << 20  # bytes of one request body
+BODY_SECONDS = 30.0  # a request's body arrives within this, or 408
 
 
-class BodyLimit:
-    """ASGI middleware: a request body over `limit` bytes gets 413 in OpenAI's shape. The
-    body is read to its end first (and dropped), so a client still sending gets the
-    answer, not a reset connection; a body within the limit is handed on as it was."""
-
-    def __init__(self, app: Any, limit: int) -> None:
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        chunks: list[bytes] = []
-        size, more = 0, True
-        while more:
-            msg = await receive()
-            if msg["type"] != "http.request":
-                return  # the client left
-            chunk = msg.get("body", b"")
-            size += len(chunk)
-            if size <= self.limit:
-                chunks.append(chunk)
-            more = msg.get("more_body", False)
-        if size > self.limit:
-            return await errors.body_too_large(size, self.limit).response()(scope, receive, send)
-        replayed = False
-
-        async def replay() -> dict:
-            """The body read so far as one message, once; then the client's own messages."""
-            nonlocal replayed
-            if replayed:
-                return await receive()  # e.g. http.disconnect while a reply streams
-            replayed = True
-            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-
-        await self.app(scope, replay, send)
-
-
-def create_app(service: Service) -> FastAPI:
-    """The application serving service (see the module's comment)."""
-    app = FastAPI(title="aisvc", version="1", strict_content_type=False,
+def create_app(service: Service, access: Access | None = None,
+               body_seconds: float = BODY_SECONDS) -> FastAPI:
+    """The application serving service to whom access lets in (default: loopback, no key;
+    see the module's comment)."""
+    app = FastAPI(title="aisvc", version="1",
                   description="The aisvc kernel AI service: an OpenAI-compatible API over "
                   "the guest's gateway (pyaisvc serve).")
     app.state.service = service
-    app.add_middleware(BodyLimit, limit=MAX_BODY)
+    app.state.access = access or Access()
+    app.add_middleware(BodyLimit, limit=MAX_BODY, seconds=body_seconds)
+    app.add_middleware(Guard, access=app.state.access)  # the outermost: runs first
     errors.install(app)
     for router in (openai.router, extras.router, aisvc.router):
         app.include_router(router)
