@@ -45,7 +45,8 @@ class FakeGateway:
             self.seen.append(line.strip())
             w = line.split()
             if w[0] == "H":
-                writer.write(f"R gateway 1 {VOCAB} {SEQ} {self.window}\n".encode())
+                nonce = "".join(" " + x for x in w[1:2])
+                writer.write(f"R gateway 1 {VOCAB} {SEQ} {self.window}{nonce}\n".encode())
             elif w[0] == "I":
                 writer.write(f"I {len(self.live)} 0 {len(self.live)} 0 0 0 3\n".encode())
             elif w[0] == "C":
@@ -79,13 +80,13 @@ class FakeGateway:
         writer.write(f"E {rid} {finish} {n} 5 10 1000 2000\n".encode())
 
 
-async def connect(fake: FakeGateway, queue_max: int) -> tuple[Gateway, asyncio.Task[None],
-                                                              asyncio.StreamWriter]:
+async def connect(fake: FakeGateway, queue_max: int, **kw) -> tuple[
+        Gateway, asyncio.Task[None], asyncio.StreamWriter]:
     host_sock, guest_sock = socket.socketpair()
     g_reader, g_writer = await asyncio.open_connection(sock=guest_sock)
     fake.task = asyncio.create_task(fake.serve(g_reader, g_writer))  # held: not collected
     reader, writer = await asyncio.open_connection(sock=host_sock)
-    gw = await Gateway.connect(reader, writer, queue_max, timeout=5)
+    gw = await Gateway.connect(reader, writer, queue_max, timeout=5, **kw)
     return gw, asyncio.create_task(gw.run()), g_writer
 
 

@@ -151,7 +151,9 @@ stream(void *arg)
 // ---------------------------------------------------------------- frames from the host
 
 // Parses word w as a decimal number 0..max. Returns 0, or -1 if it is not
-// one (empty, a sign, another character, or above max).
+// one (empty, a sign, another character, or above max). The bound is exact
+// for every max up to 2^64-1: v * 10 + d <= max is tested as v <= (max - d)
+// / 10 only once d <= max, so max - d never wraps.
 static int
 parse_num(const char *w, uint64 max, uint64 *out)
 {
@@ -163,7 +165,7 @@ parse_num(const char *w, uint64 max, uint64 *out)
     if (*w < '0' || *w > '9')
       return -1;
     uint64 d = *w - '0';
-    if (v > (max - d) / 10)
+    if (d > max || v > (max - d) / 10)
       return -1;
     v = v * 10 + d;
   }
@@ -335,18 +337,35 @@ do_cancel(char **w, int n)
     send_error(rid, GW_NOT_LIVE, "rid is not live");
 }
 
-// R: the gateway is ready; the model's limits and the window.
+// R: the gateway is ready; the model's limits and the window, and the
+// nonce of the hello it answers (none when it says so by itself at start).
 static void
-send_ready(void)
+send_ready(const char *nonce)
 {
   struct ai_info in;
-  char line[96];
+  char line[128];
+  int len;
 
   memset(&in, 0, sizeof(in));
   ai_info(&in);
-  snprintf(line, sizeof(line) - 1, "R gateway %d %d %d %d", GW_VERSION, in.vocab, in.seq_len,
+  len = snprintf(line, sizeof(line) - 1, "R gateway %d %d %d %d", GW_VERSION, in.vocab, in.seq_len,
       AI_PERPROC);
+  if (nonce)
+    snprintf(line + len, sizeof(line) - 1 - len, " %s", nonce);
   send_line(line);
+}
+
+// H [nonce]: answered with R, echoing the nonce (a number 0..2^63-1).
+static void
+do_hello(char **w, int n)
+{
+  uint64 nonce;
+
+  if (n > 2 || (n == 2 && parse_num(w[1], GW_NONCE_MAX, &nonce) < 0)) {
+    send_error(0, GW_MALFORMED, "malformed: H takes at most a nonce 0..2^63-1");
+    return;
+  }
+  send_ready(n == 2 ? w[1] : 0);
 }
 
 // I: the kernel's table at a glance.
@@ -430,8 +449,8 @@ handle_line(char *line)
     do_submit(w, n);
   else if (strcmp(w[0], "C") == 0)
     do_cancel(w, n);
-  else if (strcmp(w[0], "H") == 0 && n == 1)
-    send_ready();
+  else if (strcmp(w[0], "H") == 0)
+    do_hello(w, n);
   else if (strcmp(w[0], "I") == 0 && n == 1)
     send_info();
   else if (strcmp(w[0], "V") == 0 && n == 1)
@@ -454,7 +473,7 @@ main(int argc, char *argv[])
     fprintf(2, "gateway: cannot open /port: %s\n", strerror(port));
     exit(1);
   }
-  send_ready(); // lost if no host listens yet: the host sends H
+  send_ready(0); // lost if no host listens yet: the host sends H
   for (;;) {
     int n = read(port, in, sizeof(in));
     if (n <= 0) {
