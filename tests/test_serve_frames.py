@@ -117,6 +117,7 @@ def test_a_lost_end_frame_ends_its_request_and_a_bad_id_fails_its_own() -> None:
         lost = await gw.submit([1], 3, frames.Options(), [])
         with pytest.raises(GuestDown, match="sent nothing"):
             await asyncio.wait_for(drain(lost), 5)
+        await asyncio.sleep(0.1)
         assert "C 1" in fake.seen  # the guest is told too
         bad = await gw.submit([1], 3, frames.Options(), [])  # its window place came back
         with pytest.raises(RequestFailed, match="vocabulary"):

@@ -140,6 +140,7 @@ class Gateway:
         self._asked: dict[type, collections.deque[asyncio.Future]] = {
             kind: collections.deque() for kind in QUESTIONS}
         self._next_rid = 1
+        self._out: list[bytes] = []  # frames to write at the end of this loop turn
         self.nonce: int | None = None  # the hellos' (their late answers are dropped)
         self.down: GuestDown | None = None
         self.on_end: Callable[[frames.End], None] | None = None  # for metrics
@@ -193,8 +194,20 @@ class Gateway:
         return len(self._waiters)
 
     def send(self, frame: bytes) -> None:
-        if self.down is None:
-            self._writer.write(frame)
+        """Sends frame with the others sent in this turn of the event loop, in one write:
+        requests that arrive together reach the gateway in one read, and it submits them
+        together."""
+        if self.down is not None:
+            return
+        self._out.append(frame)
+        if len(self._out) == 1:
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Writes the frames send() collected."""
+        if self.down is None and self._out:
+            self._writer.write(b"".join(self._out))
+        self._out.clear()
 
     async def submit(self, prompt: list[int], predict: int, opts: frames.Options,
                      stops: list[int]) -> Submitted:
@@ -207,7 +220,7 @@ class Gateway:
                 raise self.down
             rid = self._free_rid()
             live = self._live[rid] = _Request(rid)
-            self._writer.write(frames.submit(rid, prompt, predict, opts, stops))
+            self.send(frames.submit(rid, prompt, predict, opts, stops))
         except BaseException:
             self._release()
             raise
@@ -220,7 +233,7 @@ class Gateway:
             raise self.down
         fut: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._asked[kind].append(fut)
-        self._writer.write(QUESTIONS[kind])
+        self.send(QUESTIONS[kind])
         return await asyncio.wait_for(asyncio.shield(fut), timeout)
 
     async def _admit(self) -> None:

@@ -4,8 +4,9 @@
 //
 // It speaks the frames of docs/GATEWAY.md on /port: each line the host
 // sends is one frame; the answers are lines too. The main thread reads
-// and checks the frames, submits each request (ai_submit_opts) and
-// cancels (ai_cancel); one thread per live request follows it with
+// and checks the frames, submits the requests (ai_submit_opts: those whose
+// S frames came in one read together, after the read) and cancels
+// (ai_cancel); one thread per live request follows it with
 // ai_stream, sends its ids in T frames as the worker produces them, and
 // ends it with one E frame (timings from ai_query, then ai_wait frees the
 // kernel's slot) or one X frame. At most AI_PERPROC requests are live, as
@@ -263,40 +264,43 @@ find_live(int rid)
   return 0;
 }
 
-// S: submits the request and starts its thread.
+// The S frames read but not yet submitted: those that arrived together
+// (in one read of the port) are submitted together, so the worker finds
+// them all in its queue when it next takes a batch, rather than starting
+// one request's step while the others are still being read. Only the main
+// thread touches them.
+static struct submit pending[AI_PERPROC];
+static int npending;
+
+// Submits one parsed request and starts its thread; X for a rid that is
+// live, a full window or the kernel's refusal.
 static void
-do_submit(char **w, int n)
+submit_one(struct submit *s)
 {
-  static struct submit s; // only the main thread parses
   struct live *l = 0;
-  const char *why;
   int code, live = 0;
 
-  if ((code = parse_submit(w, n, &s, &why)) != 0) {
-    send_error(s.rid, code, why);
-    return;
-  }
   mutex_lock(&held_lock);
   for (int i = 0; i < AI_PERPROC; i++) {
     live += held[i].state == LIVE;
     if (held[i].state != LIVE && (!l || l->state != FREE))
       l = &held[i];
   }
-  code = find_live(s.rid) ? GW_RID_LIVE : live >= AI_PERPROC ? GW_FULL : 0;
+  code = find_live(s->rid) ? GW_RID_LIVE : live >= AI_PERPROC ? GW_FULL : 0;
   mutex_unlock(&held_lock);
   if (code) {
-    send_error(s.rid, code, code == GW_RID_LIVE ? "rid is already live" : "window full");
+    send_error(s->rid, code, code == GW_RID_LIVE ? "rid is already live" : "window full");
     return;
   }
   if (l->state == ENDED)
     reap(l);
-  int reqid = ai_submit_opts(s.prompt, s.nprompt, s.predict, &s.opts);
+  int reqid = ai_submit_opts(s->prompt, s->nprompt, s->predict, &s->opts);
   if (reqid < 0) {
-    send_error(s.rid, -reqid, ai_strerror(reqid));
+    send_error(s->rid, -reqid, ai_strerror(reqid));
     return;
   }
   mutex_lock(&held_lock);
-  *l = (struct live){ LIVE, s.rid, reqid, 0, s.opts, 0 };
+  *l = (struct live){ LIVE, s->rid, reqid, 0, s->opts, 0 };
   mutex_unlock(&held_lock);
   // l->tid is read only by reap, in this thread, so it may be set after
   // the thread started (and perhaps already ended).
@@ -306,10 +310,37 @@ do_submit(char **w, int n)
     mutex_lock(&held_lock);
     l->state = FREE;
     mutex_unlock(&held_lock);
-    send_error(s.rid, AIE_NOMEM, "cannot start a thread for the request");
+    send_error(s->rid, AIE_NOMEM, "cannot start a thread for the request");
     return;
   }
   l->tid = tid;
+}
+
+// Submits every kept S frame, in the order they came.
+static void
+submit_pending(void)
+{
+  for (int i = 0; i < npending; i++)
+    submit_one(&pending[i]);
+  npending = 0;
+}
+
+// S: parses the frame and keeps it for submit_pending (submitting the
+// ones kept first when there is no room for it); X for a malformed one.
+static void
+do_submit(char **w, int n)
+{
+  const char *why;
+  int code;
+
+  if (npending == AI_PERPROC)
+    submit_pending();
+  struct submit *s = &pending[npending];
+  if ((code = parse_submit(w, n, s, &why)) != 0) {
+    send_error(s->rid, code, why);
+    return;
+  }
+  npending++;
 }
 
 // C rid: cancels a live request; its thread sends E rid cancel.
@@ -445,9 +476,12 @@ handle_line(char *line)
       break;
     *p++ = 0;
   }
-  if (strcmp(w[0], "S") == 0)
+  if (strcmp(w[0], "S") == 0) {
     do_submit(w, n);
-  else if (strcmp(w[0], "C") == 0)
+    return;
+  }
+  submit_pending(); // the frames before this one act first
+  if (strcmp(w[0], "C") == 0)
     do_cancel(w, n);
   else if (strcmp(w[0], "H") == 0)
     do_hello(w, n);
@@ -462,7 +496,7 @@ handle_line(char *line)
 int
 main(int argc, char *argv[])
 {
-  static char buf[GW_LINE_MAX + 1], in[512];
+  static char buf[GW_LINE_MAX + 1], in[GW_LINE_MAX];
   int len = 0, skipping = 0, bad = 0;
 
   if (argc != 1) {
@@ -498,5 +532,6 @@ main(int argc, char *argv[])
         buf[len++] = c;
       }
     }
+    submit_pending(); // the S frames of this read, together
   }
 }
