@@ -230,8 +230,9 @@ class Engine:
 
     async def _supervise(self, gw: Gateway) -> None:
         """Keeps a guest up until cancelled: runs gw's frames and the poll, and when the
-        connection ends marks the guest down, stops it and boots fresh ones until one
-        comes up."""
+        connection ends (or reading it raised what nobody foresaw: logged with its
+        traceback) marks the guest down, stops it and boots fresh ones until one comes
+        up."""
         while True:
             poll = asyncio.create_task(self._poll(gw))
             try:
