@@ -209,8 +209,8 @@ def test_stream_clients_share_one_poller_and_are_bounded() -> None:
         feed = live.TableFeed(live.TableView(src), limit=20)
         queues = [feed.join() for _ in range(20)]
         assert all(q is not None for q in queues) and feed.join() is None
-        got = await asyncio.gather(*(q.get() for q in queues))
-        assert all(g["nslot"] == got[0]["nslot"] for g in got)
+        got = [json.loads(g) for g in await asyncio.gather(*(q.get() for q in queues))]
+        assert all(g["nslot"] == frames.NSLOT for g in got)
         await asyncio.sleep(1.0)
         # one poller: about 5 tables a second whatever the clients (not 20 x 5)
         assert src.asked <= 10, src.asked

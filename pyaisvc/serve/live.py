@@ -13,14 +13,16 @@ the kernel's TTFT and TPOT, for the page's chart.
 
 ``TableFeed`` serves the SSE endpoint: one poller, running while any client
 follows, takes a snapshot every ``PERIOD`` seconds (while the guest is down,
-``{"down": why}`` once a second) and hands the latest to every client; so
-the guest answers 5 table frames a second however many pages watch. It
-takes at most ``limit`` clients.
+``{"down": why}`` once a second), encodes it as JSON once and hands the
+latest to every client; so the guest answers 5 table frames a second, and
+the host encodes 5 snapshots, however many pages watch. It takes at most
+``limit`` clients.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any, Protocol
 
@@ -118,25 +120,25 @@ class TableFeed:
 
     def __init__(self, view: TableView, limit: int) -> None:
         self.view, self.limit = view, limit
-        self._clients: set[asyncio.Queue[dict[str, Any]]] = set()
+        self._clients: set[asyncio.Queue[str]] = set()
         self._poller: asyncio.Task[None] | None = None
 
     @property
     def clients(self) -> int:
         return len(self._clients)
 
-    def join(self) -> asyncio.Queue[dict[str, Any]] | None:
-        """A new client's queue of snapshots (it holds the latest only); None when the feed
-        has limit clients. The client must leave() when it goes."""
+    def join(self) -> asyncio.Queue[str] | None:
+        """A new client's queue of snapshots as JSON text (it holds the latest only); None
+        when the feed has limit clients. The client must leave() when it goes."""
         if len(self._clients) >= self.limit:
             return None
-        q: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1)
+        q: asyncio.Queue[str] = asyncio.Queue(maxsize=1)
         self._clients.add(q)
         if self._poller is None or self._poller.done():
             self._poller = asyncio.create_task(self._poll())
         return q
 
-    def leave(self, q: asyncio.Queue[dict[str, Any]]) -> None:
+    def leave(self, q: asyncio.Queue[str]) -> None:
         """The client of q is gone; the poller stops once no client is left."""
         self._clients.discard(q)
 
@@ -148,8 +150,9 @@ class TableFeed:
                 snap, wait = await self.view.snapshot(), PERIOD
             except (GuestDown, TimeoutError) as e:
                 snap, wait = {"down": str(e) or "the gateway did not answer"}, DOWN_PERIOD
+            text = json.dumps(snap, ensure_ascii=False)
             for q in list(self._clients):
                 if q.full():
                     q.get_nowait()  # a slow client sees the latest, not a backlog
-                q.put_nowait(snap)
+                q.put_nowait(text)
             await asyncio.sleep(wait)

@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, Response, StreamingResponse
 from pyaisvc.serve import errors
 from pyaisvc.serve.errors import ApiError
 from pyaisvc.serve.gateway import GuestDown
-from pyaisvc.serve.generation import reply, sse, submit
+from pyaisvc.serve.generation import reply, submit
 from pyaisvc.serve.schemas import (
     DOWN_RESPONSES,
     MAX_BURST,
@@ -63,7 +63,7 @@ async def table_stream(service: ServiceDep) -> StreamingResponse:
     async def events() -> Any:
         try:
             while True:
-                yield sse(await q.get())
+                yield f"data: {await q.get()}\n\n".encode()
         finally:
             feed.leave(q)
 
