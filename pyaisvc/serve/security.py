@@ -7,7 +7,7 @@ request against it, before any route runs, in this order:
 
 1. ``Host`` must name this server: a loopback name (``localhost``,
    ``127.0.0.1``, ``[::1]``) or one of ``Access.hosts`` (``--host``'s address,
-   and the machine's names when it listens on every address). A rebinding
+   and the machine's names and their addresses when that is not loopback). A rebinding
    page's requests carry its own name: 421.
 2. A request with an ``Origin`` header (a browser's, from a page) must come
    from the server's own origin (``http://`` + its ``Host``) or one that
@@ -69,20 +69,12 @@ def is_loopback(addr: str) -> bool:
         return False
 
 
-def is_wildcard(addr: str) -> bool:
-    """Whether addr is 'every address' (0.0.0.0 or ::)."""
-    try:
-        return ipaddress.ip_address(addr).is_unspecified
-    except ValueError:
-        return False
-
-
 def server_names(bind: str, extra: Iterable[str] = ()) -> frozenset[str]:
     """The Host names the server answers to when it listens on bind: the loopback names,
-    bind itself, and for a wildcard bind the machine's host names and their addresses;
+    bind itself, and for any other bind the machine's host names and their addresses;
     plus extra (lower case, without a port)."""
     names = set(LOOPBACK_NAMES) | {bind.lower()} | {e.lower() for e in extra}
-    if is_wildcard(bind):
+    if not is_loopback(bind):
         for name in {socket.gethostname(), socket.getfqdn()}:
             names.add(name.lower())
             try:
