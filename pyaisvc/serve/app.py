@@ -32,6 +32,16 @@ __all__ = ["MAX_BODY", "Access", "BodyLimit", "Limits", "Service", "create_app"]
 
 MAX_BODY = 1 << 20  # bytes of one request body
 BODY_SECONDS = 30.0  # a request's body arrives within this, or 408
+# The refusals every route may give before it runs (security.Guard, bounds.BodyLimit), as the
+# published schema lists them: status -> (why, on which routes: all, with a body, with a key).
+GUARD_REFUSALS = {
+    "401": ("no API key, or a wrong one", "key"),
+    "403": ("a browser request from another origin than --cors-origin lists", "all"),
+    "408": ("the body did not arrive in time", "body"),
+    "413": ("the body is over 1 MiB", "body"),
+    "415": ("the body is not declared as JSON (Content-Type: application/json)", "body"),
+    "421": ("the Host header does not name this server", "all"),
+}
 
 
 def create_app(service: Service, access: Access | None = None,
@@ -52,21 +62,28 @@ def create_app(service: Service, access: Access | None = None,
     def schema() -> dict[str, Any]:
         """The published schema, made once (_openapi) and kept."""
         if app.openapi_schema is None:
-            app.openapi_schema = _openapi(app, service.model)
+            app.openapi_schema = _openapi(app, service.model, app.state.access)
         return app.openapi_schema
 
     app.openapi = schema  # type: ignore[method-assign]
     return app
 
 
-def _openapi(app: FastAPI, model: str) -> dict[str, Any]:
-    """FastAPI's schema, with the 400 this server gives in place of its 422 and the served
-    model's id as the only value of `model`."""
+def _openapi(app: FastAPI, model: str, access: Access) -> dict[str, Any]:
+    """FastAPI's schema, with the 400 this server gives in place of its 422, the refusals
+    of Guard and BodyLimit (GUARD_REFUSALS), and the served model's id as the only value
+    of `model`."""
     schema = get_openapi(title=app.title, version=app.version, description=app.description,
                          routes=app.routes)
-    for path in schema.get("paths", {}).values():
+    error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}
+    for name, path in schema.get("paths", {}).items():
         for op in path.values():
-            op.get("responses", {}).pop("422", None)
+            responses = op.setdefault("responses", {})
+            responses.pop("422", None)
+            for status, (why, when) in GUARD_REFUSALS.items():
+                if (when != "body" or "requestBody" in op) and (
+                        when != "key" or (access.key is not None and name != "/health")):
+                    responses.setdefault(status, {"description": why, "content": error})
     schemas = schema.get("components", {}).get("schemas", {})
     for name in ("HTTPValidationError", "ValidationError"):
         schemas.pop(name, None)
