@@ -12,6 +12,10 @@ Fixtures (name -> what it gives):
     kernel ELF), ``image`` (build/fs.img: every UPROG at /NAME), ``uprogs``
     (dict NAME -> ELF path of every guest program in the Makefile's UPROGS)
     and ``testprogs`` (dict NAME -> ELF of tests/progs/NAME.c).
+    ``build.program_tree(testprogs=(), without=())`` -> pyaisvc.fsimg.Tree: a new
+    tree holding every UPROG at /NAME (but those in ``without``) and the named
+    test programs, for a fixture of any scope to add its files to and build
+    (``fsimg.build_image``).
 
 ``make_image`` -> callable
     ``make_image(files: Mapping[str, Path | bytes], uprogs: bool = True) -> Path``
@@ -56,7 +60,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault(_var, "1")
 
 import subprocess
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,6 +136,19 @@ class Build:
     uprogs: dict[str, Path]
     testprogs: dict[str, Path]
 
+    def program_tree(self, testprogs: Iterable[str] = (),
+                     without: Iterable[str] = ()) -> fsimg.Tree:
+        """A new image tree: every UPROG at /NAME but those in without, and the test
+        programs named in testprogs."""
+        tree = fsimg.Tree(fsimg.load_layout())
+        skip = set(without)
+        for name, elf in self.uprogs.items():
+            if name not in skip:
+                tree.add_file(name, elf)
+        for name in testprogs:
+            tree.add_file(name, self.testprogs[name])
+        return tree
+
 
 def _make_list(root: Path, variable: str) -> list[str]:
     """The words of a Makefile variable, as make expands it (the print-VAR rule)."""
@@ -168,10 +185,7 @@ def make_image(build: Build, tmp_path: Path) -> Callable[..., Path]:
 
     def make(files: Mapping[str, Path | bytes], uprogs: bool = True) -> Path:
         n = next(counter)
-        tree = fsimg.Tree(fsimg.load_layout())
-        if uprogs:
-            for name, elf in build.uprogs.items():
-                tree.add_file(name, elf)
+        tree = build.program_tree() if uprogs else fsimg.Tree(fsimg.load_layout())
         for target, content in files.items():
             host = content
             if isinstance(content, bytes):

@@ -88,12 +88,7 @@ RULES = [  # one or more aitest cases must cover each of these
 def _image(build, tmp: Path, model_dirs: dict[str, Path],
            files: dict[str, str] | None = None, without: tuple[str, ...] = (),
            testprogs: tuple[str, ...] = ()) -> Path:
-    tree = fsimg.Tree(fsimg.load_layout())
-    for name, elf in build.uprogs.items():
-        if name not in without:
-            tree.add_file(name, elf)
-    for name in testprogs:
-        tree.add_file(name, build.testprogs[name])
+    tree = build.program_tree(testprogs, without)
     for target, d in model_dirs.items():
         tree.add_dir(target, d)
     for target, text in (files or {}).items():
@@ -385,9 +380,7 @@ def test_sampled_service_requests_match_reference(boot_guest, qwen_image, qwen_d
 
 @pytest.mark.slow
 def test_smol_service_matches_llmrun(boot_guest, build, tmp_path) -> None:
-    smol = lc.smol_dir("v3")
-    if smol is None:
-        pytest.skip("models/SMOL is missing (make smol-assets)")
+    smol = lc.smol_or_skip()
     prompts = lc.smol_prompts()[:3]
     gen = 8
     want = lc.reference_ids(smol, prompts, gen)

@@ -92,9 +92,7 @@ def poll(g, want, what: str, seconds: float) -> Frame:
 
 
 def test_ai_top_shows_the_table_fill_and_drain(boot_guest, make_image) -> None:
-    smol = lc.smol_dir("v3")
-    if smol is None:
-        pytest.skip("models/SMOL missing: run 'make smol-assets'")
+    smol = lc.smol_or_skip()
     prompt = lc.FRANCE["smol"]
     ids = " ".join(map(str, prompt))
     want = " ".join(map(str, lc.reference_ids(smol, [prompt], 12)[0]))

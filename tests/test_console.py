@@ -107,9 +107,7 @@ def test_ctrl_d_ends_input(boot_guest) -> None:
 
 
 def test_ctrl_c_stops_llmrun_computing(boot_guest, make_image) -> None:
-    smol = lc.smol_dir("v3")
-    if smol is None:
-        pytest.skip("models/SMOL missing: run 'make smol-assets'")
+    smol = lc.smol_or_skip()
     files = {f"AI/SMOL/{f.name}": f for f in sorted(smol.iterdir()) if f.is_file()}
     g = boot_guest(image=make_image(files), ram=MODELS["smol"].ram, timeout=120)
     ids = " ".join(map(str, lc.FRANCE["smol"]))

@@ -135,14 +135,14 @@ def test_smol_fidelity(smol_run) -> None:
     for name, f in per_text.items():
         print(f"\nSmol {fmt} (v{version}) {name}: {f}")
     print(f"Smol {fmt} (v{version}) pooled: {pooled}")
-    issue_text = per_text["heldout_en2.txt"]
+    expository = per_text["heldout_en2.txt"]
     if fmt == "v3":
         assert version == 3
-        assert issue_text.agreement >= 0.940 and issue_text.cosine >= 0.999
+        assert expository.agreement >= 0.940 and expository.cosine >= 0.999
         assert pooled.agreement >= 0.950 and pooled.cosine >= 0.999
     else:
         assert version == 1
-        assert issue_text.agreement >= 0.89 and issue_text.cosine >= 0.999
+        assert expository.agreement >= 0.89 and expository.cosine >= 0.999
         assert pooled.agreement >= 0.89 and pooled.cosine >= 0.9985
     for f in per_text.values():  # no text may be much worse than the pool
         assert f.agreement >= pooled.agreement - 0.02 and f.cosine >= 0.998

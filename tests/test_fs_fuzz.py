@@ -30,7 +30,7 @@ from pathlib import Path
 import fscorrupt as fc
 import pytest
 
-from pyaisvc import fsimg
+from pyaisvc import fscheck, fsimg
 from pyaisvc.qemu import GuestCrashed, GuestError, GuestTimeout
 
 SEED = int(os.environ.get("AISVC_FUZZ_SEED", "20261201"))
@@ -229,7 +229,7 @@ def cases(per_class: int, seed: int = SEED) -> list[Case]:
 
 def _check_names_it(image: Path, words: str) -> list[str]:
     try:
-        problems = fsimg.check_image(image)
+        problems = fscheck.check_image(image)
     except fsimg.FsImageError as e:
         problems = [str(e)]
     assert problems, "fsimg check found nothing wrong"

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyaisvc import fsimg
+from pyaisvc import fscheck, fsimg
 from pyaisvc.qemu import Guest, QemuConfig
 
 BIG_BYTES = 300 * 1024 * 1024 + 1234   # >= 300 MB, and not a whole number of blocks
@@ -97,7 +97,7 @@ def test_guest_writes_survive_reboot(build, make_image) -> None:
         assert _cksum(g, "/d/copy")[:2] == (cksum_crc, build.uprogs["cksum"].stat().st_size)
         assert "gone" not in g.run("ls /d")
     # The host sees the same files, in a consistent file system.
-    assert fsimg.check_image(image) == []
+    assert fscheck.check_image(image) == []
     with fsimg.Image(image) as img:
         assert img.read_file(img.lookup("d/e/note").inum) == b"persistent\n"
         assert _crc(img.read_file(img.lookup("d/copy").inum)) == cksum_crc
@@ -126,7 +126,7 @@ def test_crash_during_big_write_leaves_consistent_fs(build, tmp_path: Path) -> N
         crc, size, _ = _cksum(g, "/dst.bin")
     assert 0 < size < len(data), f"the write was not interrupted (size {size})"
     assert crc == _crc(data[:size])        # a prefix of the data, no garbage
-    assert fsimg.check_image(image) == []
+    assert fscheck.check_image(image) == []
 
 
 def test_4gib_image(build, tmp_path: Path) -> None:
@@ -143,4 +143,4 @@ def test_4gib_image(build, tmp_path: Path) -> None:
         g.run("cat /a > /b")
         g.run("rm /a")
         assert _cksum(g, "/b")[0] == _crc(build.uprogs["cksum"].read_bytes())
-    assert fsimg.check_image(image) == []
+    assert fscheck.check_image(image) == []

@@ -16,7 +16,7 @@ from pathlib import Path
 import fscorrupt as fc
 import pytest
 
-from pyaisvc import fsimg
+from pyaisvc import fscheck
 
 pytestmark = pytest.mark.guest
 
@@ -66,7 +66,7 @@ def test_dirent_naming_free_inode(make_image, boot_guest) -> None:
     guest.run("ls")
     guest.run("rm f")
     _alive(guest)
-    assert any(f"names free inode {inum}" in p for p in fsimg.check_image(image))
+    assert any(f"names free inode {inum}" in p for p in fscheck.check_image(image))
 
 
 def test_dirent_inum_beyond_inode_count(make_image, boot_guest) -> None:
@@ -79,7 +79,7 @@ def test_dirent_inum_beyond_inode_count(make_image, boot_guest) -> None:
     assert "entry 'f' -> inode 60000 names an inode beyond the inode count" in out, out
     guest.run("rm f")
     _alive(guest)
-    assert any("names inode 60000, beyond" in p for p in fsimg.check_image(image))
+    assert any("names inode 60000, beyond" in p for p in fscheck.check_image(image))
 
 
 def test_block_pointer_beyond_disk(make_image, boot_guest) -> None:
@@ -92,7 +92,7 @@ def test_block_pointer_beyond_disk(make_image, boot_guest) -> None:
     guest.run("rm f")
     _alive(guest)
     assert any(f"inode {inum}: addrs[0]: block 1000000000 outside" in p
-               for p in fsimg.check_image(image))
+               for p in fscheck.check_image(image))
 
 
 def test_indirect_pointer_beyond_disk(make_image, boot_guest) -> None:
@@ -116,7 +116,7 @@ def test_directory_size_not_multiple_of_entry(make_image, boot_guest) -> None:
     out = guest.run("mkdir d/sub")
     assert f"fs: inode {d}: directory size not a multiple of the entry size" in out, out
     _alive(guest)
-    assert any(f"inode {d}: directory size" in p for p in fsimg.check_image(image))
+    assert any(f"inode {d}: directory size" in p for p in fscheck.check_image(image))
 
 
 def test_named_inode_with_zero_links(make_image, boot_guest) -> None:
@@ -128,7 +128,7 @@ def test_named_inode_with_zero_links(make_image, boot_guest) -> None:
     assert f"fs: inode {inum}: link count below 1" in out, out
     _alive(guest)
     assert any(f"inode {inum}: allocated with link count 0" in p
-               for p in fsimg.check_image(image))
+               for p in fscheck.check_image(image))
 
 
 def test_block_in_use_but_free_in_bitmap(make_image, boot_guest) -> None:
@@ -141,7 +141,7 @@ def test_block_in_use_but_free_in_bitmap(make_image, boot_guest) -> None:
     out = guest.run("rm f")
     assert f"block {b} is already free in the bitmap; not freeing it" in out, out
     _alive(guest)
-    assert f"block {b}: in use but marked free" in fsimg.check_image(image)
+    assert f"block {b}: in use but marked free" in fscheck.check_image(image)
 
 
 def test_log_header_beyond_disk_mounts_read_only(make_image, boot_guest) -> None:
@@ -155,7 +155,7 @@ def test_log_header_beyond_disk_mounts_read_only(make_image, boot_guest) -> None
     assert "read-only file system" in guest.run("mkdir newdir")
     assert "read-only file system" in guest.run("echo x > newfile")
     assert "read-only file system" in guest.run("rm f")
-    assert any("log header" in p and "1000000000" in p for p in fsimg.check_image(image))
+    assert any("log header" in p and "1000000000" in p for p in fscheck.check_image(image))
 
 
 def test_entry_naming_its_own_directory(make_image, boot_guest) -> None:
@@ -169,7 +169,7 @@ def test_entry_naming_its_own_directory(make_image, boot_guest) -> None:
     assert f"fs: inode {d}: entry 'x' -> inode {d} names its own directory" in out, out
     _alive(guest)
     assert any(f"inode {d}: entry 'x'" in p and "names its own directory" in p
-               for p in fsimg.check_image(image))
+               for p in fscheck.check_image(image))
 
 
 def test_entry_naming_the_parent_is_not_unlinked(make_image, boot_guest) -> None:
@@ -183,7 +183,7 @@ def test_entry_naming_the_parent_is_not_unlinked(make_image, boot_guest) -> None
     assert f"fs: inode {d}: entry 'x' names the directory's parent" in out, out
     assert "f" in guest.run("ls d/x")  # the entry is still there, and names /
     _alive(guest)
-    assert any("names directory 1 a second time" in p for p in fsimg.check_image(image))
+    assert any("names directory 1 a second time" in p for p in fscheck.check_image(image))
 
 
 def test_garbage_indirect_block_costs_one_line(make_image, boot_guest) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pyaisvc import cheader, fsimg
+from pyaisvc import cheader, fscheck, fsimg
 from pyaisvc.cli import main as cli_main
 
 LAYOUT = fsimg.load_layout()
@@ -62,7 +62,7 @@ def test_round_trip(tmp_path: Path, content: dict[str, bytes]) -> None:
     assert entries["/AI/SMOL/EMB.BIN"].size == len(content["models/SMOL/EMB.BIN"])
     assert entries["/AI/SMOL/sub/deeper/empty"].size == 0
 
-    assert fsimg.check_image(image) == []
+    assert fscheck.check_image(image) == []
     out = tmp_path / "out"
     fsimg.extract(image, out)
     for name, data in content.items():
@@ -139,6 +139,20 @@ def test_bad_size_and_bad_image(tmp_path: Path) -> None:
         fsimg.list_image(junk)
 
 
+def test_file_with_double_indirect_blocks(tmp_path: Path) -> None:
+    """A file one block past what the direct and single-indirect blocks hold: its
+    bytes come back from the image, and the checker finds it consistent."""
+    nblocks = LAYOUT.NDIRECT + LAYOUT.NINDIRECT + 1
+    data = random.Random(3).randbytes(nblocks * LAYOUT.BSIZE)
+    tree = fsimg.Tree(LAYOUT)
+    tree.add_file("big", _write(tmp_path / "big", data))
+    image = tmp_path / "di.img"
+    fsimg.build_image(image, tree)
+    with fsimg.Image(image) as img:
+        assert img.read_file(img.lookup("big").inum) == data
+    assert fscheck.check_image(image) == []
+
+
 def test_large_sparse_image_builds_fast(tmp_path: Path) -> None:
     # A 4 GiB image: the size the kernel must handle; sparse, so it is cheap.
     _write(tmp_path / "f", b"hello")
@@ -171,7 +185,7 @@ def test_check_finds_damage(tmp_path: Path, content: dict[str, bytes],
         # And give inode 1 (the root) a wrong link count.
         f.seek(sb["inodestart"] * LAYOUT.BSIZE + LAYOUT.dinode.codec.size + 6)
         f.write((9).to_bytes(2, "little"))
-    problems = fsimg.check_image(image)
+    problems = fscheck.check_image(image)
     assert f"block {first}: in use but marked free" in problems
     assert "inode 1: nlink 9, expected 2" in problems
     assert cli_main(["fsimg", "check", "--image", str(image)]) == 1

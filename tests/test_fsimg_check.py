@@ -16,7 +16,7 @@ from pathlib import Path
 import fscorrupt as fc
 import pytest
 
-from pyaisvc import fsimg
+from pyaisvc import fscheck, fsimg
 from pyaisvc.cli import main as cli_main
 
 LAYOUT = fsimg.load_layout()
@@ -36,7 +36,7 @@ def image(tmp_path: Path) -> Path:
     tree.add_dir("", host)
     img = tmp_path / "fs.img"
     fsimg.build_image(img, tree, size_blocks=2048)
-    assert fsimg.check_image(img) == []
+    assert fscheck.check_image(img) == []
     return img
 
 
@@ -63,7 +63,7 @@ def test_reports_every_problem(image: Path) -> None:
     fc.set_bitmap_bit(image, 2000)                               # free, marked used
     fc.set_inode(image, d, "size", 3 * 32 + 5)                   # bad dir size
     fc.set_inode(image, g, "nlink", 2)                           # link count
-    problems = fsimg.check_image(image)
+    problems = fscheck.check_image(image)
     assert _has(problems, f"inode {f}: addrs[0]: block 1000000000 outside the data area")
     assert _has(problems, "used more than once", f"inode {g}")
     assert _has(problems, f"block {fc.file_blocks(image, 'big')[5]}: in use but marked free")
@@ -79,7 +79,7 @@ def test_dirent_problems(image: Path) -> None:
     fc.set_dirent_inum(image, "/", "f", ninodes + 7)     # beyond the inode count
     fc.set_dirent_inum(image, "/", "g", ninodes - 1)     # a free inode
     fc.set_dirent_inum(image, "d", "x", d)               # its own directory
-    problems = fsimg.check_image(image)
+    problems = fscheck.check_image(image)
     assert _has(problems, "inode 1: entry 'f'", f"names inode {ninodes + 7}, beyond")
     assert _has(problems, "inode 1: entry 'g'", f"names free inode {ninodes - 1}")
     assert _has(problems, f"inode {d}: entry 'x'", "names its own directory")
@@ -89,7 +89,7 @@ def test_dirent_problems(image: Path) -> None:
 def test_zero_link_and_free_named(image: Path) -> None:
     f = fc.inum_of(image, "f")
     fc.set_inode(image, f, "nlink", 0)
-    assert _has(fsimg.check_image(image), f"inode {f}: allocated with link count 0")
+    assert _has(fscheck.check_image(image), f"inode {f}: allocated with link count 0")
 
 
 def test_bad_types_and_sizes(image: Path) -> None:
@@ -100,7 +100,7 @@ def test_bad_types_and_sizes(image: Path) -> None:
     fc.set_inode(image, big, "size", 100 * 4096)
     x = fc.inum_of(image, "d/x")
     fc.set_inode(image, x, "size", 0)
-    problems = fsimg.check_image(image)
+    problems = fscheck.check_image(image)
     assert _has(problems, f"inode {f}: bad type 9")
     assert _has(problems, f"inode {g}: size {1 << 62} beyond the largest file")
     assert _has(problems, f"inode {big}: 60 holes below its size 409600",
@@ -111,17 +111,17 @@ def test_bad_types_and_sizes(image: Path) -> None:
 def test_indirect_entry_out_of_range(image: Path) -> None:
     big = fc.inum_of(image, "big")
     fc.set_indirect_entry(image, big, 4, 0xFFFFFFF0)
-    assert _has(fsimg.check_image(image), f"inode {big}: indirect block",
+    assert _has(fscheck.check_image(image), f"inode {big}: indirect block",
                 "entry 4: block 4294967280 outside")
 
 
 def test_log_header(image: Path) -> None:
     fc.set_log_header(image, 2, [5, 10**9])
-    problems = fsimg.check_image(image)
+    problems = fscheck.check_image(image)
     assert _has(problems, "log header", "entry 0 names block 5")
     assert _has(problems, "log header", "entry 1 names block 1000000000")
     fc.set_log_header(image, -3, [])
-    assert _has(fsimg.check_image(image), "log header", "count -3 out of range")
+    assert _has(fscheck.check_image(image), "log header", "count -3 out of range")
 
 
 @pytest.mark.parametrize("field,value,words", [
@@ -136,7 +136,7 @@ def test_log_header(image: Path) -> None:
 def test_superblock_fields(image: Path, field: str, value: int, words: str) -> None:
     fc.set_sb(image, field, value)
     try:
-        problems = fsimg.check_image(image)
+        problems = fscheck.check_image(image)
     except fsimg.FsImageError as e:
         problems = [str(e)]
     assert _has(problems, words)
@@ -146,7 +146,7 @@ def test_directory_cycle_is_fast_and_small(image: Path, tmp_path: Path) -> None:
     # d/x names the root (d -> / -> d ...) and /f names d a second time.
     fc.set_dirent_inum(image, "d", "x", 1)
     fc.set_dirent_inum(image, "/", "f", fc.inum_of(image, "d"))
-    problems = fsimg.check_image(image)
+    problems = fscheck.check_image(image)
     assert _has(problems, "names directory 1 a second time")
     # The checker reports its own peak (VmHWM of its address space): a child's
     # ru_maxrss starts from this big test process's size, which exec keeps.
@@ -173,7 +173,7 @@ def test_truncated_and_garbage_files(tmp_path: Path, image: Path) -> None:
         p = tmp_path / name
         p.write_bytes(data)
         try:
-            problems = fsimg.check_image(p)
+            problems = fscheck.check_image(p)
         except fsimg.FsImageError as e:
             assert "\n" not in str(e)
         else:
@@ -197,6 +197,6 @@ def test_random_metadata_damage_never_raises(image: Path) -> None:
             data[off:off + 4] = rng.randbytes(4)
         image.write_bytes(data)
         try:
-            fsimg.check_image(image)
+            fscheck.check_image(image)
         except fsimg.FsImageError as e:
             assert "\n" not in str(e)

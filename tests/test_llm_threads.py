@@ -29,9 +29,7 @@ THREAD_LINE = re.compile(r"^(\S+): profile phase=(prefill|decode) threads=(\d+) 
 @pytest.fixture(scope="module")
 def thread_image(build, tmp_path_factory) -> tuple[Path, dict]:
     tmp = tmp_path_factory.mktemp("llmthreads")
-    tree = fsimg.Tree(fsimg.load_layout())
-    for name, elf in build.uprogs.items():
-        tree.add_file(name, elf)
+    tree = build.program_tree()
     reqs = {}
     smol = lc.smol_dir("v3")
     if smol is not None:
@@ -61,7 +59,7 @@ def test_same_ids_at_every_thread_count(boot_guest, thread_image, model: str,
                                         cpus: int) -> None:
     image, reqs = thread_image
     if model not in reqs:
-        pytest.skip("models/SMOL is missing (make smol-assets)")
+        lc.smol_or_skip()  # only smol can be absent
     assets, prompts = reqs[model]
     want = lc.reference_ids(assets, prompts, GEN)
     ram = MODELS["smol"].ram if model == "smol" else "256M"

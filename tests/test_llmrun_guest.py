@@ -47,9 +47,7 @@ def _add_malformed(tree: fsimg.Tree, tmp: Path) -> dict[tuple[int, str], list[st
 @pytest.fixture(scope="module")
 def llm_image(build, tmp_path_factory) -> tuple[Path, dict, dict]:
     tmp = tmp_path_factory.mktemp("llm")
-    tree = fsimg.Tree(fsimg.load_layout())
-    for name, elf in build.uprogs.items():
-        tree.add_file(name, elf)
+    tree = build.program_tree()
     reqs = {}
     # The course format differs from v3 only in its scales: its prompts stop at 17 tokens.
     for fmt, top, count in (("v3", "SMOL", 6), ("course", "SMOLC", 4)):
@@ -88,9 +86,8 @@ def served_ids(g, cmd: str, timeout: float) -> tuple[list[list[int]], str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("top", ["SMOL", "SMOLC"])
 def test_smol_matches_reference(boot_guest, llm_image, top: str) -> None:
+    lc.smol_or_skip()  # SMOLC is exported from it
     image, reqs, _ = llm_image
-    if top not in reqs:
-        pytest.skip("models/SMOL is missing (make smol-assets)")
     assets, prompts = reqs[top]
     want = lc.reference_ids(assets, prompts, GEN)
     g = boot_guest(ram=SMOL_RAM, image=image)
@@ -157,9 +154,8 @@ def test_wrong_program_and_dir(boot_guest, llm_image) -> None:
 def test_smol_stream_prints_the_same_ids(boot_guest, llm_image) -> None:
     """--stream writes each id as it is chosen; stdout ends up byte for byte the same,
     from --stdin and from the command line."""
+    lc.smol_or_skip()
     image, reqs, _ = llm_image
-    if "SMOL" not in reqs:
-        pytest.skip("models/SMOL is missing (make smol-assets)")
     assets, prompts = reqs["SMOL"]
     want = lc.reference_ids(assets, prompts[:STREAMED], GEN)
     g = boot_guest(ram=SMOL_RAM, image=image)

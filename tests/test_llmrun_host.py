@@ -18,6 +18,7 @@ from host import llmcases as lc
 from host.buildlock import build_lock
 
 from pyaisvc.llmguest import timings
+from pyaisvc.sampling import SamplingOptions, lp_micro
 
 ROOT = lc.ROOT
 GEN = 8
@@ -42,17 +43,10 @@ def ids_lines(out: str) -> list[list[int]]:
     return [[int(v) for v in line.split()] for line in out.splitlines() if line.strip()]
 
 
-def smol_or_skip(fmt: str) -> Path:
-    d = lc.smol_dir(fmt)
-    if d is None:
-        pytest.skip("models/SMOL is missing (make smol-assets)")
-    return d
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["v3", "course"])
 def test_smol_matches_reference(progs: dict[str, Path], fmt: str) -> None:
-    assets = smol_or_skip(fmt)
+    assets = lc.smol_or_skip(fmt)
     prompts = lc.smol_prompts()
     want = lc.reference_ids(assets, prompts, GEN)
     p = run(progs["smol"], ["--asset-dir", str(assets), "--stdin"],
@@ -90,7 +84,7 @@ def batch_case(assets: Path, prompts: list[list[int]]) -> tuple[str, list]:
 def test_smol_batch_matches_reference(progs: dict[str, Path], batch: int) -> None:
     """--batch runs several requests per forward pass (ai_daemon's llm_batch_step): each
     request's ids equal the reference's for its own prompt, whatever else is in the batch."""
-    assets = smol_or_skip("v3")
+    assets = lc.smol_or_skip("v3")
     lines, want = batch_case(assets, lc.smol_prompts())
     p = run(progs["smol"], ["--asset-dir", str(assets), "--stdin", "--batch", str(batch)],
             lines)
@@ -204,7 +198,7 @@ def test_model_too_large_for_memory_says_what_to_do(progs: dict[str, Path]) -> N
     file that did not fit and the remedy, exit status 1."""
     import resource
 
-    assets = smol_or_skip("v3")
+    assets = lc.smol_or_skip("v3")
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (100 << 20, 100 << 20))
@@ -357,7 +351,7 @@ SAMPLING = lc.SAMPLING_CASES
 
 @pytest.mark.slow
 def test_sampled_ids_match_reference(progs: dict[str, Path]) -> None:
-    assets = smol_or_skip("v3")
+    assets = lc.smol_or_skip("v3")
     prompt = lc.FRANCE["smol"]
     for case in SAMPLING:
         want = lc.sampled_reference(assets, prompt, GEN, case)
@@ -428,3 +422,109 @@ def test_thread_pool_runs_every_item_once(threads: int) -> None:
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == f"ok 300000 steps, {threads} threads"
+
+
+# Penalty and bias cases as llmrun takes them (presence, frequency, logit-bias pairs,
+# temp or None for greedy): each changes the ids of the France prompt.
+ADJUST_CASES = [
+    ("0.5", "1.5", ((198, "-100"),), None),          # greedy: no newline, no repeats
+    ("0", "0", ((260, "3.25"), (30, "-0.000001")), None),  # greedy, biases only
+    ("-0.8", "0.3", ((4528, "2"),), "0.9"),          # sampled, negative presence
+    ("1", "-2", (), "1.2"),
+]
+
+LOGPROB_LINE = re.compile(r"^llmrun_smol: logprob i=(\d+) id=(\d+) lp=(-?\d+\.\d{6}) top=(.*)$")
+
+
+def adjust_options(case: tuple) -> SamplingOptions:
+    pres, freq, bias, temp = case
+    return SamplingOptions(temp, 40, "0.95", 5, pres, freq, bias)
+
+
+@pytest.mark.slow
+def test_penalties_and_bias_match_reference(progs: dict[str, Path]) -> None:
+    assets = lc.smol_or_skip("v3")
+    prompt = lc.FRANCE["smol"]
+    ref = lc.reference_model(assets)
+    greedy = lc.reference_ids(assets, [prompt], GEN)[0]
+    seen = set()
+    for case in ADJUST_CASES:
+        opts = adjust_options(case)
+        want = ref.generate(prompt, GEN, sampler=opts.sampler())
+        p = run(progs["smol"], ["--asset-dir", str(assets), "--predict", str(GEN),
+                                *opts.guest_args(), *map(str, prompt)])
+        assert p.returncode == 0, p.stderr
+        assert ids_lines(p.stdout) == [want], case
+        seen.add(tuple(want))
+    assert tuple(greedy) not in seen and len(seen) == len(ADJUST_CASES)
+    assert 198 not in ids_lines(run(progs["smol"], [
+        "--asset-dir", str(assets), "--predict", str(GEN), *adjust_options(
+            ADJUST_CASES[0]).guest_args(), *map(str, prompt)]).stdout)[0]
+
+
+def logprob_lines(err: str) -> list[tuple[int, int, int, list[tuple[int, int]]]]:
+    """(i, id, lp in millionths, [(id, lp), ...]) of each --logprobs line."""
+    out = []
+    for line in err.splitlines():
+        m = LOGPROB_LINE.match(line)
+        if m:
+            top = [(int(a), round(float(b) * 1e6)) for a, b in
+                   (pair.split(":") for pair in m.group(4).split(",") if pair)]
+            out.append((int(m.group(1)), int(m.group(2)), round(float(m.group(3)) * 1e6), top))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n, temp", [(5, None), (0, "0.8"), (3, None)])
+def test_logprobs_match_reference(progs: dict[str, Path], n: int, temp: str | None) -> None:
+    import numpy as np
+
+    assets = lc.smol_or_skip("v3")
+    prompt = lc.FRANCE["smol"]
+    opts = SamplingOptions(temp, 40, "0.95", 3, "0.4" if n == 3 else "0", "0",
+                           ((198, "-5"),) if n == 3 else (), n)
+    sampler = opts.sampler()
+    ref = lc.reference_model(assets)
+    want = ref.generate(prompt, GEN, sampler=sampler)
+    p = run(progs["smol"], ["--asset-dir", str(assets), "--predict", str(GEN),
+                            *opts.guest_args(), *map(str, prompt)])
+    assert p.returncode == 0, p.stderr
+    assert ids_lines(p.stdout) == [want]
+    got = logprob_lines(p.stderr)
+    assert [g[:2] for g in got] == list(enumerate(want))
+    # The numpy sampler's records: the same millionths, exactly.
+    assert [(g[2], g[3]) for g in got] == [
+        (lp_micro(r.lp), [(t, lp_micro(v)) for t, v in r.top]) for r in sampler.records]
+    # An independent float64 log-softmax (numpy's exp and log) of the teacher-forced logits:
+    # within 1e-6 (the printed millionth, plus the two exps' and logs' differences).
+    logits = ref.logits_all(prompt + want)[len(prompt) - 1:-1]
+    for (_, tok, lp, top), row in zip(got, logits, strict=True):
+        ls = row - row.max() - np.log(np.exp(row - row.max()).sum())
+        assert abs(lp / 1e6 - ls[tok]) <= 1e-6
+        assert [t for t, _ in top] == list(np.argsort(-ls, kind="stable")[:n])
+        assert all(abs(v / 1e6 - ls[t]) <= 1e-6 for t, v in top)
+        assert all(v == lp for t, v in top if t == tok)  # the chosen id's entry is its value
+        assert all(a[1] >= b[1] for a, b in zip(top, top[1:], strict=False))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--presence-penalty", "2.5"], "--presence-penalty: '2.5' is not a decimal from -2 to 2"),
+    (["--frequency-penalty", "0.1234567"], "--frequency-penalty: '0.1234567' is not a decimal"),
+    (["--logit-bias", "5:101"], "--logit-bias: '5:101' is not ID:BIAS"),
+    (["--logit-bias", "5"], "--logit-bias: '5' is not ID:BIAS"),
+    (["--logprobs", "6"], "--logprobs: '6' is not a number from 0 to 5"),
+])
+def test_bad_adjust_values(progs: dict[str, Path], args: list[str], message: str) -> None:
+    p = run(progs["smol"], [*args, "1"])
+    assert p.returncode == 2
+    assert p.stderr.startswith(f"llmrun_smol: {message}")
+
+
+def test_bias_id_checked_and_logprobs_not_batched(progs: dict[str, Path]) -> None:
+    assets = lc.qwen_tiny_dir("v3")
+    p = run(progs["qwen"], ["--asset-dir", str(assets), "--logit-bias", "999999:1", "1"])
+    assert p.returncode == 1
+    assert "--logit-bias: id 999999 is not below vocab_size" in p.stderr
+    p = run(progs["qwen"], ["--asset-dir", str(assets), "--stdin", "--batch", "2",
+                            "--logprobs", "1"], "2 1\n")
+    assert p.returncode == 2 and "without --stream or --logprobs" in p.stderr

@@ -3,11 +3,14 @@
 - The driver (kernel/drivers/virtio_console.c), at 1 and 2 harts: 16 MiB from
   the host into the guest and 16 MiB back, each checked with Adler-32 on both
   sides (tests/progs/portecho.c); a reader blocked on /port and killed from
-  the shell leaves the system and the port working.
+  the shell leaves the system and the port working; /port is open in one
+  process at a time (another's open gets EBUSY), until its last reference
+  is closed.
 - The gateway (user/ai/gateway.c, docs/GATEWAY.md) over the real SmolLM2: a
   greedy request's ids equal the numpy reference's, 8 requests at once are
   all right, a cancel ends its request and frees its slot, and malformed
-  frames each get an X while the gateway goes on serving.
+  frames each get an X while the gateway goes on serving; no other process
+  can open /port while the gateway has it.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import pyaisvc.qemu
 from pyaisvc import fsimg
 from pyaisvc.llmguest import MODELS
 from pyaisvc.qemu import Guest, QemuConfig
+from pyaisvc.sampling import SamplingOptions, lp_micro
+from pyaisvc.serve.frames import PROTOCOL
 
 TRANSFER = 16 << 20  # bytes each way
 SEED = 7
@@ -123,10 +128,7 @@ class PortGuest:
 
 @pytest.fixture(scope="module")
 def port_image(build, tmp_path_factory) -> Path:
-    tree = fsimg.Tree(fsimg.load_layout())
-    for name, elf in build.uprogs.items():
-        tree.add_file(name, elf)
-    tree.add_file("portecho", build.testprogs["portecho"])
+    tree = build.program_tree(testprogs=("portecho",))
     image = tmp_path_factory.mktemp("port") / "port.img"
     fsimg.build_image(image, tree)
     return image
@@ -180,6 +182,25 @@ def test_port_killed_reader(port_guest: PortGuest) -> None:
     assert int(g.match.group(1), 16) == zlib.adler32(b"hello port\n"), g.transcript[-600:]
 
 
+@pytest.mark.guest
+def test_port_is_open_in_one_process_at_a_time(port_guest: PortGuest) -> None:
+    """/port has one open file at a time: while it is held (here by a child that
+    inherited it from a parent that has exited), another process's open fails with
+    EBUSY; the holder still gets the host's bytes, and once its last reference is
+    closed, a new open works."""
+    g = port_guest.guest
+    port_guest.start("portecho forkread")
+    out = g.run("portecho read")
+    assert "portecho: cannot open /port: resource busy" in out, out
+    assert g.last_status == 1
+    port_guest.sock.sendall(b"ping\n")
+    g.expect([r"child read returned 5\r?\n"], time.monotonic() + 60, "the child's read")
+    port_guest.start("portecho recv 11")
+    port_guest.sock.sendall(b"hello port\n")
+    g.expect([r"recv 11 ([0-9a-f]+)\r?\n"], time.monotonic() + 60, "the new reader's checksum")
+    assert int(g.match.group(1), 16) == zlib.adler32(b"hello port\n"), g.transcript[-600:]
+
+
 # ---------------------------------------------------------------- the gateway
 
 GEN = 8
@@ -187,17 +208,12 @@ GEN = 8
 
 @pytest.fixture(scope="module")
 def smol_assets() -> Path:
-    smol = lc.smol_dir("v3")
-    if smol is None:
-        pytest.skip("models/SMOL is missing (make smol-assets)")
-    return smol
+    return lc.smol_or_skip()
 
 
 @pytest.fixture(scope="module")
 def gateway(build, smol_assets, tmp_path_factory) -> Iterator[PortGuest]:
-    tree = fsimg.Tree(fsimg.load_layout())
-    for name, elf in build.uprogs.items():
-        tree.add_file(name, elf)
+    tree = build.program_tree(testprogs=("portecho",))
     tree.add_dir("AI/SMOL", smol_assets)
     image = tmp_path_factory.mktemp("gw") / "gw.img"
     fsimg.build_image(image, tree)
@@ -210,13 +226,15 @@ def gateway(build, smol_assets, tmp_path_factory) -> Iterator[PortGuest]:
     ready = []
     while (words := g.frame())[0] != "I":
         ready.append(words)
-    assert ready and all(w == ["R", "gateway", "1", "49152", "256", "8"] for w in ready), ready
+    assert ready and all(w == ["R", "gateway", str(PROTOCOL), "49152", "256", "8"]
+                         for w in ready), ready
     yield g
     g.close()
 
 
-def _submit(rid: int, prompt: list[int], predict: int) -> str:
-    return f"S {rid} {predict} 0 0 0 0 0 {len(prompt)} {' '.join(map(str, prompt))}"
+def _submit(rid: int, prompt: list[int], predict: int, logprobs: int = 0) -> str:
+    return (f"S {rid} {predict} 0 0 0 0 0 0 0 {logprobs} 0 {len(prompt)} "
+            f"{' '.join(map(str, prompt))}")
 
 
 Ended = dict[int, tuple[list[int], list[str]]]
@@ -269,6 +287,27 @@ def test_gateway_eight_at_once(gateway: PortGuest, smol_assets: Path) -> None:
     assert max(queued) < min(total), (queued, total)
 
 
+@pytest.mark.guest
+def test_gateway_logprob_frames(gateway: PortGuest, smol_assets: Path) -> None:
+    """logprobs 1 + 2: an L frame before each id's T frame, the reference's millionths."""
+    prompt = lc.FRANCE["smol"]
+    sampler = SamplingOptions(logprobs=2).sampler()
+    want = lc.reference_model(smol_assets).generate(prompt, 4, sampler=sampler)
+    gateway.send_frame(_submit(20, prompt, 4, logprobs=3))
+    records, ids = [], []
+    while (words := gateway.frame())[0] != "E":
+        if words[0] == "L":
+            records.append(words[2:])
+        else:  # a T frame: the records of its ids came just before it
+            assert words[0] == "T" and len(records) == len(ids) + len(words) - 2, words
+            ids += [int(w) for w in words[2:]]
+            assert [int(r[0]) for r in records[-(len(words) - 2):]] == ids[-(len(words) - 2):]
+    assert ids == want
+    assert records == [[str(r.id), str(lp_micro(r.lp)), "2",
+                        *(str(w) for t, v in r.top for w in (t, lp_micro(v)))]
+                       for r in sampler.records]
+
+
 def _info(g: PortGuest) -> dict[str, int]:
     g.send_frame("I")
     words = g.frame()
@@ -294,28 +333,43 @@ def test_gateway_cancel_frees_the_request(gateway: PortGuest) -> None:
     assert gateway.frame()[:3] == ["X", "30", "203"]
 
 
+@pytest.mark.guest
+def test_gateway_holds_the_port_alone(gateway: PortGuest) -> None:
+    """No other process opens /port while the gateway has it open (it would read the
+    host's prompts or forge frames); the gateway goes on serving."""
+    out = gateway.guest.run("portecho read")
+    assert "portecho: cannot open /port: resource busy" in out, out
+    assert _info(gateway)["worker_pid"] > 0
+
+
 MALFORMED = [
     ("bogus", 0, 200),
     ("S", 0, 200),
-    ("S 0 8 0 0 0 0 0 1 5", 0, 200),  # rid 0
-    ("S 99999999999999999999 8 0 0 0 0 0 1 5", 0, 200),  # rid beyond 2^31-1
-    ("S 40 8 0 0 0 0 0 5 504", 40, 200),  # fewer prompt ids than nprompt
-    ("S 41 8 0 0 0 0 0 1 504 3575", 41, 200),  # more
-    ("S 42 8 0 0 0 0 9 1 5", 42, 200),  # nstop above 4
-    ("S 43 -8 0 0 0 0 0 1 5", 43, 200),  # a sign
-    ("S 44 8 0 0 0 99999999999999999999999 0 1 5", 44, 200),  # seed beyond 2^64-1
-    ("S 45 999 0 0 0 0 0 1 5", 45, 101),  # the kernel's predict limit
-    ("S 46 8 0 0 0 0 0 1 4294967295", 46, 102),  # an id beyond the vocab
-    ("S 47 8 0 0 0 0 0 0", 47, 100),  # no prompt
-    ("S 48 8 0 0 0 0 0 300 5", 48, 100),  # nprompt above 255
-    ("S  49 8 0 0 0 0 0 1 5", 0, 200),  # two spaces
-    ("S 50 8 0 0 0 0 0 1 5 ", 0, 200),  # a trailing space
+    ("S 0 8 0 0 0 0 0 0 0 0 0 1 5", 0, 200),  # rid 0
+    ("S 99999999999999999999 8 0 0 0 0 0 0 0 0 0 1 5", 0, 200),  # rid beyond 2^31-1
+    ("S 40 8 0 0 0 0 0 0 0 0 0 5 504", 40, 200),  # fewer prompt ids than nprompt
+    ("S 41 8 0 0 0 0 0 0 0 0 0 1 504 3575", 41, 200),  # more
+    ("S 42 8 0 0 0 0 9 0 0 0 0 1 5", 42, 200),  # nstop above 4
+    ("S 43 -8 0 0 0 0 0 0 0 0 0 1 5", 43, 200),  # a sign
+    ("S 44 8 0 0 0 99999999999999999999999 0 0 0 0 0 1 5", 44, 200),  # seed beyond 2^64-1
+    ("S 45 999 0 0 0 0 0 0 0 0 0 1 5", 45, 101),  # the kernel's predict limit
+    ("S 46 8 0 0 0 0 0 0 0 0 0 1 4294967295", 46, 102),  # an id beyond the vocab
+    ("S 47 8 0 0 0 0 0 0 0 0 0 0", 47, 100),  # no prompt
+    ("S 48 8 0 0 0 0 0 0 0 0 0 300 5", 48, 100),  # nprompt above 255
+    ("S  49 8 0 0 0 0 0 0 0 0 0 1 5", 0, 200),  # two spaces
+    ("S 50 8 0 0 0 0 0 0 0 0 0 1 5 ", 0, 200),  # a trailing space
     ("C", 0, 200),
     ("C 51", 51, 203),
     ("I 1", 0, 200),
     ("\x00\x01\x7f\xff binary", 0, 200),
-    ("S 52 8 0 0 0 0 0 1 5\r", 0, 200),
+    ("S 52 8 0 0 0 0 0 0 0 0 0 1 5\r", 0, 200),
     ("S 53 " + "1 " * 3000, 0, 200),  # over GW_LINE_MAX
+    ("S 54 8 0 0 0 0 0 x 0 0 0 1 5", 54, 200),  # a penalty that is not a number
+    ("S 55 8 0 0 0 0 0 0 0 0 9 1 5", 55, 200),  # nbias above 8
+    ("S 56 8 0 0 0 0 0 0 0 0 2 7 1", 56, 200),  # a bias pair missing
+    ("S 57 8 0 0 0 0 0 -2000001 0 0 0 1 5", 57, 115),  # the kernel's penalty range
+    ("S 58 8 0 0 0 0 0 0 0 7 0 1 5", 58, 115),  # logprobs above 1 + 5
+    ("S 59 8 0 0 0 0 0 0 0 0 1 49152 1 1 5", 59, 102),  # a bias id beyond the vocab
     ("", 0, 200),
 ]
 
@@ -341,8 +395,10 @@ PAST = ["{max1}", str(2**64), str(2**64 + 7), "9" * 25, "+1", "-0", "1_0", "0x1"
 
 
 def _fields(rid: int, nstop: int = 0, stops: list[str] | None = None) -> list[str]:
-    """A greedy S frame's words after "S": predict 2, the prompt one id."""
-    return [str(rid), "2", "0", "0", "0", "0", str(nstop), *(stops or []), "1", "5"]
+    """A greedy S frame's words after "S": predict 2, no penalty, bias or logprobs, the
+    prompt one id."""
+    return [str(rid), "2", "0", "0", "0", "0", str(nstop), *(stops or []), "0", "0", "0", "0",
+            "1", "5"]
 
 
 def _answer_ends(g: PortGuest, rid: int) -> list[str]:

@@ -9,6 +9,7 @@ import pytest
 from host import llmcases as lc
 
 from pyaisvc.llmguest import MODELS, timings
+from pyaisvc.sampling import SamplingOptions, lp_micro
 
 GEN = 8
 pytestmark = pytest.mark.guest
@@ -16,10 +17,7 @@ pytestmark = pytest.mark.guest
 
 @pytest.fixture(scope="module")
 def smol() -> object:
-    d = lc.smol_dir("v3")
-    if d is None:
-        pytest.skip("models/SMOL missing: run 'make smol-assets'")
-    return d
+    return lc.smol_or_skip()
 
 
 def test_sampled_ids_and_stop_match_reference(boot_guest, make_image, smol) -> None:
@@ -41,3 +39,22 @@ def test_sampled_ids_and_stop_match_reference(boot_guest, make_image, smol) -> N
     lines = out.splitlines()
     assert lines[0] == " ".join(map(str, cut))
     assert [t["gen"] for t in timings(out)] == [len(cut)]
+    # Penalties, a bias and --logprobs 2, sampled: the numpy sampler's ids and
+    # log-probability millionths, exactly.
+    opts = SamplingOptions("0.8", 40, "0.95", 4, "0.5", "1", ((198, "-3.5"),), 2)
+    sampler = opts.sampler()
+    want = lc.reference_model(smol).generate(prompt, GEN, sampler=sampler)
+    args = " ".join(opts.guest_args())
+    out = g.run(f"llmrun_smol --predict {GEN} {args} {ids} > /out.txt", timeout=120)
+    assert g.run("cat /out.txt") == " ".join(map(str, want)) + "\n"
+    lines = [line for line in out.splitlines() if " logprob " in line]
+    assert lines == [
+        f"llmrun_smol: logprob i={i} id={r.id} lp={lp_text(r.lp)} top="
+        + ",".join(f"{t}:{lp_text(v)}" for t, v in r.top)
+        for i, r in enumerate(sampler.records)], out
+
+
+def lp_text(lp: float) -> str:
+    """A log-probability as llmrun prints it: millionths, 6 decimals."""
+    m = lp_micro(lp)
+    return f"{'-' if m < 0 else ''}{abs(m) // 1_000_000}.{abs(m) % 1_000_000:06d}"

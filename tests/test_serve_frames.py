@@ -22,7 +22,7 @@ WORD = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
 
 
 @settings(max_examples=3000, deadline=None)
-@given(st.lists(st.one_of(st.sampled_from("RTEXIVS"), WORD, U64.map(str),
+@given(st.lists(st.one_of(st.sampled_from("RTLEXIVS"), WORD, U64.map(str),
                           st.integers(-2**70, 2**70).map(str)), max_size=12))
 def test_any_line_parses_to_a_frame_or_a_frame_error(words: list[str]) -> None:
     line = " ".join(words)
@@ -60,9 +60,9 @@ def test_a_number_is_ascii_digits_within_64_bits(bad: str) -> None:
 
 def test_a_ready_frame_needs_a_window() -> None:
     with pytest.raises(frames.FrameError):
-        frames.parse("R gateway 1 49152 256 0")
-    assert frames.parse("R gateway 1 49152 256 8 77").nonce == 77
-    assert frames.parse("R gateway 1 49152 256 8").nonce is None
+        frames.parse(f"R gateway {frames.PROTOCOL} 49152 256 0")
+    assert frames.parse(f"R gateway {frames.PROTOCOL} 49152 256 8 77").nonce == 77
+    assert frames.parse(f"R gateway {frames.PROTOCOL} 49152 256 8").nonce is None
 
 
 class JunkGateway(FakeGateway):
@@ -73,13 +73,14 @@ class JunkGateway(FakeGateway):
         super().__init__(*args, **kwargs)
         self.rng = random.Random(43)
 
-    async def _run(self, writer, rid, predict, stops) -> None:
+    async def _run(self, writer, rid, predict, stops, ntop) -> None:
         for n in (1, 300, 70000, 5):
             junk = bytes(self.rng.randrange(256) for _ in range(n)).replace(b"\n", b"")
             writer.write(junk + b"\n")
-        writer.write(b"R gateway 1 49152 256 2 12345\n")  # an answer nobody asked for
+        # an answer to a hello nobody sent
+        writer.write(f"R gateway {frames.PROTOCOL} 49152 256 2 12345\n".encode())
         writer.write(b"T 999999 5\nE 77 stop 1 1 1 1 1\nX 5 -1 nope\n")
-        await super()._run(writer, rid, predict, stops)
+        await super()._run(writer, rid, predict, stops, ntop)
 
 
 def test_random_bytes_and_long_lines_from_the_guest_are_dropped() -> None:
@@ -100,14 +101,14 @@ class LosingGateway(FakeGateway):
     """A fake gateway that loses request 1's E frame and sends an id outside the
     vocabulary for request 2."""
 
-    async def _run(self, writer, rid, predict, stops) -> None:
+    async def _run(self, writer, rid, predict, stops, ntop) -> None:
         if rid == 2:
             writer.write(f"T 2 {VOCAB}\n".encode())
         if rid == 1:
             writer.write(b"T 1 5\n")
             del self.live[rid]
             return  # no E: lost
-        await super()._run(writer, rid, predict, stops)
+        await super()._run(writer, rid, predict, stops, ntop)
 
 
 def test_a_lost_end_frame_ends_its_request_and_a_bad_id_fails_its_own() -> None:
@@ -136,16 +137,16 @@ def test_connect_waits_for_the_answer_to_its_own_hello() -> None:
         host, guest = await _pair()
         g_reader, g_writer = guest
         # the gateway's own start line, an over-long line and another host's answer first
-        g_writer.write(b"R gateway 1 49152 256 8\n" + b"x" * 100000 + b"\n"
-                       b"R gateway 1 49152 256 8 1\n")
+        ready = f"R gateway {frames.PROTOCOL} 49152 256".encode()
+        g_writer.write(ready + b" 8\n" + b"x" * 100000 + b"\n" + ready + b" 8 1\n")
         task = asyncio.create_task(Gateway.connect(*host, queue_max=1, timeout=10))
         hello = (await g_reader.readline()).split()
         assert hello[0] == b"H" and len(hello) == 2
-        g_writer.write(b"R gateway 1 49152 256 3 " + hello[1] + b"\n")
+        g_writer.write(ready + b" 3 " + hello[1] + b"\n")
         gw = await asyncio.wait_for(task, 5)
         assert gw.window == 3
         run = asyncio.create_task(gw.run())
-        g_writer.write(b"R gateway 1 49152 256 3 " + hello[1] + b"\n")  # a late answer
+        g_writer.write(ready + b" 3 " + hello[1] + b"\n")  # a late answer
         await asyncio.sleep(0.1)
         assert gw.down is None and gw.window == 3
         run.cancel()

@@ -32,7 +32,9 @@ PARIS = [7042, 30]  # " Paris."
 
 class FakeGateway:
     """Answers frames like the guest's gateway: each request generates `script` (then
-    repeats its last id), one id per `delay` seconds, ending at a stop id or predict."""
+    repeats its last id), one id per `delay` seconds, ending at a stop id or predict; with
+    logprobs 1 + N, each id's L frame first: log-probability -(index + 1) / 10, and N
+    alternatives, the id itself first, then id + 1, ... each 0.5 lower."""
 
     def __init__(self, window: int, script: list[int], delay: float = 0.01) -> None:
         self.window, self.script, self.delay = window, script, delay
@@ -46,7 +48,8 @@ class FakeGateway:
             w = line.split()
             if w[0] == "H":
                 nonce = "".join(" " + x for x in w[1:2])
-                writer.write(f"R gateway 1 {VOCAB} {SEQ} {self.window}{nonce}\n".encode())
+                writer.write(f"R gateway {frames.PROTOCOL} {VOCAB} {SEQ} {self.window}{nonce}\n"
+                             .encode())
             elif w[0] == "I":
                 writer.write(f"I {len(self.live)} 0 {len(self.live)} 0 0 0 3\n".encode())
             elif w[0] == "C":
@@ -59,12 +62,14 @@ class FakeGateway:
                 rid, predict = int(w[1]), int(w[2])
                 nstop = int(w[7])
                 stops = {int(x) for x in w[8:8 + nstop]}
+                ntop = int(w[10 + nstop]) - 1
                 if len(self.live) >= self.window:
                     writer.write(f"X {rid} 202 window full\n".encode())
                 else:
-                    self.live[rid] = asyncio.create_task(self._run(writer, rid, predict, stops))
+                    self.live[rid] = asyncio.create_task(
+                        self._run(writer, rid, predict, stops, ntop))
 
-    async def _run(self, writer, rid: int, predict: int, stops: set[int]) -> None:
+    async def _run(self, writer, rid: int, predict: int, stops: set[int], ntop: int) -> None:
         finish, n = "length", 0
         for n in range(1, predict + 1):
             await asyncio.sleep(self.delay)
@@ -72,6 +77,10 @@ class FakeGateway:
                 finish, n = "cancel", n - 1
                 break
             tok = self.script[min(n - 1, len(self.script) - 1)]
+            if ntop >= 0:
+                lp = -100000 * n
+                top = "".join(f" {tok + k} {lp - 500000 * k}" for k in range(ntop))
+                writer.write(f"L {rid} {tok} {lp} {ntop}{top}\n".encode())
             writer.write(f"T {rid} {tok}\n".encode())
             if tok in stops:
                 finish = "stop"
@@ -98,12 +107,22 @@ async def drain(sub) -> list[frames.Frame]:
 
 def test_frames_round_trip_and_refusals() -> None:
     line = frames.submit(7, [504, 3575], 8, frames.Options(800000, 40, 950000, 3), [0, 2])
-    assert line == b"S 7 8 800000 40 950000 3 2 0 2 2 504 3575\n"
-    assert frames.parse("R gateway 1 49152 256 8") == frames.Ready(49152, 256, 8)
+    assert line == b"S 7 8 800000 40 950000 3 2 0 2 0 0 0 0 2 504 3575\n"
+    opts = frames.Options(0, 0, 0, 0, -500000, 1250000, 4, ((198, -100000000), (7, 2500000)))
+    assert frames.submit(7, [504], 8, opts, []) == \
+        b"S 7 8 0 0 0 0 0 -500000 1250000 4 2 198 -100000000 7 2500000 1 504\n"
+    assert frames.parse(f"R gateway {frames.PROTOCOL} 49152 256 8") == frames.Ready(
+        49152, 256, 8)
     assert frames.parse("T 7 1 2 3") == frames.Tokens(7, (1, 2, 3))
+    assert frames.parse("L 7 30 -398607 2 30 -398607 28 -1593547") == frames.LogProbs(
+        7, 30, -398607, ((30, -398607), (28, -1593547)))
+    assert frames.parse("L 7 30 -5 0") == frames.LogProbs(7, 30, -5, ())
+    for bad in ("L 7 30 -5", "L 7 30 -5 1", "L 7 30 -5 1 2", "L 7 30 -5 6 " + "1 1 " * 6):
+        with pytest.raises(frames.FrameError):
+            frames.parse(bad)
     assert frames.parse("E 7 stop 3 2 10 20 30") == frames.End(7, "stop", 3, 2, 10, 20, 30)
     assert frames.parse("X 0 200 bad frame") == frames.Failed(0, 200, "bad frame")
-    for bad in ("", "Q 1", "T 7", "E 7 maybe 1 2 3 4 5", "I 1 2", "R gateway 2 1 1 1",
+    for bad in ("", "Q 1", "T 7", "E 7 maybe 1 2 3 4 5", "I 1 2", "R gateway 1 1 1 1",
                 "T x 1"):
         with pytest.raises(frames.FrameError):
             frames.parse(bad)
@@ -193,7 +212,7 @@ def test_an_unasked_ready_means_the_gateway_restarted() -> None:
         for t in fake.live.values():
             t.cancel()  # the old gateway is gone with its requests
         fake.live.clear()
-        guest_end.write(b"R gateway 1 49152 256 2\n")
+        guest_end.write(f"R gateway {frames.PROTOCOL} 49152 256 2\n".encode())
         with pytest.raises(GuestDown, match="restarted"):
             await drain(lost)
         end = (await drain(await asyncio.wait_for(waiting, 5)))[-1]
@@ -346,7 +365,18 @@ def test_bad_requests_are_400s_naming_the_field() -> None:
         ({"model": "smol", "prompt": [VOCAB]}, 400, "prompt"),
         ({"model": "smol", "prompt": 5}, 400, "prompt"),
         ({"model": "gpt-4", "prompt": "x"}, 404, "model"),
-        ({"model": "smol", "prompt": "x", "logprobs": 2}, 400, "logprobs"),
+        ({"model": "smol", "prompt": "x", "logprobs": 6}, 400, "logprobs"),
+        ({"model": "smol", "prompt": "x", "best_of": 2}, 400, "best_of"),
+        ({"model": "smol", "prompt": "x", "suffix": "y"}, 400, "suffix"),
+        ({"model": "smol", "prompt": "x", "echo": True, "logprobs": 1}, 400, "echo"),
+        ({"model": "smol", "prompt": ["x", "y"]}, 400, "prompt"),
+        ({"model": "smol", "prompt": "x", "logit_bias": {"a": 1}}, 400, "logit_bias"),
+        ({"model": "smol", "prompt": "x", "logit_bias": {str(VOCAB): 1}}, 400, "logit_bias"),
+        ({"model": "smol", "prompt": "x", "logit_bias": {"1": 101}}, 400, "logit_bias"),
+        ({"model": "smol", "prompt": "x", "logit_bias": {str(i): 1 for i in range(9)}}, 400,
+         "logit_bias"),
+        ({"model": "smol", "prompt": "x", "presence_penalty": 2.5}, 400, "presence_penalty"),
+        ({"model": "smol", "prompt": "x", "frequency_penalty": -3}, 400, "frequency_penalty"),
         ({"model": "smol", "prompt": "x", "temperature": "hot"}, 400, "temperature"),
         ({"model": "smol", "prompt": "\ud800"}, 400, "prompt"),
     ]

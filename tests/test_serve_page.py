@@ -13,6 +13,7 @@ the burst) and build/serve-page-narrow.png (a phone-wide window).
 from __future__ import annotations
 
 import functools
+import json
 import shutil
 import socket
 import subprocess
@@ -64,8 +65,7 @@ def _want_reply() -> str:
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory):
-    if lc.smol_dir("v3") is None:
-        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    lc.smol_or_skip()
     if not CHROMIUM.exists() or shutil.which("chromium") is None:
         pytest.skip("Debian's chromium is missing: run `make deps`")
     with build_lock():
@@ -118,6 +118,26 @@ def test_chat_streams_the_references_reply(page) -> None:
     assert reply.text_content() == _want_reply()
     assert page.is_hidden("#chat-error")
     assert page.text_content(".msg.user") == MESSAGE
+
+
+def test_chat_shows_each_tokens_alternatives(page) -> None:
+    """With "alternatives" ticked, the reply is the same text, one span per token, each
+    with the 5 likeliest tokens of its step in its tooltip, the token itself first
+    (greedy) with its probability."""
+    page.fill("#max-tokens", str(N))
+    page.check("#alternatives")
+    page.fill("#prompt", MESSAGE)
+    page.press("#prompt", "Enter")
+    reply = page.wait_for_selector(".msg.assistant[data-state]", timeout=300_000)
+    assert reply.get_attribute("data-state") == "done", page.inner_text("#chat-error")
+    assert reply.text_content() == _want_reply()
+    spans = page.query_selector_all(".msg.assistant .tok")
+    assert "".join(s.text_content() for s in spans) == _want_reply()
+    for s in spans:
+        lines = s.get_attribute("title").splitlines()
+        shown = json.dumps(s.text_content(), ensure_ascii=False)  # as JSON.stringify
+        assert len(lines) == 5 and lines[0].startswith(shown), lines
+        assert all(line.endswith("%") for line in lines)
 
 
 def test_a_burst_fills_the_queue_and_drains(page) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from pyaisvc import fsimg
+from pyaisvc import fscheck
 from pyaisvc.qemu import CONSOLE_AI_WORKER, Guest, QemuConfig
 
 pytestmark = pytest.mark.guest
@@ -68,7 +68,7 @@ def _fuzz_on_a_copy(build, tmp_path: Path, cpus: int, calls: int, timeout: float
     cfg = QemuConfig(kernel=build.kernel, image=image, cpus=cpus, append=CONSOLE_AI_WORKER)
     with Guest(cfg) as g:
         got = _fuzz(g, SEED + cpus, procs=8, calls=calls, timeout=timeout)
-    assert fsimg.check_image(image) == []
+    assert fscheck.check_image(image) == []
     return got
 
 

@@ -27,9 +27,7 @@ TABLE_ENTRY = re.compile(r'^\s*\{ t_\w+,\s*"(\w+)"', re.M)
 @pytest.fixture(scope="module")
 def big_image(build, tmp_path_factory) -> Path:
     """Every guest program on an image with room for the 110 MB case."""
-    tree = fsimg.Tree(fsimg.load_layout())
-    for name, elf in build.uprogs.items():
-        tree.add_file(name, elf)
+    tree = build.program_tree()
     image = tmp_path_factory.mktemp("usertests") / "fs.img"
     fsimg.build_image(image, tree, size_blocks=IMAGE_MIB * (1 << 20) // tree.layout.BSIZE)
     return image

@@ -30,9 +30,7 @@ pytestmark = pytest.mark.guest
 def vec_image(build, tmp_path_factory) -> tuple[Path, dict]:
     """Every program, the models and one request file per model directory."""
     tmp = tmp_path_factory.mktemp("vec")
-    tree = fsimg.Tree(fsimg.load_layout())
-    for name, elf in build.uprogs.items():
-        tree.add_file(name, elf)
+    tree = build.program_tree()
     reqs = {}
     for fmt, top in (("v3", "SMOL"), ("course", "SMOLC")):
         d = lc.smol_dir(fmt)
@@ -78,7 +76,7 @@ def test_vector_tokens_equal_scalar_and_reference(build, vec_image, top: str, vl
     need_fast_vector()
     image, reqs = vec_image
     if top not in reqs:
-        pytest.skip("models/SMOL is missing (make smol-assets)")
+        lc.smol_or_skip()  # only SMOL and SMOLC can be absent
     assets, prompts = reqs[top]
     want = lc.reference_ids(assets, prompts, GEN)
     model = "smol" if top.startswith("SMOL") else "qwen"

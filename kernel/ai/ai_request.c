@@ -39,6 +39,24 @@ submit_locked(const struct submission *q)
   }
 }
 
+// Whether options o are in range (the ids are checked against the model
+// by submit_check): stop and bias counts, top_p, penalties, biases, and
+// logprobs (docs/AI_SERVICE.md, section 10).
+static int
+opts_valid(const struct ai_opts *o)
+{
+  if (o->nstop < 0 || o->nstop > AI_MAX_STOP || o->top_p_micro > AI_MICRO || o->nbias < 0 ||
+      o->nbias > AI_MAX_BIAS || o->logprobs < 0 || o->logprobs > 1 + AI_MAX_TOPLP)
+    return 0;
+  if (o->presence_micro < -AI_PENALTY_MAX || o->presence_micro > AI_PENALTY_MAX ||
+      o->frequency_micro < -AI_PENALTY_MAX || o->frequency_micro > AI_PENALTY_MAX)
+    return 0;
+  for (int i = 0; i < o->nbias; i++)
+    if (o->bias[i].micro < -AI_BIAS_MAX || o->bias[i].micro > AI_BIAS_MAX)
+      return 0;
+  return 1;
+}
+
 // Queues count prompt ids at user address tokens, to generate predict at
 // most, with the struct ai_opts at user address opts (0: greedy, no stop
 // ids). Returns the reqid (> 0) or a negative AIE_ code. Blocks while the
@@ -58,7 +76,7 @@ ai_submit(uint64 tokens, int count, int predict, uint64 opts)
   if (copyin(pt, (char *)q.ids, tokens, count * sizeof(uint32)) < 0 ||
       (opts != 0 && copyin(pt, (char *)&q.opts, opts, sizeof(q.opts)) < 0))
     return -AIE_FAULT;
-  if (q.opts.nstop < 0 || q.opts.nstop > AI_MAX_STOP || q.opts.top_p_micro > AI_MICRO)
+  if (!opts_valid(&q.opts))
     return -AIE_BADARG;
   q.count = count;
   q.predict = predict;
@@ -280,6 +298,37 @@ stream_locked(int reqid, uint32 *buf, int from, int cap)
     return s->state == AI_FAILED ? -s->err : 0;
   int n = s->nids - from < cap ? s->nids - from : cap;
   memmove(buf, s->ids + from, n * sizeof(uint32));
+  return n;
+}
+
+// Copies the log-probability records [from, from+k) of the caller's
+// request reqid to user address dst (k <= cap), those of the ids emitted
+// so far; never blocks (ai_stream waits for ids), never frees anything.
+// Returns k (0: none at from yet, or the request has no logprobs),
+// -AIE_BADARG for from < 0 or cap < 1, or another negative code.
+int
+ai_logprobs(int reqid, uint64 dst, int from, int cap)
+{
+  struct ai_logprob *buf;
+  struct ai_slot *s;
+  int n = 0;
+
+  if (from < 0 || cap < 1)
+    return -AIE_BADARG;
+  if (cap > (int)(PGSIZE / sizeof(struct ai_logprob)))
+    cap = PGSIZE / sizeof(struct ai_logprob);
+  if ((buf = kalloc()) == 0)
+    return -AIE_NOMEM;
+  acquire(&ai.lock);
+  if ((s = slot_owned(reqid, &n)) != 0) {
+    int have = s->nlp < s->nids ? s->nlp : s->nids;
+    n = have > from ? (have - from < cap ? have - from : cap) : 0;
+    memmove(buf, s->lp + from, n * sizeof(*buf));
+  }
+  release(&ai.lock);
+  if (n > 0 && copyout(myproc()->pagetable, dst, (char *)buf, n * sizeof(*buf)) < 0)
+    n = -AIE_FAULT;
+  kfree(buf);
   return n;
 }
 

@@ -111,7 +111,10 @@
 //   the worker with the job; the worker completes the request after the
 //   first stop id it generates (fewer ids than predict), and draws each id
 //   with the request's own sampler. Which ids end a turn belongs to the
-//   model's chat format, which the submitter knows.
+//   model's chat format, which the submitter knows. Penalties, biases
+//   and logprobs are options too (docs/AI_SERVICE.md, section 10); the
+//   worker reports an id's log-probability record (slot_logprob) just
+//   before the id, and the slot keeps them beside the ids for the owner.
 // - ai.lock is statically initialised; ai_init() only reads the boot
 //   argument.
 // Lock order: ai.lock, then a p->lock (killed(), sleep(), wakeup()).
@@ -334,6 +337,9 @@ submit_check(const struct submission *q)
   for (int i = 0; i < q->opts.nstop; i++)
     if (q->opts.stop[i] >= ai.vocab)
       return -AIE_TOKEN;
+  for (int i = 0; i < q->opts.nbias; i++)
+    if (q->opts.bias[i].id >= ai.vocab)
+      return -AIE_TOKEN;
   if (q->count + q->predict > ai.seq_len)
     return -AIE_TOOLONG;
   if (owned_count(myprocess()->pid) >= AI_PERPROC)
@@ -452,12 +458,14 @@ view_fill(struct ai_table_view *v)
 // ---------------------------------------------------------------- the worker's side
 
 // The calling worker starts queued slot i: out of the FIFO, RUNNING, and
-// copied into job. Returns its reqid.
+// copied into job, whose every other byte (the ids past count, padding) is
+// zero: the worker sees no stale kernel memory. Returns its reqid.
 int
 slot_start(int i, struct ai_job *job)
 {
   struct ai_slot *s = &ai.slot[i];
 
+  memset(job, 0, sizeof(*job));
   fifo_remove(i);
   s->state = AI_RUNNING;
   s->runner = myproc()->pid;
@@ -524,6 +532,23 @@ slot_emit(struct ai_slot *s, const uint32 *ids, int n)
   if (s->first_time == 0)
     s->first_time = now_us();
   wakeup(s);
+  return 0;
+}
+
+// Running s, submitted with logprobs, gets r: the record of the id it
+// emits next (the worker reports it just before that id, so a reader
+// woken by the id finds it). Returns 0; -AIE_BADARG if s has no logprobs,
+// the record is not for its next id, or r's ids or count are out of range.
+int
+slot_logprob(struct ai_slot *s, const struct ai_logprob *r)
+{
+  if (s->opts.logprobs == 0 || s->nlp != s->nids || s->nlp >= s->predict ||
+      r->ntop != s->opts.logprobs - 1 || r->id >= ai.vocab)
+    return -AIE_BADARG;
+  for (int i = 0; i < r->ntop; i++)
+    if (r->top[i].id >= ai.vocab)
+      return -AIE_BADARG;
+  s->lp[s->nlp++] = *r;
   return 0;
 }
 

@@ -21,9 +21,11 @@ struct ai_slot {
   int result_len;                                          // DONE: bytes of result
   uint64 submit_time, start_time, first_time, finish_time; // us, 0 = not yet
   int nids;                                                // ids[] known so far (emit, complete)
+  int nlp;                                                 // lp[] known so far (ai_logprob)
   uint32 prompt[AI_MAX_PROMPT];                            // count of them
   uint32 ids[AI_MAX_PREDICT];                              // the generated ids, for ai_stream
-  char result[AI_RESULT_MAX + 1];                          // DONE: "id id ...", NUL-terminated
+  struct ai_logprob lp[AI_MAX_PREDICT]; // their log-probabilities, if asked (13,260 bytes)
+  char result[AI_RESULT_MAX + 1];       // DONE: "id id ...", NUL-terminated
 };
 
 struct ai_table {
@@ -74,6 +76,7 @@ int slot_start(int i, struct ai_job *job);
 void slot_unstart(int reqid);
 void slot_progress(struct ai_slot *s, int ntokens);
 int slot_emit(struct ai_slot *s, const uint32 *ids, int n);
+int slot_logprob(struct ai_slot *s, const struct ai_logprob *r);
 int slot_complete(struct ai_slot *s, const uint32 *ids, int n);
 void slot_fail(struct ai_slot *s, int err);
 void worker_gone(int pid);

@@ -194,6 +194,25 @@ ai_emit(int reqid, uint64 ids, int n)
   return report_ids(reqid, ids, n, slot_emit);
 }
 
+// Worker only: the log-probability record (struct ai_logprob at user
+// address rec) of the id request reqid emits next (slot_logprob). Returns
+// 0, -AIE_FAULT, -AIE_NOTWORKER, -AIE_NOREQ or -AIE_BADARG.
+int
+ai_logprob(int reqid, uint64 rec)
+{
+  struct ai_logprob r; // 52 bytes of the kernel stack
+  struct ai_slot *s;
+  int err;
+
+  if (copyin(myproc()->pagetable, (char *)&r, rec, sizeof(r)) < 0)
+    return -AIE_FAULT;
+  acquire(&ai.lock);
+  if ((s = slot_running(reqid, &err)) != 0)
+    err = slot_logprob(s, &r);
+  release(&ai.lock);
+  return err;
+}
+
 // Worker only: request reqid generated the n (>= 1) ids at user address
 // ids (beginning with those it emitted). Returns 0 or a negative code
 // (report_ids).

@@ -73,6 +73,18 @@ sys_ai_stream(void)
 }
 
 uint64
+sys_ai_logprobs(void)
+{
+  return ai_logprobs(arg(0), arg(1), arg(2), arg(3));
+}
+
+uint64
+sys_ai_logprob(void)
+{
+  return ai_logprob(arg(0), arg(1));
+}
+
+uint64
 sys_ai_register(void)
 {
   return ai_register(arg(0), arg(1));

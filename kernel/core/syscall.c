@@ -123,6 +123,8 @@ uint64 sys_ai_fail(void);
 uint64 sys_ai_take(void);
 uint64 sys_ai_emit(void);
 uint64 sys_ai_stream(void);
+uint64 sys_ai_logprobs(void);
+uint64 sys_ai_logprob(void);
 uint64 sys_ai_right(void);
 
 static uint64 (*syscalls[])(void) = {
@@ -174,6 +176,8 @@ static uint64 (*syscalls[])(void) = {
   [SYS_ai_take] sys_ai_take,
   [SYS_ai_emit] sys_ai_emit,
   [SYS_ai_stream] sys_ai_stream,
+  [SYS_ai_logprobs] sys_ai_logprobs,
+  [SYS_ai_logprob] sys_ai_logprob,
   [SYS_ai_right] sys_ai_right,
 };
 

@@ -57,6 +57,7 @@ static struct disk {
   int waiting;     // processes sleeping for descriptors
   uint16 used_idx; // next used-ring entry to look at
   struct {
+    int inflight;                       // the chain is the device's (queued, not done)
     int done;                           // the device has finished the chain
     uchar status;                       // written by the device
   } info[VIRTQ_MAX];                    // indexed by head descriptor
@@ -196,6 +197,7 @@ fill_chain(uint16 *d, uint32 type, uint64 blockno, struct blkseg *segs, int nseg
   }
   disk.info[d[0]].status = 0xff;
   disk.info[d[0]].done = 0;
+  disk.info[d[0]].inflight = 1;
   disk.desc[d[nseg + 1]] =
       (struct virtq_desc){ (uint64)&disk.info[d[0]].status, 1, VRING_DESC_F_WRITE, 0 };
 }
@@ -278,23 +280,31 @@ virtio_disk_rw(struct buf *b, int write)
     panic("virtio_disk_rw: disk I/O error");
 }
 
-// Interrupt: marks finished requests done and wakes their owners.
+// Interrupt: marks finished requests done and wakes their owners. The
+// used index is read from memory each time, as the device writes it, with
+// the fence the virtio spec asks for before the entry is read. An entry
+// naming a descriptor out of range, or a chain not in flight (returned
+// twice), is ignored with one line: the device's word is not trusted.
 void
 virtio_disk_intr(void)
 {
-  int id;
+  uint32 id;
 
   acquire(&disk.lock);
   // Acknowledge first: a completion arriving while we scan raises a new
   // interrupt instead of being lost.
   *R(VIRTIO_MMIO_INTERRUPT_ACK) = *R(VIRTIO_MMIO_INTERRUPT_STATUS) & 0x3;
   __sync_synchronize();
-  while (disk.used_idx != disk.used->idx) {
+  while (disk.used_idx != *(volatile uint16 *)&disk.used->idx) {
     __sync_synchronize();
-    id = disk.used->ring[disk.used_idx & (disk.num - 1)].id;
+    id = ((volatile struct virtq_used_elem *)disk.used->ring)[disk.used_idx++ & (disk.num - 1)].id;
+    if (id >= (uint32)disk.num || !disk.info[id].inflight) {
+      printf("virtio_disk: the device returned chain %u, not in flight; ignored\n", id);
+      continue;
+    }
+    disk.info[id].inflight = 0;
     disk.info[id].done = 1;
     wakeup(&disk.info[id]);
-    disk.used_idx++;
   }
   release(&disk.lock);
 }

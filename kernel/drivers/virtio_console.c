@@ -31,12 +31,23 @@
 // dropped: when every buffer is full the device leaves the rest in the
 // host's socket until a reader frees one.
 //
+// Opening. One process opens the port at a time, the gateway: while its
+// open file exists (shared by fork and dup), open("/port") elsewhere fails
+// with -EBUSY, so no other process reads the host's frames or forges its
+// own. The open ends when the last reference to that file is closed (or
+// its process exits).
+//
 // Sending. A write copies its bytes into free transmit pages (descriptor
 // i of transmitq is page i), posts them, and sleeps until the device has
 // returned every posted page, i.e. taken the bytes. Writers take turns
 // (tx.busy), so the bytes of one write are never interleaved with
 // another's. A kill interrupts a read or write that sleeps: it returns
 // -EINTR (a write's pages already posted still go out).
+//
+// The device's word is checked: its used index is read from memory each
+// time (it changes under us), and a used-ring entry that names a buffer
+// out of range, or one the device does not hold (returned twice), is
+// ignored with one kernel line (used_next).
 //
 // Locking: port.lock guards everything below "guarded by lock"; the
 // interrupt may arrive on any hart, and readers and writers on the
@@ -90,6 +101,7 @@ struct queue {
   struct virtq_used *used;
   char *buf[PORT_NBUF];
   uint16 used_idx; // next used-ring entry to look at; guarded by lock
+  uint32 posted;   // bit i: buffer i is the device's (posted, not yet used); guarded by lock
 };
 
 static struct port {
@@ -98,6 +110,7 @@ static struct port {
   struct queue ctrlq, ctrltq; // control receive and transmit (MULTIPORT)
   int multiport;
   // guarded by lock:
+  int opened; // an open file of the port exists (one at a time)
   struct {
     uint16 filled[PORT_NBUF]; // buffers with data, oldest first (a ring)
     uint32 len[PORT_NBUF];    // bytes the device wrote, by buffer
@@ -158,6 +171,7 @@ setup_queue(struct queue *q, int qsel, int rx, int ctrl)
 static void
 post(struct queue *q, int i, uint32 len)
 {
+  q->posted |= 1u << i;
   q->desc[i].len = len;
   q->avail->ring[q->avail->idx & (PORT_NBUF - 1)] = i;
   __sync_synchronize(); // the device must see the entry before the index
@@ -165,8 +179,38 @@ post(struct queue *q, int i, uint32 len)
   __sync_synchronize();
 }
 
+// Takes the next entry of q's used ring, if the device has returned one:
+// returns its buffer number and sets *len (if len) to the bytes it wrote,
+// or returns -1 when the ring holds nothing new. The used index is read
+// from memory each time, as the device writes it, and the fence the
+// virtio spec asks for orders that read before the entry's. An entry
+// naming a buffer out of range, or one that is not the device's (returned
+// twice), is skipped with one line: the device's word is not trusted.
+// Caller holds port.lock (or is init, before interrupts are on).
+static int
+used_next(struct queue *q, uint32 *len)
+{
+  while (q->used_idx != *(volatile uint16 *)&q->used->idx) {
+    __sync_synchronize();
+    volatile struct virtq_used_elem *e = &q->used->ring[q->used_idx++ & (PORT_NBUF - 1)];
+    uint32 id = e->id;
+    if (id >= PORT_NBUF || !(q->posted & (1u << id))) {
+      printf("virtio_port: queue %d: the device returned buffer %u, not its own; ignored\n",
+          q->qsel, id);
+      continue;
+    }
+    q->posted &= ~(1u << id);
+    if (len)
+      *len = e->len;
+    return id;
+  }
+  return -1;
+}
+
 static int portread(int user_dst, uint64 dst, int n);
 static int portwrite(int user_src, uint64 src, int n);
+static int portopen(void);
+static void portclose(void);
 
 // Boot only: sends control message (id, event, value) in buffer i of the
 // control transmitq (each message of the handshake has its own: 0
@@ -186,14 +230,11 @@ static int
 ctrl_next(struct virtio_console_control *m)
 {
   uint64 end = r_time() + (uint64)PORT_HELLO_US * (TIMEBASE_HZ / 1000000);
+  int b;
 
-  while (port.ctrlq.used_idx == port.ctrlq.used->idx)
+  while ((b = used_next(&port.ctrlq, 0)) < 0)
     if (r_time() > end)
       return -1;
-  __sync_synchronize();
-  uint32 b = port.ctrlq.used->ring[port.ctrlq.used_idx++ & (PORT_NBUF - 1)].id;
-  if (b >= PORT_NBUF)
-    return -1;
   *m = *(struct virtio_console_control *)port.ctrlq.buf[b];
   post(&port.ctrlq, b, CTRL_BUF);
   *R(VIRTIO_MMIO_QUEUE_NOTIFY) = CTRL_RXQ;
@@ -283,10 +324,40 @@ virtio_port_init(void)
   }
   devsw[PORT].read = portread;
   devsw[PORT].write = portwrite;
+  devsw[PORT].open = portopen;
+  devsw[PORT].close = portclose;
   return;
 fail:
   *R(VIRTIO_MMIO_STATUS) |= VIRTIO_STATUS_FAILED;
   printf("virtio_port_init: the console device at VIRTIO1 is unusable; no /port\n");
+}
+
+// The PORT device's open: one open file of the port at a time, the
+// gateway's (descriptors that fork or dup share it are the same open).
+// Returns 0, or -EBUSY while another is open.
+static int
+portopen(void)
+{
+  int r = 0;
+
+  acquire(&port.lock);
+  if (port.opened)
+    r = -EBUSY;
+  else
+    port.opened = 1;
+  release(&port.lock);
+  return r;
+}
+
+// The PORT device's close, when the last reference to its open file
+// goes: the next open may come. Bytes the host sent and no one read stay
+// for the next reader.
+static void
+portclose(void)
+{
+  acquire(&port.lock);
+  port.opened = 0;
+  release(&port.lock);
 }
 
 // The PORT device's read: up to n bytes into dst (a user address if
@@ -395,14 +466,14 @@ portwrite(int user_src, uint64 src, int n)
 static void
 ctrl_drain(void)
 {
-  while (port.ctrlq.used_idx != port.ctrlq.used->idx) {
-    __sync_synchronize();
-    uint32 b = port.ctrlq.used->ring[port.ctrlq.used_idx++ & (PORT_NBUF - 1)].id;
-    if (b < PORT_NBUF)
-      post(&port.ctrlq, b, CTRL_BUF);
+  int b;
+
+  while ((b = used_next(&port.ctrlq, 0)) >= 0) {
+    post(&port.ctrlq, b, CTRL_BUF);
     *R(VIRTIO_MMIO_QUEUE_NOTIFY) = CTRL_RXQ;
   }
-  port.ctrltq.used_idx = port.ctrltq.used->idx;
+  while (used_next(&port.ctrltq, 0) >= 0)
+    ;
 }
 
 // Interrupt: collects filled receive buffers and returned transmit
@@ -410,6 +481,9 @@ ctrl_drain(void)
 void
 virtio_port_intr(void)
 {
+  uint32 len;
+  int b;
+
   acquire(&port.lock);
   // Acknowledge first: a buffer returned while we scan raises a new
   // interrupt instead of being lost.
@@ -421,26 +495,18 @@ virtio_port_intr(void)
   }
   if (port.multiport)
     ctrl_drain();
-  while (port.rxq.used_idx != port.rxq.used->idx) {
-    __sync_synchronize();
-    struct virtq_used_elem *e = &port.rxq.used->ring[port.rxq.used_idx++ & (PORT_NBUF - 1)];
-    if (e->id >= PORT_NBUF)
-      panic("virtio_port_intr: the device returned a buffer we never posted");
-    if (e->len == 0) { // nothing in it: give it straight back
-      post(&port.rxq, e->id, PGSIZE);
+  while ((b = used_next(&port.rxq, &len)) >= 0) {
+    if (len == 0) { // nothing in it: give it straight back
+      post(&port.rxq, b, PGSIZE);
       *R(VIRTIO_MMIO_QUEUE_NOTIFY) = port.rxq.qsel;
       continue;
     }
-    port.rx.len[e->id] = e->len < PGSIZE ? e->len : PGSIZE;
-    port.rx.filled[(port.rx.head + port.rx.nfilled++) % PORT_NBUF] = e->id;
+    port.rx.len[b] = len < PGSIZE ? len : PGSIZE;
+    port.rx.filled[(port.rx.head + port.rx.nfilled++) % PORT_NBUF] = b;
     wakeup(&port.rx);
   }
-  while (port.txq.used_idx != port.txq.used->idx) {
-    __sync_synchronize();
-    uint32 id = port.txq.used->ring[port.txq.used_idx++ & (PORT_NBUF - 1)].id;
-    if (id >= PORT_NBUF || port.tx.nfree == PORT_NBUF)
-      panic("virtio_port_intr: the device returned a buffer we never posted");
-    port.tx.freelist[port.tx.nfree++] = id;
+  while ((b = used_next(&port.txq, 0)) >= 0) {
+    port.tx.freelist[port.tx.nfree++] = b;
     wakeup(&port.tx);
   }
   release(&port.lock);

@@ -81,7 +81,7 @@ filedup(struct file *f)
   return f;
 }
 
-// Drops a reference; the last one closes the pipe end or inode.
+// Drops a reference; the last one closes the pipe end, device or inode.
 void
 fileclose(struct file *f)
 {
@@ -99,6 +99,8 @@ fileclose(struct file *f)
   f->type = FD_NONE;
   release(&ftable.lock);
 
+  if (ff.type == FD_DEVICE && ff.major >= 0 && ff.major < NDEV && devsw[ff.major].close)
+    devsw[ff.major].close();
   if (ff.type == FD_PIPE) {
     pipeclose(ff.pipe, ff.writable);
   } else if (ff.type == FD_INODE || ff.type == FD_DEVICE) {

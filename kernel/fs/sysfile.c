@@ -393,9 +393,19 @@ create(char *path, short type, short major, short minor, struct inode **ipp)
   return 0;
 }
 
+// Undoes a device's open (devsw's open hook) for an open file that was
+// never made visible. Does nothing for any other inode.
+static void
+devclose(struct inode *ip)
+{
+  if (ip->type == T_DEVICE && devsw[ip->major].close)
+    devsw[ip->major].close();
+}
+
 // Opens the inode at path per omode. Caller is inside a transaction.
 // Returns the new descriptor or a negative errno: -ENXIO for a device
-// file whose driver is absent (no read and no write in devsw).
+// file whose driver is absent (no read and no write in devsw), or the
+// driver's refusal (e.g. -EBUSY for /port while it is open).
 static int
 do_open(char *path, int omode)
 {
@@ -430,7 +440,12 @@ do_open(char *path, int omode)
     iunlockput(ip);
     return -ENXIO;
   }
+  if (ip->type == T_DEVICE && devsw[ip->major].open && (r = devsw[ip->major].open()) < 0) {
+    iunlockput(ip);
+    return r;
+  }
   if ((f = filealloc()) == 0) {
+    devclose(ip);
     iunlockput(ip);
     return -ENFILE;
   }
@@ -443,6 +458,7 @@ do_open(char *path, int omode)
   if ((r = fdalloc(&f, &fd, 1)) < 0) {
     f->type = FD_NONE; // never visible: free f alone, and put f's reference
     fileclose(f);      // here (fileclose's would start a nested transaction)
+    devclose(ip);
     iput(ip);
     iunlockput(ip);
     return r;

@@ -13,6 +13,10 @@
 #define AI_MAX_PREDICT 255                   // most generated ids per request
 #define AI_MAX_STOP    4                     // stop ids per request (struct ai_opts)
 #define AI_MICRO       1000000               // 1.0 in struct ai_opts' millionths
+#define AI_MAX_BIAS    8                     // logit bias pairs per request (struct ai_opts)
+#define AI_MAX_TOPLP   5                     // alternatives per log-probability record
+#define AI_PENALTY_MAX (2 * AI_MICRO)        // |presence|, |frequency| at most 2
+#define AI_BIAS_MAX    (100 * AI_MICRO)      // |bias| at most 100
 #define AI_RESULT_MAX  (AI_MAX_PREDICT * 11) // "id id ...": 10 digits + space each
 #define AI_REQID_MAX   0x7fffffff            // reqids run 1..2^31-1, then wrap, skipping live ones
 
@@ -68,6 +72,12 @@ struct ai_status {
   uint64 total_us;  // finish - submit
 };
 
+// One logit bias of struct ai_opts.
+struct ai_bias {
+  uint32 id;   // below the vocab size
+  int32 micro; // added to the id's logit, x 10^6, |x| <= AI_BIAS_MAX
+};
+
 // A request's options (ai_submit_opts): the ids that end it, and how the
 // worker chooses each id (user/llm/sample.c's rule: the same ids as
 // llmrun_* with --temp, --top-k, --top-p and --seed). All zeros: greedy,
@@ -81,6 +91,28 @@ struct ai_opts {
   uint32 top_k;             // keep the k most likely ids; 0: all
   uint32 top_p_micro;       // then the fewest reaching top_p x 10^6 (<= AI_MICRO); 0: all
   uint64 seed;              // the request's generator starts from it
+  // Penalties, biases, log-probabilities (user/llm/sample.c, rule 0; the
+  // AI service's section 10): millionths, all checked at submit.
+  int32 presence_micro;  // presence penalty, |x| <= AI_PENALTY_MAX
+  int32 frequency_micro; // frequency penalty, |x| <= AI_PENALTY_MAX
+  int32 logprobs;        // 0: none; 1 + N: a struct ai_logprob per id, N <= AI_MAX_TOPLP
+  int32 nbias;           // pairs in bias[], 0..AI_MAX_BIAS
+  struct ai_bias bias[AI_MAX_BIAS];
+};
+
+// An id and its log-probability x 10^6 (struct ai_logprob).
+struct ai_lp_pair {
+  uint32 id;
+  int32 lp;
+};
+
+// One generated id's log-probabilities under the model's raw distribution
+// (ai_logprob from the worker, ai_logprobs to the owner): 52 bytes.
+struct ai_logprob {
+  uint32 id;                           // the generated id
+  int32 lp;                            // its log-probability x 10^6
+  int32 ntop;                          // entries in top[]: the request's N
+  struct ai_lp_pair top[AI_MAX_TOPLP]; // the N likeliest ids, best first
 };
 
 // One request as the worker receives it (ai_next).

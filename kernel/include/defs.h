@@ -179,6 +179,7 @@ int ai_call(uint64 tokens, int count, int predict, uint64 out, int cap);
 int ai_info(uint64 dst);
 int ai_table(uint64 dst, int size);
 int ai_stream(int reqid, uint64 dst, int from, int cap);
+int ai_logprobs(int reqid, uint64 dst, int from, int cap);
 
 // ai_worker.c
 int ai_register(int vocab, int seq_len);
@@ -187,6 +188,7 @@ int ai_next(uint64 dst);
 int ai_take(uint64 dst, int places);
 int ai_progress(int reqid, int ntokens);
 int ai_emit(int reqid, uint64 ids, int n);
+int ai_logprob(int reqid, uint64 rec);
 int ai_complete(int reqid, uint64 ids, int n);
 int ai_fail(int reqid, int err);
 

@@ -31,11 +31,16 @@ struct inode {
   uint lastalloc; // block balloc gave this inode last, 0 if none yet
 };
 
-// Device switch: read/write functions per major device number.
+// Device switch: functions per major device number.
 // user_src/user_dst: 1 if the address is a user virtual address.
+// open (optional) runs when open() makes a new open file of the device
+// and may refuse it with a negative errno; close (optional) runs when the
+// last reference to such a file goes (fork and dup share one open).
 struct devsw {
   int (*read)(int user_dst, uint64 dst, int n);
   int (*write)(int user_src, uint64 src, int n);
+  int (*open)(void);
+  void (*close)(void);
 };
 
 #define NDEV    10 // major device numbers

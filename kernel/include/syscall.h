@@ -61,6 +61,8 @@
 #define SYS_vlenb 48 // kernel/core/vector.c
 
 // The AI service, continued:
-#define SYS_ai_table 49 // any process: the whole table's public state
+#define SYS_ai_table    49 // any process: the whole table's public state
+#define SYS_ai_logprobs 50 // any process: its request's log-probability records
+#define SYS_ai_logprob  51 // worker only: the record of the id it emits next
 
 #endif

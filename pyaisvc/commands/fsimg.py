@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pyaisvc import fsimg
+from pyaisvc import fscheck, fsimg
 from pyaisvc.errors import CommandError
 
 try:
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             args.image = args.image or args.image_pos
             if not args.image:
                 raise CommandError("fsimg check: give the image: pyaisvc fsimg check IMAGE")
-            problems = fsimg.check_image(args.image)
+            problems = fscheck.check_image(args.image)
             for p in problems:
                 print(p)
             if problems:

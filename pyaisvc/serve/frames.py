@@ -4,10 +4,11 @@ The framing's facts come from the gateway's header (user/ai/gateway.h) and
 the kernel's (kernel/include/aisvc.h), read with pyaisvc.cheader. Pure
 functions: ``submit``, ``cancel``, ``hello``, ``INFO`` and ``TABLE`` make the
 host's frames (bytes, one line each); ``parse`` reads one line the gateway sent
-into a ``Ready``, ``Tokens``, ``End``, ``Failed``, ``Info`` or ``Table`` value, and
+into a ``Ready``, ``Tokens``, ``LogProbs``, ``End``, ``Failed``, ``Info`` or ``Table`` value, and
 raises ``FrameError`` for anything else, so a garbled line is named, never guessed at.
 Words are separated by exactly one space; every number is read at one place
 (``_number``): ASCII digits only (no sign, no ``_``), at most ``NUMBER_MAX``;
+an L frame's log-probabilities alone may have a leading ``-`` (``_signed``).
 ``Ready`` needs a window of 1 or more.
 """
 
@@ -38,6 +39,8 @@ PROTOCOL = _gateway("GW_VERSION")
 GW_MALFORMED, GW_RID_LIVE, GW_FULL, GW_NOT_LIVE = (
     _gateway(n) for n in ("GW_MALFORMED", "GW_RID_LIVE", "GW_FULL", "GW_NOT_LIVE"))
 MAX_STOP = _kernel("AI_MAX_STOP")
+MAX_BIAS = _kernel("AI_MAX_BIAS")
+MAX_TOPLP = _kernel("AI_MAX_TOPLP")
 MAX_PROMPT = _kernel("AI_MAX_PROMPT")
 NSLOT = _kernel("AI_NSLOT")  # the slots of the kernel's table
 # The slots' states, by their number (AI_FREE .. AI_FAILED).
@@ -56,12 +59,18 @@ class FrameError(ValueError):
 
 @dataclass(frozen=True)
 class Options:
-    """struct ai_opts: sampling in millionths, all 0 for a greedy request."""
+    """struct ai_opts: sampling in millionths, all 0 for a greedy request; penalties and
+    biases in millionths (signed), logprobs 0 (none) or 1 + N (docs/AI_SERVICE.md,
+    section 10)."""
 
     temp_micro: int = 0
     top_k: int = 0
     top_p_micro: int = 0
     seed: int = 0
+    presence_micro: int = 0
+    frequency_micro: int = 0
+    logprobs: int = 0
+    bias: tuple[tuple[int, int], ...] = ()  # (id, micro) pairs
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,17 @@ class Ready:
 class Tokens:
     rid: int
     ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class LogProbs:
+    """One generated id's log-probability and its likeliest alternatives, in millionths
+    (an L frame: it comes just before the T frame that carries the id)."""
+
+    rid: int
+    id: int
+    lp: int
+    top: tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True)
@@ -136,7 +156,7 @@ class Table:
     slots: tuple[Slot, ...]
 
 
-Frame = Ready | Tokens | End | Failed | Info | Table
+Frame = Ready | Tokens | LogProbs | End | Failed | Info | Table
 
 
 def _table(rest: list[str], line: str) -> Table:
@@ -171,10 +191,18 @@ def submit(rid: int, prompt: list[int], predict: int, opts: Options,
         raise ValueError(f"{len(stops)} stop ids; at most {MAX_STOP}")
     if not 1 <= len(prompt) <= MAX_PROMPT:
         raise ValueError(f"{len(prompt)} prompt ids; 1..{MAX_PROMPT}")
-    words = [rid, predict, opts.temp_micro, opts.top_k, opts.top_p_micro, opts.seed,
-             len(stops), *stops, len(prompt), *prompt]
-    if any(not isinstance(w, int) or w < 0 for w in words):
-        raise ValueError("every field of a submit frame is a number >= 0")
+    if len(opts.bias) > MAX_BIAS:
+        raise ValueError(f"{len(opts.bias)} logit biases; at most {MAX_BIAS}")
+    head = [rid, predict, opts.temp_micro, opts.top_k, opts.top_p_micro, opts.seed,
+            len(stops), *stops]
+    signed = [opts.presence_micro, opts.frequency_micro]
+    tail = [opts.logprobs, len(opts.bias)]
+    bias = [w for pair in opts.bias for w in pair]
+    words = [*head, *signed, *tail, *bias, len(prompt), *prompt]
+    if any(not isinstance(w, int) for w in words) or any(
+            w < 0 for w in [*head, *tail, *bias[::2], len(prompt), *prompt]):
+        raise ValueError("every field of a submit frame is a number, >= 0 but for the "
+                         "penalties and biases")
     line = ("S " + " ".join(map(str, words)) + "\n").encode()
     if len(line) > LINE_MAX:
         raise ValueError(f"the submit frame is {len(line)} bytes; at most {LINE_MAX}")
@@ -201,6 +229,29 @@ def _number(word: str, line: str) -> int:
     if v > NUMBER_MAX:
         raise FrameError(f"a field is above 2^64-1: {line!r}")
     return v
+
+
+def _signed(word: str, line: str) -> int:
+    """word as a number within 64 bits that may have a leading '-' (a log-probability);
+    FrameError naming line otherwise."""
+    v = _number(word[1:], line) if word.startswith("-") else _number(word, line)
+    if v > NUMBER_MAX >> 1:
+        raise FrameError(f"a signed field beyond 64 bits: {line!r}")
+    return -v if word.startswith("-") else v
+
+
+def _logprobs(rest: list[str], line: str) -> LogProbs:
+    """The L frame's words after the L: rid id lp ntop (id lp)..., each lp signed;
+    FrameError when the count does not match ntop."""
+    if len(rest) < 4 or len(rest) % 2:
+        raise FrameError(f"a logprob frame with the wrong number of fields: {line!r}")
+    rid, tok, ntop = _number(rest[0], line), _number(rest[1], line), _number(rest[3], line)
+    pairs = rest[4:]
+    if ntop != len(pairs) // 2 or ntop > MAX_TOPLP:
+        raise FrameError(f"a logprob frame with the wrong number of fields: {line!r}")
+    top = tuple((_number(pairs[i], line), _signed(pairs[i + 1], line))
+                for i in range(0, len(pairs), 2))
+    return LogProbs(rid, tok, _signed(rest[2], line), top)
 
 
 def _numbers(words: list[str], n: int | None, line: str) -> list[int]:
@@ -233,6 +284,8 @@ def parse(line: str) -> Frame:
         if len(nums) < 2:
             raise FrameError(f"a token frame without ids: {line!r}")
         return Tokens(nums[0], tuple(nums[1:]))
+    if kind == "L":
+        return _logprobs(rest, line)
     if kind == "E":
         if len(rest) != 7:
             raise FrameError(f"expected 7 fields: {line!r}")

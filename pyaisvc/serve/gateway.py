@@ -13,7 +13,8 @@ a T frame with an id outside the vocabulary fails its request (503).
 are live, else it waits in the host queue (first come, first served), which
 holds at most ``queue_max`` waiters; one more raises ``QueueFull`` (HTTP
 429). It then picks a free rid, sends the ``S`` frame and returns a
-``Submitted``, whose ``events()`` yields the request's ``Tokens`` and
+``Submitted``, whose ``events()`` yields the request's ``Tokens`` (each id's
+``LogProbs`` before it, when the request asked for them) and
 finally its ``End`` (or raises ``RequestFailed`` for an ``X`` frame).
 ``Submitted.cancel()`` sends ``C rid`` when the request has not ended: the
 caller went away, or a stop string ended it on the host. A window place is
@@ -98,8 +99,8 @@ class Submitted:
     def rid(self) -> int:
         return self._live.rid
 
-    async def events(self) -> AsyncIterator[frames.Tokens | frames.End]:
-        """The request's T frames, then its E frame, as they come (iterate once);
+    async def events(self) -> AsyncIterator[frames.Tokens | frames.LogProbs | frames.End]:
+        """The request's T (and L) frames, then its E frame, as they come (iterate once);
         RequestFailed for an X frame, GuestDown when the connection ended first."""
         while True:
             item = await self._live.events.get()
@@ -107,7 +108,7 @@ class Submitted:
                 raise item
             if isinstance(item, frames.Failed):
                 raise RequestFailed(item.code, item.words)
-            assert isinstance(item, frames.Tokens | frames.End)
+            assert isinstance(item, frames.Tokens | frames.LogProbs | frames.End)
             yield item
             if isinstance(item, frames.End):
                 return
@@ -326,7 +327,7 @@ class Gateway:
 
     def _dispatch(self, line: str) -> None:
         """Hands one line from the gateway to whom it concerns: I and V answers to the first
-        caller waiting, R (unasked) to _restarted, T/E/X to their live request (E and X
+        caller waiting, R (unasked) to _restarted, T/L/E/X to their live request (E and X
         end it and free its window place); a garbled line or a frame for no live request
         is logged and dropped."""
         try:
@@ -357,8 +358,8 @@ class Gateway:
             log.warning("gateway: a frame for rid %d, which is not live: %s", frame.rid, line)
             return
         live.heard = time.monotonic()
-        if isinstance(frame, frames.Tokens) and not live.failed and \
-                any(i >= self.ready.vocab for i in frame.ids):
+        if isinstance(frame, frames.Tokens | frames.LogProbs) and not live.failed and \
+                any(i >= self.ready.vocab for i in _ids(frame)):
             log.warning("gateway: an id outside the vocabulary %d: %s", self.ready.vocab, line)
             live.failed = True  # its caller cancels it; its end frame frees the place
             live.events.put_nowait(RequestFailed(frames.GW_MALFORMED,
@@ -399,3 +400,10 @@ class Gateway:
                 if not fut.done():
                     fut.set_exception(self.down)
         self._writer.close()
+
+
+def _ids(frame: frames.Tokens | frames.LogProbs) -> tuple[int, ...]:
+    """The token ids a T or L frame names."""
+    if isinstance(frame, frames.Tokens):
+        return frame.ids
+    return (frame.id, *(i for i, _ in frame.top))

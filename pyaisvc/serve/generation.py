@@ -12,11 +12,18 @@ ends the reply (the guest's request is cancelled) and is not part of the
 text. The model's end-of-text and end-of-turn ids end every reply too
 (``finish_reason`` ``stop``). A client that goes away cancels its request
 in the guest, streamed or not.
+
+Log-probabilities (``logprobs``) come from the guest with each id (an L frame
+before its T frame, in millionths); each text piece carries the tokens whose
+text it completes (``Run.take_logprobs``), so a stream's logprobs stay in step
+with its text. End-of-text and end-of-turn ids are not text and get none.
+``echo`` (completions) puts the prompt's text before the reply's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import time
 from collections.abc import AsyncIterator
@@ -32,8 +39,8 @@ from pyaisvc.serve.errors import ApiError
 from pyaisvc.serve.gateway import GuestDown, QueueFull, RequestFailed, Submitted
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.serve.schemas import ChatRequest, CompletionRequest
-from pyaisvc.serve.service import Plan, Service
-from pyaisvc.serve.shapes import CHAT, COMPLETION, Shape
+from pyaisvc.serve.service import MICRO, Plan, Service
+from pyaisvc.serve.shapes import CHAT, COMPLETION, Logprobs, Shape, Token
 from pyaisvc.serve.text import TextStream
 
 DISCONNECT_POLL = 0.25  # seconds between looks at a waiting non-streaming client
@@ -54,6 +61,34 @@ class Run:
         self.finish = "length"
         self.first: float | None = None
         self.end: frames.End | None = None  # the guest's E frame, with the kernel's times
+        self._stops = set(end_ids(service))
+        self._records: collections.deque[frames.LogProbs] = collections.deque()
+        self._pending: list[Token] = []  # tokens whose text no piece has carried yet
+        self.tokens: Logprobs = None if plan.logprobs is None else []  # all of them
+        self._offset = len(plan.echo)  # where the next token's text starts
+
+    def take_logprobs(self) -> Logprobs:
+        """The tokens whose text the pieces so far completed and no earlier call returned
+        (None when the request asked for no log-probabilities)."""
+        if self.tokens is None:
+            return None
+        out, self._pending = self._pending, []
+        return out
+
+    def _note(self, ids: tuple[int, ...]) -> None:
+        """The log-probability records of ids (they came before them) as Tokens."""
+        if self.tokens is None:
+            return
+        for i in ids:
+            rec = self._records.popleft() if self._records else None
+            if i in self._stops or rec is None or rec.id != i:
+                continue
+            text = self.s.tok.decode([i])
+            top = tuple((self.s.tok.decode([t]), v / MICRO) for t, v in rec.top)
+            tok = Token(text, rec.lp / MICRO, top, self._offset)
+            self._offset += len(text)
+            self._pending.append(tok)
+            self.tokens.append(tok)
 
     @property
     def timings(self) -> dict[str, int] | None:
@@ -76,6 +111,9 @@ class Run:
         m = self.s.metrics
         try:
             async for ev in self.sub.events():
+                if isinstance(ev, frames.LogProbs):
+                    self._records.append(ev)
+                    continue
                 if isinstance(ev, frames.End):
                     self.end = ev
                     if (rest := self.text.close()):
@@ -87,6 +125,7 @@ class Run:
                     self.first = time.monotonic()
                     m.ttft.observe(self.first - self.t0)
                 m.tokens.inc(len(ev.ids))
+                self._note(ev.ids)
                 if (piece := self.text.push(ev.ids)):
                     yield piece
                 if self.text.stopped_by == "string":
@@ -153,7 +192,8 @@ async def reply(run: Run, model: str, request: Request) -> dict[str, Any] | Stre
         m.requests.labels(endpoint, "cancelled").inc()
         return JSONResponse({}, status_code=CLIENT_GONE)
     m.requests.labels(endpoint, "ok").inc()
-    return shape.whole(model, text, run.finish, run.usage) | {"timings": run.timings}
+    return shape.whole(model, run.plan.echo + text, run.finish, run.usage,
+                       run.tokens) | {"timings": run.timings}
 
 
 async def _whole(run: Run, request: Request) -> str | None:
@@ -186,9 +226,12 @@ async def _stream(run: Run, shape: Shape, model: str) -> AsyncIterator[bytes]:
     try:
         if (first := shape.opening(ident, created, model)) is not None:
             yield sse(first)
+        if run.plan.echo:
+            yield sse(shape.chunk(ident, created, model, run.plan.echo, None))
         async for piece in run.pieces():
-            yield sse(shape.chunk(ident, created, model, piece, None))
-        yield sse(shape.chunk(ident, created, model, "", run.finish) | {"timings": run.timings})
+            yield sse(shape.chunk(ident, created, model, piece, None, run.take_logprobs()))
+        yield sse(shape.chunk(ident, created, model, "", run.finish, run.take_logprobs()) |
+                  {"timings": run.timings})
         if run.plan.include_usage:
             yield sse(shape.usage_chunk(ident, created, model, run.usage))
         yield b"data: [DONE]\n\n"

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pyaisvc import cheader
 from pyaisvc.llmguest import max_predict, max_stop
+from pyaisvc.sampling import BIAS_MAX, MAX_TOP_LOGPROBS, PENALTY_MAX
+from pyaisvc.serve.frames import MAX_BIAS
 
 MAX_TEXT = 32768  # characters of one prompt or message (the token limit is checked after)
 MAX_MESSAGES = 64
@@ -30,6 +32,8 @@ UINT32_MAX = 2**32 - 1
 Text = Annotated[str, Field(max_length=MAX_TEXT)]
 TokenId = Annotated[int, Field(ge=0, le=UINT32_MAX)]
 StopText = Annotated[str, Field(min_length=1, max_length=MAX_STOP_CHARS)]
+Short = Annotated[str, Field(max_length=256)]
+Penalty = Annotated[float, Field(ge=-PENALTY_MAX, le=PENALTY_MAX)]
 
 # ---------------------------------------------------------------- requests
 
@@ -43,8 +47,13 @@ class StreamOptions(_Body):
     include_usage: bool = False
 
 
+class ResponseFormat(_Body):
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: dict[str, Any] | None = None
+
+
 class Sampling(_Body):
-    """The fields both generation requests share."""
+    """The fields both generation requests share (docs/OPENAI.md: what each does here)."""
 
     model: str = Field(max_length=256, description="the model's id, as /v1/models lists it")
     max_tokens: int | None = Field(None, ge=1, le=MAX_PREDICT, description="ids to generate "
@@ -64,20 +73,74 @@ class Sampling(_Body):
     stream_options: StreamOptions | None = None
     n: int = Field(1, ge=1, le=1, description="only 1: one choice per request")
     user: str | None = Field(None, max_length=256, description="accepted, not used")
+    presence_penalty: Penalty | None = Field(None, description="subtracted from the logit "
+                                             "of every id generated so far (default 0)")
+    frequency_penalty: Penalty | None = Field(None, description="subtracted from an id's "
+                                              "logit per time it was generated (default 0)")
+    logit_bias: dict[str, Annotated[float, Field(ge=-BIAS_MAX, le=BIAS_MAX)]] | None = Field(
+        None, description="token id (as a string) -> bias added to its logit; at most "
+        f"{MAX_BIAS} ids")
 
 
 class CompletionRequest(Sampling):
-    prompt: Text | Annotated[list[TokenId], Field(min_length=1, max_length=4096)] = Field(
-        description="text, or the prompt's token ids")
+    prompt: Text | Annotated[list[TokenId], Field(min_length=1, max_length=4096)] | \
+        Annotated[list[Text], Field(min_length=1, max_length=1)] | \
+        Annotated[list[Annotated[list[TokenId], Field(min_length=1, max_length=4096)]],
+                  Field(min_length=1, max_length=1)] = Field(
+        description="text, or the prompt's token ids (a list of one of them: one prompt)")
+    logprobs: int | None = Field(None, ge=0, le=MAX_TOP_LOGPROBS, description="each "
+                                 "token's log-probability and its N likeliest alternatives")
+    echo: bool = Field(False, description="the reply's text begins with the prompt")
+    best_of: int | None = Field(None, ge=1, description="only 1")
+    suffix: str | None = Field(None, max_length=MAX_TEXT, description="not offered")
+
+
+class ContentPart(_Body):
+    """One part of a message's content; only text parts are offered."""
+
+    type: Literal["text", "image_url", "input_audio", "file", "refusal"]
+    text: Text | None = None
+    refusal: Text | None = None
+    image_url: dict[str, Any] | None = None
+    input_audio: dict[str, Any] | None = None
+    file: dict[str, Any] | None = None
 
 
 class Message(_Body):
-    role: Literal["system", "user", "assistant"]
-    content: Text
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: Text | Annotated[list[ContentPart], Field(max_length=MAX_MESSAGES)] | None = None
+    name: Short | None = Field(None, description="accepted, not used")
+    refusal: Text | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: Short | None = None
+    function_call: dict[str, Any] | None = None
+    audio: dict[str, Any] | None = None
 
 
 class ChatRequest(Sampling):
     messages: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES)
+    max_completion_tokens: int | None = Field(None, ge=1, le=MAX_PREDICT, description="the "
+                                              "current name of max_tokens")
+    logprobs: bool | None = Field(None, description="each token's log-probability")
+    top_logprobs: int | None = Field(None, ge=0, le=20, description=f"0..{MAX_TOP_LOGPROBS} "
+                                     "likeliest alternatives per token (with logprobs)")
+    response_format: ResponseFormat | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    functions: list[dict[str, Any]] | None = None
+    function_call: str | dict[str, Any] | None = None
+    modalities: list[str] | None = None
+    audio: dict[str, Any] | None = None
+    prediction: dict[str, Any] | None = None
+    web_search_options: dict[str, Any] | None = None
+    metadata: dict[str, str] | None = None
+    store: bool | None = None
+    service_tier: Short | None = None
+    reasoning_effort: Short | None = None
+    verbosity: Short | None = None
+    prompt_cache_key: Short | None = None
+    safety_identifier: Short | None = None
 
 
 class TokenizeRequest(_Body):
@@ -115,10 +178,36 @@ class Timings(BaseModel):
     total_us: int
 
 
+class TopLogprob(BaseModel):
+    token: str
+    logprob: float
+    bytes: list[int] | None
+
+
+class TokenLogprob(TopLogprob):
+    top_logprobs: list[TopLogprob]
+
+
+class ChatLogprobs(BaseModel):
+    """A chat choice's log-probabilities: one entry per token of its content."""
+
+    content: list[TokenLogprob] | None
+    refusal: list[TokenLogprob] | None = None
+
+
+class CompletionLogprobs(BaseModel):
+    """A completion choice's log-probabilities (the legacy shape)."""
+
+    tokens: list[str]
+    token_logprobs: list[float | None]
+    top_logprobs: list[dict[str, float]] | None
+    text_offset: list[int]
+
+
 class CompletionChoice(BaseModel):
     index: int
     text: str
-    logprobs: None = None
+    logprobs: CompletionLogprobs | None = None
     finish_reason: Finish
 
 
@@ -140,7 +229,7 @@ class ChatMessage(BaseModel):
 class ChatChoice(BaseModel):
     index: int
     message: ChatMessage
-    logprobs: None = None
+    logprobs: ChatLogprobs | None = None
     finish_reason: Finish
 
 

@@ -13,7 +13,11 @@ Sampling: ``temperature`` 0 is greedy; above 0 the guest's sampler draws
 with ``top_k`` (an extension, default 40) and ``top_p`` (default 1: off),
 from ``seed`` (random when not given). The kernel carries temperature and
 top_p in millionths (struct ai_opts), so they are rounded to 6 decimals;
-the same seed gives the same text.
+the same seed gives the same text. ``presence_penalty``, ``frequency_penalty``
+and ``logit_bias`` go to the guest's sampler in millionths too (rounded to 6
+decimals), and ``logprobs`` asks the guest for each id's log-probability
+(docs/AI_SERVICE.md, section 10). Which other OpenAI fields are offered is
+pyaisvc.serve.fields' (docs/OPENAI.md).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from fastapi import Request
 
 from pyaisvc.chattemplate import TemplateFailed, render
 from pyaisvc.llmguest import max_predict
-from pyaisvc.serve import errors, frames
+from pyaisvc.serve import errors, fields, frames
 from pyaisvc.serve.gateway import Submitted
 from pyaisvc.serve.live import TableFeed, TableView
 from pyaisvc.serve.metrics import Metrics
@@ -75,6 +79,8 @@ class Plan:
     stops: list[str]
     stream: bool
     include_usage: bool
+    logprobs: int | None = None  # alternatives per token in the reply; None: no logprobs
+    echo: str = ""  # completions' echo: the prompt's text, which the reply's text begins with
 
 
 @dataclass
@@ -99,6 +105,7 @@ class Service:
         for another model) for what the schema cannot check."""
         if req.model != self.model:
             raise errors.unknown_model(req.model, self.model)
+        fields.refuse_unoffered(req)
         field_name, endpoint = ("messages", "chat") if isinstance(req, ChatRequest) else \
             ("prompt", "completions")
         ids = self.prompt_ids(req)
@@ -106,27 +113,33 @@ class Service:
         stops = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
         for i, s in enumerate(stops):
             unicode_text(s, f"stop.{i}")
-        return Plan(endpoint, ids, predict, options(req), stops, req.stream,
-                    bool(req.stream_options and req.stream_options.include_usage))
+        echo = isinstance(req, CompletionRequest) and req.echo
+        return Plan(endpoint, ids, predict, options(req, self.limits.vocab), stops, req.stream,
+                    bool(req.stream_options and req.stream_options.include_usage),
+                    fields.logprobs(req),
+                    self.tok.decode(ids, skip_special_tokens=True) if echo else "")
 
     def prompt_ids(self, req: CompletionRequest | ChatRequest) -> list[int]:
         """The request's prompt as ids: the chat in the model's template, the text encoded,
         or the ids given (each below the vocabulary); ApiError naming the field."""
         if isinstance(req, ChatRequest):
-            messages = [{"role": m.role,
-                         "content": unicode_text(m.content, f"messages.{i}.content")}
-                        for i, m in enumerate(req.messages)]
+            messages = fields.messages(req)
+            for i, m in enumerate(messages):
+                unicode_text(m["content"], f"messages.{i}.content")
             try:
                 return self.tok.encode(render(self.tok, messages))
             except TemplateFailed as e:
                 raise errors.bad_field(f"messages: {e}", "messages") from e
-        if isinstance(req.prompt, str):
-            return self.tok.encode(unicode_text(req.prompt, "prompt"))
-        bad = next((i for i in req.prompt if i >= self.limits.vocab), None)
+        prompt = req.prompt
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], str | list):
+            prompt = prompt[0]  # a list of one prompt (the schema allows no more)
+        if isinstance(prompt, str):
+            return self.tok.encode(unicode_text(prompt, "prompt"))
+        bad = next((i for i in prompt if i >= self.limits.vocab), None)
         if bad is not None:
             raise errors.bad_field(f"prompt: token id {bad} is not below the vocabulary size "
                                    f"{self.limits.vocab}", "prompt")
-        return list(req.prompt)
+        return list(prompt)
 
     def _predict(self, req: Sampling, n: int, field_name: str, endpoint: str) -> int:
         """How many ids to generate after a prompt of n ids: max_tokens, or the endpoint's
@@ -143,11 +156,12 @@ class Service:
                                    f"to generate in the model's seq_len {lim.seq_len}: "
                                    "shorten it", field_name)
         default = DEFAULT_COMPLETION_TOKENS if endpoint == "completions" else room
-        predict = req.max_tokens if req.max_tokens is not None else min(default, room)
+        asked, name = fields.max_tokens(req)  # type: ignore[arg-type]
+        predict = asked if asked is not None else min(default, room)
         if predict > room:
-            raise errors.bad_field(f"max_tokens: prompt {n} + max_tokens {predict} exceeds "
+            raise errors.bad_field(f"{name}: prompt {n} + {name} {predict} exceeds "
                                    f"the model's seq_len {lim.seq_len}: ask for at most "
-                                   f"{room}", "max_tokens")
+                                   f"{room}", name)
         return predict
 
 
@@ -169,15 +183,35 @@ def unicode_text(s: str, where: str) -> str:
     return s
 
 
-def options(req: Sampling) -> frames.Options:
-    """struct ai_opts for the request: all 0 when greedy."""
+def options(req: CompletionRequest | ChatRequest, vocab: int) -> frames.Options:
+    """struct ai_opts for the request (the sampler's fields all 0 when greedy); ApiError
+    naming logit_bias for a key that is not a token id below vocab, or too many."""
+    n = fields.logprobs(req)
+    adjust = {"presence_micro": round((req.presence_penalty or 0) * MICRO),
+              "frequency_micro": round((req.frequency_penalty or 0) * MICRO),
+              "bias": logit_bias(req, vocab), "logprobs": 0 if n is None else 1 + n}
     temp = 1.0 if req.temperature is None else req.temperature
     temp_micro = round(temp * MICRO)
     if temp_micro == 0:
-        return frames.Options()
+        return frames.Options(**adjust)
     top_p = 1.0 if req.top_p is None else req.top_p
     return frames.Options(
         temp_micro=temp_micro,
         top_k=DEFAULT_TOP_K if req.top_k is None else req.top_k,
         top_p_micro=max(1, round(top_p * MICRO)),
-        seed=secrets.randbits(64) if req.seed is None else req.seed)
+        seed=secrets.randbits(64) if req.seed is None else req.seed, **adjust)
+
+
+def logit_bias(req: Sampling, vocab: int) -> tuple[tuple[int, int], ...]:
+    """The request's logit_bias as (id, millionths) pairs, ids ascending; ApiError naming
+    the field for a key that is not a token id below vocab, or more than the kernel takes."""
+    pairs = []
+    for key, bias in (req.logit_bias or {}).items():
+        if not (key.isascii() and key.isdigit()) or int(key) >= vocab:
+            raise errors.bad_field(f"logit_bias: key {key!r} is not a token id below the "
+                                   f"vocabulary size {vocab}", "logit_bias")
+        pairs.append((int(key), round(bias * MICRO)))
+    if len(pairs) > frames.MAX_BIAS:
+        raise errors.bad_field(f"logit_bias: {len(pairs)} ids; this server takes at most "
+                               f"{frames.MAX_BIAS}", "logit_bias")
+    return tuple(sorted(pairs))

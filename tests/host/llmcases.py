@@ -1,7 +1,8 @@
 """Shared cases for the LLM runtime tests (tests/test_llmrun_host.py, test_llmrun_guest.py).
 
 - model assets: the real SmolLM2 (v3: models/SMOL; course format: exported
-  once into build/llmtest/smol-course) and the tiny synthetic Qwen3.5 in both
+  once into build/llmtest/smol-course; ``smol_or_skip`` skips a test or a
+  fixture of any scope without them) and the tiny synthetic Qwen3.5 in both
   formats (exported once per seed into build/llmtest/);
 - prompts, and the token ids pyaisvc.reference generates for them (cached in
   build/llmtest/refcache.json, keyed by the asset files' sizes and times and
@@ -24,6 +25,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from host.buildlock import build_lock
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,6 +65,15 @@ def smol_dir(fmt: str) -> Path | None:
     if fmt == "v3" and json.loads((ours / "INFO.TXT").read_text())["config"]["version"] == 3:
         return ours
     return _export("smol", fmt, CACHE / f"smol-{fmt}", [])
+
+
+def smol_or_skip(fmt: str = "v3") -> Path:
+    """smol_dir(fmt); skips the test (or the fixture, and with it its tests) when
+    models/SMOL is missing."""
+    d = smol_dir(fmt)
+    if d is None:
+        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    return d
 
 
 def qwen_tiny_dir(fmt: str) -> Path:
@@ -152,7 +163,7 @@ def sampling_args(case: tuple[str, int, str, int]) -> list[str]:
 
 
 @functools.cache
-def _reference_model(assets: Path):  # -> pyaisvc.reference.Reference, loaded once
+def reference_model(assets: Path):  # -> pyaisvc.reference.Reference, loaded once
     from pyaisvc.assets import load_assets
     from pyaisvc.reference import Reference
 
@@ -166,7 +177,7 @@ def sampled_reference(assets: Path, prompt: list[int], n: int,
 
     temp, k, p, seed = case
     sampler = Sampler(parse_decimal(temp, "temp"), k, parse_decimal(p, "top-p"), seed)
-    return _reference_model(assets).generate(prompt, n, sampler=sampler)
+    return reference_model(assets).generate(prompt, n, sampler=sampler)
 
 
 def request_lines(prompts: list[list[int]], n: int) -> str:

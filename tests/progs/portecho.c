@@ -5,6 +5,8 @@
 //   portecho send N SEED  writes N bytes of the pattern (SEED, below) to /port
 //   portecho recv N       reads N bytes from /port and prints "recv N SUM"
 //   portecho read         one blocking read of /port; prints what it returned
+//   portecho forkread     opens /port and exits; a child it forked keeps the
+//                         open file, reads once and prints what it returned
 //
 // The pattern's byte i is (i * 131 + SEED + (i >> 12)) & 0xff; SUM is the
 // Adler-32 of the bytes in hex (zlib.adler32 on the host). Each
@@ -99,6 +101,23 @@ recv(int fd, uint total)
   printf("recv %u %x\n", total, (b << 16) | a);
 }
 
+// Hands the open port fd to a child, which reads once and prints what it
+// got; the parent exits at once, so the child holds the last reference.
+static void
+forkread(int fd)
+{
+  int pid = fork();
+
+  if (pid < 0) {
+    fprintf(2, "portecho: fork: %s\n", strerror(pid));
+    exit(1);
+  }
+  if (pid == 0) {
+    int n = read(fd, buf, CHUNK);
+    printf("child read returned %d\n", n);
+  }
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -111,8 +130,10 @@ main(int argc, char *argv[])
   } else if (argc == 2 && strcmp(argv[1], "read") == 0) {
     int n = read(openport(), buf, CHUNK);
     printf("read returned %d\n", n);
+  } else if (argc == 2 && strcmp(argv[1], "forkread") == 0) {
+    forkread(openport());
   } else {
-    fprintf(2, "usage: portecho echo | send N SEED | recv N | read\n");
+    fprintf(2, "usage: portecho echo | send N SEED | recv N | read | forkread\n");
     exit(2);
   }
   exit(0);

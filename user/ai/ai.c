@@ -14,7 +14,12 @@
 //                          --stop ID (up to 4 times) ends the request
 //                          early after ID; --temp T (0: greedy), --top-k
 //                          K, --top-p P and --seed S sample its ids as
-//                          llmrun_* does (T and P: at most 6 decimals)
+//                          llmrun_* does (T and P: at most 6 decimals);
+//                          --presence-penalty P, --frequency-penalty F
+//                          (-2..2), --logit-bias ID:B (-100..100, up to
+//                          8 times) and --logprobs N (0..5) as llmrun_*
+//                          takes them; gen prints, after the ids, a line
+//                          per id: logprob i=I id=ID lp=LP top=ID:LP,...
 //   query REQID            state, queue position, tokens so far, timings
 //   wait REQID             block until it is done; prints the generated ids
 //   cancel REQID           give the request up
@@ -87,13 +92,63 @@ parse_micro(const char *s, uint32 *v)
   return 0;
 }
 
+// A signed decimal of at most 6 decimals and magnitude at most hi
+// millionths -> 0 and *v in millionths; else -1.
+static int
+parse_signed(const char *s, int32 hi, int32 *v)
+{
+  uint32 m;
+  if (parse_micro(s + (*s == '-'), &m) < 0 || m > (uint32)hi)
+    return -1;
+  *v = *s == '-' ? -(int32)m : (int32)m;
+  return 0;
+}
+
+// --logit-bias ID:B into o's next pair; -1 if malformed or full.
+static int
+parse_bias(const char *v, struct ai_opts *o)
+{
+  char *colon = strchr(v, ':');
+  if (colon == 0 || colon == v || o->nbias == AI_MAX_BIAS)
+    return -1;
+  for (const char *p = v; p < colon; p++)
+    if (*p < '0' || *p > '9')
+      return -1;
+  o->bias[o->nbias].id = (uint32)strtol(v, 0, 10);
+  return parse_signed(colon + 1, AI_BIAS_MAX, &o->bias[o->nbias++].micro);
+}
+
+// The penalty, bias and logprobs options -> 0 or -1 (bad value); 1 if
+// name is none of them.
+static int
+parse_adjust(const char *name, const char *value, struct ai_opts *o)
+{
+  if (strcmp(name, "--presence-penalty") == 0)
+    return parse_signed(value, AI_PENALTY_MAX, &o->presence_micro);
+  if (strcmp(name, "--frequency-penalty") == 0)
+    return parse_signed(value, AI_PENALTY_MAX, &o->frequency_micro);
+  if (strcmp(name, "--logit-bias") == 0)
+    return parse_bias(value, o);
+  if (strcmp(name, "--logprobs") != 0)
+    return 1;
+  int n = atoi(value);
+  o->logprobs = 1 + n;
+  return value[0] < '0' || value[0] > '9' || value[1] != 0 || n > AI_MAX_TOPLP ? -1 : 0;
+}
+
 // One option (name, value) of a request into o -> 0, or -1 after a
 // message; 1 if name is not an option.
 static int
 parse_option(const char *name, const char *value, struct ai_opts *o)
 {
   int bad;
-  if (strcmp(name, "--stop") == 0) {
+  if ((bad = parse_adjust(name, value, o)) <= 0) {
+    if (bad)
+      printf("%s %s: not a valid value (--presence-penalty and --frequency-penalty -2..2, "
+             "--logit-bias ID:B with B -100..100 (up to %d), --logprobs 0..%d)\n",
+          name, value, AI_MAX_BIAS, AI_MAX_TOPLP);
+    return bad;
+  } else if (strcmp(name, "--stop") == 0) {
     if (o->nstop == AI_MAX_STOP) {
       printf("at most %d --stop ids per request (AI_MAX_STOP); give fewer\n", AI_MAX_STOP);
       return -1;
@@ -131,7 +186,9 @@ parse_request(char **w, int n, struct request *q)
     if (r < 0)
       return -1;
     if (r > 0) {
-      printf("unknown option %s (--stop, --temp, --top-k, --top-p, --seed)\n", w[0]);
+      printf("unknown option %s (--stop, --temp, --top-k, --top-p, --seed, "
+             "--presence-penalty, --frequency-penalty, --logit-bias, --logprobs)\n",
+          w[0]);
       return -1;
     }
   }
@@ -338,7 +395,38 @@ stream(int id)
   return report("stream", k);
 }
 
-// submit, stream, then wait (which collects the request and frees it).
+// A log-probability in millionths as a decimal: "-0.512345".
+static void
+lp_text(char *buf, int size, int32 micro)
+{
+  uint32 a = micro < 0 ? -(uint32)micro : (uint32)micro;
+  snprintf(buf, size, "%s%u.%06u", micro < 0 ? "-" : "", a / AI_MICRO, a % AI_MICRO);
+}
+
+// Print request id's log-probability records (ai_logprobs), one line
+// each: logprob i=I id=ID lp=LP top=ID:LP,... (as llmrun_* --logprobs).
+static void
+print_logprobs(int id)
+{
+  static struct ai_logprob lp[AI_MAX_PREDICT];
+  char text[16];
+  int n = 0, k;
+  while ((k = ai_logprobs(id, lp + n, n, AI_MAX_PREDICT - n)) > 0)
+    n += k;
+  for (int i = 0; i < n; i++) {
+    lp_text(text, sizeof(text), lp[i].lp);
+    printf("logprob i=%d id=%u lp=%s top=", i, lp[i].id, text);
+    for (int t = 0; t < lp[i].ntop; t++) {
+      lp_text(text, sizeof(text), lp[i].top[t].lp);
+      printf("%s%u:%s", t ? "," : "", lp[i].top[t].id, text);
+    }
+    printf("\n");
+  }
+  report("logprobs", k);
+}
+
+// submit, stream, then wait (which collects the request and frees it);
+// with --logprobs, the records between the two.
 static void
 generate(char **w, int n)
 {
@@ -349,6 +437,8 @@ generate(char **w, int n)
   if (report("submit", r) < 0)
     return;
   stream(r);
+  if (q.opts.logprobs)
+    print_logprobs(r);
   report("wait", ai_wait(r, outbuf, sizeof(outbuf)));
 }
 
@@ -398,7 +488,8 @@ help(void)
     printf("%s\n", commands[i].what);
   }
   printf("OPT V, before PREDICT: --stop ID (up to %d), --temp T (0: greedy), --top-k K, "
-         "--top-p P, --seed S\n",
+         "--top-p P, --seed S, --presence-penalty P, --frequency-penalty F, --logit-bias ID:B, "
+         "--logprobs N (gen prints them)\n",
       AI_MAX_STOP);
 }
 

@@ -46,7 +46,9 @@
 //   greedy, or temperature, top-k, top-p and seed as llmrun_* takes them),
 //   so its ids are those llmrun_* gives alone, whatever else is in the
 //   batch. The samplers share one workspace: the runtime samples the
-//   requests of a step one after another.
+//   requests of a step one after another. Penalties and biases (struct
+//   ai_opts, in millionths) go to the sampler as they are; a request with
+//   logprobs gets each id's record (ai_logprob) just before the id.
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
@@ -132,7 +134,7 @@ free_cache(struct llm_session *s)
 
 // g: the sampler for options o (kernel-checked), as llmrun_* sets it up
 // from the same options typed as decimals; vocab is the model's. Returns 0,
-// or -1 if o samples and there is no workspace.
+// or -1 if g needs the workspace and there is none.
 static int
 sampler_for(struct llm_sampler *g, const struct ai_opts *o, int vocab)
 {
@@ -144,10 +146,20 @@ sampler_for(struct llm_sampler *g, const struct ai_opts *o, int vocab)
   for (int i = 0; i < o->nstop; i++)
     g->stop[i] = (int)o->stop[i]; // below the vocab size (kernel-checked)
   g->nstop = o->nstop;
+  g->presence_micro = o->presence_micro;
+  g->frequency_micro = o->frequency_micro;
+  for (int i = 0; i < o->nbias; i++) {
+    g->bias_id[i] = (int)o->bias[i].id; // below the vocab size (kernel-checked)
+    g->bias_micro[i] = o->bias[i].micro;
+  }
+  g->nbias = o->nbias;
+  g->logprobs = o->logprobs > 0;
+  g->top_logprobs = o->logprobs > 0 ? o->logprobs - 1 : 0;
   g->cand = work.cand;
   g->cum = work.cum;
+  g->adj = work.adj;
   llm_sampler_reset(g);
-  return g->temp > 0 && work.cand == 0 ? -1 : 0;
+  return llm_sampler_needs_work(g) && work.cand == 0 ? -1 : 0;
 }
 
 // Start job in a free place, or fail it if the runtime refuses it.
@@ -223,6 +235,22 @@ admit_all(struct llm_runtime *rt, struct llm_session *s)
   }
 }
 
+// The record of u's latest id (its sampler's) to the kernel, in
+// millionths, before the id itself.
+static void
+send_logprob(struct running *u)
+{
+  const struct llm_logprob *l = &u->g.last;
+  struct ai_logprob rec = { (uint32)l->id, llm_lp_micro(l->lp), l->ntop };
+  for (int i = 0; i < l->ntop; i++) {
+    rec.top[i].id = (uint32)l->top_id[i];
+    rec.top[i].lp = llm_lp_micro(l->top_lp[i]);
+  }
+  int r = ai_logprob(u->reqid, &rec);
+  if (r < 0 && r != -AIE_NOREQ)
+    fprintf(2, "ai_daemon: request %d: logprob: %s\n", u->reqid, ai_strerror(r));
+}
+
 // Hand request i's new ids to the kernel (nothing new during prefill: then
 // only ask whether to go on), and complete it once it has them all.
 // Returns 1 if it ended (done, or no longer wanted), else 0.
@@ -231,9 +259,11 @@ report(struct running *u)
 {
   static uint32 out[AI_MAX_PREDICT];
   const int *gen = u->r.kv->seq + u->r.n;
-  int k = u->r.gen - u->reported;
+  int k = u->r.gen - u->reported; // 0 or 1: a step gives a request at most one id
   for (int i = 0; i < k; i++)
     out[i] = gen[u->reported + i];
+  if (k == 1 && u->g.logprobs)
+    send_logprob(u);
   int r = ai_emit(u->reqid, out, k);
   if (r == -AIE_NOREQ)
     return 1; // cancelled, or its owner exited: stop computing it

@@ -6,8 +6,9 @@
 // sends is one frame; the answers are lines too. The main thread reads
 // and checks the frames, submits the requests (ai_submit_opts: those whose
 // S frames came in one read together, after the read) and cancels
-// (ai_cancel); one thread per live request follows it with
-// ai_stream, sends its ids in T frames as the worker produces them, and
+// (ai_cancel); one thread per live request follows it with ai_stream,
+// sends its ids in T frames as the worker produces them (each id's
+// log-probability record first, in an L frame, if asked), and
 // ends it with one E frame (timings from ai_query, then ai_wait frees the
 // kernel's slot) or one X frame. At most AI_PERPROC requests are live, as
 // many as the kernel lets one process own, so the worker batches them.
@@ -30,8 +31,9 @@
 #include "kernel/include/aisvc.h"
 #include "user/ai/gateway.h"
 
-#define MAX_WORDS    (8 + AI_MAX_STOP + AI_MAX_PROMPT + 1) // an S frame at most, plus one
-#define FRAME_ID_LEN 11                                    // " 4294967295": a space and an id
+// an S frame at most, plus one
+#define MAX_WORDS    (12 + AI_MAX_STOP + 2 * AI_MAX_BIAS + AI_MAX_PROMPT + 1)
+#define FRAME_ID_LEN 11 // " 4294967295": a space and an id
 
 // One request the gateway holds (or a free entry).
 struct live {
@@ -86,6 +88,34 @@ put_ids(char *p, uint32 *ids, int n)
   return p;
 }
 
+// L rid id lp ntop id lp ...: the log-probability record of one id.
+static void
+send_logprob(int rid, const struct ai_logprob *r)
+{
+  char line[48 + AI_MAX_TOPLP * 24];
+  char *p = line + snprintf(line, 48, "L %d %u %d %d", rid, r->id, r->lp, r->ntop);
+  for (int i = 0; i < r->ntop && i < AI_MAX_TOPLP; i++)
+    p += snprintf(p, 24, " %u %d", r->top[i].id, r->top[i].lp);
+  send_line(line);
+}
+
+// The records of request l's ids [from, from+k) in L frames (none when
+// it asked for none).
+static void
+send_logprobs(struct live *l, int from, int k)
+{
+  static struct ai_logprob lp[AI_PERPROC][AI_MAX_PREDICT]; // one row per entry of held[]
+  struct ai_logprob *rec = lp[l - held];
+  int n = 0, got;
+
+  if (l->opts.logprobs == 0)
+    return;
+  while (n < k && (got = ai_logprobs(l->reqid, rec + n, from + n, k - n)) > 0)
+    n += got;
+  for (int i = 0; i < n; i++)
+    send_logprob(l->rid, &rec[i]);
+}
+
 // Why request l ended, for its E frame: a stop id as its last id, else it
 // ran to predict.
 static const char *
@@ -123,6 +153,7 @@ stream(void *arg)
   int from = 0, k, r = 0;
 
   while ((k = ai_stream(l->reqid, ids, from, AI_MAX_PREDICT)) > 0) {
+    send_logprobs(l, from, k);
     char *p = line + snprintf(line, 16, "T %d", l->rid);
     put_ids(p, ids, k);
     send_line(line);
@@ -174,6 +205,46 @@ parse_num(const char *w, uint64 max, uint64 *out)
   return 0;
 }
 
+// Parses word w as a signed decimal number -max..max into *out. Returns
+// 0, or -1 if it is not one.
+static int
+parse_signed(const char *w, uint64 max, int32 *out)
+{
+  uint64 v;
+
+  if (parse_num(w + (*w == '-'), max, &v) < 0)
+    return -1;
+  *out = *w == '-' ? -(int32)v : (int32)v;
+  return 0;
+}
+
+// The S frame's penalty, bias and logprobs words from w[i] on into o (the
+// kernel checks the ranges). Returns the index after them, or -1 if they
+// are malformed.
+static int
+parse_adjust(char **w, int n, int i, struct ai_opts *o)
+{
+  uint64 x;
+
+  if (i + 4 > n || parse_signed(w[i], 0x7fffffff, &o->presence_micro) < 0 ||
+      parse_signed(w[i + 1], 0x7fffffff, &o->frequency_micro) < 0 ||
+      parse_num(w[i + 2], 0x7fffffff, &x) < 0)
+    return -1;
+  o->logprobs = x;
+  if (parse_num(w[i + 3], AI_MAX_BIAS, &x) < 0)
+    return -1;
+  o->nbias = x;
+  i += 4;
+  for (int b = 0; b < o->nbias; b++, i += 2) {
+    uint64 id;
+    if (i + 2 > n || parse_num(w[i], 0xffffffff, &id) < 0 ||
+        parse_signed(w[i + 1], 0x7fffffff, &o->bias[b].micro) < 0)
+      return -1;
+    o->bias[b].id = id;
+  }
+  return i;
+}
+
 // A parsed S frame.
 struct submit {
   int rid, predict, nprompt;
@@ -220,7 +291,11 @@ parse_submit(char **w, int n, struct submit *s, const char **why)
     }
     s->opts.stop[i] = x;
   }
-  i = 8 + s->opts.nstop;
+  i = parse_adjust(w, n, 8 + s->opts.nstop, &s->opts);
+  if (i < 0) {
+    *why = "malformed: presence frequency logprobs nbias (id bias)... after the stop ids";
+    return GW_MALFORMED;
+  }
   if (i >= n || parse_num(w[i], 0xffffffff, &x) < 0) {
     *why = "malformed: nprompt is missing or not a number";
     return GW_MALFORMED;

@@ -68,6 +68,10 @@ int ai_table(struct ai_table_view *v, int size);
 // ids [from, from+k) of the caller's request, k <= cap; blocks until k >= 1
 // or the end; 0 at the end of a done request
 int ai_stream(int reqid, uint32 *ids, int from, int cap);
+// records [from, from+k) of the ids emitted so far (k <= cap; 0: none
+// yet); never blocks; read them before ai_wait collects the request
+struct ai_logprob;
+int ai_logprobs(int reqid, struct ai_logprob *lp, int from, int cap);
 // 1 while this process holds the AI worker right, else 0; drop != 0 first
 // gives it up for good (docs/AI_SERVICE.md, rule 13)
 int ai_right(int drop);
@@ -77,8 +81,9 @@ int ai_next(struct ai_job *job);         // reqid; blocks while none queued
 int ai_progress(int reqid, int ntokens);
 int ai_complete(int reqid, const uint32 *ids, int n);
 int ai_fail(int reqid, int err);
-int ai_take(struct ai_job *job, int places);      // reqid, 0 if none queued; never blocks
-int ai_emit(int reqid, const uint32 *ids, int n); // 0 = go on; -AIE_NOREQ = stop it
+int ai_take(struct ai_job *job, int places);             // reqid, 0 if none queued; never blocks
+int ai_emit(int reqid, const uint32 *ids, int n);        // 0 = go on; -AIE_NOREQ = stop it
+int ai_logprob(int reqid, const struct ai_logprob *rec); // before the emit of its id
 
 // ---- ulib.c
 int stat(const char *path, struct stat *st);

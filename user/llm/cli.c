@@ -33,6 +33,16 @@
 // --batch is greedy (--temp is refused with it: a sampler serves one
 // request at a time); --stop works per request. With --profile, one pair
 // of profile lines (phase=batch) splits the whole batch's time.
+// --presence-penalty P, --frequency-penalty F (signed decimals, |x| <= 2)
+// and --logit-bias ID:B (B in [-100, 100], up to 8 times) change the
+// logits before the choice (user/llm/sample.c, rule 0; at most 6
+// decimals: the sampler holds millionths). --logprobs N (0..5) writes,
+// after each generated id, one line to stderr:
+//   PROG: logprob i=I id=ID lp=LP top=ID:LP,ID:LP,...
+// with I the id's index in the request, LP its log-probability under the
+// model's raw distribution as a decimal with 6 places (rounded to the
+// nearest millionth), and top= the N most likely ids, best first (empty
+// for N = 0). --batch refuses --logprobs.
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
@@ -63,6 +73,7 @@ usage_line(int fd)
   fprintf(fd,
       "usage: %s [--asset-dir DIR] [--predict N] [--threads N] [--quiet] [--profile] "
       "[--stream] [--kernels auto|scalar|vector] [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... "
+      "[--presence-penalty P] [--frequency-penalty F] [--logit-bias ID:B]... [--logprobs N] "
       "[--prompt-file F | --stdin [--batch B] | <id> ...]\n",
       llm_prog);
 }
@@ -89,12 +100,15 @@ help(const char *dir)
          "  --temp T           sample at temperature T (default 0: greedy);\n"
          "                     --top-k K (40), --top-p P (0.95), --seed S (0)\n"
          "  --stop ID          end a request after this id (up to %d times)\n"
+         "  --presence-penalty P, --frequency-penalty F   penalise generated ids (-2..2)\n"
+         "  --logit-bias ID:B  add B (-100..100) to id's logit (up to %d times)\n"
+         "  --logprobs N       each id's log-probability and the N (0..%d) likeliest\n"
          "  --stream           print each id as soon as it is chosen\n"
          "  --quiet            no timing line; --profile: time per phase and thread\n"
          "  --prompt-file F    read the ids from file F\n"
          "  --stdin            one request per line: <predict> <id> ...; --batch B serves\n"
          "                     up to B of them at once, as the AI service does\n",
-      dir, LLM_MAX_STOP);
+      dir, LLM_MAX_STOP, LLM_MAX_BIAS, LLM_MAX_TOPLP);
 }
 
 // A decimal number below 2^31 -> 0 and *v; else -1.
@@ -141,6 +155,52 @@ parse_decimal(const char *s, double *v)
   for (int i = 0; i < frac; i++)
     p *= 10.0;
   *v = (double)m / p;
+  return 0;
+}
+
+// A signed decimal "[-]DIGITS[.DIGITS]" of at most 6 decimals whose
+// magnitude is at most hi (whole units) -> 0 and *v, its value in
+// millionths (exact); else -1.
+static int
+parse_micro(const char *s, int64 hi, int64 *v)
+{
+  int neg = *s == '-', digits = 0, frac = -1;
+  int64 m = 0;
+  for (s += neg; *s; s++) {
+    if (*s == '.' && frac < 0 && digits > 0) {
+      frac = 0;
+      continue;
+    }
+    if (*s < '0' || *s > '9' || (frac >= 0 && ++frac > 6) || m > hi * LLM_MICRO)
+      return -1;
+    m = m * 10 + (*s - '0');
+    digits++;
+  }
+  if (digits == 0 || frac == 0)
+    return -1;
+  for (int i = frac < 0 ? 0 : frac; i < 6; i++)
+    m *= 10;
+  if (m > hi * LLM_MICRO)
+    return -1;
+  *v = neg ? -m : m;
+  return 0;
+}
+
+// --logit-bias ID:B into sp's next pair; -1 if malformed or full.
+static int
+parse_bias(struct llm_sampler *sp, const char *v)
+{
+  char id[12];
+  int n = 0, x;
+  while (v[n] && v[n] != ':' && n < (int)sizeof(id) - 1) {
+    id[n] = v[n];
+    n++;
+  }
+  id[n] = 0;
+  if (v[n] != ':' || sp->nbias == LLM_MAX_BIAS || parse_num(id, n, &x) < 0 ||
+      parse_micro(v + n + 1, 100, &sp->bias_micro[sp->nbias]) < 0)
+    return -1;
+  sp->bias_id[sp->nbias++] = x;
   return 0;
 }
 
@@ -204,10 +264,15 @@ enum {
   OPT_KERNELS,
   OPT_THREADS,
   OPT_BATCH,
+  OPT_PRESENCE,
+  OPT_FREQUENCY,
+  OPT_BIAS,
+  OPT_LOGPROBS,
   NVALUE_OPTS
 };
 static const char *const value_opts[NVALUE_OPTS] = { "--asset-dir", "--prompt-file", "--predict",
-  "--temp", "--top-k", "--top-p", "--seed", "--stop", "--kernels", "--threads", "--batch" };
+  "--temp", "--top-k", "--top-p", "--seed", "--stop", "--kernels", "--threads", "--batch",
+  "--presence-penalty", "--frequency-penalty", "--logit-bias", "--logprobs" };
 
 // Store value v of option a (v is 0 when argv ends after a). Returns 0,
 // 1 if a takes no value, or -1 after a message.
@@ -259,6 +324,22 @@ value_option(struct options *o, const char *a, const char *v)
   case OPT_BATCH:
     bad = in_range(v, LLM_MAXCACHE, &o->batch, range, sizeof(range));
     want = range;
+    break;
+  case OPT_PRESENCE:
+  case OPT_FREQUENCY:
+    want = "a decimal from -2 to 2 with at most 6 decimals";
+    bad = parse_micro(v, 2, k == OPT_PRESENCE ? &sp->presence_micro : &sp->frequency_micro);
+    break;
+  case OPT_BIAS:
+    snprintf(range, sizeof(range), "ID:BIAS (at most %d)", LLM_MAX_BIAS);
+    want = range; // BIAS from -100 to 100, at most 6 decimals (--help)
+    bad = parse_bias(sp, v);
+    break;
+  case OPT_LOGPROBS:
+    want = "a number from 0 to " AI_STR(LLM_MAX_TOPLP);
+    bad =
+        parse_num(v, strlen(v), &sp->top_logprobs) < 0 || sp->top_logprobs > LLM_MAX_TOPLP ? -1 : 0;
+    sp->logprobs = 1;
     break;
   }
   if (bad < 0) {
@@ -314,15 +395,16 @@ parse_options(int argc, char **argv, struct options *o)
           "<predict> <id0> <id1> ... (exit or Ctrl-D ends)\n",
           llm_prog);
   }
-  if (o->batch && (!o->use_stdin || o->stream || o->smp.temp > 0)) {
-    fprintf(2, "%s: --batch serves --stdin only, greedy, without --stream\n", llm_prog);
+  if (o->batch && (!o->use_stdin || o->stream || o->smp.temp > 0 || o->smp.logprobs)) {
+    fprintf(
+        2, "%s: --batch serves --stdin only, greedy, without --stream or --logprobs\n", llm_prog);
     return -1;
   }
   return 0;
 }
 
 static int stream_last;                 // --stream: index of the request's last id
-static struct llm_sampler *stream_stop; // --stream: the --stop ids, or 0
+static struct llm_sampler *stream_stop; // --stream, --logprobs: the sampler, or 0
 
 // --stream's llm_token_hook: id i of the request goes out at once, in
 // print_ids' format (space before all but the first, newline after the
@@ -336,6 +418,34 @@ stream_id(int i, int id)
   if (i == stream_last || llm_is_stop(stream_stop, id))
     buf[n++] = '\n';
   write(1, buf, n);
+}
+
+// A log-probability in millionths as a decimal: "-0.512345".
+static void
+lp_text(char *buf, int size, int micro)
+{
+  uint64 a = micro < 0 ? -(int64)micro : micro;
+  snprintf(buf, size, "%s%lu.%06lu", micro < 0 ? "-" : "", a / LLM_MICRO, a % LLM_MICRO);
+}
+
+// The token hook of --stream and --logprobs: the id as --stream writes it
+// (the finished line is the same), then --logprobs' line (format atop).
+static void
+token_out(int i, int id)
+{
+  stream_id(i, id);
+  struct llm_logprob *r = &stream_stop->last;
+  if (!stream_stop->logprobs)
+    return;
+  char line[256], lp[24];
+  lp_text(lp, sizeof(lp), llm_lp_micro(r->lp));
+  int n = snprintf(line, sizeof(line), "%s: logprob i=%d id=%d lp=%s top=", llm_prog, i, id, lp);
+  for (int k = 0; k < r->ntop; k++) {
+    lp_text(lp, sizeof(lp), llm_lp_micro(r->top_lp[k]));
+    n += snprintf(line + n, sizeof(line) - n, "%s%d:%s", k ? "," : "", r->top_id[k], lp);
+  }
+  line[n++] = '\n';
+  write(2, line, n);
 }
 
 // One request from a list of ids (count may exceed what ids holds).
@@ -573,7 +683,13 @@ use_sampler(struct llm_sampler *sp, int vocab)
       fprintf(2, "%s: --stop: id %d is not below vocab_size %d\n", llm_prog, sp->stop[i], vocab);
       return -1;
     }
-  if (sp->temp > 0 && llm_sampler_alloc(sp, vocab) < 0) {
+  for (int i = 0; i < sp->nbias; i++)
+    if (sp->bias_id[i] >= vocab) {
+      fprintf(2, "%s: --logit-bias: id %d is not below vocab_size %d\n", llm_prog, sp->bias_id[i],
+          vocab);
+      return -1;
+    }
+  if (llm_sampler_needs_work(sp) && llm_sampler_alloc(sp, vocab) < 0) {
     fprintf(2, "%s: out of memory for the sampler\n", llm_prog);
     return -1;
   }
@@ -607,10 +723,9 @@ llm_cli_main(const struct llm_model *md, int argc, char **argv)
   }
   s.sampler = &o.smp;
   llm_pool_start(o.threads); // 0: as many as run at once
-  if (o.stream) {
-    llm_token_hook = stream_id; // llm_session_run then prints no id line
-    stream_stop = &o.smp;
-  }
+  stream_stop = &o.smp;
+  if (o.stream || o.smp.logprobs)
+    llm_token_hook = token_out; // llm_session_run then prints no id line
   if (o.use_stdin)
     r = serve_stdin(md, &rt, &s, o.quiet, o.batch);
   else

@@ -366,15 +366,15 @@ batch_plan(struct llm_req **r, int nr, int *take)
   }
 }
 
-// Append request r's next id: the head's greedy id, or a sample from its
-// logits (row k of s->logits) when r->sampler has a temperature; r is done
-// at predict ids or after a stop id.
+// Append request r's next id: r->sampler's choice from its logits (row k
+// of s->logits; greedy: the head's id, user/llm/sample.c); r is done at
+// predict ids or after a stop id.
 static void
 req_next(struct llm_runtime *rt, struct llm_session *s, struct llm_req *r, int greedy, int k)
 {
-  int V = rt->cfg.vocab_size, id = greedy;
-  if (r->sampler && r->sampler->temp > 0)
-    id = llm_sample(r->sampler, s->logits + (uint64)k * V, V);
+  int V = rt->cfg.vocab_size;
+  int id =
+      llm_sampler_next(r->sampler, s->logits + (uint64)k * V, V, greedy, r->kv->seq + r->n, r->gen);
   r->kv->seq[r->n + r->gen++] = id;
   r->done = r->gen >= r->predict || llm_is_stop(r->sampler, id);
 }

@@ -560,6 +560,33 @@ batching_real(void)
   expect("batch: cancelled, the table empties within a step", wait_used(0, 200), 0);
 }
 
+// Penalties, biases and logprobs out of range (docs/AI_SERVICE.md,
+// section 10): refused at submit; the records' reader checks its range.
+static void
+bad_adjust_options(void)
+{
+  struct ai_logprob rec;
+  static const struct {
+    const char *what;
+    struct ai_opts o;
+  } bad[] = {
+    { "bad: presence penalty above 2", { .presence_micro = AI_PENALTY_MAX + 1 } },
+    { "bad: frequency penalty below -2", { .frequency_micro = -AI_PENALTY_MAX - 1 } },
+    { "bad: bias count -1", { .nbias = -1 } },
+    { "bad: bias count above AI_MAX_BIAS", { .nbias = AI_MAX_BIAS + 1 } },
+    { "bad: bias above 100", { .nbias = 1, .bias = { { 1, AI_BIAS_MAX + 1 } } } },
+    { "bad: logprobs above 1 + AI_MAX_TOPLP", { .logprobs = AI_MAX_TOPLP + 2 } },
+    { "bad: logprobs -1", { .logprobs = -1 } },
+  };
+  for (int i = 0; i < (int)(sizeof(bad) / sizeof(bad[0])); i++)
+    expect(bad[i].what, ai_submit_opts(P, 3, 1, &bad[i].o), -AIE_BADARG);
+  struct ai_opts o = { .nbias = 1, .bias = { { vocab, 0 } } };
+  expect("bad: bias id == vocab", ai_submit_opts(P, 3, 1, &o), -AIE_TOKEN);
+  expect("bad: logprobs from -1", ai_logprobs(1, &rec, -1, 1), -AIE_BADARG);
+  expect("bad: logprobs cap 0", ai_logprobs(1, &rec, 0, 0), -AIE_BADARG);
+  expect("bad: logprobs of a reqid never issued", ai_logprobs(0x7ffffff0, &rec, 0, 1), -AIE_NOREQ);
+}
+
 static void
 bad_arguments(void)
 {
@@ -595,6 +622,7 @@ bad_arguments(void)
   memset(&o, 0, sizeof(o));
   o.top_p_micro = AI_MICRO + 1;
   expect("bad: top_p above 1", ai_submit_opts(P, 3, 1, &o), -AIE_BADARG);
+  bad_adjust_options();
   expect("bad: options pointer in kernel memory",
       ai_submit_opts(P, 3, 1, (struct ai_opts *)BADADDR), -AIE_FAULT);
   expect("bad: options past the end of memory",

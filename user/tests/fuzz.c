@@ -310,7 +310,8 @@ known_errno(long e)
 static int
 is_ai(long nr)
 {
-  return (nr >= SYS_ai_submit && nr <= SYS_ai_submit_opts) || nr == SYS_ai_table;
+  return (nr >= SYS_ai_submit && nr <= SYS_ai_submit_opts) || nr == SYS_ai_table ||
+      nr == SYS_ai_logprobs || nr == SYS_ai_logprob;
 }
 
 static int
@@ -622,7 +623,7 @@ call_ai(struct call *c)
     break;
   default: { // worker-only calls from a caller: refused
     static const long worker[] = { SYS_ai_register, SYS_ai_progress, SYS_ai_complete, SYS_ai_fail,
-      SYS_ai_take, SYS_ai_emit }; // (an ai_next that succeeds would take a request)
+      SYS_ai_take, SYS_ai_emit, SYS_ai_logprob }; // (an ai_next that succeeds would take one)
     c->nr = worker[pick(NELEM(worker))];
     c->a[0] = c->nr == SYS_ai_register ? (chance(50) ? 0 : pick(100000)) : anyreqid();
     c->a[1] = c->nr == SYS_ai_register ? (chance(50) ? 0 : pick(1000)) : okptr(1024);
@@ -634,9 +635,10 @@ call_ai(struct call *c)
   }
 }
 
-// ai_stream and ai_right, which any process may call. A stream read blocks
-// only until the request has an id at `from` or ends: only on requests of
-// our own that a worker serves (with a real worker, submits are all bad).
+// ai_stream, ai_logprobs and ai_right, which any process may call. A
+// stream read blocks only until the request has an id at `from` or ends:
+// only on requests of our own that a worker serves (with a real worker,
+// submits are all bad). ai_logprobs never blocks.
 static void
 call_ai_any(struct call *c)
 {
@@ -650,6 +652,10 @@ call_ai_any(struct call *c)
   long cap = anylen();
   c->nr = SYS_ai_stream;
   c->a[0] = aiblock ? anyreqid() : -1;
+  if (chance(30)) {
+    c->nr = SYS_ai_logprobs;
+    c->a[0] = anyreqid();
+  }
   c->a[2] = froms[pick(NELEM(froms))];
   c->a[3] = cap;
   dataptr(c, 1, cap, 1);
@@ -1034,7 +1040,7 @@ static void
 worker_noise(int reqid)
 {
   static const long nrs[] = { SYS_ai_progress, SYS_ai_complete, SYS_ai_fail, SYS_ai_emit,
-    SYS_ai_take };
+    SYS_ai_take, SYS_ai_logprob };
   struct call c;
   int kind;
 

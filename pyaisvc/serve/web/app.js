@@ -2,6 +2,9 @@
 //
 // The chat posts the conversation to /v1/chat/completions with stream: true
 // and greedy decoding, and shows the reply as its Server-Sent Events come.
+// With "alternatives" ticked it asks for logprobs (top 5) too, and each
+// token of the reply becomes a span whose tooltip lists the 5 likeliest
+// tokens at that step with their probabilities.
 // The table follows /v1/aisvc/table/stream: one snapshot of the kernel's
 // request table (ai_table in the guest) five times a second, drawn as the
 // 16 slots coloured by state, the FIFO, the batch, and the TTFT / TPOT of
@@ -84,6 +87,19 @@ function addMessage(role, text) {
   return div;
 }
 
+// A token of the reply with its alternatives (a logprobs.content entry) as
+// a span: the token's text, its tooltip the likeliest tokens and their
+// probabilities.
+function tokenSpan(entry) {
+  const span = document.createElement("span");
+  span.className = "tok";
+  span.textContent = entry.token;
+  span.title = entry.top_logprobs
+    .map((t) => `${JSON.stringify(t.token)}  ${(100 * Math.exp(t.logprob)).toFixed(1)}%`)
+    .join("\n");
+  return span;
+}
+
 function showError(id, text) {
   $(id).textContent = text;
   $(id).hidden = !text;
@@ -102,6 +118,7 @@ async function send() {
   const reply = addMessage("assistant", "");
   reply.classList.add("streaming");
   let content = "";
+  const alternatives = $("alternatives").checked; // then the tokens come as spans
   try {
     const resp = await api("/v1/chat/completions", {
       method: "POST",
@@ -112,15 +129,22 @@ async function send() {
         stream: true,
         temperature: 0,
         max_tokens: Number($("max-tokens").value),
+        ...(alternatives ? { logprobs: true, top_logprobs: 5 } : {}),
       }),
     });
     if (!resp.ok) throw new Error(await errorText(resp));
     await readEvents(resp, (chunk) => {
       if (chunk.error) throw new Error(chunk.error.message);
-      const delta = chunk.choices && chunk.choices[0] && chunk.choices[0].delta;
+      const choice = chunk.choices && chunk.choices[0];
+      const delta = choice && choice.delta;
       if (delta && delta.content) {
         content += delta.content;
-        reply.textContent = content;
+        const entries = (choice.logprobs && choice.logprobs.content) || [];
+        if (entries.map((e) => e.token).join("") === delta.content) {
+          for (const entry of entries) reply.appendChild(tokenSpan(entry));
+        } else {
+          reply.appendChild(document.createTextNode(delta.content));
+        }
         $("messages").scrollTop = $("messages").scrollHeight;
       }
     });
