@@ -33,7 +33,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "generate": ("generate", "generate a continuation (guest or numpy reference)"),
     "bench": ("bench", "measure model loading time, TTFT and TPOT: tables and plots"),
     "chat": ("chat", "talk to a model loaded in the guest, one line at a time"),
-    "serve": ("serve", "serve the kernel AI service over HTTP (OpenAI API) on 127.0.0.1"),
+    "serve": ("serve", "serve the kernel AI service over HTTP (OpenAI API), for a room too"),
 }
 
 

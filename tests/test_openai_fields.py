@@ -94,7 +94,8 @@ def test_offered_chat_fields_reach_the_guest() -> None:
 @pytest.mark.parametrize("fields, param, words", REFUSED)
 def test_unoffered_values_are_400s_naming_the_field(fields, param, words) -> None:
     async def body(client, engine, fake):
-        r = await client.post("/v1/chat/completions", content=json.dumps(chat(**fields)))
+        r = await client.post("/v1/chat/completions", content=json.dumps(chat(**fields)),
+                              headers={"content-type": "application/json"})
         assert r.status_code == 400, r.text
         err = r.json()["error"]
         assert err["param"] == param and words in err["message"], err

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import random
 import shutil
 import socket
 import tempfile
@@ -385,3 +386,76 @@ def test_gateway_refuses_malformed_frames(gateway: PortGuest, smol_assets: Path)
     ids, end = _collect(gateway, {60})[60]
     assert ids == want and end[:3] == ["E", "60", "length"], (ids, end)
     assert _info(gateway)["used"] == 0
+
+
+# The S frame's number fields: (index of the word after "S", its largest value).
+S_FIELDS = [(0, 2**31 - 1), (1, 2**31 - 1), (2, 2**32 - 1), (3, 2**32 - 1), (4, 2**32 - 1),
+            (5, 2**64 - 1)]
+PAST = ["{max1}", str(2**64), str(2**64 + 7), "9" * 25, "+1", "-0", "1_0", "0x1", "1e3"]
+
+
+def _fields(rid: int, nstop: int = 0, stops: list[str] | None = None) -> list[str]:
+    """A greedy S frame's words after "S": predict 2, no penalty, bias or logprobs, the
+    prompt one id."""
+    return [str(rid), "2", "0", "0", "0", "0", str(nstop), *(stops or []), "0", "0", "0", "0",
+            "1", "5"]
+
+
+def _answer_ends(g: PortGuest, rid: int) -> list[str]:
+    """The gateway's answer to rid's frame: its X, or its E after its T frames."""
+    while (words := g.frame())[0] == "T":
+        assert words[1] == str(rid), words
+    assert words[0] in ("X", "E") and words[1] == str(rid), words
+    return words
+
+
+@pytest.mark.guest
+def test_gateway_numbers_at_and_past_their_bounds(gateway: PortGuest,
+                                                  smol_assets: Path) -> None:
+    rid = 100
+    for i, most in S_FIELDS:
+        for value in [*PAST, str(most)]:
+            rid += 1
+            words = _fields(rid)
+            words[i] = value.format(max1=most + 1)
+            gateway.send_frame("S " + " ".join(words))
+            in_range = value == str(most)
+            said = rid if i else most if in_range else 0  # the rid the answer names
+            got = _answer_ends(gateway, said)
+            if in_range:  # the kernel's answer, or the request served: never malformed
+                assert got[2] != "200", (i, value, got)
+            else:
+                assert got[:3] == ["X", str(said), "200"], (i, value, got)
+    for nstop in range(5, 10):  # beyond AI_MAX_STOP: refused, nothing written past stop[]
+        rid += 1
+        gateway.send_frame("S " + " ".join(_fields(rid, nstop, ["7"] * nstop)))
+        assert gateway.frame()[:3] == ["X", str(rid), "200"]
+    for stop in [str(2**32 - 1), str(2**32), "-1"]:
+        rid += 1
+        gateway.send_frame("S " + " ".join(_fields(rid, 1, [stop])))
+        got = _answer_ends(gateway, rid)
+        assert (got[2] == "200") == (stop != str(2**32 - 1)), (stop, got)
+    for line in ["C " + str(2**31), "C " + str(2**64 + 3), "C -1", "C +5"]:
+        gateway.send_frame(line)
+        assert gateway.frame()[:3] == ["X", "0", "200"], line
+    # It still serves right, and holds nothing.
+    want = lc.reference_ids(smol_assets, [lc.FRANCE["smol"]], GEN)[0]
+    gateway.send_frame(_submit(61, lc.FRANCE["smol"], GEN))
+    ids, end = _collect(gateway, {61})[61]
+    assert ids == want and end[:3] == ["E", "61", "length"], (ids, end)
+    assert _info(gateway)["used"] == 0
+
+
+@pytest.mark.guest
+def test_gateway_survives_random_bytes_and_long_lines(gateway: PortGuest,
+                                                      smol_assets: Path) -> None:
+    rng = random.Random(43)
+    for n in (1, 100, 4095, 4096, 5000, 20000):
+        junk = b"\x01" + bytes(rng.randrange(256) for _ in range(n)).replace(b"\n", b"")
+        gateway.sock.sendall(junk + b"\n")
+        words = gateway.frame()
+        assert words[:3] == ["X", "0", "200"], (n, words)
+    want = lc.reference_ids(smol_assets, [lc.FRANCE["smol"]], GEN)[0]
+    gateway.send_frame(_submit(62, lc.FRANCE["smol"], GEN))
+    ids, end = _collect(gateway, {62})[62]
+    assert ids == want and end[:3] == ["E", "62", "length"], (ids, end)

@@ -18,6 +18,10 @@ after the first end-of-text / end-of-turn id and decoded:
 - a client that leaves mid-stream: its kernel request is cancelled (no live
   request in the kernel's table) and the next request is served;
 - bad input, each a 4xx with a message, the guest untouched;
+- a cross-site POST (no JSON Content-Type), a foreign Host, a foreign Origin
+  refused; 2,000 idle connections and a slow body beside /health and a
+  correct completion, all closed by the deadlines; 20 table streams beside 8
+  completions (their TTFT printed with and without);
 - schemathesis over the server's own OpenAPI schema (bounded);
 - QEMU killed mid-request: 503, /health says so, then a fresh guest serves;
 - Ctrl-C stops the server and QEMU.
@@ -56,6 +60,9 @@ FRANCE_TEXT = "The capital of France is"
 COUNTING = "1, 2, 3, 4, 5, 6, 7, 8,"  # greedy SmolLM2 counts on past 200 ids: a long request
 N = 12  # ids per checked request
 ENDS = {0, 2}  # <|endoftext|>, <|im_end|>: every reply ends at them
+IDLE_CONNECTIONS = 2000
+IDLE_TIMEOUT = 3  # the server's --idle-timeout here: short, so the test is
+BODY_TIMEOUT = 5  # its --body-timeout
 QUEUE = 4  # the server's host queue: requests beyond the gateway's window of 8
 BOOT_SECONDS = 900.0  # build what is missing, boot, load the model: generous on a busy host
 
@@ -110,7 +117,9 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     port = free_port()
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "pyaisvc", "serve", "--model", "smol",
-                                 "--port", str(port), "--queue", str(QUEUE), "--verbose"],
+                                 "--port", str(port), "--queue", str(QUEUE), "--verbose",
+                                 "--idle-timeout", str(IDLE_TIMEOUT),
+                                 "--body-timeout", str(BODY_TIMEOUT)],
                                 cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     srv = Server(f"http://127.0.0.1:{port}", proc, log)
     try:
@@ -350,6 +359,95 @@ def test_the_api_fuzzer_finds_no_server_error(server: Server, tmp_path: Path) ->
     out = server.client().completions.create(model="smol", prompt=FRANCE_TEXT, max_tokens=N,
                                              temperature=0)
     assert out.choices[0].text == text
+
+
+# ---------------------------------------------------------------- the door and the bounds
+
+def test_cross_site_and_rebinding_requests_are_refused(server: Server) -> None:
+    body = json.dumps({"model": "smol", "prompt": FRANCE_TEXT, "max_tokens": 2})
+    for headers in ({}, {"content-type": "text/plain"}):  # a page's form or text POST
+        r = httpx.post(server.url + "/v1/completions", content=body, headers=headers,
+                       timeout=60)
+        assert r.status_code == 415, (headers, r.text)
+    r = httpx.get(server.url + "/metrics", headers={"host": "evil.example:8080"}, timeout=60)
+    assert r.status_code == 421 and r.json()["error"]["code"] == "host_not_allowed"
+    r = httpx.post(server.url + "/v1/aisvc/burst", json={"n": 8},
+                   headers={"origin": "http://evil.example"}, timeout=60)
+    assert r.status_code == 403
+    assert httpx.get(server.url + "/v1/models", timeout=60).status_code == 200
+
+
+def test_idle_and_slow_connections_leave_serving_alone_and_are_closed(server: Server) -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 2200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 2200), hard))
+    host, port = "127.0.0.1", int(server.url.rsplit(":", 1)[1])
+    text, _, _ = expected(reference(lc.FRANCE["smol"]))
+
+    async def main() -> None:
+        idle = [await asyncio.open_connection(host, port) for _ in range(IDLE_CONNECTIONS)]
+        slow_r, slow_w = await asyncio.open_connection(host, port)
+        slow_w.write(b"POST /v1/completions HTTP/1.1\r\nHost: localhost\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 500\r\n\r\n{")
+        async with httpx.AsyncClient(base_url=server.url, timeout=600) as client:
+            t0 = time.monotonic()
+            assert (await client.get("/health")).status_code == 200
+            took = time.monotonic() - t0
+            assert took < 1.0, f"/health took {took:.2f} s beside {len(idle)} idle connections"
+            r = await client.post("/v1/completions", json={
+                "model": "smol", "prompt": FRANCE_TEXT, "max_tokens": N, "temperature": 0})
+            assert r.status_code == 200 and r.json()["choices"][0]["text"] == text, r.text
+        head = (await asyncio.wait_for(slow_r.read(), BODY_TIMEOUT + 30)).split(b"\r\n")[0]
+        assert b" 408 " in head, head
+        ends = await asyncio.gather(*(asyncio.wait_for(r.read(), IDLE_TIMEOUT + 30)
+                                      for r, _ in idle))
+        assert all(e == b"" for e in ends)  # every idle connection closed by the server
+        for _, w in [*idle, (slow_r, slow_w)]:
+            w.close()
+
+    asyncio.run(main())
+    assert server.health().status_code == 200
+
+
+def test_twenty_table_streams_beside_eight_completions(server: Server) -> None:
+    prompts = eight_prompts()
+
+    async def ttft(client: httpx.AsyncClient, prompt: list[int]) -> float:
+        t0 = time.monotonic()
+        async with client.stream("POST", "/v1/completions", json={
+                "model": "smol", "prompt": prompt, "max_tokens": 4, "temperature": 0,
+                "stream": True}) as r:
+            async for line in r.aiter_lines():
+                if line.startswith("data: {") and json.loads(line[6:])["choices"][0]["text"]:
+                    return time.monotonic() - t0
+        raise AssertionError("no text came")
+
+    async def follow(client: httpx.AsyncClient, got: list[int]) -> None:
+        async with client.stream("GET", "/v1/aisvc/table/stream") as r:
+            assert r.status_code == 200
+            async for line in r.aiter_lines():
+                if line.startswith("data: {") and "slots" in line:
+                    got.append(1)
+
+    async def burst(streams: int) -> tuple[float, int]:
+        async with httpx.AsyncClient(base_url=server.url, timeout=600) as client:
+            got: list[int] = []
+            watchers = [asyncio.create_task(follow(client, got)) for _ in range(streams)]
+            await asyncio.sleep(1.0 if streams else 0)
+            ttfts = await asyncio.gather(*(ttft(client, p) for p in prompts))
+            for w in watchers:
+                w.cancel()
+            await asyncio.gather(*watchers, return_exceptions=True)
+        return sorted(ttfts)[len(ttfts) // 2], len(got)
+
+    alone, _ = asyncio.run(burst(0))
+    watched, snapshots = asyncio.run(burst(20))
+    print(f"\n8 completions' TTFT p50: {alone * 1e3:.0f} ms alone, {watched * 1e3:.0f} ms "
+          f"beside 20 table streams ({snapshots} snapshots delivered)")
+    assert snapshots >= 20  # every stream got snapshots
+    assert watched < 3 * alone + 2.0, (alone, watched)  # a bound, not a timing ratio
 
 
 # ---------------------------------------------------------------- faults

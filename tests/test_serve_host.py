@@ -20,7 +20,7 @@ from host import llmcases as lc
 
 from pyaisvc.chattemplate import render
 from pyaisvc.serve import frames
-from pyaisvc.serve.app import Limits, Service, create_app
+from pyaisvc.serve.app import Access, Limits, Service, create_app
 from pyaisvc.serve.gateway import Gateway, GuestDown, QueueFull
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.serve.text import TextStream
@@ -47,7 +47,9 @@ class FakeGateway:
             self.seen.append(line.strip())
             w = line.split()
             if w[0] == "H":
-                writer.write(f"R gateway {frames.PROTOCOL} {VOCAB} {SEQ} {self.window}\n".encode())
+                nonce = "".join(" " + x for x in w[1:2])
+                writer.write(f"R gateway {frames.PROTOCOL} {VOCAB} {SEQ} {self.window}{nonce}\n"
+                             .encode())
             elif w[0] == "I":
                 writer.write(f"I {len(self.live)} 0 {len(self.live)} 0 0 0 3\n".encode())
             elif w[0] == "C":
@@ -87,13 +89,13 @@ class FakeGateway:
         writer.write(f"E {rid} {finish} {n} 5 10 1000 2000\n".encode())
 
 
-async def connect(fake: FakeGateway, queue_max: int) -> tuple[Gateway, asyncio.Task[None],
-                                                              asyncio.StreamWriter]:
+async def connect(fake: FakeGateway, queue_max: int, **kw) -> tuple[
+        Gateway, asyncio.Task[None], asyncio.StreamWriter]:
     host_sock, guest_sock = socket.socketpair()
     g_reader, g_writer = await asyncio.open_connection(sock=guest_sock)
-    asyncio.create_task(fake.serve(g_reader, g_writer))
+    fake.task = asyncio.create_task(fake.serve(g_reader, g_writer))  # held: not collected
     reader, writer = await asyncio.open_connection(sock=host_sock)
-    gw = await Gateway.connect(reader, writer, queue_max, timeout=5)
+    gw = await Gateway.connect(reader, writer, queue_max, timeout=5, **kw)
     return gw, asyncio.create_task(gw.run()), g_writer
 
 
@@ -292,16 +294,18 @@ class FakeEngine:
         return await self.gw.submit(prompt, predict, opts, stops)
 
 
-def api_test(script: list[int], window: int, queue_max: int, body):
+def api_test(script: list[int], window: int, queue_max: int, body, access: Access | None = None,
+             burst: bool = False, body_seconds: float = 30.0):
     """Runs body(client, engine, fake) against the app over a fake gateway."""
     async def main():
         fake = FakeGateway(window, script, delay=0.005)
         gw, run, _ = await connect(fake, queue_max)
         engine = FakeEngine(gw)
         limits = Limits(VOCAB, SEQ, 255)
-        app = create_app(Service("smol", engine, load_tokenizer("smol"), limits, Metrics()))
+        service = Service("smol", engine, load_tokenizer("smol"), limits, Metrics(), burst=burst)
+        app = create_app(service, access, body_seconds)
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             await body(client, engine, fake)
         run.cancel()
 
@@ -379,7 +383,8 @@ def test_bad_requests_are_400s_naming_the_field() -> None:
 
     async def body(client, engine, fake):
         for req, status, param in cases:
-            r = await client.post("/v1/completions", content=json.dumps(req))
+            r = await client.post("/v1/completions", content=json.dumps(req),
+                                  headers={"content-type": "application/json"})
             assert r.status_code == status, (req, r.text)
             err = r.json()["error"]
             assert err["param"] == param and param in err["message"], (req, err)
@@ -428,7 +433,7 @@ def test_openapi_documents_every_reply() -> None:
                         f"{method} {path} {status}: no reply schema: {reply}"
         limits = (await client.get("/v1/aisvc/limits")).json()
         assert limits == {"vocab": VOCAB, "seq_len": SEQ, "max_prompt": 255,
-                          "max_predict": 255}
+                          "max_predict": 255, "max_burst": 8}
 
     api_test([5], window=1, queue_max=0, body=body)
 

@@ -74,8 +74,8 @@ def url(tmp_path_factory: pytest.TempPathFactory):
     port = _free_port()
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "pyaisvc", "serve", "--model", "smol",
-                                 "--port", str(port), "--batch", "4"], cwd=ROOT, stdout=out,
-                                stderr=subprocess.STDOUT)
+                                 "--port", str(port), "--batch", "4", "--enable-burst"],
+                                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + BOOT_SECONDS

@@ -8,7 +8,10 @@ Builds what is missing, boots the guest with the gateway port (a virtio
 console on a Unix socket), waits for the worker and the gateway, and serves
 OpenAI's /v1/completions and /v1/chat/completions, /v1/models, /health,
 /metrics, /tokenize and /detokenize, and the kernel's table live (the page
-at /, /v1/aisvc/table and its stream) on 127.0.0.1 only (pyaisvc/serve/).
+at /, /v1/aisvc/table and its stream) (pyaisvc/serve/). On 127.0.0.1 by
+default; `--host ADDR` serves another address (a room: `--host 0.0.0.0`),
+which needs `--api-key KEY` (or $AISVC_API_KEY): then every request but
+/health and the page's files needs `Authorization: Bearer KEY`.
 A guest that dies is replaced by a fresh one; Ctrl-C (or SIGTERM) stops the
 server and QEMU.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import socket
 import sys
@@ -27,12 +31,17 @@ from pyaisvc import qemu
 from pyaisvc.assets import load_config
 from pyaisvc.errors import AisvcError, CommandError
 from pyaisvc.llmguest import MODELS, max_batch, max_prompt, prepare
-from pyaisvc.serve.app import Limits, Service, create_app
+from pyaisvc.serve.app import BODY_SECONDS, Limits, Service, create_app
+from pyaisvc.serve.bounds import header_deadline, raise_open_files
 from pyaisvc.serve.engine import QUEUE_MAX, Engine, EngineConfig
 from pyaisvc.serve.metrics import Metrics
+from pyaisvc.serve.security import Access, is_loopback, server_names
 from pyaisvc.tokenizer import load_tokenizer
 
-HOST = "127.0.0.1"  # loopback only: the service has no authentication
+HOST = "127.0.0.1"  # the default: loopback, where no key is needed
+KEY_ENV = "AISVC_API_KEY"
+MAX_CONNECTIONS = 2048  # a room of 100 browsers holds about 600 (6 each)
+IDLE_SECONDS = 5.0  # a connection without a request head this long is closed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,8 +51,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="which model (default smol)")
     parser.add_argument("--assets", type=Path, metavar="DIR", help="asset directory (default "
                         + " or ".join(str(m.assets) for m in MODELS.values()) + ")")
-    parser.add_argument("--port", type=int, default=8080, help="TCP port on 127.0.0.1 "
+    parser.add_argument("--host", default=HOST, metavar="ADDR",
+                        help=f"the address to listen on (default {HOST}; 0.0.0.0: every "
+                        "address, for a room); any but loopback needs --api-key")
+    parser.add_argument("--port", type=int, default=8080, help="TCP port "
                         "(default 8080; 0: any free port, printed)")
+    parser.add_argument("--api-key", default=os.environ.get(KEY_ENV), metavar="KEY",
+                        help="every request but /health and the page's files must send "
+                        f"'Authorization: Bearer KEY' (default: ${KEY_ENV}; none)")
+    parser.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                        help="let pages of ORIGIN (e.g. http://lab.example:3000) call the "
+                        "API from a browser (repeatable; default: the server's own only)")
+    parser.add_argument("--enable-burst", action="store_true",
+                        help="serve /v1/aisvc/burst without an API key (on with a key)")
+    parser.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS, metavar="N",
+                        help=f"open connections at most; more get 503 (default "
+                        f"{MAX_CONNECTIONS})")
+    parser.add_argument("--idle-timeout", type=float, default=IDLE_SECONDS, metavar="S",
+                        help="close a connection that sends no request head for S seconds "
+                        f"(default {IDLE_SECONDS:g})")
+    parser.add_argument("--body-timeout", type=float, default=BODY_SECONDS, metavar="S",
+                        help=f"408 for a request body not received in S seconds (default "
+                        f"{BODY_SECONDS:g})")
     parser.add_argument("--queue", type=int, default=QUEUE_MAX, metavar="N",
                         help="requests the host queue holds beyond the gateway's window; "
                         f"more get 429 (default {QUEUE_MAX})")
@@ -76,7 +105,9 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"serve: --batch {args.batch} must be 1..{max_batch()} "
                            "(ai_daemon's AI_BATCH)")
     append = f"aibatch={args.batch}" if args.batch is not None else ""
-    _check_port(args.port)
+    access = _access(args)
+    _check_port(args.host, args.port)
+    _open_files(args.max_connections)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="serve: %(message)s", stream=sys.stderr)
     spec = MODELS[args.model]
@@ -91,9 +122,10 @@ def run(args: argparse.Namespace) -> int:
         metrics = Metrics()
         engine = Engine(EngineConfig(p.kernel, p.image, args.ram or spec.ram, cpus, args.qemu,
                                      queue_max=args.queue, append=append), metrics)
-        app = create_app(Service(args.model, engine, tok, limits, metrics))
+        service = Service(args.model, engine, tok, limits, metrics, burst=args.enable_burst)
+        app = create_app(service, access, args.body_timeout)
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill PID: as Ctrl-C
-        asyncio.run(_serve(engine, app, args.port, p.title, cpus))
+        asyncio.run(_serve(engine, app, args, p.title))
     except AisvcError as e:
         raise CommandError(f"serve: {e}") from e
     except KeyboardInterrupt:
@@ -101,22 +133,52 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_port(port: int) -> None:
-    """CommandError now, before the guest boots, when the port cannot be had."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+def _access(args: argparse.Namespace) -> Access:
+    """Who the server lets in, from --host, --api-key and --cors-origin; CommandError for
+    a non-loopback address without a key, or a bad limit."""
+    key = args.api_key or None
+    if not is_loopback(args.host) and key is None:
+        raise CommandError(f"serve: --host {args.host} opens the server to other machines; "
+                           f"give it a key: --api-key KEY (or ${KEY_ENV}=KEY)")
+    if args.max_connections < 16:
+        raise CommandError("serve: --max-connections must be at least 16")
+    if args.idle_timeout <= 0 or args.body_timeout <= 0:
+        raise CommandError("serve: --idle-timeout and --body-timeout must be above 0")
+    bad = [o for o in args.cors_origin if not o.startswith(("http://", "https://"))
+           or o.count("/") != 2]
+    if bad:
+        raise CommandError(f"serve: --cors-origin {bad[0]!r} is not an origin; write it as "
+                           "scheme://host[:port], e.g. http://lab.example:3000")
+    return Access(key=key, hosts=server_names(args.host), origins=frozenset(args.cors_origin))
+
+
+def _open_files(connections: int) -> None:
+    """Raises the open-file limit to fit the connections; says so when it cannot."""
+    soft, fits = raise_open_files(connections)
+    if fits < connections:
+        print(f"serve: the open-file limit is {soft} (its hard limit): about {fits} "
+              f"connections fit, not {connections}; raise it (ulimit -Hn) or lower "
+              "--max-connections", file=sys.stderr)
+
+
+def _check_port(host: str, port: int) -> None:
+    """CommandError now, before the guest boots, when the address cannot be had."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind((HOST, port))
+            s.bind((host, port))
         except OSError as e:
-            raise CommandError(f"serve: cannot listen on {HOST}:{port} ({e.strerror}); "
-                               "choose another --port") from e
+            raise CommandError(f"serve: cannot listen on {host}:{port} ({e.strerror}); "
+                               "choose another --port or --host") from e
 
 
-async def _serve(engine: Engine, app, port: int, title: str, cpus: int) -> None:
-    """Boots the guest (engine.start), then serves app on 127.0.0.1:port until the server
+async def _serve(engine: Engine, app, args: argparse.Namespace, title: str) -> None:
+    """Boots the guest (engine.start), then serves app on --host:--port until the server
     stops; QEMU is stopped however it ends."""
     import uvicorn
 
+    cpus = args.cpus
     print(f"serve: booting the guest ({cpus} hart(s)) ...", file=sys.stderr, flush=True)
     try:
         await engine.start()
@@ -125,15 +187,20 @@ async def _serve(engine: Engine, app, port: int, title: str, cpus: int) -> None:
         print(f"serve: {title} in the guest (QEMU pid {engine.qemu_pid}, {cpus} hart(s)); "
               f"gateway window {ready.window}, seq_len {ready.seq_len}",
               file=sys.stderr, flush=True)
-        config = uvicorn.Config(app, host=HOST, port=port, log_level="warning",
-                                timeout_graceful_shutdown=3, lifespan="off")
+        config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
+                                timeout_graceful_shutdown=3, lifespan="off",
+                                http=header_deadline(args.idle_timeout),
+                                timeout_keep_alive=max(1, round(args.idle_timeout)),
+                                limit_concurrency=args.max_connections, backlog=1024)
         server = uvicorn.Server(config)
         serving = asyncio.create_task(server.serve())
         while not server.started and not serving.done():
             await asyncio.sleep(0.05)
         if server.started:
             bound = server.servers[0].sockets[0].getsockname()[1]
-            print(f"serve: listening on http://{HOST}:{bound} (OpenAI API at /v1; "
+            where = f"[{args.host}]" if ":" in args.host else args.host
+            keyed = "; API key required" if app.state.access.key else ""
+            print(f"serve: listening on http://{where}:{bound} (OpenAI API at /v1{keyed}; "
                   "Ctrl-C stops)", file=sys.stderr, flush=True)
         await serving
     finally:

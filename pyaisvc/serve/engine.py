@@ -133,6 +133,13 @@ class Engine:
             self._stop_guest()
             raise
         self._supervisor = asyncio.create_task(self._supervise(gw))
+        self._supervisor.add_done_callback(self._supervisor_ended)
+
+    def _supervisor_ended(self, task: asyncio.Task[None]) -> None:
+        """Says so, loudly, if the supervisor ever ends other than by close()."""
+        if not task.cancelled() and task.exception() is not None:
+            self.state, self.why_down = "down", f"the supervisor failed: {task.exception()!r}"
+            log.error("%s; the server no longer serves: restart it", self.why_down)
 
     async def submit(self, prompt: list[int], predict: int, opts: frames.Options,
                      stops: list[int]) -> Submitted:
@@ -223,13 +230,17 @@ class Engine:
 
     async def _supervise(self, gw: Gateway) -> None:
         """Keeps a guest up until cancelled: runs gw's frames and the poll, and when the
-        connection ends marks the guest down, stops it and boots fresh ones until one
-        comes up."""
+        connection ends (or reading it raised what nobody foresaw: logged with its
+        traceback) marks the guest down, stops it and boots fresh ones until one comes
+        up."""
         while True:
             poll = asyncio.create_task(self._poll(gw))
-            await gw.run()
+            try:
+                await gw.run()
+            except Exception:  # a bug on the host's side: this guest is dropped, not serving
+                log.exception("the gateway's reader failed")
             poll.cancel()
-            self.state, self.why_down = "down", str(gw.down or "")
+            self.state, self.why_down = "down", str(gw.down or "the gateway's reader failed")
             for gauge in (self.metrics.guest_up, self.metrics.live, self.metrics.queue_depth):
                 gauge.set(0)
             log.warning("%s; booting a fresh guest", self.why_down)
@@ -238,8 +249,10 @@ class Engine:
                 try:
                     gw = await self._bring_up()
                     break
-                except (AisvcError, OSError) as e:
-                    self.why_down = f"a boot failed: {str(e).splitlines()[0]}"
+                except Exception as e:  # AisvcError, OSError, or one not foreseen
+                    if not isinstance(e, AisvcError | OSError):
+                        log.exception("a boot failed unexpectedly")
+                    self.why_down = f"a boot failed: {(str(e) or repr(e)).splitlines()[0]}"
                     log.warning("%s; trying again in %.0f s", self.why_down, REBOOT_PAUSE)
                     await asyncio.to_thread(self._stop_guest)
                     await asyncio.sleep(REBOOT_PAUSE)

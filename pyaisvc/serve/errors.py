@@ -8,9 +8,12 @@ answer with them: an ``ApiError`` raised anywhere, pydantic's validation
 errors (as 400 naming the field, never FastAPI's 422) and Starlette's own
 HTTP errors (404 for an unknown path, 405, ...).
 
-Status codes: 400 a bad field (and malformed JSON), 404 an unknown model or
-path, 413 a body over the limit, 429 the host queue is full, 503 the guest
-is down or rebooting (both with ``Retry-After``).
+Status codes: 400 a bad field (and malformed JSON), 401 no or a wrong API
+key, 403 a page of another origin, 404 an unknown model or path, 408 a body
+not sent in time, 413 a body over the limit, 415 a body that is not JSON,
+421 a Host that does not name this server, 429 the host queue is full (or
+too many table streams), 503 the guest is down or rebooting (both with
+``Retry-After``).
 """
 
 from __future__ import annotations
@@ -68,6 +71,59 @@ def body_too_large(size: int, limit: int) -> ApiError:
                     code="body_too_large")
 
 
+def unauthorized(wrong: bool) -> ApiError:
+    """401: no API key, or a wrong one (wrong)."""
+    said = "the API key is wrong" if wrong else "this server needs an API key"
+    return ApiError(401, f"{said}: send the header 'Authorization: Bearer KEY' with the key "
+                    "the server was started with (--api-key)", None, code="invalid_api_key")
+
+
+def foreign_origin(origin: str) -> ApiError:
+    """403: a browser request from a page of another origin, which --cors-origin does not
+    list."""
+    return ApiError(403, f"requests from the origin {origin!r} are not allowed here; the "
+                    "server's owner may allow it with --cors-origin", None,
+                    code="origin_not_allowed")
+
+
+def wrong_host(host: str | None) -> ApiError:
+    """421: a Host header that does not name this server (a DNS rebinding page's, or
+    none)."""
+    return ApiError(421, f"the Host header {host!r} does not name this server; use the "
+                    "address it listens on (or localhost)", None, code="host_not_allowed")
+
+
+def not_json(content_type: str | None) -> ApiError:
+    """415: a request body that is not declared as JSON."""
+    said = "has no Content-Type" if content_type is None else f"is {content_type!r}"
+    return ApiError(415, f"the body {said}; send it as JSON with the header 'Content-Type: "
+                    "application/json'", None, code="unsupported_media_type")
+
+
+def body_too_slow(seconds: float) -> ApiError:
+    """408: a request body not received within its deadline."""
+    return ApiError(408, f"the request body did not arrive within {seconds:g} s; send it "
+                    "at once", None, code="request_timeout")
+
+
+def too_many_streams(limit: int) -> ApiError:
+    """429: the table's stream already has limit clients."""
+    return ApiError(429, f"the table stream already has {limit} clients; retry later or "
+                    "poll /v1/aisvc/table", None, "rate_limit_error", "too_many_streams")
+
+
+def burst_refused() -> ApiError:
+    """403: /v1/aisvc/burst on a server with neither an API key nor --enable-burst."""
+    return ApiError(403, "the burst is off on this server: start it with --api-key or "
+                    "--enable-burst", None, code="burst_disabled")
+
+
+def burst_busy() -> ApiError:
+    """429: a burst while another runs."""
+    return ApiError(429, "a burst is running; one at a time: retry when it ends", None,
+                    "rate_limit_error", "burst_busy")
+
+
 def queue_full(why: object) -> ApiError:
     """429: the host queue is full."""
     return ApiError(429, f"the server is busy: {why}; retry later", None, "rate_limit_error",
@@ -101,7 +157,7 @@ def validation_error(exc: RequestValidationError) -> ApiError:
                      not x.startswith(("list[", "function-")))
     if err.get("type") == "extra_forbidden":
         return ApiError(400, f"{where}: this server does not support this field", param)
-    if param == "n":
+    if param == "n" and err.get("ctx", {}).get("le") == 1:
         return ApiError(400, "n: this server returns one choice per request; n must be 1",
                         param)
     return ApiError(400, f"{where}: {err.get('msg')}", param)

@@ -2,10 +2,14 @@
 
 The framing's facts come from the gateway's header (user/ai/gateway.h) and
 the kernel's (kernel/include/aisvc.h), read with pyaisvc.cheader. Pure
-functions: ``submit``, ``cancel``, ``INFO``, ``TABLE`` and ``HELLO`` make the
+functions: ``submit``, ``cancel``, ``hello``, ``INFO`` and ``TABLE`` make the
 host's frames (bytes, one line each); ``parse`` reads one line the gateway sent
 into a ``Ready``, ``Tokens``, ``LogProbs``, ``End``, ``Failed``, ``Info`` or ``Table`` value, and
 raises ``FrameError`` for anything else, so a garbled line is named, never guessed at.
+Words are separated by exactly one space; every number is read at one place
+(``_number``): ASCII digits only (no sign, no ``_``), at most ``NUMBER_MAX``;
+an L frame's log-probabilities alone may have a leading ``-`` (``_signed``).
+``Ready`` needs a window of 1 or more.
 """
 
 from __future__ import annotations
@@ -42,7 +46,9 @@ NSLOT = _kernel("AI_NSLOT")  # the slots of the kernel's table
 # The slots' states, by their number (AI_FREE .. AI_FAILED).
 STATES = tuple(n.removeprefix("AI_") for n in sorted(
     ("AI_FREE", "AI_QUEUED", "AI_RUNNING", "AI_DONE", "AI_FAILED"), key=_kernel))
-HELLO = b"H\n"
+NUMBER_MAX = 2**64 - 1  # no field of a frame is wider than 64 bits
+NUMBER_DIGITS = len(str(NUMBER_MAX))
+NONCE_MAX = _gateway("GW_NONCE_MAX")
 INFO = b"I\n"
 TABLE = b"V\n"
 
@@ -72,6 +78,7 @@ class Ready:
     vocab: int
     seq_len: int
     window: int
+    nonce: int | None = None  # the hello's it answers; None: the gateway's own start
 
 
 @dataclass(frozen=True)
@@ -206,42 +213,79 @@ def cancel(rid: int) -> bytes:
     return f"C {rid}\n".encode()
 
 
+def hello(nonce: int) -> bytes:
+    """The H frame: the gateway answers it with an R frame carrying nonce."""
+    if not 0 <= nonce <= NONCE_MAX:
+        raise ValueError(f"nonce {nonce} outside 0..{NONCE_MAX}")
+    return f"H {nonce}\n".encode()
+
+
+def _number(word: str, line: str) -> int:
+    """word as a number 0..NUMBER_MAX, written in ASCII digits only; FrameError naming line
+    otherwise."""
+    if not (word.isascii() and word.isdigit()) or len(word) > NUMBER_DIGITS:
+        raise FrameError(f"a field is not a number: {line!r}")
+    v = int(word)
+    if v > NUMBER_MAX:
+        raise FrameError(f"a field is above 2^64-1: {line!r}")
+    return v
+
+
+def _signed(word: str, line: str) -> int:
+    """word as a number within 64 bits that may have a leading '-' (a log-probability);
+    FrameError naming line otherwise."""
+    v = _number(word[1:], line) if word.startswith("-") else _number(word, line)
+    if v > NUMBER_MAX >> 1:
+        raise FrameError(f"a signed field beyond 64 bits: {line!r}")
+    return -v if word.startswith("-") else v
+
+
+def _logprobs(rest: list[str], line: str) -> LogProbs:
+    """The L frame's words after the L: rid id lp ntop (id lp)..., each lp signed;
+    FrameError when the count does not match ntop."""
+    if len(rest) < 4 or len(rest) % 2:
+        raise FrameError(f"a logprob frame with the wrong number of fields: {line!r}")
+    rid, tok, ntop = _number(rest[0], line), _number(rest[1], line), _number(rest[3], line)
+    pairs = rest[4:]
+    if ntop != len(pairs) // 2 or ntop > MAX_TOPLP:
+        raise FrameError(f"a logprob frame with the wrong number of fields: {line!r}")
+    top = tuple((_number(pairs[i], line), _signed(pairs[i + 1], line))
+                for i in range(0, len(pairs), 2))
+    return LogProbs(rid, tok, _signed(rest[2], line), top)
+
+
 def _numbers(words: list[str], n: int | None, line: str) -> list[int]:
-    """words as integers (exactly n of them unless n is None); FrameError naming line
+    """words as numbers (exactly n of them unless n is None); FrameError naming line
     otherwise."""
     if n is not None and len(words) != n:
         raise FrameError(f"expected {n} fields: {line!r}")
-    try:
-        return [int(w) for w in words]
-    except ValueError:
-        raise FrameError(f"a field is not a number: {line!r}") from None
+    return [_number(w, line) for w in words]
 
 
 def parse(line: str) -> Frame:
     """One line from the gateway (without its newline) as a frame."""
-    words = line.split()
-    if not words:
+    words = line.split(" ")  # exactly one space between words, as the gateway writes
+    if not line:
         raise FrameError("an empty line")
+    if "" in words:
+        raise FrameError(f"an empty word (two spaces, or one at an end): {line!r}")
     kind, rest = words[0], words[1:]
     if kind == "R":
-        if len(rest) != 5 or rest[0] != "gateway":
+        if len(rest) not in (5, 6) or rest[0] != "gateway":
             raise FrameError(f"not a ready frame: {line!r}")
-        version, vocab, seq_len, window = _numbers(rest[1:], 4, line)
+        version, vocab, seq_len, window, *nonce = _numbers(rest[1:], None, line)
         if version != PROTOCOL:
             raise FrameError(f"gateway protocol {version}; this host speaks {PROTOCOL}")
-        return Ready(vocab, seq_len, window)
+        if window < 1:
+            raise FrameError(f"a ready frame with window {window}: {line!r}")
+        return Ready(vocab, seq_len, window, nonce[0] if nonce else None)
     if kind == "T":
         nums = _numbers(rest, None, line)
         if len(nums) < 2:
             raise FrameError(f"a token frame without ids: {line!r}")
         return Tokens(nums[0], tuple(nums[1:]))
     if kind == "L":
-        nums = _numbers(rest, None, line)  # the log-probabilities are signed
-        if len(nums) < 4 or nums[3] != (len(nums) - 4) // 2 or len(nums) % 2 or \
-                not 0 <= nums[3] <= MAX_TOPLP:
-            raise FrameError(f"a logprob frame with the wrong number of fields: {line!r}")
-        top = tuple(zip(nums[4::2], nums[5::2], strict=True))
-        return LogProbs(nums[0], nums[1], nums[2], top)
+        return _logprobs(rest, line)
     if kind == "E":
         if len(rest) != 7:
             raise FrameError(f"expected 7 fields: {line!r}")

@@ -1,10 +1,13 @@
 """One connection to the guest's gateway: request ids, the window, the host queue.
 
-``Gateway.connect(reader, writer)`` says hello (``H``, again every second
-until the ``R`` frame comes: a hello sent before the gateway opened its port
-may be lost) and learns the window: how many requests the gateway holds live
-at once. ``run()`` then reads frames until the connection ends and hands
-each request its own.
+``Gateway.connect(reader, writer)`` says hello (``H nonce``, again every
+second until the ``R`` frame comes: a hello sent before the gateway opened
+its port may be lost) and learns the window: how many requests the gateway
+holds live at once. The answer echoes the nonce, so it is told from the R
+the gateway sends by itself when it starts (no nonce); answers to the other
+hellos, which may come later, carry the nonce too and are dropped. ``run()``
+then reads frames until the connection ends and hands each request its own;
+a T frame with an id outside the vocabulary fails its request (503).
 
 ``submit()`` admits a request: at once while fewer than ``window`` requests
 are live, else it waits in the host queue (first come, first served), which
@@ -16,12 +19,14 @@ finally its ``End`` (or raises ``RequestFailed`` for an ``X`` frame).
 ``Submitted.cancel()`` sends ``C rid`` when the request has not ended: the
 caller went away, or a stop string ended it on the host. A window place is
 given back only when the request's ``E`` or ``X`` frame arrives, so the
-host never holds more live requests than the gateway allows.
+host never holds more live requests than the gateway allows; or when no
+frame for it came for ``lost_after`` seconds (its end frame was lost): it
+then ends with ``GuestDown`` and a ``C`` frame goes to the guest.
 
 When the connection ends (QEMU exited), every live request and every waiter
 gets ``GuestDown`` (HTTP 503), and so does every later ``submit``. An ``R``
-frame the host did not ask for means the gateway started again (init
-restarts it): the requests it held get ``GuestDown``, the rest go on.
+frame without a nonce means the gateway started again (init restarts it):
+the requests it held get ``GuestDown``, the rest go on.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import secrets
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -39,7 +46,8 @@ from pyaisvc.serve import frames
 
 log = logging.getLogger("pyaisvc.serve")
 HELLO_EVERY = 1.0  # seconds between hellos until the gateway answers
-SETTLE = 0.3  # seconds of quiet after the first R: the other hellos' answers came
+LOST_AFTER = 600.0  # seconds without a frame for a live request: its end frame was lost
+REAP_EVERY = 1.0  # seconds between looks for such requests
 # Kernel codes that describe the request itself (docs/AI_SERVICE.md): a bad request,
 # not a broken service. The host checks these limits first, so they are rare.
 REQUEST_CODES = frozenset(cheader.header_define("aisvc.h", name) for name in (
@@ -77,6 +85,8 @@ class _Request:
     events: asyncio.Queue[frames.Frame | Exception] = field(default_factory=asyncio.Queue)
     ended: bool = False  # its E or X frame arrived (or the connection ended)
     cancelled: bool = False  # C was sent
+    failed: bool = False  # a garbled T frame failed it; its frames are dropped until its end
+    heard: float = field(default_factory=time.monotonic)  # when its last frame came
 
 
 class Submitted:
@@ -112,30 +122,16 @@ class Submitted:
         self._gw.send(frames.cancel(live.rid))
 
 
-async def _settle(reader: asyncio.StreamReader) -> None:
-    """Reads the answers to the other hellos sent while the gateway was not yet up (and
-    the R it sends when it starts), until the line is quiet for SETTLE seconds; so any
-    R that comes later is one the host did not ask for."""
-    while True:
-        try:
-            line = await asyncio.wait_for(reader.readline(), SETTLE)
-        except TimeoutError:
-            return
-        if not line:
-            return  # run() finds the end too
-        if not line.startswith(b"R "):
-            log.warning("gateway: before ready: %r", line)
-
-
 class Gateway:
     """The host's end of one gateway connection."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 ready: frames.Ready, queue_max: int) -> None:
+                 ready: frames.Ready, queue_max: int, lost_after: float = LOST_AFTER) -> None:
         """The host's end of a connection whose R frame (ready) has come; run() must then
         read its frames."""
         self._reader, self._writer = reader, writer
         self.ready = ready
+        self.lost_after = lost_after
         self.window = ready.window
         self.queue_max = queue_max
         self._live: dict[int, _Request] = {}
@@ -145,6 +141,8 @@ class Gateway:
         self._asked: dict[type, collections.deque[asyncio.Future]] = {
             kind: collections.deque() for kind in QUESTIONS}
         self._next_rid = 1
+        self._out: list[bytes] = []  # frames to write at the end of this loop turn
+        self.nonce: int | None = None  # the hellos' (their late answers are dropped)
         self.down: GuestDown | None = None
         self.on_end: Callable[[frames.End], None] | None = None  # for metrics
 
@@ -152,12 +150,15 @@ class Gateway:
 
     @classmethod
     async def connect(cls, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                      queue_max: int, timeout: float) -> Gateway:
-        """Says hello until the R frame comes; GuestDown if it does not within timeout."""
+                      queue_max: int, timeout: float, lost_after: float = LOST_AFTER
+                      ) -> Gateway:
+        """Says hello until the R frame answering it (its nonce) comes; GuestDown if it does
+        not within timeout. Any other line before it is logged and dropped."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        nonce = secrets.randbelow(frames.NONCE_MAX) + 1
         while True:
-            writer.write(frames.HELLO)
+            writer.write(frames.hello(nonce))
             await writer.drain()
             wait = min(HELLO_EVERY, deadline - loop.time())
             if wait <= 0:
@@ -166,18 +167,20 @@ class Gateway:
                 line = await asyncio.wait_for(reader.readline(), wait)
             except TimeoutError:
                 continue
+            except ValueError:  # a line over the reader's limit: dropped with its rest
+                log.warning("gateway: before ready: a line over the reader's limit, dropped")
+                continue
             if not line:
                 raise GuestDown("the gateway connection closed before the gateway was ready")
             try:
-                frame = frames.parse(line.decode("ascii", "replace"))
+                frame = frames.parse(line.decode("ascii", "replace").rstrip("\r\n"))
             except frames.FrameError as e:
                 log.warning("gateway: before ready: %s", e)
                 continue
-            if isinstance(frame, frames.Ready):
-                if frame.window < 1:
-                    raise GuestDown(f"the gateway's window is {frame.window}")
-                await _settle(reader)
-                return cls(reader, writer, frame, queue_max)
+            if isinstance(frame, frames.Ready) and frame.nonce == nonce:
+                gw = cls(reader, writer, frame, queue_max, lost_after)
+                gw.nonce = nonce
+                return gw
 
     # ------------------------------------------------------------ the host's side
 
@@ -192,8 +195,20 @@ class Gateway:
         return len(self._waiters)
 
     def send(self, frame: bytes) -> None:
-        if self.down is None:
-            self._writer.write(frame)
+        """Sends frame with the others sent in this turn of the event loop, in one write:
+        requests that arrive together reach the gateway in one read, and it submits them
+        together."""
+        if self.down is not None:
+            return
+        self._out.append(frame)
+        if len(self._out) == 1:
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Writes the frames send() collected."""
+        if self.down is None and self._out:
+            self._writer.write(b"".join(self._out))
+        self._out.clear()
 
     async def submit(self, prompt: list[int], predict: int, opts: frames.Options,
                      stops: list[int]) -> Submitted:
@@ -206,7 +221,7 @@ class Gateway:
                 raise self.down
             rid = self._free_rid()
             live = self._live[rid] = _Request(rid)
-            self._writer.write(frames.submit(rid, prompt, predict, opts, stops))
+            self.send(frames.submit(rid, prompt, predict, opts, stops))
         except BaseException:
             self._release()
             raise
@@ -219,7 +234,7 @@ class Gateway:
             raise self.down
         fut: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._asked[kind].append(fut)
-        self._writer.write(QUESTIONS[kind])
+        self.send(QUESTIONS[kind])
         return await asyncio.wait_for(asyncio.shield(fut), timeout)
 
     async def _admit(self) -> None:
@@ -266,6 +281,7 @@ class Gateway:
     async def run(self) -> None:
         """Reads frames until the connection ends, then fails everything with GuestDown."""
         why = "the gateway connection ended (the guest stopped)"
+        reaper = asyncio.create_task(self._reap_lost())
         try:
             while True:
                 try:
@@ -278,8 +294,36 @@ class Gateway:
                 self._dispatch(line.decode("ascii", "replace").rstrip("\r\n"))
         except (ConnectionError, OSError) as e:
             why = f"the gateway connection failed ({e})"
+        except BaseException as e:
+            why = f"the host's gateway reader failed ({e!r})"
+            raise
         finally:
+            reaper.cancel()
             self.close(why)
+
+    async def _reap_lost(self) -> None:
+        """Ends every live request no frame came for in lost_after seconds (its E or X
+        frame was lost): GuestDown for its caller, its window place freed, C to the guest
+        in case it still runs there."""
+        while self.down is None:
+            await asyncio.sleep(min(REAP_EVERY, self.lost_after))
+            now = time.monotonic()
+            for live in [r for r in self._live.values() if now - r.heard > self.lost_after]:
+                log.warning("gateway: no frame for rid %d in %.0f s: its end was lost",
+                            live.rid, self.lost_after)
+                self._end(live, GuestDown(f"the guest sent nothing for the request in "
+                                          f"{self.lost_after:.0f} s; it is ended"))
+                if not live.cancelled:
+                    live.cancelled = True
+                    self.send(frames.cancel(live.rid))
+
+    def _end(self, live: _Request, last: frames.Frame | Exception | None) -> None:
+        """Ends live: last (if any) to its caller, its window place back."""
+        live.ended = True
+        if last is not None:
+            live.events.put_nowait(last)
+        del self._live[live.rid]
+        self._release()
 
     def _dispatch(self, line: str) -> None:
         """Hands one line from the gateway to whom it concerns: I and V answers to the first
@@ -300,8 +344,11 @@ class Gateway:
                     break
             return
         if isinstance(frame, frames.Ready):
-            self._restarted(frame)
-            return
+            if frame.nonce is None:
+                self._restarted(frame)
+            elif frame.nonce != self.nonce:
+                log.warning("gateway: an answer to a hello nobody sent: %s", line)
+            return  # else a late answer to one of connect's hellos
         if isinstance(frame, frames.Failed) and frame.code in (frames.GW_RID_LIVE,
                                                                 frames.GW_NOT_LIVE):
             log.warning("gateway: %s", line)  # these end nothing (docs/GATEWAY.md)
@@ -310,13 +357,19 @@ class Gateway:
         if live is None:
             log.warning("gateway: a frame for rid %d, which is not live: %s", frame.rid, line)
             return
-        live.events.put_nowait(frame)
+        live.heard = time.monotonic()
+        if isinstance(frame, frames.Tokens | frames.LogProbs) and not live.failed and \
+                any(i >= self.ready.vocab for i in _ids(frame)):
+            log.warning("gateway: an id outside the vocabulary %d: %s", self.ready.vocab, line)
+            live.failed = True  # its caller cancels it; its end frame frees the place
+            live.events.put_nowait(RequestFailed(frames.GW_MALFORMED,
+                                                 "the guest sent an id outside the vocabulary"))
         if isinstance(frame, frames.End | frames.Failed):
-            live.ended = True
-            del self._live[frame.rid]
-            self._release()
+            self._end(live, None if live.failed else frame)
             if isinstance(frame, frames.End) and self.on_end is not None:
                 self.on_end(frame)
+        elif not live.failed:
+            live.events.put_nowait(frame)
 
     def _restarted(self, ready: frames.Ready) -> None:
         """An R frame nobody asked for (hellos are answered before connect returns): the
@@ -324,12 +377,9 @@ class Gateway:
         with GuestDown; the new gateway's window holds from now on."""
         log.warning("the gateway restarted; %d live request(s) lost", len(self._live))
         lost = GuestDown("the gateway restarted; the request was lost")
-        for rid in list(self._live):
-            live = self._live.pop(rid)
-            live.ended = True
-            live.events.put_nowait(lost)
-            self._release()
-        self.ready, self.window = ready, max(1, ready.window)
+        for live in list(self._live.values()):
+            self._end(live, lost)
+        self.ready, self.window = ready, ready.window
 
     def close(self, why: str) -> None:
         """Ends the connection: every live request and waiter gets GuestDown."""
@@ -350,3 +400,10 @@ class Gateway:
                 if not fut.done():
                     fut.set_exception(self.down)
         self._writer.close()
+
+
+def _ids(frame: frames.Tokens | frames.LogProbs) -> tuple[int, ...]:
+    """The token ids a T or L frame names."""
+    if isinstance(frame, frames.Tokens):
+        return frame.ids
+    return (frame.id, *(i for i, _ in frame.top))

@@ -1,6 +1,7 @@
 """One generation request from the checked body to the reply: whole or streamed.
 
-``generate(service, req, request)`` plans the request (``Service.plan``),
+``generate(service, req, request)`` plans the request (``Service.plan``, in
+a worker thread: tokenizing a long prompt must not hold up the event loop),
 hands it to the engine and answers: the whole reply as JSON, or with
 ``stream: true`` Server-Sent Events (``data: {chunk}`` ... ``data:
 [DONE]``), each in OpenAI's shape for its endpoint (``COMPLETION`` or
@@ -28,6 +29,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from fastapi import Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
@@ -139,15 +141,23 @@ async def start(service: Service, req: CompletionRequest | ChatRequest) -> Run:
     """The request planned and submitted to the engine; ApiError (400/404, 429 when the
     host queue is full, 503 while the guest is down), counted in the metrics."""
     endpoint = "chat" if isinstance(req, ChatRequest) else "completions"
-    m, t0 = service.metrics, time.monotonic()
+    t0 = time.monotonic()
     try:
-        plan = service.plan(req)
+        plan = await anyio.to_thread.run_sync(service.plan, req)
+    except ApiError:
+        service.metrics.requests.labels(endpoint, "bad_request").inc()
+        raise
+    return await submit(service, plan, t0)
+
+
+async def submit(service: Service, plan: Plan, t0: float) -> Run:
+    """The planned request submitted to the engine; ApiError (429 when the host queue is
+    full, 503 while the guest is down), counted in the metrics."""
+    m, endpoint = service.metrics, plan.endpoint
+    try:
         sub = await service.engine.submit(plan.prompt, plan.predict, plan.opts,
                                           end_ids(service))
         m.prompt_tokens.inc(len(plan.prompt))
-    except ApiError:
-        m.requests.labels(endpoint, "bad_request").inc()
-        raise
     except QueueFull as e:
         m.requests.labels(endpoint, "rejected").inc()
         raise errors.queue_full(e) from e
@@ -161,12 +171,16 @@ async def generate(service: Service, req: CompletionRequest | ChatRequest,
                    request: Request) -> dict[str, Any] | StreamingResponse | JSONResponse:
     """The reply to one generation request: its whole body (a dict in the endpoint's
     shape), or the SSE stream; ApiError as ``start`` and when the guest fails it."""
-    run = await start(service, req)
-    endpoint = run.plan.endpoint
+    return await reply(await start(service, req), req.model, request)
+
+
+async def reply(run: Run, model: str, request: Request) -> dict[str, Any] | StreamingResponse \
+        | JSONResponse:
+    """The reply to the submitted request run: as ``generate``."""
+    endpoint, service = run.plan.endpoint, run.s
     shape = CHAT if endpoint == "chat" else COMPLETION
     if run.plan.stream:
-        return StreamingResponse(_stream(run, shape, req.model),
-                                 media_type="text/event-stream")
+        return StreamingResponse(_stream(run, shape, model), media_type="text/event-stream")
     m = service.metrics
     try:
         text = await _whole(run, request)
@@ -178,7 +192,7 @@ async def generate(service: Service, req: CompletionRequest | ChatRequest,
         m.requests.labels(endpoint, "cancelled").inc()
         return JSONResponse({}, status_code=CLIENT_GONE)
     m.requests.labels(endpoint, "ok").inc()
-    return shape.whole(req.model, run.plan.echo + text, run.finish, run.usage,
+    return shape.whole(model, run.plan.echo + text, run.finish, run.usage,
                        run.tokens) | {"timings": run.timings}
 
 

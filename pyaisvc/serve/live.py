@@ -11,15 +11,19 @@ gateway's E frames (``Engine.ended``): the page shows such a slot as DONE (or
 CANCELLED) for a moment. ``recent`` lists the last requests that ended, with
 the kernel's TTFT and TPOT, for the page's chart.
 
-``TableView.stream()`` yields a snapshot every ``PERIOD`` seconds (the SSE endpoint);
-while the guest is down it yields ``{"down": why}`` once a second instead.
+``TableFeed`` serves the SSE endpoint: one poller, running while any client
+follows, takes a snapshot every ``PERIOD`` seconds (while the guest is down,
+``{"down": why}`` once a second), encodes it as JSON once and hands the
+latest to every client; so the guest answers 5 table frames a second, and
+the host encodes 5 snapshots, however many pages watch. It takes at most
+``limit`` clients.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from pyaisvc.serve import frames
@@ -109,14 +113,46 @@ class TableView:
                 "ttft_ms": _ms(s.submit_us, s.first_us),
                 "total_ms": _ms(s.submit_us, s.finish_us), "ended": ended}
 
-    async def stream(self) -> AsyncIterator[dict[str, Any]]:
-        """A snapshot every PERIOD seconds, forever (the caller stops reading)."""
-        while True:
+
+class TableFeed:
+    """The table's snapshots for every stream client, from one poller (see the module's
+    comment)."""
+
+    def __init__(self, view: TableView, limit: int) -> None:
+        self.view, self.limit = view, limit
+        self._clients: set[asyncio.Queue[str]] = set()
+        self._poller: asyncio.Task[None] | None = None
+
+    @property
+    def clients(self) -> int:
+        return len(self._clients)
+
+    def join(self) -> asyncio.Queue[str] | None:
+        """A new client's queue of snapshots as JSON text (it holds the latest only); None
+        when the feed has limit clients. The client must leave() when it goes."""
+        if len(self._clients) >= self.limit:
+            return None
+        q: asyncio.Queue[str] = asyncio.Queue(maxsize=1)
+        self._clients.add(q)
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.create_task(self._poll())
+        return q
+
+    def leave(self, q: asyncio.Queue[str]) -> None:
+        """The client of q is gone; the poller stops once no client is left."""
+        self._clients.discard(q)
+
+    async def _poll(self) -> None:
+        """Takes a snapshot every PERIOD seconds (DOWN_PERIOD while the guest is down) and
+        gives it to every client, until none is left."""
+        while self._clients:
             try:
-                snap = await self.snapshot()
+                snap, wait = await self.view.snapshot(), PERIOD
             except (GuestDown, TimeoutError) as e:
-                yield {"down": str(e) or "the gateway did not answer"}
-                await asyncio.sleep(DOWN_PERIOD)
-                continue
-            yield snap
-            await asyncio.sleep(PERIOD)
+                snap, wait = {"down": str(e) or "the gateway did not answer"}, DOWN_PERIOD
+            text = json.dumps(snap, ensure_ascii=False)
+            for q in list(self._clients):
+                if q.full():
+                    q.get_nowait()  # a slow client sees the latest, not a backlog
+                q.put_nowait(text)
+            await asyncio.sleep(wait)

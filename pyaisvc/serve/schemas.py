@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pyaisvc import cheader
 from pyaisvc.llmguest import max_predict, max_stop
 from pyaisvc.sampling import BIAS_MAX, MAX_TOP_LOGPROBS, PENALTY_MAX
 from pyaisvc.serve.frames import MAX_BIAS
@@ -24,7 +25,7 @@ MAX_MESSAGES = 64
 MAX_STOP_STRINGS = max_stop()  # as many stop strings as the kernel takes stop ids
 MAX_STOP_CHARS = 64
 MAX_PREDICT = max_predict()
-MAX_BURST = 64  # requests one burst fires
+MAX_BURST = cheader.header_define("aisvc.h", "AI_PERPROC")  # one burst: the gateway's window
 SEED_MAX = 2**64 - 1
 UINT32_MAX = 2**32 - 1
 
@@ -282,6 +283,7 @@ class ServiceLimits(BaseModel):
     seq_len: int
     max_prompt: int
     max_predict: int
+    max_burst: int
 
 
 class SlotEnded(BaseModel):

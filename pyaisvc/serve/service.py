@@ -22,6 +22,7 @@ pyaisvc.serve.fields' (docs/OPENAI.md).
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -32,7 +33,7 @@ from pyaisvc.chattemplate import TemplateFailed, render
 from pyaisvc.llmguest import max_predict
 from pyaisvc.serve import errors, fields, frames
 from pyaisvc.serve.gateway import Submitted
-from pyaisvc.serve.live import TableView
+from pyaisvc.serve.live import TableFeed, TableView
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.serve.schemas import ChatRequest, CompletionRequest, Sampling
 from pyaisvc.tokenizer import Tokenizer
@@ -40,6 +41,7 @@ from pyaisvc.tokenizer import Tokenizer
 DEFAULT_COMPLETION_TOKENS = 16  # OpenAI's default max_tokens for /v1/completions
 DEFAULT_TOP_K = 40
 MICRO = 1_000_000  # 1.0 in struct ai_opts' millionths (AI_MICRO)
+STREAMS_MAX = 32  # clients of the table's stream at once
 
 
 class Backend(Protocol):
@@ -88,10 +90,15 @@ class Service:
     tok: Tokenizer
     limits: Limits
     metrics: Metrics
+    burst: bool = False  # /v1/aisvc/burst served without an API key (--enable-burst)
+    streams_max: int = STREAMS_MAX
     table_view: TableView = field(init=False)
+    table_feed: TableFeed = field(init=False)  # one poller for every stream client
+    burst_lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
 
     def __post_init__(self) -> None:
         self.table_view = TableView(self.engine)
+        self.table_feed = TableFeed(self.table_view, self.streams_max)
 
     def plan(self, req: CompletionRequest | ChatRequest) -> Plan:
         """The checked request, ready for the guest; ApiError (400 naming the field, or 404

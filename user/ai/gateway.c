@@ -4,10 +4,11 @@
 //
 // It speaks the frames of docs/GATEWAY.md on /port: each line the host
 // sends is one frame; the answers are lines too. The main thread reads
-// and checks the frames, submits each request (ai_submit_opts) and
-// cancels (ai_cancel); one thread per live request follows it with
-// ai_stream, sends its ids in T frames as the worker produces them (each
-// id's log-probability record first, in an L frame, if asked), and
+// and checks the frames, submits the requests (ai_submit_opts: those whose
+// S frames came in one read together, after the read) and cancels
+// (ai_cancel); one thread per live request follows it with ai_stream,
+// sends its ids in T frames as the worker produces them (each id's
+// log-probability record first, in an L frame, if asked), and
 // ends it with one E frame (timings from ai_query, then ai_wait frees the
 // kernel's slot) or one X frame. At most AI_PERPROC requests are live, as
 // many as the kernel lets one process own, so the worker batches them.
@@ -182,7 +183,9 @@ stream(void *arg)
 // ---------------------------------------------------------------- frames from the host
 
 // Parses word w as a decimal number 0..max. Returns 0, or -1 if it is not
-// one (empty, a sign, another character, or above max).
+// one (empty, a sign, another character, or above max). The bound is exact
+// for every max up to 2^64-1: v * 10 + d <= max is tested as v <= (max - d)
+// / 10 only once d <= max, so max - d never wraps.
 static int
 parse_num(const char *w, uint64 max, uint64 *out)
 {
@@ -194,7 +197,7 @@ parse_num(const char *w, uint64 max, uint64 *out)
     if (*w < '0' || *w > '9')
       return -1;
     uint64 d = *w - '0';
-    if (v > (max - d) / 10)
+    if (d > max || v > (max - d) / 10)
       return -1;
     v = v * 10 + d;
   }
@@ -336,40 +339,43 @@ find_live(int rid)
   return 0;
 }
 
-// S: submits the request and starts its thread.
+// The S frames read but not yet submitted: those that arrived together
+// (in one read of the port) are submitted together, so the worker finds
+// them all in its queue when it next takes a batch, rather than starting
+// one request's step while the others are still being read. Only the main
+// thread touches them.
+static struct submit pending[AI_PERPROC];
+static int npending;
+
+// Submits one parsed request and starts its thread; X for a rid that is
+// live, a full window or the kernel's refusal.
 static void
-do_submit(char **w, int n)
+submit_one(struct submit *s)
 {
-  static struct submit s; // only the main thread parses
   struct live *l = 0;
-  const char *why;
   int code, live = 0;
 
-  if ((code = parse_submit(w, n, &s, &why)) != 0) {
-    send_error(s.rid, code, why);
-    return;
-  }
   mutex_lock(&held_lock);
   for (int i = 0; i < AI_PERPROC; i++) {
     live += held[i].state == LIVE;
     if (held[i].state != LIVE && (!l || l->state != FREE))
       l = &held[i];
   }
-  code = find_live(s.rid) ? GW_RID_LIVE : live >= AI_PERPROC ? GW_FULL : 0;
+  code = find_live(s->rid) ? GW_RID_LIVE : live >= AI_PERPROC ? GW_FULL : 0;
   mutex_unlock(&held_lock);
   if (code) {
-    send_error(s.rid, code, code == GW_RID_LIVE ? "rid is already live" : "window full");
+    send_error(s->rid, code, code == GW_RID_LIVE ? "rid is already live" : "window full");
     return;
   }
   if (l->state == ENDED)
     reap(l);
-  int reqid = ai_submit_opts(s.prompt, s.nprompt, s.predict, &s.opts);
+  int reqid = ai_submit_opts(s->prompt, s->nprompt, s->predict, &s->opts);
   if (reqid < 0) {
-    send_error(s.rid, -reqid, ai_strerror(reqid));
+    send_error(s->rid, -reqid, ai_strerror(reqid));
     return;
   }
   mutex_lock(&held_lock);
-  *l = (struct live){ LIVE, s.rid, reqid, 0, s.opts, 0 };
+  *l = (struct live){ LIVE, s->rid, reqid, 0, s->opts, 0 };
   mutex_unlock(&held_lock);
   // l->tid is read only by reap, in this thread, so it may be set after
   // the thread started (and perhaps already ended).
@@ -379,10 +385,37 @@ do_submit(char **w, int n)
     mutex_lock(&held_lock);
     l->state = FREE;
     mutex_unlock(&held_lock);
-    send_error(s.rid, AIE_NOMEM, "cannot start a thread for the request");
+    send_error(s->rid, AIE_NOMEM, "cannot start a thread for the request");
     return;
   }
   l->tid = tid;
+}
+
+// Submits every kept S frame, in the order they came.
+static void
+submit_pending(void)
+{
+  for (int i = 0; i < npending; i++)
+    submit_one(&pending[i]);
+  npending = 0;
+}
+
+// S: parses the frame and keeps it for submit_pending (submitting the
+// ones kept first when there is no room for it); X for a malformed one.
+static void
+do_submit(char **w, int n)
+{
+  const char *why;
+  int code;
+
+  if (npending == AI_PERPROC)
+    submit_pending();
+  struct submit *s = &pending[npending];
+  if ((code = parse_submit(w, n, s, &why)) != 0) {
+    send_error(s->rid, code, why);
+    return;
+  }
+  npending++;
 }
 
 // C rid: cancels a live request; its thread sends E rid cancel.
@@ -410,18 +443,35 @@ do_cancel(char **w, int n)
     send_error(rid, GW_NOT_LIVE, "rid is not live");
 }
 
-// R: the gateway is ready; the model's limits and the window.
+// R: the gateway is ready; the model's limits and the window, and the
+// nonce of the hello it answers (none when it says so by itself at start).
 static void
-send_ready(void)
+send_ready(const char *nonce)
 {
   struct ai_info in;
-  char line[96];
+  char line[128];
+  int len;
 
   memset(&in, 0, sizeof(in));
   ai_info(&in);
-  snprintf(line, sizeof(line) - 1, "R gateway %d %d %d %d", GW_VERSION, in.vocab, in.seq_len,
+  len = snprintf(line, sizeof(line) - 1, "R gateway %d %d %d %d", GW_VERSION, in.vocab, in.seq_len,
       AI_PERPROC);
+  if (nonce)
+    snprintf(line + len, sizeof(line) - 1 - len, " %s", nonce);
   send_line(line);
+}
+
+// H [nonce]: answered with R, echoing the nonce (a number 0..2^63-1).
+static void
+do_hello(char **w, int n)
+{
+  uint64 nonce;
+
+  if (n > 2 || (n == 2 && parse_num(w[1], GW_NONCE_MAX, &nonce) < 0)) {
+    send_error(0, GW_MALFORMED, "malformed: H takes at most a nonce 0..2^63-1");
+    return;
+  }
+  send_ready(n == 2 ? w[1] : 0);
 }
 
 // I: the kernel's table at a glance.
@@ -501,12 +551,15 @@ handle_line(char *line)
       break;
     *p++ = 0;
   }
-  if (strcmp(w[0], "S") == 0)
+  if (strcmp(w[0], "S") == 0) {
     do_submit(w, n);
-  else if (strcmp(w[0], "C") == 0)
+    return;
+  }
+  submit_pending(); // the frames before this one act first
+  if (strcmp(w[0], "C") == 0)
     do_cancel(w, n);
-  else if (strcmp(w[0], "H") == 0 && n == 1)
-    send_ready();
+  else if (strcmp(w[0], "H") == 0)
+    do_hello(w, n);
   else if (strcmp(w[0], "I") == 0 && n == 1)
     send_info();
   else if (strcmp(w[0], "V") == 0 && n == 1)
@@ -518,7 +571,7 @@ handle_line(char *line)
 int
 main(int argc, char *argv[])
 {
-  static char buf[GW_LINE_MAX + 1], in[512];
+  static char buf[GW_LINE_MAX + 1], in[GW_LINE_MAX];
   int len = 0, skipping = 0, bad = 0;
 
   if (argc != 1) {
@@ -529,7 +582,7 @@ main(int argc, char *argv[])
     fprintf(2, "gateway: cannot open /port: %s\n", strerror(port));
     exit(1);
   }
-  send_ready(); // lost if no host listens yet: the host sends H
+  send_ready(0); // lost if no host listens yet: the host sends H
   for (;;) {
     int n = read(port, in, sizeof(in));
     if (n <= 0) {
@@ -554,5 +607,6 @@ main(int argc, char *argv[])
         buf[len++] = c;
       }
     }
+    submit_pending(); // the S frames of this read, together
   }
 }

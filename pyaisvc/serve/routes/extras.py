@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import anyio
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -49,7 +50,7 @@ async def metrics(service: ServiceDep) -> PlainTextResponse:
              summary="text -> ids (llama.cpp)")
 async def tokenize(req: TokenizeRequest, service: ServiceDep) -> dict[str, Any]:
     """The ids of req.content, each with its piece of text if asked."""
-    ids = service.tok.encode(unicode_text(req.content, "content"))
+    ids = await anyio.to_thread.run_sync(service.tok.encode, unicode_text(req.content, "content"))
     if not req.with_pieces:
         return {"tokens": ids}
     return {"tokens": [{"id": i, "piece": service.tok.decode([i])} for i in ids]}

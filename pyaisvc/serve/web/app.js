@@ -10,6 +10,11 @@
 // 16 slots coloured by state, the FIFO, the batch, and the TTFT / TPOT of
 // the requests that ended last. "Fire" asks the server for a burst of N
 // completions at once (/v1/aisvc/burst), so that the queue fills and drains.
+//
+// A server started with --api-key answers 401 without the key: the page then
+// asks for it once and keeps it in this tab (sessionStorage), sending it as
+// "Authorization: Bearer KEY", and to the table's stream as ?api_key=KEY
+// (an EventSource cannot set a header).
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -18,6 +23,23 @@ let modelName = "";
 let sending = false;
 
 // ---------------------------------------------------------------- HTTP
+
+const KEY_ITEM = "aisvc-api-key";
+
+// fetch(path, init) with the API key this tab holds; on a 401 it asks the
+// user for the key once, keeps it and tries again.
+async function api(path, init = {}) {
+  for (let asked = false; ; asked = true) {
+    const key = sessionStorage.getItem(KEY_ITEM);
+    const headers = { ...(init.headers || {}) };
+    if (key) headers.Authorization = "Bearer " + key;
+    const resp = await fetch(path, { ...init, headers });
+    if (resp.status !== 401 || asked) return resp;
+    const given = window.prompt("This server needs an API key (ask whoever runs it):");
+    if (!given) return resp;
+    sessionStorage.setItem(KEY_ITEM, given.trim());
+  }
+}
 
 // The server's error message of a failed response (OpenAI's error shape).
 async function errorText(resp) {
@@ -98,7 +120,7 @@ async function send() {
   let content = "";
   const alternatives = $("alternatives").checked; // then the tokens come as spans
   try {
-    const resp = await fetch("/v1/chat/completions", {
+    const resp = await api("/v1/chat/completions", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({
@@ -252,7 +274,9 @@ function render(snap) {
 }
 
 function follow() {
-  const events = new EventSource("/v1/aisvc/table/stream");
+  const key = sessionStorage.getItem(KEY_ITEM);
+  const query = key ? "?api_key=" + encodeURIComponent(key) : "";
+  const events = new EventSource("/v1/aisvc/table/stream" + query);
   events.onmessage = (ev) => render(JSON.parse(ev.data));
   events.onerror = () => {
     $("status").textContent = "reconnecting to the server\u2026";
@@ -263,14 +287,15 @@ function follow() {
 // ---------------------------------------------------------------- the burst
 
 async function burst() {
-  const n = Math.min(64, Math.max(1, Number($("burst-n").value) || 1));
+  const most = Number($("burst-n").max) || 1;
+  const n = Math.min(most, Math.max(1, Number($("burst-n").value) || 1));
   const prompt = $("burst-prompt").value || "Once upon a time";
   const status = $("burst-status");
   status.dataset.done = "0";
   status.textContent = `${n} requests fired\u2026`;
   $("burst").disabled = true;
   try {
-    const resp = await fetch("/v1/aisvc/burst", {
+    const resp = await api("/v1/aisvc/burst", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ n, prompt, max_tokens: 16 }),
@@ -304,19 +329,21 @@ async function start() {
     ev.preventDefault();
     burst();
   });
-  follow();
   try {
-    const resp = await fetch("/v1/models");
+    const resp = await api("/v1/models"); // asks for the key if the server needs one
     if (!resp.ok) throw new Error(await errorText(resp));
     modelName = (await resp.json()).data[0].id;
     $("model").textContent = modelName;
     // the kernel's limit on generated ids, as the server reads it from aisvc.h
-    const limits = await fetch("/v1/aisvc/limits");
+    const limits = await api("/v1/aisvc/limits");
     if (!limits.ok) throw new Error(await errorText(limits));
-    $("max-tokens").max = (await limits.json()).max_predict;
+    const lim = await limits.json();
+    $("max-tokens").max = lim.max_predict;
+    $("burst-n").max = lim.max_burst;
   } catch (e) {
     showError("chat-error", "cannot reach the server: " + e.message);
   }
+  follow();
 }
 
 start();
