@@ -189,6 +189,7 @@ int ai_progress(int reqid, int ntokens);
 int ai_emit(int reqid, uint64 ids, int n);
 int ai_complete(int reqid, uint64 ids, int n);
 int ai_fail(int reqid, int err);
+int ai_kvreport(int reqid, int cached, uint64 st);
 
 // syscall.c
 void syscall(void);

@@ -61,6 +61,7 @@
 #define SYS_vlenb 48 // kernel/core/vector.c
 
 // The AI service, continued:
-#define SYS_ai_table 49 // any process: the whole table's public state
+#define SYS_ai_table    49 // any process: the whole table's public state
+#define SYS_ai_kvreport 50 // worker only: its KV cache's counters
 
 #endif

@@ -4,6 +4,7 @@
 //        [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... <id> ...
 //   PROG [options] --prompt-file F      ids separated by white space
 //   PROG [options] [--stdin [--batch B]] (also: no ids at all)
+//   options also: [--prefix-cache on|off] [--kv-blocks N] [--prefix-hash-bits N]
 //
 // --stdin serves one request per line, `<predict> <id0> <id1> ...`, with the
 // model loaded once, until `exit`, `quit` or the end of the input; a bad line
@@ -33,6 +34,15 @@
 // --batch is greedy (--temp is refused with it: a sampler serves one
 // request at a time); --stop works per request. With --profile, one pair
 // of profile lines (phase=batch) splits the whole batch's time.
+// The KV cache is a pool of blocks (user/llm/kvcache.c), said on stderr at
+// start unless --quiet: --kv-blocks N sizes it (default: a share of the
+// free memory); with --prefix-cache on (the default) a request takes its
+// prompt's longest cached prefix from it (cached= in its timing line), so
+// --stdin requests that repeat a history run only what is new.
+// --prefix-hash-bits N keeps N bits of the blocks' hash (0: every block
+// hashes alike, so a lookup relies on its full comparison alone; for
+// tests). At the end of --stdin, unless --quiet, one line gives the pool's
+// counters (llm_kv_print).
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
@@ -50,7 +60,10 @@ struct options {
   int predict;
   int threads; // 0: one per hart that runs at once (llm_pool_start)
   int quiet, profile, use_stdin, stream;
-  int batch; // --batch: requests at once (0: one after another)
+  int batch;      // --batch: requests at once (0: one after another)
+  int kv_blocks;  // --kv-blocks: the KV pool's blocks (0: default)
+  int prefix_off; // --prefix-cache off
+  int hash_bits;  // --prefix-hash-bits (64: all)
   const char *prompt_file;
   int first_id;           // argv index of the first id, or argc
   struct llm_sampler smp; // --temp, --top-k, --top-p, --seed, --stop
@@ -63,6 +76,7 @@ usage_line(int fd)
   fprintf(fd,
       "usage: %s [--asset-dir DIR] [--predict N] [--threads N] [--quiet] [--profile] "
       "[--stream] [--kernels auto|scalar|vector] [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... "
+      "[--prefix-cache on|off] [--kv-blocks N] [--prefix-hash-bits N] "
       "[--prompt-file F | --stdin [--batch B] | <id> ...]\n",
       llm_prog);
 }
@@ -91,10 +105,13 @@ help(const char *dir)
          "  --stop ID          end a request after this id (up to %d times)\n"
          "  --stream           print each id as soon as it is chosen\n"
          "  --quiet            no timing line; --profile: time per phase and thread\n"
+         "  --prefix-cache C   on (default): reuse cached prompt prefixes; off: never\n"
+         "  --kv-blocks N      KV pool of N blocks of %d positions (default: a share of memory)\n"
+         "  --prefix-hash-bits N  keep N of the block hash's 64 bits (tests: 0 collides all)\n"
          "  --prompt-file F    read the ids from file F\n"
          "  --stdin            one request per line: <predict> <id> ...; --batch B serves\n"
          "                     up to B of them at once, as the AI service does\n",
-      dir, LLM_MAX_STOP);
+      dir, LLM_MAX_STOP, LLM_KV_BLOCK);
 }
 
 // A decimal number below 2^31 -> 0 and *v; else -1.
@@ -204,10 +221,14 @@ enum {
   OPT_KERNELS,
   OPT_THREADS,
   OPT_BATCH,
+  OPT_PREFIX,
+  OPT_KVBLOCKS,
+  OPT_HASHBITS,
   NVALUE_OPTS
 };
 static const char *const value_opts[NVALUE_OPTS] = { "--asset-dir", "--prompt-file", "--predict",
-  "--temp", "--top-k", "--top-p", "--seed", "--stop", "--kernels", "--threads", "--batch" };
+  "--temp", "--top-k", "--top-p", "--seed", "--stop", "--kernels", "--threads", "--batch",
+  "--prefix-cache", "--kv-blocks", "--prefix-hash-bits" };
 
 // Store value v of option a (v is 0 when argv ends after a). Returns 0,
 // 1 if a takes no value, or -1 after a message.
@@ -260,6 +281,19 @@ value_option(struct options *o, const char *a, const char *v)
     bad = in_range(v, LLM_MAXCACHE, &o->batch, range, sizeof(range));
     want = range;
     break;
+  case OPT_PREFIX:
+    want = "on or off";
+    bad = strcmp(v, "on") == 0 || strcmp(v, "off") == 0 ? 0 : -1;
+    o->prefix_off = strcmp(v, "off") == 0;
+    break;
+  case OPT_KVBLOCKS:
+    bad = in_range(v, 1 << 20, &o->kv_blocks, range, sizeof(range));
+    want = range;
+    break;
+  case OPT_HASHBITS:
+    bad = parse_num(v, strlen(v), &o->hash_bits) < 0 || o->hash_bits > 64 ? -1 : 0;
+    want = "a number of bits, 0..64";
+    break;
   }
   if (bad < 0) {
     fprintf(2, "%s: %s: '%s' is not %s\n", llm_prog, a, v, want);
@@ -276,6 +310,7 @@ parse_options(int argc, char **argv, struct options *o)
 {
   const char *default_dir = o->dir;
   o->predict = 1;
+  o->hash_bits = 64;
   o->smp.top_k = 40;
   o->smp.top_p = 0.95;
   int i;
@@ -390,6 +425,7 @@ struct breq {
   int n, predict;
   int gen;                 // ids generated (fewer than predict after a stop id)
   int ok;                  // served
+  int cached;              // prompt positions from the KV pool
   uint64 first_us, end_us; // first and last id, from the start of the batch
 };
 static struct breq breqs[MAXBREQ];
@@ -443,6 +479,7 @@ serve_batch(
             kv = 0;
       }
       if (llm_req_start(rt, &req[nrun], kv, b->ids, b->n, b->predict) == 0) {
+        b->cached = req[nrun].cached;
         req[nrun].sampler = s->sampler; // greedy here: its --stop ids only
         who[nrun++] = next;
       }
@@ -462,6 +499,7 @@ serve_batch(
       memmove(b->ids + b->n, req[i].kv->seq + b->n, b->gen * sizeof(int));
       b->end_us = now;
       b->ok = 1;
+      llm_req_end(&req[i]);
       for (int j = i; j + 1 < nrun; j++) { // keep the others in order
         req[j] = req[j + 1];
         who[j] = who[j + 1];
@@ -478,8 +516,8 @@ serve_batch(
       continue;
     llm_print_ids(b->ids + b->n, b->gen);
     if (!quiet)
-      llm_print_timing(
-          s, b->first_us, b->gen > 1 ? (b->end_us - b->first_us) / (b->gen - 1) : 0, b->n, b->gen);
+      llm_print_timing(s, b->first_us, b->gen > 1 ? (b->end_us - b->first_us) / (b->gen - 1) : 0,
+          b->n, b->cached, b->gen);
     positions += b->n + b->gen - 1; // the last id is never fed back
   }
   if (s->tm.profile)
@@ -606,6 +644,12 @@ llm_cli_main(const struct llm_model *md, int argc, char **argv)
     return 1;
   }
   s.sampler = &o.smp;
+  llm_session_add_caches(&s, &rt, o.batch); // --batch: fewer if memory is short
+  if (llm_session_pool(&s, &rt, o.kv_blocks, !o.prefix_off, o.quiet) < 0) {
+    llm_session_free(&s, &rt);
+    return 1;
+  }
+  s.pool.hash_bits = o.hash_bits;
   llm_pool_start(o.threads); // 0: as many as run at once
   if (o.stream) {
     llm_token_hook = stream_id; // llm_session_run then prints no id line
@@ -613,6 +657,8 @@ llm_cli_main(const struct llm_model *md, int argc, char **argv)
   }
   if (o.use_stdin)
     r = serve_stdin(md, &rt, &s, o.quiet, o.batch);
+  if (o.use_stdin && !o.quiet)
+    llm_kv_print(&s.pool, llm_prog);
   else
     r = run(md, &rt, &s, ids, count, o.predict, o.quiet);
   llm_sampler_free(&o.smp);
