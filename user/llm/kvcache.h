@@ -8,9 +8,9 @@
 #include "kernel/include/types.h"
 #include "user/llm/loader.h"
 
-#define LLM_KV_BLOCK   16   // B: positions per block
-#define LLM_KV_SHARE   8    // default pool: 1/LLM_KV_SHARE of the free memory at start
-#define LLM_KV_DEFMAX  2048 // default pool: at most this many blocks
+#define LLM_KV_BLOCK  16   // B: positions per block
+#define LLM_KV_SHARE  8    // default pool: 1/LLM_KV_SHARE of the free memory at start
+#define LLM_KV_DEFMAX 2048 // default pool: at most this many blocks
 
 // What the pool did and holds; every block is exactly one of used,
 // cached or free (used + cached + free == nblocks).
@@ -58,7 +58,7 @@ struct llm_kvtable {
   struct llm_kvpool *pool;
   int *blk; // (runtime_seq_len / B rounded up) block ids
   int n;    // entries held
-  int pub; // entries published or found in the cache (a prefix of blk)
+  int pub;  // entries published or found in the cache (a prefix of blk)
 };
 
 // Bytes of one position of every full-attention layer.
@@ -69,8 +69,8 @@ uint64 llm_kv_pos_bytes(const struct llm_config *g, int n_full);
 int llm_kv_default_blocks(const struct llm_config *g, int n_full, int places);
 // Allocate a pool of nblocks blocks (reuse: prefix reuse on). Returns 0,
 // or -1 if out of memory (nothing kept).
-int llm_kv_init(struct llm_kvpool *p, const struct llm_config *g, int n_full, int nblocks,
-    int reuse);
+int llm_kv_init(
+    struct llm_kvpool *p, const struct llm_config *g, int n_full, int nblocks, int reuse);
 void llm_kv_free(struct llm_kvpool *p);
 
 // Give table t (released first) blocks for `total` positions of a
