@@ -657,10 +657,10 @@ llm_cli_main(const struct llm_model *md, int argc, char **argv)
   }
   if (o.use_stdin)
     r = serve_stdin(md, &rt, &s, o.quiet, o.batch);
-  if (o.use_stdin && !o.quiet)
-    llm_kv_print(&s.pool, llm_prog);
   else
     r = run(md, &rt, &s, ids, count, o.predict, o.quiet);
+  if (o.use_stdin && !o.quiet)
+    llm_kv_print(&s.pool, llm_prog);
   llm_sampler_free(&o.smp);
   llm_session_free(&s, &rt);
   return r < 0 ? 1 : 0;
