@@ -92,13 +92,12 @@ def test_forced_hash_collisions_still_exact(smol) -> None:
 
 
 def test_small_pool_evicts_and_leaks_nothing(smol) -> None:
-    """16 blocks (one window) and the conversations served twice, interleaved: they need
-    more blocks than the pool has, so the oldest cached ones are evicted."""
-    prompts = kc.prefix_prompts()
+    """16 blocks (one window) and six conversations served twice, round robin: they
+    leave more full blocks than the pool has, so the least recently used are evicted."""
+    prompts = kc.eviction_prompts()
     want = lc.reference_ids(smol[1], prompts, kc.GEN)
-    order = prompts + prompts[::-1]
-    got, err = serve(smol, order, ["--kv-blocks", "16"])
-    assert got == want + want[::-1], err
+    got, err = serve(smol, prompts + prompts, ["--kv-blocks", "16"])
+    assert got == want + want, err
     kv = kv_counters(err)
     assert kv["evictions"] > 0, kv
     assert_no_leak(err, 16)

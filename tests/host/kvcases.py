@@ -36,6 +36,13 @@ def shared_prompts() -> list[list[int]]:
     return [base[:48] + [base[50 + i]] for i in range(8)]
 
 
+def eviction_prompts() -> list[list[int]]:
+    """Six conversations of 50 positions, no two with a common first block: each leaves
+    three full blocks (48 positions) cached, 18 in all, more than a 16-block pool holds."""
+    base = lc.heldout_ids("smol", 120)
+    return [base[k * 12:k * 12 + 50] for k in range(6)]
+
+
 def expected_cached(prompts: list[list[int]], outputs: list[list[int]]) -> list[int]:
     """The positions each prompt takes from an unbounded cache, served one after another:
     the longest run of full blocks some earlier sequence completed, at most n - 1."""
