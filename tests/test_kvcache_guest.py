@@ -24,7 +24,7 @@ from pyaisvc.qemu import VECTOR_CPU, VECTOR_QEMU, Guest, QemuConfig, default_qem
 pytestmark = [pytest.mark.guest, pytest.mark.slow]
 RAM = MODELS["smol"].ram
 KV_LINE = re.compile(r"kv cache: (\d+) blocks of 16 positions: (\d+) used, (\d+) cached, "
-                     r"(\d+) free; prefix reuse (on|off), (\d+) of (\d+) prompt positions "
+                     r"(\d+) free\s+prefix reuse (on|off): (\d+) of (\d+) prompt positions "
                      r"cached, (\d+) evictions")
 
 

@@ -50,7 +50,7 @@ QUESTIONS = ["What is the capital of France?", "What river flows through it?",
              "Name a famous museum there.", "What is its most famous painting?",
              "Who painted it?", "In which century did he live?"]
 KV_LINE = re.compile(r"kv cache: (\d+) blocks of (\d+) positions: (\d+) used, (\d+) cached, "
-                     r"(\d+) free; prefix reuse (\w+), (\d+) of (\d+) prompt positions cached, "
+                     r"(\d+) free\s+prefix reuse (\w+): (\d+) of (\d+) prompt positions cached, "
                      r"(\d+) evictions")
 
 

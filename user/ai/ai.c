@@ -259,10 +259,10 @@ print_table(const struct ai_table_view *v)
       v->completed, used, AI_NSLOT, v->nqueued, v->nbatch);
   print_slots(v);
   const struct ai_kvstat *k = &v->kv;
-  printf("\nkv cache: %d blocks of %d positions: %d used, %d cached, %d free; prefix reuse %s, "
-         "%lu of %lu prompt positions cached, %lu evictions\n",
-      k->blocks, k->block_positions, k->used, k->cached, k->free, k->reuse ? "on" : "off", k->hits,
-      k->prompt, k->evictions);
+  printf("\nkv cache: %d blocks of %d positions: %d used, %d cached, %d free\n", k->blocks,
+      k->block_positions, k->used, k->cached, k->free);
+  printf("  prefix reuse %s: %lu of %lu prompt positions cached, %lu evictions\n",
+      k->reuse ? "on" : "off", k->hits, k->prompt, k->evictions);
   print_list("FIFO (next first)", v->fifo, v->nqueued);
   print_list("BATCH (the worker runs these slots)", v->batch, v->nbatch);
 }
