@@ -58,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--service", action="store_true",
                         help="ask the kernel AI service (the resident ai_daemon, through "
                              "`ai gen`) instead of running llmrun_* at the shell")
+    parser.add_argument("--prefix-cache", choices=("on", "off"), default="on",
+                        help="reuse the KV cache's cached prefix of each turn's history "
+                             "(default on; off computes the whole history every turn)")
     add_sampling_arguments(parser)
 
 
@@ -69,6 +72,9 @@ def stats_line(session: ChatSession) -> str:
         return f"no request yet (model loaded in {session.load_us / 1000:.0f} ms)"
     t = r.timing
     head = f"prompt {len(r.prompt_ids)} tokens, generated {len(r.ids)}"
+    if "cached" in r.timing:
+        head = (f"prompt {len(r.prompt_ids)} tokens ({r.timing['cached']} from the KV cache), "
+                f"generated {len(r.ids)}")
     if not t:  # no timing line (stopped early, or the service): the host clock's view
         tpot = (r.wall_s - r.first_s) / max(1, len(r.ids) - 1)
         why = "the reply was stopped early" if r.stopped else "the service prints no timing"
@@ -139,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
         tok = load_tokenizer(args.model)
         cfg = ChatConfig(args.model, p.kernel, p.image, args.ram or spec.ram, args.cpus,
                          args.max_new_tokens, seq_len,
-                         sampling_args=tuple(sampling_args), service=args.service)
+                         sampling_args=tuple(sampling_args), service=args.service,
+                         prefix_cache=args.prefix_cache == "on")
         with ChatSession(cfg, tok) as session:
             g = session.guest
             where = " by the AI service's worker" if args.service else ""
