@@ -1,6 +1,6 @@
 """The KV cache's prefix reuse through `pyaisvc serve`: printed figures, no asserts.
 
-    .venv/bin/python tests/host/bench_kvcache.py [--cpus N] [--gen G] [--turns T]
+    .venv/bin/python tests/host/bench_kvcache.py [--cpus N] [--gen G] [--turns T] [--turns8 T8]
 
 Boots the guest behind an in-process `pyaisvc serve` (the same Engine and app as the
 CLI, on a free loopback port), once per setting, and talks to it with the official
@@ -9,7 +9,8 @@ CLI, on a free loopback port), once per setting, and talks to it with the offici
 - one chat of T turns (default 6), each turn resending the whole history (system line,
   every earlier question and reply): the client's TTFT per turn, with the worker's
   prefix reuse on (the default) and off (boot argument aicache=0);
-- 8 such chats interleaved turn by turn, with a pool that holds the history of 4
+- 8 such chats of T8 turns (default 4) interleaved turn by turn, with a pool that
+  holds the history of 4
   (boot argument aikv=N, N from the first run's longest prompt): the pool's hit ratio
   (prompt positions taken from the cache, from `ai top`) and TTFT p50/p99;
 - bytes per cached position for each model (CFG.BIN) and the pool's default capacity
@@ -59,10 +60,10 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
-def turn(client: OpenAI, history: list[dict], gen: int) -> tuple[float, str, int]:
-    """(client TTFT s, reply, prompt tokens) of one streamed chat turn."""
+def turn(client: OpenAI, history: list[dict], gen: int) -> tuple[float, str, int, int]:
+    """(client TTFT s, reply, prompt tokens, of those cached) of one streamed chat turn."""
     t0 = time.monotonic()
-    ttft, parts, prompt = 0.0, [], 0
+    ttft, parts, prompt, cached = 0.0, [], 0, 0
     stream = client.chat.completions.create(model="smol", messages=history, max_tokens=gen,
                                             temperature=0, stream=True,
                                             stream_options={"include_usage": True})
@@ -72,23 +73,28 @@ def turn(client: OpenAI, history: list[dict], gen: int) -> tuple[float, str, int
             parts.append(chunk.choices[0].delta.content)
         if chunk.usage:
             prompt = chunk.usage.prompt_tokens
-    return ttft, "".join(parts), prompt
+            details = chunk.usage.prompt_tokens_details
+            cached = details.cached_tokens if details else 0
+    return ttft, "".join(parts), prompt, cached
 
 
-def chats(client: OpenAI, n: int, turns: int, gen: int) -> tuple[list[list[float]], int]:
-    """n chats, interleaved turn by turn: (TTFTs per chat, the longest prompt)."""
+def chats(client: OpenAI, n: int, turns: int, gen: int
+          ) -> tuple[list[list[float]], list[tuple[int, int]]]:
+    """n chats, interleaved turn by turn: (TTFTs per chat, chat 0's (prompt, cached) per
+    turn)."""
     hist = [[{"role": "system", "content": SYSTEM}] for _ in range(n)]
     ttfts: list[list[float]] = [[] for _ in range(n)]
-    longest = 0
+    sizes = []
     for t in range(turns):
         for c in range(n):
             q = QUESTIONS[t % len(QUESTIONS)] if c == 0 else f"(chat {c}) " + QUESTIONS[t]
             hist[c].append({"role": "user", "content": q})
-            ttft, reply, prompt = turn(client, hist[c], gen)
+            ttft, reply, prompt, cached = turn(client, hist[c], gen)
             hist[c].append({"role": "assistant", "content": reply})
             ttfts[c].append(ttft)
-            longest = max(longest, prompt)
-    return ttfts, longest
+            if c == 0:
+                sizes.append((prompt, cached))
+    return ttfts, sizes
 
 
 async def with_server(append: str, cpus: int, work):
@@ -143,28 +149,32 @@ async def main(args: argparse.Namespace) -> None:
     for mode, append in (("on", ""), ("off", "aicache=0")):
         def work(client, engine):
             turn(client, [{"role": "user", "content": "Hello"}], 2)  # warm-up
-            ttfts, longest = chats(client, 1, args.turns, args.gen)
-            return ttfts[0], longest, kv_line(engine)
+            ttfts, sizes = chats(client, 1, args.turns, args.gen)
+            return ttfts[0], sizes, kv_line(engine)
         one[mode] = await with_server(append, args.cpus, work)
         print(f"chat, prefix cache {mode}: TTFT ms per turn "
               + " ".join(f"{t * 1e3:.0f}" for t in one[mode][0]), flush=True)
-    print(f"\n{'turn':>4} {'TTFT on ms':>11} {'TTFT off ms':>12} {'off/on':>7}")
+    print(f"\n{'turn':>4} {'prompt':>7} {'cached':>7} {'TTFT on ms':>11} {'TTFT off ms':>12} "
+          f"{'off/on':>7}")
     for i, (a, b) in enumerate(zip(one["on"][0], one["off"][0], strict=True)):
-        print(f"{i + 1:>4} {a * 1e3:>11.0f} {b * 1e3:>12.0f} {b / a:>7.2f}")
+        prompt, cached = one["on"][1][i]
+        print(f"{i + 1:>4} {prompt:>7} {cached:>7} {a * 1e3:>11.0f} {b * 1e3:>12.0f} "
+              f"{b / a:>7.2f}")
     on = one["on"][0]
     print(f"turn {args.turns} / turn 1 with the cache: x{on[-1] / on[0]:.2f}; "
           f"without / with at turn {args.turns}: x{one['off'][0][-1] / on[-1]:.2f}")
     kv = one["on"][2]
     if kv:
         print(f"pool default: {kv[0]} blocks of {kv[1]} positions = {kv[0] * kv[1]} positions")
-    history = one["on"][1] + args.gen
+    # a chat of the 8 asks "(chat c) " before each question: about 5 ids more per turn
+    history = one["on"][1][args.turns8 - 1][0] + 5 * args.turns8 + args.gen
     blocks = max(16, 4 * -(-history // 16))
-    print(f"\n8 chats interleaved, {args.turns} turns each, pool aikv={blocks} "
+    print(f"\n8 chats interleaved, {args.turns8} turns each, pool aikv={blocks} "
           f"(4 histories of up to {history} positions)", flush=True)
     for mode, append in (("on", f"aikv={blocks}"), ("off", f"aikv={blocks} aicache=0")):
         def work8(client, engine):
             before = kv_line(engine)
-            ttfts, _ = chats(client, 8, args.turns, args.gen)
+            ttfts, _ = chats(client, 8, args.turns8, args.gen)
             return [t for c in ttfts for t in c], before, kv_line(engine)
         flat, before, after = await with_server(append, args.cpus, work8)
         ratio = ((after[6] - before[6]) / max(1, after[7] - before[7])) if after else 0.0
@@ -180,4 +190,5 @@ if __name__ == "__main__":
     ap.add_argument("--cpus", type=int, default=default_cpus())
     ap.add_argument("--gen", type=int, default=24)
     ap.add_argument("--turns", type=int, default=6)
+    ap.add_argument("--turns8", type=int, default=4, help="turns of each of the 8 chats")
     asyncio.run(main(ap.parse_args()))
