@@ -261,7 +261,8 @@ class ChatSession:
             who, error = "the AI service", r"(?:submit|stream|wait): (error [^\r\n]*)\r*\n"
             end = re.escape(PROMPT)  # ai prints no timing line
         else:
-            who, error = self.prog, re.escape(self.prog) + r": (?!timing)([^\r\n]*)\r*\n"
+            # its start's "kv pool ..." line and its timing lines are not refusals
+            who, error = self.prog, re.escape(self.prog) + r": (?!timing|kv pool )([^\r\n]*)\r*\n"
             end = timing_pattern(self.prog) + r"\r*\n"
         t0 = time.monotonic()
         self.guest.send_line(line)
