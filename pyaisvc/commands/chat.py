@@ -72,9 +72,6 @@ def stats_line(session: ChatSession) -> str:
         return f"no request yet (model loaded in {session.load_us / 1000:.0f} ms)"
     t = r.timing
     head = f"prompt {len(r.prompt_ids)} tokens, generated {len(r.ids)}"
-    if "cached" in r.timing:
-        head = (f"prompt {len(r.prompt_ids)} tokens ({r.timing['cached']} from the KV cache), "
-                f"generated {len(r.ids)}")
     if not t:  # no timing line (stopped early, or the service): the host clock's view
         tpot = (r.wall_s - r.first_s) / max(1, len(r.ids) - 1)
         why = "the reply was stopped early" if r.stopped else "the service prints no timing"
@@ -83,7 +80,7 @@ def stats_line(session: ChatSession) -> str:
                 f"{r.wall_s:.1f} s on the host clock")
     return (f"{head}; load {t['load_us'] / 1000:.0f} ms (once, at start); TTFT "
             f"{t['ttft_us'] / 1000:.0f} ms; TPOT {t['tpot_us'] / 1000:.1f} ms; {r.wall_s:.1f} s "
-            "on the host clock")
+            f"on the host clock; {t.get('cached', 0)} prompt tokens from the KV cache")
 
 
 def _loop(session: ChatSession, model: str) -> None:
