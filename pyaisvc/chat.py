@@ -177,7 +177,7 @@ class ChatSession:
                                 "--service runs the model directly")
             self.load_us = int(load.group(1)) * 1000
             return
-        self.guest.send_line(self._command())
+        self._start_program(time.monotonic() + self.cfg.timeout)
         warm = self._request([WARMUP_ID], 1, deadline=time.monotonic() + self.cfg.timeout)
         self.load_us = warm.timing["load_us"]
 
@@ -249,7 +249,17 @@ class ChatSession:
         self.guest.child.send(INTERRUPT)
         self.guest.expect([re.escape(PROMPT)], deadline, "the shell prompt after ^C")
         if not self.cfg.service:
-            self.guest.send_line(self._command())
+            self._start_program(deadline)
+
+    def _start_program(self, deadline: float) -> None:
+        """Starts the program and waits for its KV pool line (docs/KVCACHE.md), which it
+        prints once loaded, before it reads a request: so that line never falls between a
+        request's echo and its ids. ChatError if the program says something else."""
+        self.guest.send_line(self._command())
+        prog = re.escape(self.prog)
+        if self.guest.expect([prog + r": kv pool [^\r\n]*\r*\n", prog + r": ([^\r\n]*)\r*\n"],
+                             deadline, f"{self.prog} to start") == 1:
+            raise ChatError(f"{self.prog} did not start: {self.guest.match.group(1)}")
 
     def _request(self, prompt: list[int], predict: int, deadline: float,
                  on_ids: Callable[[list[int]], None] | None = None) -> Reply:
@@ -261,8 +271,7 @@ class ChatSession:
             who, error = "the AI service", r"(?:submit|stream|wait): (error [^\r\n]*)\r*\n"
             end = re.escape(PROMPT)  # ai prints no timing line
         else:
-            # its start's "kv pool ..." line and its timing lines are not refusals
-            who, error = self.prog, re.escape(self.prog) + r": (?!timing|kv pool )([^\r\n]*)\r*\n"
+            who, error = self.prog, re.escape(self.prog) + r": (?!timing)([^\r\n]*)\r*\n"
             end = timing_pattern(self.prog) + r"\r*\n"
         t0 = time.monotonic()
         self.guest.send_line(line)
