@@ -336,7 +336,7 @@ qwen-assets:
 # sampling, the thread pool, CLI, and one file per model (its descriptor, no main).
 # llmrun_NAME links the runtime and model NAME; ai_daemon links the runtime
 # and both models.
-LLM_RUNTIME := kernels kernels_vec pool profile layers loader session sample cli
+LLM_RUNTIME := kernels kernels_vec pool profile layers loader kvcache session sample cli
 LLM_MODELS  := smol qwen
 LLM_SRCS := $(addprefix $(U)/llm/,$(addsuffix .c,$(LLM_RUNTIME)))
 LLM_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LLM_SRCS)) $(BUILD)/user/llm/kernels_rvv.o

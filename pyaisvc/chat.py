@@ -13,8 +13,12 @@ that come back are cut at the end-of-turn token and decoded::
         print(reply.text, reply.timing["ttft_us"])
 
 The conversation is kept: each request carries the earlier turns (the
-user's messages and the replies as shown) before the new message, since the
-runtime starts every request at position 0 with an empty KV cache. When that
+user's messages and the replies as shown) before the new message. The
+runtime keeps the KV cache's full blocks across requests (docs/KVCACHE.md),
+so each turn computes only what follows the longest cached prefix (its
+timing line's cached=, in ``Reply.timing["cached"]``); ``prefix_cache=False``
+runs the program with ``--prefix-cache off`` (the service: boots with
+``aicache=0``), so every turn computes its whole history. When that
 would not fit beside max_new_tokens in runtime_seq_len (or exceed the prompt
 limit), the oldest turns are dropped; ``reset()`` forgets them all.
 
@@ -85,6 +89,7 @@ class ChatConfig:
     qemu: str = field(default_factory=default_qemu)
     sampling_args: tuple[str, ...] = ()  # --temp ... as llmrun_* and `ai gen` both take them
     service: bool = False  # through the AI service (`ai gen`), not llmrun_* --stdin
+    prefix_cache: bool = True  # reuse the KV cache's cached prefixes (docs/KVCACHE.md)
 
 
 @dataclass
@@ -138,7 +143,8 @@ class ChatSession:
         self.cfg, self.tok = cfg, tok
         self.prog = MODELS[cfg.model].program
         self.guest = Guest(QemuConfig(kernel=cfg.kernel, image=cfg.image, ram=cfg.ram,
-                                      cpus=cfg.cpus, snapshot=True, qemu=cfg.qemu))
+                                      cpus=cfg.cpus, snapshot=True, qemu=cfg.qemu,
+                                      append="" if cfg.prefix_cache else "aicache=0"))
         self.last: Reply | None = None
         self.load_us = 0
         self.turns: list[tuple[str, str]] = []  # (message, reply text) in order
@@ -171,14 +177,15 @@ class ChatSession:
                                 "--service runs the model directly")
             self.load_us = int(load.group(1)) * 1000
             return
-        self.guest.send_line(self._command())
+        self._start_program(time.monotonic() + self.cfg.timeout)
         warm = self._request([WARMUP_ID], 1, deadline=time.monotonic() + self.cfg.timeout)
         self.load_us = warm.timing["load_us"]
 
     def _command(self) -> str:
         """The program's command line: it serves request lines, writes each id as it is
         chosen, and ends a request at an end-of-turn or end-of-text id."""
-        return " ".join([self.prog, "--stdin", "--stream", self._stop_flags,
+        off = [] if self.cfg.prefix_cache else ["--prefix-cache", "off"]
+        return " ".join([self.prog, "--stdin", "--stream", self._stop_flags, *off,
                          *self.cfg.sampling_args])
 
     def reset(self) -> None:
@@ -242,7 +249,17 @@ class ChatSession:
         self.guest.child.send(INTERRUPT)
         self.guest.expect([re.escape(PROMPT)], deadline, "the shell prompt after ^C")
         if not self.cfg.service:
-            self.guest.send_line(self._command())
+            self._start_program(deadline)
+
+    def _start_program(self, deadline: float) -> None:
+        """Starts the program and waits for its KV pool line (docs/KVCACHE.md), which it
+        prints once loaded, before it reads a request: so that line never falls between a
+        request's echo and its ids. ChatError if the program says something else."""
+        self.guest.send_line(self._command())
+        prog = re.escape(self.prog)
+        if self.guest.expect([prog + r": kv pool [^\r\n]*\r*\n", prog + r": ([^\r\n]*)\r*\n"],
+                             deadline, f"{self.prog} to start") == 1:
+            raise ChatError(f"{self.prog} did not start: {self.guest.match.group(1)}")
 
     def _request(self, prompt: list[int], predict: int, deadline: float,
                  on_ids: Callable[[list[int]], None] | None = None) -> Reply:
@@ -280,4 +297,6 @@ class ChatSession:
         wall = time.monotonic() - t0
         self.guest.expect([end], deadline, "the end of the request")
         timing = {} if self.cfg.service else timing_fields(self.guest.match)
+        if timing and (cached := re.search(r" cached=(\d+)", self.guest.match.group(0))):
+            timing["cached"] = int(cached[1])
         return Reply(prompt, ids, "", timing, wall, first)

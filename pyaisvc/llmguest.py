@@ -229,6 +229,24 @@ def timings(output: str, prog: str | None = None) -> list[dict[str, int]]:
     return [timing_fields(m) for m in line.finditer(output)]
 
 
+def cached_positions(output: str, prog: str | None = None) -> list[int]:
+    """cached= of every timing line in output that has it: the prompt positions each
+    request took from the KV cache (docs/KVCACHE.md)."""
+    who = re.escape(prog) if prog else r"llmrun_\w+"
+    lines = re.finditer(rf"^{who}: timing .*$", output, re.M)
+    return [int(m[1]) for line in lines if (m := re.search(r" cached=(\d+)", line.group(0)))]
+
+
+def kv_counters(output: str) -> dict[str, int]:
+    """The numeric fields of the last KV pool counter line in output (llm_kv_print:
+    blocks, used, cached, free, requests, prompt, hits, evictions); {} if none."""
+    lines = re.findall(r"^\S+: kvcache (.*)$", output, re.M)
+    if not lines:
+        return {}
+    pairs = (f.split("=", 1) for f in lines[-1].split())
+    return {k: int(v) for k, v in pairs if v.isdigit()}
+
+
 _RAN = re.compile(r" kernels=(\w+) threads=(\d+)\s*$")
 
 

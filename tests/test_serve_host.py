@@ -51,7 +51,8 @@ class FakeGateway:
                 writer.write(f"R gateway {frames.PROTOCOL} {VOCAB} {SEQ} {self.window}{nonce}\n"
                              .encode())
             elif w[0] == "I":
-                writer.write(f"I {len(self.live)} 0 {len(self.live)} 0 0 0 3\n".encode())
+                writer.write(f"I {len(self.live)} 0 {len(self.live)} 0 0 0 3 "
+                             "32 2 6 24 1 48 100\n".encode())
             elif w[0] == "C":
                 rid = int(w[1])
                 if rid in self.live:
@@ -86,7 +87,7 @@ class FakeGateway:
                 finish = "stop"
                 break
         del self.live[rid]
-        writer.write(f"E {rid} {finish} {n} 5 10 1000 2000\n".encode())
+        writer.write(f"E {rid} {finish} {n} 5 10 1000 2000 3\n".encode())
 
 
 async def connect(fake: FakeGateway, queue_max: int, **kw) -> tuple[
@@ -120,7 +121,7 @@ def test_frames_round_trip_and_refusals() -> None:
     for bad in ("L 7 30 -5", "L 7 30 -5 1", "L 7 30 -5 1 2", "L 7 30 -5 6 " + "1 1 " * 6):
         with pytest.raises(frames.FrameError):
             frames.parse(bad)
-    assert frames.parse("E 7 stop 3 2 10 20 30") == frames.End(7, "stop", 3, 2, 10, 20, 30)
+    assert frames.parse("E 7 stop 3 2 10 20 30 2") == frames.End(7, "stop", 3, 2, 10, 20, 30, 2)
     assert frames.parse("X 0 200 bad frame") == frames.Failed(0, 200, "bad frame")
     for bad in ("", "Q 1", "T 7", "E 7 maybe 1 2 3 4 5", "I 1 2", "R gateway 1 1 1 1",
                 "T x 1"):
@@ -321,7 +322,8 @@ def test_completion_stream_and_usage_over_a_fake_gateway() -> None:
         out = r.json()
         assert out["choices"][0]["text"] == " Paris."
         assert out["choices"][0]["finish_reason"] == "stop"
-        assert out["usage"] == {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
+        assert out["usage"] == {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8,
+                                "prompt_tokens_details": {"cached_tokens": 3}}
         assert out["timings"] == {"queued_us": 10, "ttft_us": 1000, "total_us": 2000}
         assert engine.last[0] == [504, 3575, 282, 4649, 314]
         assert engine.last[2] == frames.Options()  # greedy
@@ -337,6 +339,23 @@ def test_completion_stream_and_usage_over_a_fake_gateway() -> None:
         assert engine.last[2] == frames.Options(800000, 40, 950000, 9)
 
     api_test([*PARIS, 2], window=4, queue_max=4, body=body)
+
+
+def test_the_kv_cache_counters_reach_the_metrics() -> None:
+    """The I frame's KV pool fields (docs/GATEWAY.md) become the aisvc_kv_* gauges."""
+    from prometheus_client import generate_latest
+
+    from pyaisvc.serve.metrics import Metrics
+
+    info = frames.parse("I 1 0 1 0 0 4 3 32 2 6 24 1 48 100")
+    assert isinstance(info, frames.Info)
+    assert (info.kv_blocks, info.kv_used, info.kv_cached, info.kv_free) == (32, 2, 6, 24)
+    m = Metrics()
+    m.saw_kv(info)
+    text = generate_latest(m.registry).decode()
+    assert 'aisvc_kv_blocks{state="cached"} 6.0' in text
+    assert 'aisvc_kv_blocks{state="free"} 24.0' in text
+    assert "aisvc_kv_evictions 1.0" in text and "aisvc_kv_hit_ratio 0.48" in text
 
 
 def test_a_stop_string_cancels_the_guests_request() -> None:

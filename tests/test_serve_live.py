@@ -22,7 +22,7 @@ from pyaisvc.serve.live import TableView
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.tokenizer import load_tokenizer
 
-FREE = "0 0 0 0 0 0 0 0 0 0"
+FREE = "0 0 0 0 0 0 0 0 0 0 0"
 
 
 def v_line(now: int, fifo: list[int], batch: list[int], slots: dict[int, str]) -> str:
@@ -35,12 +35,12 @@ def v_line(now: int, fifo: list[int], batch: list[int], slots: dict[int, str]) -
 
 def test_the_table_frame_parses_and_refuses_garbage() -> None:
     line = v_line(5_000_000, [4], [3], {
-        3: "2 7 5 12 40 10 1000000 1100000 1500000 0",  # RUNNING, ours (rid 5)
-        4: "1 8 0 3 9 0 4000000 0 0 0"})  # QUEUED, another process's
+        3: "2 7 5 12 40 10 1000000 1100000 1500000 0 8",  # RUNNING, ours (rid 5), 8 cached
+        4: "1 8 0 3 9 0 4000000 0 0 0 0"})  # QUEUED, another process's
     t = frames.parse(line)
     assert isinstance(t, frames.Table)
     assert (t.now_us, t.worker_pid, t.completed, t.fifo, t.batch) == (5_000_000, 2, 9, (4,), (3,))
-    assert t.slots[3] == frames.Slot(2, 7, 5, 12, 40, 10, 1_000_000, 1_100_000, 1_500_000, 0)
+    assert t.slots[3] == frames.Slot(2, 7, 5, 12, 40, 10, 1_000_000, 1_100_000, 1_500_000, 0, 8)
     assert t.slots[4].state == 1 and t.slots[4].rid == 0
     assert sum(s.state != 0 for s in t.slots) == 2
     for bad in ("V 1 2 3", line + " 0", line.replace("V 5000000 2 9 1 4", "V 5000000 2 9 1 16"),
@@ -72,12 +72,12 @@ def test_a_slot_shows_done_after_its_request_ended() -> None:
     src = FakeSource()
     live = TableView(src)
     src.lines = [v_line(3_000_000, [4], [2, 3], {
-        2: "2 7 7 5 4 1 1000000 1000500 1200000 0",
-        3: "2 7 5 12 40 10 1000000 1100000 1500000 0",
-        4: "1 8 0 3 9 0 2000000 0 0 0"}),
+        2: "2 7 7 5 4 1 1000000 1000500 1200000 0 0",
+        3: "2 7 5 12 40 10 1000000 1100000 1500000 0 0",
+        4: "1 8 0 3 9 0 2000000 0 0 0 0"}),
         v_line(3_200_000, [], [3, 4], {
-            3: "2 7 5 12 40 11 1000000 1100000 1500000 0",
-            4: "2 8 0 3 9 0 2000000 3100000 0 0"})]
+            3: "2 7 5 12 40 11 1000000 1100000 1500000 0 0",
+            4: "2 8 0 3 9 0 2000000 3100000 0 0 0"})]
     first = asyncio.run(live.snapshot())
     assert [s["shown"] for s in first["slots"][2:5]] == ["RUNNING", "RUNNING", "QUEUED"]
     assert (first["fifo"], first["batch"], first["used"]) == ([4], [2, 3], 3)
@@ -87,7 +87,7 @@ def test_a_slot_shows_done_after_its_request_ended() -> None:
     assert s3["rid"] == 5 and s3["owner"] == 7 and s3["tokens"] == 10
     assert first["slots"][4]["rid"] == 0  # another process's request
     import time
-    src.ended.append((time.monotonic(), frames.End(7, "length", 4, 5, 500, 200_000, 500_000)))
+    src.ended.append((time.monotonic(), frames.End(7, "length", 4, 5, 500, 200_000, 500_000, 0)))
     second = asyncio.run(live.snapshot())
     assert second["slots"][2]["state"] == "FREE" and second["slots"][2]["shown"] == "DONE"
     assert second["slots"][2]["ended"]["rid"] == 7
@@ -100,7 +100,7 @@ def test_a_slot_shows_done_after_its_request_ended() -> None:
 def test_the_endpoints_and_the_page() -> None:
     """/v1/aisvc/table (503 while the guest is down), its SSE stream, / and /web/."""
     src = FakeSource()
-    src.lines = [v_line(1_000_000, [], [0], {0: "2 7 1 5 8 2 900000 950000 990000 0"})]
+    src.lines = [v_line(1_000_000, [], [0], {0: "2 7 1 5 8 2 900000 950000 990000 0 0"})]
     src.state, src.why_down, src.qemu_pid = "up", "", 42
     app = create_app(Service("smol", src, load_tokenizer("smol"), Limits(49152, 256, 255),
                              Metrics()))

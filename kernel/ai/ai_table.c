@@ -419,6 +419,7 @@ status_fill(struct ai_slot *s, struct ai_status *st)
   st->queued_us = span(s->submit_time, s->start_time);
   st->ttft_us = s->first_time ? span(s->submit_time, s->first_time) : 0;
   st->total_us = s->finish_time ? span(s->submit_time, s->finish_time) : 0;
+  st->cached = s->cached;
 }
 
 // The whole table as the calling process may see it (ai_table): every
@@ -433,6 +434,7 @@ view_fill(struct ai_table_view *v)
   v->now = now_us();
   v->worker_pid = ai.worker;
   v->completed = ai.completed;
+  v->kv = ai.kv;
   for (int k = 0; k < ai.nqueued; k++)
     v->fifo[v->nqueued++] = ai.fifo[(ai.head + k) % AI_NSLOT];
   for (int i = 0; i < AI_NSLOT; i++) {
@@ -446,6 +448,7 @@ view_fill(struct ai_table_view *v)
     w->prompt_len = s->count;
     w->predict = s->predict;
     w->tokens = s->tokens;
+    w->cached = s->cached;
     w->submit_time = s->submit_time;
     w->start_time = s->start_time;
     w->first_time = s->first_time;

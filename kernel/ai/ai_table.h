@@ -22,6 +22,7 @@ struct ai_slot {
   uint64 submit_time, start_time, first_time, finish_time; // us, 0 = not yet
   int nids;                                                // ids[] known so far (emit, complete)
   int nlp;                                                 // lp[] known so far (ai_logprob)
+  int cached;                                              // prompt positions from the KV cache
   uint32 prompt[AI_MAX_PROMPT];                            // count of them
   uint32 ids[AI_MAX_PREDICT];                              // the generated ids, for ai_stream
   struct ai_logprob lp[AI_MAX_PREDICT]; // their log-probabilities, if asked (13,260 bytes)
@@ -35,13 +36,14 @@ struct ai_table {
   struct ai_slot slot[AI_NSLOT];
   int fifo[AI_NSLOT]; // indexes of QUEUED slots, oldest at head
   int head, nqueued;
-  int worker;         // pid of the registered worker, 0 if none
-  int worker_seen;    // a worker has registered since boot
-  int vocab, seq_len; // its model's limits
-  uint64 seq;         // the next submit's sequence number (from 1)
-  int reqid_max;      // reqids run 1..reqid_max, then wrap (reqid_of)
-  int completed;      // requests completed since boot
-  char freed, queued; // sleep channels (only their addresses matter)
+  int worker;          // pid of the registered worker, 0 if none
+  int worker_seen;     // a worker has registered since boot
+  int vocab, seq_len;  // its model's limits
+  uint64 seq;          // the next submit's sequence number (from 1)
+  int reqid_max;       // reqids run 1..reqid_max, then wrap (reqid_of)
+  int completed;       // requests completed since boot
+  struct ai_kvstat kv; // the worker's KV cache, as last reported
+  char freed, queued;  // sleep channels (only their addresses matter)
 };
 
 extern struct ai_table ai;

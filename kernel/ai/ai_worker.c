@@ -224,6 +224,30 @@ ai_complete(int reqid, uint64 ids, int n)
   return report_ids(reqid, ids, n, slot_complete);
 }
 
+// Worker only: its KV cache's counters are *st (user address), and
+// request reqid (0: none) took `cached` of its prompt positions from it
+// (kept within 0..prompt length). Returns 0 or a negative code.
+int
+ai_kvreport(int reqid, int cached, uint64 st)
+{
+  struct ai_kvstat k;
+  struct ai_slot *s;
+  int err = 0;
+
+  if (copyin(myproc()->pagetable, (char *)&k, st, sizeof(k)) < 0)
+    return -AIE_FAULT;
+  acquire(&ai.lock);
+  if (ai.worker != myproc()->pid)
+    err = -AIE_NOTWORKER;
+  else {
+    ai.kv = k;
+    if (reqid != 0 && (s = slot_running(reqid, &err)) != 0)
+      s->cached = cached < 0 ? 0 : cached > s->count ? s->count : cached;
+  }
+  release(&ai.lock);
+  return err;
+}
+
 // Worker only: request reqid failed with code err (either sign). Codes
 // that describe a request (bad count, predict, token, too long, out of
 // memory) are kept; any other becomes AIE_RUNTIME. Returns 0 or a

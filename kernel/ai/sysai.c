@@ -127,6 +127,12 @@ sys_ai_complete(void)
 }
 
 uint64
+sys_ai_kvreport(void)
+{
+  return ai_kvreport(arg(0), arg(1), arg(2));
+}
+
+uint64
 sys_ai_fail(void)
 {
   return ai_fail(arg(0), arg(1));

@@ -122,6 +122,7 @@ uint64 sys_ai_complete(void);
 uint64 sys_ai_fail(void);
 uint64 sys_ai_take(void);
 uint64 sys_ai_emit(void);
+uint64 sys_ai_kvreport(void);
 uint64 sys_ai_stream(void);
 uint64 sys_ai_logprobs(void);
 uint64 sys_ai_logprob(void);
@@ -175,6 +176,7 @@ static uint64 (*syscalls[])(void) = {
   [SYS_ai_fail] sys_ai_fail,
   [SYS_ai_take] sys_ai_take,
   [SYS_ai_emit] sys_ai_emit,
+  [SYS_ai_kvreport] sys_ai_kvreport,
   [SYS_ai_stream] sys_ai_stream,
   [SYS_ai_logprobs] sys_ai_logprobs,
   [SYS_ai_logprob] sys_ai_logprob,

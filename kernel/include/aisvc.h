@@ -70,6 +70,7 @@ struct ai_status {
   uint64 queued_us; // start - submit: time in the queue
   uint64 ttft_us;   // first - submit: time to first token, as seen by the caller
   uint64 total_us;  // finish - submit
+  int cached;       // prompt positions the worker took from its KV cache
 };
 
 // One logit bias of struct ai_opts.
@@ -146,6 +147,21 @@ struct ai_slot_view {
   int prompt_len, predict;
   int tokens; // ids generated so far
   uint64 submit_time, start_time, first_time, finish_time;
+  int cached; // prompt positions the worker took from its KV cache
+};
+
+// The worker's KV cache, as it last reported it (ai_kvreport;
+// user/llm/kvcache.h): a pool of blocks of block_positions positions, each
+// block used (by a running request), cached (kept for a later prompt
+// with the same prefix) or free; and its lookups since it started.
+struct ai_kvstat {
+  int blocks, used, cached, free;
+  int block_positions;
+  int reuse;      // prefix reuse on
+  uint64 lookups; // prompts looked up
+  uint64 prompt;  // their positions
+  uint64 hits;    // of those, positions taken from the cache
+  uint64 evictions;
 };
 
 // The whole table, taken in one go under the service's lock (ai_table):
@@ -159,6 +175,7 @@ struct ai_table_view {
   int nbatch;          // entries of batch[]
   int batch[AI_NSLOT]; // slot numbers the worker runs now, ascending
   struct ai_slot_view slot[AI_NSLOT];
+  struct ai_kvstat kv; // the worker's KV cache (all 0 before its first report)
 };
 
 #define AI_STR_(x) #x

@@ -191,6 +191,7 @@ int ai_emit(int reqid, uint64 ids, int n);
 int ai_logprob(int reqid, uint64 rec);
 int ai_complete(int reqid, uint64 ids, int n);
 int ai_fail(int reqid, int err);
+int ai_kvreport(int reqid, int cached, uint64 st);
 
 // syscall.c
 void syscall(void);

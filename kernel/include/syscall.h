@@ -64,5 +64,6 @@
 #define SYS_ai_table    49 // any process: the whole table's public state
 #define SYS_ai_logprobs 50 // any process: its request's log-probability records
 #define SYS_ai_logprob  51 // worker only: the record of the id it emits next
+#define SYS_ai_kvreport 52 // worker only: its KV cache's counters
 
 #endif

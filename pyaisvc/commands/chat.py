@@ -58,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--service", action="store_true",
                         help="ask the kernel AI service (the resident ai_daemon, through "
                              "`ai gen`) instead of running llmrun_* at the shell")
+    parser.add_argument("--prefix-cache", choices=("on", "off"), default="on",
+                        help="reuse the KV cache's cached prefix of each turn's history "
+                             "(default on; off computes the whole history every turn)")
     add_sampling_arguments(parser)
 
 
@@ -77,7 +80,7 @@ def stats_line(session: ChatSession) -> str:
                 f"{r.wall_s:.1f} s on the host clock")
     return (f"{head}; load {t['load_us'] / 1000:.0f} ms (once, at start); TTFT "
             f"{t['ttft_us'] / 1000:.0f} ms; TPOT {t['tpot_us'] / 1000:.1f} ms; {r.wall_s:.1f} s "
-            "on the host clock")
+            f"on the host clock; {t.get('cached', 0)} prompt tokens from the KV cache")
 
 
 def _loop(session: ChatSession, model: str) -> None:
@@ -139,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
         tok = load_tokenizer(args.model)
         cfg = ChatConfig(args.model, p.kernel, p.image, args.ram or spec.ram, args.cpus,
                          args.max_new_tokens, seq_len,
-                         sampling_args=tuple(sampling_args), service=args.service)
+                         sampling_args=tuple(sampling_args), service=args.service,
+                         prefix_cache=args.prefix_cache == "on")
         with ChatSession(cfg, tok) as session:
             g = session.guest
             where = " by the AI service's worker" if args.service else ""

@@ -80,6 +80,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"the worker's places (1..{max_batch()}; boot argument "
                         f"aibatch=B; default: ai_daemon's {max_batch()}): fewer make the "
                         "kernel's queue visible at /")
+    parser.add_argument("--prefix-cache", choices=("on", "off"), default="on",
+                        help="the worker reuses cached prompt prefixes from its KV cache "
+                        "(default on; off: boot argument aicache=0, docs/KVCACHE.md)")
     parser.add_argument("--cpus", type=int, default=qemu.default_cpus(),
                         help=f"guest harts (default: the host's cores, at most "
                         f"{qemu.MAX_DEFAULT_CPUS}; {qemu.default_cpus()} here)")
@@ -104,7 +107,9 @@ def run(args: argparse.Namespace) -> int:
     if args.batch is not None and not 1 <= args.batch <= max_batch():
         raise CommandError(f"serve: --batch {args.batch} must be 1..{max_batch()} "
                            "(ai_daemon's AI_BATCH)")
-    append = f"aibatch={args.batch}" if args.batch is not None else ""
+    boot = [f"aibatch={args.batch}"] if args.batch is not None else []
+    boot += ["aicache=0"] if args.prefix_cache == "off" else []
+    append = " ".join(boot)
     access = _access(args)
     _check_port(args.host, args.port)
     _open_files(args.max_connections)

@@ -223,10 +223,12 @@ class Engine:
             self.gateway.close(f"the guest died: {why}")
 
     def _ended(self, end: frames.End) -> None:
-        """Keeps an E frame for the live view and its kernel TTFT in the metrics."""
+        """Keeps an E frame for the live view, its kernel TTFT and its cached prompt
+        positions in the metrics."""
         self.ended.append((time.monotonic(), end))
         if end.ttft_us:
             self.metrics.kernel_ttft.observe(end.ttft_us / 1e6)
+        self.metrics.prompt_cached.inc(end.cached)
 
     async def _supervise(self, gw: Gateway) -> None:
         """Keeps a guest up until cancelled: runs gw's frames and the poll, and when the
@@ -271,6 +273,7 @@ class Engine:
                 return
             else:
                 m.saw_info(info.used, info.queued, info.running)
+                m.saw_kv(info)
             await asyncio.sleep(POLL_BUSY if gw.live or gw.queued else POLL_IDLE)
 
     def _stop_guest(self) -> None:

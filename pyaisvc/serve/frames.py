@@ -107,6 +107,7 @@ class End:
     queued_us: int
     ttft_us: int
     total_us: int
+    cached: int  # prompt positions the worker took from its KV cache (docs/KVCACHE.md)
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,15 @@ class Info:
     failed: int
     completed: int
     worker_pid: int
+    # the worker's KV cache (docs/KVCACHE.md): its pool's blocks by state, the cached
+    # blocks it evicted, the prompt positions it took from the cache of all it looked up
+    kv_blocks: int
+    kv_used: int
+    kv_cached: int
+    kv_free: int
+    kv_evictions: int
+    kv_hits: int
+    kv_prompt: int
 
 
 @dataclass(frozen=True)
@@ -142,6 +152,7 @@ class Slot:
     start_us: int
     first_us: int
     finish_us: int
+    cached: int  # prompt positions taken from the worker's KV cache
 
 
 @dataclass(frozen=True)
@@ -287,19 +298,19 @@ def parse(line: str) -> Frame:
     if kind == "L":
         return _logprobs(rest, line)
     if kind == "E":
-        if len(rest) != 7:
-            raise FrameError(f"expected 7 fields: {line!r}")
+        if len(rest) != 8:
+            raise FrameError(f"expected 8 fields: {line!r}")
         if rest[1] not in ("stop", "length", "cancel"):
             raise FrameError(f"unknown finish {rest[1]!r}: {line!r}")
-        rid, gen, plen, queued, ttft, total = _numbers([rest[0], *rest[2:]], 6, line)
-        return End(rid, rest[1], gen, plen, queued, ttft, total)
+        rid, gen, plen, queued, ttft, total, cached = _numbers([rest[0], *rest[2:]], 7, line)
+        return End(rid, rest[1], gen, plen, queued, ttft, total, cached)
     if kind == "X":
         if len(rest) < 2:
             raise FrameError(f"an error frame without a code: {line!r}")
         rid, code = _numbers(rest[:2], 2, line)
         return Failed(rid, code, " ".join(rest[2:]))
     if kind == "I":
-        return Info(*_numbers(rest, 7, line))
+        return Info(*_numbers(rest, len(Info.__dataclass_fields__), line))
     if kind == "V":
         return _table(rest, line)
     raise FrameError(f"unknown frame {kind!r}: {line!r}")

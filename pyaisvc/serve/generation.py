@@ -100,10 +100,13 @@ class Run:
         return {"queued_us": e.queued_us, "ttft_us": e.ttft_us, "total_us": e.total_us}
 
     @property
-    def usage(self) -> dict[str, int]:
-        """OpenAI's usage: the prompt's ids and every id generated (stop ids included)."""
+    def usage(self) -> dict[str, object]:
+        """OpenAI's usage: the prompt's ids and every id generated (stop ids included), and
+        how many of the prompt's ids came from the worker's KV cache."""
         n, gen = len(self.plan.prompt), self.text.generated
-        return {"prompt_tokens": n, "completion_tokens": gen, "total_tokens": n + gen}
+        cached = self.end.cached if self.end else 0
+        return {"prompt_tokens": n, "completion_tokens": gen, "total_tokens": n + gen,
+                "prompt_tokens_details": {"cached_tokens": cached}}
 
     async def pieces(self) -> AsyncIterator[str]:
         """The reply's text as it comes; cancels the guest's request when the caller

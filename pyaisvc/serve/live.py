@@ -78,7 +78,8 @@ class TableView:
             if slot is not None:
                 last_in_slot[slot] = (at, end)
             recent.append({"rid": end.rid, "slot": slot, "finish": end.finish, "gen": end.gen,
-                           "prompt": end.prompt_len, "queued_ms": round(end.queued_us / 1000, 1),
+                           "prompt": end.prompt_len, "cached": end.cached,
+                           "queued_ms": round(end.queued_us / 1000, 1),
                            "ttft_ms": round(end.ttft_us / 1000, 1) if end.ttft_us else None,
                            "tpot_ms": _tpot_ms(end), "ago_s": round(now - at, 2)})
         live_rids = {s.rid for s in table.slots if s.rid}
@@ -107,7 +108,8 @@ class TableView:
             if state == "FREE":
                 shown = "CANCELLED" if end.finish == "cancel" else "DONE"
         return {"slot": i, "state": state, "shown": shown, "owner": s.owner, "rid": s.rid,
-                "prompt": s.prompt_len, "predict": s.predict, "tokens": s.tokens,
+                "prompt": s.prompt_len, "cached": s.cached, "predict": s.predict,
+                "tokens": s.tokens,
                 "age_ms": _ms(s.submit_us, s.finish_us or now_us),
                 "queued_ms": _ms(s.submit_us, s.start_us),
                 "ttft_ms": _ms(s.submit_us, s.first_us),

@@ -7,12 +7,21 @@ first id, in the ``E`` frame) is beside them, so the difference is what the
 HTTP path and the host queue add. The ``aisvc_kernel_*`` gauges come from
 the gateway's ``I`` frame, polled; ``aisvc_kernel_running_max`` is the most
 requests the worker ran at once since the server started: above 1, the
-worker batched.
+worker batched. The ``aisvc_kv_*`` gauges are the worker's KV cache from the
+same frame (docs/KVCACHE.md): its pool's blocks by state, its evictions and
+its hit ratio (prompt positions taken from the cache of all it looked up,
+since the worker started); ``aisvc_prompt_tokens_cached`` counts this
+server's requests' cached prompt ids (the E frames).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+if TYPE_CHECKING:
+    from pyaisvc.serve.frames import Info
 
 # Seconds: the guest's TTFT is tens of ms to seconds; its TPOT tens to hundreds of ms.
 TTFT_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -42,6 +51,14 @@ class Metrics:
                                      registry=r)
         self.tokens = Counter("aisvc_tokens_generated", "ids the worker generated", registry=r)
         self.prompt_tokens = Counter("aisvc_prompt_tokens", "prompt ids submitted", registry=r)
+        self.prompt_cached = Counter("aisvc_prompt_tokens_cached", "prompt ids the worker took "
+                                     "from its KV cache (E frames)", registry=r)
+        self.kv_blocks = Gauge("aisvc_kv_blocks", "the worker's KV pool's blocks by state "
+                               "(used, cached, free)", ["state"], registry=r)
+        self.kv_evictions = Gauge("aisvc_kv_evictions", "cached blocks the worker's KV pool "
+                                  "evicted since it started", registry=r)
+        self.kv_hit_ratio = Gauge("aisvc_kv_hit_ratio", "prompt positions the worker took "
+                                  "from its KV cache over all it looked up", registry=r)
         self.kernel_used = Gauge("aisvc_kernel_live_requests", "slots in use in the kernel's "
                                  "table (ai_info used)", registry=r)
         self.kernel_queued = Gauge("aisvc_kernel_queued_requests", "requests in the kernel's "
@@ -58,6 +75,13 @@ class Metrics:
         for outcome in OUTCOMES:
             for endpoint in ("completions", "chat"):
                 self.requests.labels(endpoint, outcome)
+
+    def saw_kv(self, info: Info) -> None:
+        """The worker's KV cache (an I frame) into the kv gauges."""
+        for state in ("used", "cached", "free"):
+            self.kv_blocks.labels(state).set(getattr(info, f"kv_{state}"))
+        self.kv_evictions.set(info.kv_evictions)
+        self.kv_hit_ratio.set(info.kv_hits / info.kv_prompt if info.kv_prompt else 0.0)
 
     def saw_info(self, used: int, queued: int, running: int) -> None:
         """The kernel's table at a glance (an I frame) into the gauges; the running maximum

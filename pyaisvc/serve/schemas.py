@@ -164,10 +164,16 @@ class BurstRequest(_Body):
 Finish = Literal["stop", "length"]
 
 
+class PromptTokensDetails(BaseModel):
+    cached_tokens: int = Field(description="prompt ids the worker took from its KV cache "
+                               "rather than computing them (docs/KVCACHE.md)")
+
+
 class Usage(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    prompt_tokens_details: PromptTokensDetails | None = None
 
 
 class Timings(BaseModel):
@@ -301,6 +307,7 @@ class SlotView(BaseModel):
     owner: int
     rid: int
     prompt: int
+    cached: int = Field(description="prompt positions taken from the worker's KV cache")
     predict: int
     tokens: int
     age_ms: float | None
@@ -316,6 +323,7 @@ class RecentEnd(BaseModel):
     finish: str
     gen: int
     prompt: int
+    cached: int
     queued_ms: float
     ttft_ms: float | None
     tpot_ms: float | None

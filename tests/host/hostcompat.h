@@ -30,6 +30,7 @@
 #define AISVC_USER_H
 #define AISVC_FCNTL_H
 #include "kernel/include/stat.h"
+#include "kernel/include/sysinfo.h"
 
 static inline int
 hc_ret(long r)
@@ -81,6 +82,16 @@ time_us(void)
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+// The guest's sysinfo: only freepages (4 KiB pages the host has free).
+static inline int
+sysinfo(struct sysinfo *st)
+{
+  long n = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  memset(st, 0, sizeof(*st));
+  st->freepages = n > 0 && size > 0 ? (uint64)n * (uint64)size / 4096 : 0;
+  return 0;
 }
 
 // Round half to even (the default rounding mode), as fcvt.l.d ..., rne.

@@ -233,6 +233,7 @@ print_status(struct ai_status *st)
     printf(", err %d (%s)", st->err, ai_strerror(st->err));
   printf("\n  prompt %d, predict %d; queued_us %lu ttft_us %lu total_us %lu\n", st->prompt_len,
       st->predict, st->queued_us, st->ttft_us, st->total_us);
+  printf("  cached %d (prompt positions taken from the worker's KV cache)\n", st->cached);
 }
 
 static void
@@ -254,22 +255,23 @@ print_info(void)
 
 static const char *state_names[] = { "FREE", "QUEUED", "RUNNING", "DONE", "FAILED" };
 
-// A span in ms as a column of width 9, "-" while it is unknown (either
+// A span in ms as a column of width 8, "-" while it is unknown (either
 // end not yet reached).
 static void
 print_ms(uint64 from, uint64 to)
 {
   if (from == 0 || to < from)
-    printf(" %9s", "-");
+    printf(" %8s", "-");
   else
-    printf(" %9lu", (to - from) / 1000);
+    printf(" %8lu", (to - from) / 1000);
 }
 
-// One row per used slot of v: 80 columns at most.
+// One row per used slot of v: 80 columns at most. CACHED: the prompt
+// positions the worker took from its KV cache (docs/KVCACHE.md).
 static void
 print_slots(const struct ai_table_view *v)
 {
-  printf("SLOT STATE   OWNER PROMPT IDS/PREDICT    AGE ms QUEUED ms   TTFT ms  TOTAL ms\n");
+  printf("SLOT STATE   OWNER PROMPT IDS/PREDICT CACHED   AGE ms QUEUE ms  TTFT ms TOTAL ms\n");
   for (int i = 0; i < AI_NSLOT; i++) {
     const struct ai_slot_view *w = &v->slot[i];
     char owner[12], progress[12];
@@ -280,8 +282,8 @@ print_slots(const struct ai_table_view *v)
     else
       snprintf(owner, sizeof(owner), "gone"); // an orphan
     snprintf(progress, sizeof(progress), "%d/%d", w->tokens, w->predict);
-    printf("%4d %-7s %5s %6d %11s", i, w->state <= AI_FAILED ? state_names[w->state] : "?", owner,
-        w->prompt_len, progress);
+    printf("%4d %-7s %5s %6d %11s %6d", i, w->state <= AI_FAILED ? state_names[w->state] : "?",
+        owner, w->prompt_len, progress, w->cached);
     print_ms(w->submit_time, w->finish_time ? w->finish_time : v->now);
     print_ms(w->submit_time, w->start_time);
     print_ms(w->submit_time, w->first_time);
@@ -313,7 +315,11 @@ print_table(const struct ai_table_view *v)
   printf("worker pid %d, %d completed; slots %d/%d used, queue %d, batch %d\n\n", v->worker_pid,
       v->completed, used, AI_NSLOT, v->nqueued, v->nbatch);
   print_slots(v);
-  printf("\n");
+  const struct ai_kvstat *k = &v->kv;
+  printf("\nkv cache: %d blocks of %d positions: %d used, %d cached, %d free\n", k->blocks,
+      k->block_positions, k->used, k->cached, k->free);
+  printf("  prefix reuse %s: %lu of %lu prompt positions cached, %lu evictions\n",
+      k->reuse ? "on" : "off", k->hits, k->prompt, k->evictions);
   print_list("FIFO (next first)", v->fifo, v->nqueued);
   print_list("BATCH (the worker runs these slots)", v->batch, v->nbatch);
 }

@@ -1,6 +1,7 @@
 // ai_daemon: the AI service's worker (kernel/ai/ai_table.c).
 //
-//   ai_daemon [--ready-fd FD] [--batch B] [ASSET_DIR]  (default /AI/SMOL, else /AI/QWEN)
+//   ai_daemon [--ready-fd FD] [--batch B] [--kv-blocks N] [--prefix-cache on|off] [ASSET_DIR]
+//   (ASSET_DIR: default /AI/SMOL, else /AI/QWEN)
 //
 // Each batched step runs on the runtime's thread pool, one thread per
 // hart that the host runs at once (user/llm/pool.c measures it); the
@@ -22,9 +23,18 @@
 // daemon keeps the model and retries every second.
 //
 // The scheduler (docs/AI_SERVICE.md, section 9, says why):
-// - Places: B KV caches, allocated at start from CFG.BIN's sizes (fewer if
-//   memory is short: the daemon says how many). A request holds one from
-//   its admission to its end; the next request gets it at once.
+// - Places: B sequences, allocated at start from CFG.BIN's sizes (fewer if
+//   memory is short: the daemon says how many), whose KV caches are block
+//   tables into one pool of blocks (user/llm/kvcache.c; --kv-blocks N, boot
+//   argument aikv=N; default a share of the free memory, said at start),
+//   never more places than the pool holds full windows of, so an admitted
+//   request always gets its blocks. A request holds a place from its
+//   admission to its end; the next request gets it at once. With prefix
+//   reuse (on unless --prefix-cache off, boot argument aicache=0) a
+//   request takes its prompt's longest cached prefix from the pool and
+//   runs only the rest: a chat's next turn, or the common system line of
+//   requests in one batch; its blocks go back to the pool when it ends,
+//   its completed ones stay cached until evicted (least recently used).
 // - Admission, before every step, while a place is free: with nothing
 //   running the daemon sleeps in ai_next; otherwise it takes requests with
 //   ai_take, which never blocks. The kernel hands them out in FIFO order,
@@ -162,6 +172,20 @@ sampler_for(struct llm_sampler *g, const struct ai_opts *o, int vocab)
   return llm_sampler_needs_work(g) && work.cand == 0 ? -1 : 0;
 }
 
+// Tell the kernel the KV pool's counters and, for a request u (or 0),
+// how much of its prompt came from the pool (ai_query, ai_table and
+// ai top show them).
+static void
+kv_report(struct llm_session *s, struct running *u)
+{
+  const struct llm_kvstats *k = &s->pool.st;
+  struct ai_kvstat st = { s->pool.nblocks, k->used, k->cached, k->free, LLM_KV_BLOCK, s->pool.reuse,
+    k->requests, k->prompt, k->hits, k->evictions };
+  int r = ai_kvreport(u ? u->reqid : 0, u ? u->r.cached : 0, &st);
+  if (r < 0 && r != -AIE_NOREQ)
+    fprintf(2, "ai_daemon: kvreport: %s\n", ai_strerror(r));
+}
+
 // Start job in a free place, or fail it if the runtime refuses it.
 static void
 admit(struct llm_runtime *rt, struct llm_session *s, struct ai_job *job)
@@ -181,6 +205,7 @@ admit(struct llm_runtime *rt, struct llm_session *s, struct ai_job *job)
   u->reqid = job->reqid;
   u->reported = 0;
   nrun++;
+  kv_report(s, u);
 }
 
 // Restarts the thread pool with as many threads as the host now runs at
@@ -295,6 +320,10 @@ step(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s)
   for (int i = 0; i < nrun; i++)
     if (!report(&run[i]))
       run[kept++] = run[i];
+    else
+      llm_req_end(&run[i].r); // its blocks back to the pool
+  if (kept < nrun)
+    kv_report(s, 0);
   nrun = kept;
 }
 
@@ -326,12 +355,18 @@ main(int argc, char **argv)
 {
   static struct llm_runtime rt;
   static struct llm_session s;
-  int ready_fd = -1, batch = AI_BATCH, i = 1;
+  int ready_fd = -1, batch = AI_BATCH, kv_blocks = 0, reuse = 1, i = 1;
   for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
     if (strcmp(argv[i], "--ready-fd") == 0)
       ready_fd = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--batch") == 0)
       batch = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--kv-blocks") == 0 && (kv_blocks = atoi(argv[i + 1])) > 0)
+      ;
+    else if (strcmp(argv[i], "--prefix-cache") == 0 && strcmp(argv[i + 1], "on") == 0)
+      reuse = 1;
+    else if (strcmp(argv[i], "--prefix-cache") == 0 && strcmp(argv[i + 1], "off") == 0)
+      reuse = 0;
     else
       break;
   }
@@ -340,7 +375,10 @@ main(int argc, char **argv)
     batch = 0;
   }
   if (batch < 1 || batch > AI_BATCH) {
-    fprintf(2, "usage: ai_daemon [--ready-fd FD] [--batch 1..%d] [ASSET_DIR]\n", AI_BATCH);
+    fprintf(2,
+        "usage: ai_daemon [--ready-fd FD] [--batch 1..%d] [--kv-blocks N] "
+        "[--prefix-cache on|off] [ASSET_DIR]\n",
+        AI_BATCH);
     return 2;
   }
   if (!ai_right(0)) { // say so before loading a model for nothing
@@ -359,6 +397,14 @@ main(int argc, char **argv)
   if (places < batch)
     fprintf(
         2, "ai_daemon: memory for %d of %d KV caches: serving %d at once\n", places, batch, places);
+  if (llm_session_pool(&s, &rt, kv_blocks, reuse, 0) < 0)
+    idle(ready_fd);
+  int window = (rt.cfg.runtime_seq_len + LLM_KV_BLOCK - 1) / LLM_KV_BLOCK;
+  if (places > s.pool.nblocks / window) {
+    places = s.pool.nblocks / window;
+    fprintf(
+        2, "ai_daemon: the kv pool holds %d full windows: serving %d at once\n", places, places);
+  }
   if (llm_sampler_alloc(&work, rt.cfg.vocab_size) < 0)
     fprintf(2,
         "ai_daemon: no memory for the sampler: sampled requests will fail "
@@ -371,6 +417,7 @@ main(int argc, char **argv)
          "kernels %s, threads %d\n",
       getpid(), dir, rt.cfg.vocab_size, rt.cfg.runtime_seq_len, s.tm.init_us / 1000, places,
       llm_kernels_name(), llm_pool_threads());
+  kv_report(&s, 0);
   if (ready_fd >= 0) {
     write(ready_fd, "r", 1);
     close(ready_fd);

@@ -133,8 +133,8 @@ send_end(struct live *l, const char *finish, int gen, struct ai_status *st)
 {
   char line[160];
 
-  snprintf(line, sizeof(line) - 1, "E %d %s %d %d %lu %lu %lu", l->rid, finish, gen, st->prompt_len,
-      st->queued_us, st->ttft_us, st->total_us);
+  snprintf(line, sizeof(line) - 1, "E %d %s %d %d %lu %lu %lu %d", l->rid, finish, gen,
+      st->prompt_len, st->queued_us, st->ttft_us, st->total_us, st->cached);
   send_line(line);
 }
 
@@ -474,17 +474,22 @@ do_hello(char **w, int n)
   send_ready(n == 2 ? w[1] : 0);
 }
 
-// I: the kernel's table at a glance.
+// I: the kernel's table at a glance, and the worker's KV cache (from
+// ai_table: its pool's blocks and counters, docs/KVCACHE.md).
 static void
 send_info(void)
 {
+  static struct ai_table_view v; // only the main thread handles frames
   struct ai_info in;
-  char line[128];
+  char line[256];
 
   memset(&in, 0, sizeof(in));
+  memset(&v, 0, sizeof(v));
   ai_info(&in);
-  snprintf(line, sizeof(line) - 1, "I %d %d %d %d %d %d %d", in.used, in.queued, in.running,
-      in.done, in.failed, in.completed, in.worker_pid);
+  ai_table(&v, sizeof(v));
+  snprintf(line, sizeof(line) - 1, "I %d %d %d %d %d %d %d %d %d %d %d %lu %lu %lu", in.used,
+      in.queued, in.running, in.done, in.failed, in.completed, in.worker_pid, v.kv.blocks,
+      v.kv.used, v.kv.cached, v.kv.free, v.kv.evictions, v.kv.hits, v.kv.prompt);
   send_line(line);
 }
 
@@ -523,9 +528,9 @@ send_kernel_table(void)
     len += snprintf(line + len, cap - len, " %d", v.batch[k]);
   for (int i = 0; i < AI_NSLOT; i++) {
     struct ai_slot_view *w = &v.slot[i];
-    len += snprintf(line + len, cap - len, " %d %d %d %d %d %d %lu %lu %lu %lu", w->state, w->owner,
-        rid_of_reqid(w->reqid), w->prompt_len, w->predict, w->tokens, w->submit_time, w->start_time,
-        w->first_time, w->finish_time);
+    len += snprintf(line + len, cap - len, " %d %d %d %d %d %d %lu %lu %lu %lu %d", w->state,
+        w->owner, rid_of_reqid(w->reqid), w->prompt_len, w->predict, w->tokens, w->submit_time,
+        w->start_time, w->first_time, w->finish_time, w->cached);
   }
   send_line(line);
 }

@@ -1,6 +1,6 @@
 // init: the first user process.
 //
-//   init [aiworker=console] [aibatch=B]   (its arguments are the boot
+//   init [aiworker=console] [aibatch=B] [aikv=N] [aicache=0]   (its arguments are the boot
 //       command line's words without a dot: kernel/core/bootargs.c)
 //
 // It opens the console as fds 0, 1 and 2 (creating /console on a fresh
@@ -21,7 +21,9 @@
 // boot argument aiworker=console keeps it for the shell too: the tests
 // that run aitest, usertests' AI cases and the fuzzer's worker from the
 // console boot that way. aibatch=B starts the worker as ai_daemon --batch
-// B (pyaisvc bench --burst compares batch sizes so, one boot each).
+// B (pyaisvc bench --burst compares batch sizes so, one boot each);
+// aikv=N gives its KV pool N blocks (--kv-blocks N) and aicache=0 turns
+// its prefix reuse off (--prefix-cache off), docs/KVCACHE.md.
 
 #include "user/lib/user.h"
 #include "kernel/include/param.h"
@@ -35,7 +37,7 @@
 #define RESPAWN_LIMIT 4              // failures in a row after which init gives up
 #define RESPAWN_RESET (60 * TICK_HZ) // a run this long ends a series of failures
 
-#define SERVICE_ARGS 8 // room in a service's argv, its 0 included
+#define SERVICE_ARGS 12 // room in a service's argv, its 0 included
 
 struct service {
   char *path;
@@ -241,6 +243,12 @@ main(int argc, char *argv[])
     } else if (strncmp(argv[i], "aibatch=", 8) == 0) {
       add_arg(service("/ai_daemon"), "--batch"); // ai_daemon checks the number
       add_arg(service("/ai_daemon"), argv[i] + 8);
+    } else if (strncmp(argv[i], "aikv=", 5) == 0) {
+      add_arg(service("/ai_daemon"), "--kv-blocks"); // ai_daemon checks the number
+      add_arg(service("/ai_daemon"), argv[i] + 5);
+    } else if (strcmp(argv[i], "aicache=0") == 0) {
+      add_arg(service("/ai_daemon"), "--prefix-cache");
+      add_arg(service("/ai_daemon"), "off");
     } else {
       fprintf(2, "init: unknown argument '%s' ignored\n", argv[i]);
     }

@@ -84,6 +84,8 @@ int ai_fail(int reqid, int err);
 int ai_take(struct ai_job *job, int places);             // reqid, 0 if none queued; never blocks
 int ai_emit(int reqid, const uint32 *ids, int n);        // 0 = go on; -AIE_NOREQ = stop it
 int ai_logprob(int reqid, const struct ai_logprob *rec); // before the emit of its id
+struct ai_kvstat;
+int ai_kvreport(int reqid, int cached, const struct ai_kvstat *st); // reqid 0: counters only
 
 // ---- ulib.c
 int stat(const char *path, struct stat *st);

@@ -4,6 +4,7 @@
 //        [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... <id> ...
 //   PROG [options] --prompt-file F      ids separated by white space
 //   PROG [options] [--stdin [--batch B]] (also: no ids at all)
+//   options also: [--prefix-cache on|off] [--kv-blocks N] [--prefix-hash-bits N]
 //
 // --stdin serves one request per line, `<predict> <id0> <id1> ...`, with the
 // model loaded once, until `exit`, `quit` or the end of the input; a bad line
@@ -43,6 +44,16 @@
 // model's raw distribution as a decimal with 6 places (rounded to the
 // nearest millionth), and top= the N most likely ids, best first (empty
 // for N = 0). --batch refuses --logprobs.
+//
+// The KV cache is a pool of blocks (user/llm/kvcache.c), said on stderr at
+// start unless --quiet: --kv-blocks N sizes it (default: a share of the
+// free memory); with --prefix-cache on (the default) a request takes its
+// prompt's longest cached prefix from it (cached= in its timing line), so
+// --stdin requests that repeat a history run only what is new.
+// --prefix-hash-bits N keeps N bits of the blocks' hash (0: every block
+// hashes alike, so a lookup relies on its full comparison alone; for
+// tests). At the end of --stdin, unless --quiet, one line gives the pool's
+// counters (llm_kv_print).
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
@@ -60,7 +71,10 @@ struct options {
   int predict;
   int threads; // 0: one per hart that runs at once (llm_pool_start)
   int quiet, profile, use_stdin, stream;
-  int batch; // --batch: requests at once (0: one after another)
+  int batch;      // --batch: requests at once (0: one after another)
+  int kv_blocks;  // --kv-blocks: the KV pool's blocks (0: default)
+  int prefix_off; // --prefix-cache off
+  int hash_bits;  // --prefix-hash-bits (64: all)
   const char *prompt_file;
   int first_id;           // argv index of the first id, or argc
   struct llm_sampler smp; // --temp, --top-k, --top-p, --seed, --stop
@@ -74,6 +88,7 @@ usage_line(int fd)
       "usage: %s [--asset-dir DIR] [--predict N] [--threads N] [--quiet] [--profile] "
       "[--stream] [--kernels auto|scalar|vector] [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... "
       "[--presence-penalty P] [--frequency-penalty F] [--logit-bias ID:B]... [--logprobs N] "
+      "[--prefix-cache on|off] [--kv-blocks N] [--prefix-hash-bits N] "
       "[--prompt-file F | --stdin [--batch B] | <id> ...]\n",
       llm_prog);
 }
@@ -105,10 +120,13 @@ help(const char *dir)
          "  --logprobs N       each id's log-probability and the N (0..%d) likeliest\n"
          "  --stream           print each id as soon as it is chosen\n"
          "  --quiet            no timing line; --profile: time per phase and thread\n"
+         "  --prefix-cache C   on (default): reuse cached prompt prefixes; off: never\n"
+         "  --kv-blocks N      KV pool of N blocks of %d positions (default: a share of memory)\n"
+         "  --prefix-hash-bits N  keep N of the block hash's 64 bits (tests: 0 collides all)\n"
          "  --prompt-file F    read the ids from file F\n"
          "  --stdin            one request per line: <predict> <id> ...; --batch B serves\n"
          "                     up to B of them at once, as the AI service does\n",
-      dir, LLM_MAX_STOP, LLM_MAX_BIAS, LLM_MAX_TOPLP);
+      dir, LLM_MAX_STOP, LLM_MAX_BIAS, LLM_MAX_TOPLP, LLM_KV_BLOCK);
 }
 
 // A decimal number below 2^31 -> 0 and *v; else -1.
@@ -268,11 +286,15 @@ enum {
   OPT_FREQUENCY,
   OPT_BIAS,
   OPT_LOGPROBS,
+  OPT_PREFIX,
+  OPT_KVBLOCKS,
+  OPT_HASHBITS,
   NVALUE_OPTS
 };
 static const char *const value_opts[NVALUE_OPTS] = { "--asset-dir", "--prompt-file", "--predict",
   "--temp", "--top-k", "--top-p", "--seed", "--stop", "--kernels", "--threads", "--batch",
-  "--presence-penalty", "--frequency-penalty", "--logit-bias", "--logprobs" };
+  "--presence-penalty", "--frequency-penalty", "--logit-bias", "--logprobs", "--prefix-cache",
+  "--kv-blocks", "--prefix-hash-bits" };
 
 // Store value v of option a (v is 0 when argv ends after a). Returns 0,
 // 1 if a takes no value, or -1 after a message.
@@ -341,6 +363,19 @@ value_option(struct options *o, const char *a, const char *v)
         parse_num(v, strlen(v), &sp->top_logprobs) < 0 || sp->top_logprobs > LLM_MAX_TOPLP ? -1 : 0;
     sp->logprobs = 1;
     break;
+  case OPT_PREFIX:
+    want = "on or off";
+    bad = strcmp(v, "on") == 0 || strcmp(v, "off") == 0 ? 0 : -1;
+    o->prefix_off = strcmp(v, "off") == 0;
+    break;
+  case OPT_KVBLOCKS:
+    bad = in_range(v, 1 << 20, &o->kv_blocks, range, sizeof(range));
+    want = range;
+    break;
+  case OPT_HASHBITS:
+    bad = parse_num(v, strlen(v), &o->hash_bits) < 0 || o->hash_bits > 64 ? -1 : 0;
+    want = "a number of bits, 0..64";
+    break;
   }
   if (bad < 0) {
     fprintf(2, "%s: %s: '%s' is not %s\n", llm_prog, a, v, want);
@@ -357,6 +392,7 @@ parse_options(int argc, char **argv, struct options *o)
 {
   const char *default_dir = o->dir;
   o->predict = 1;
+  o->hash_bits = 64;
   o->smp.top_k = 40;
   o->smp.top_p = 0.95;
   int i;
@@ -500,6 +536,7 @@ struct breq {
   int n, predict;
   int gen;                 // ids generated (fewer than predict after a stop id)
   int ok;                  // served
+  int cached;              // prompt positions from the KV pool
   uint64 first_us, end_us; // first and last id, from the start of the batch
 };
 static struct breq breqs[MAXBREQ];
@@ -553,6 +590,7 @@ serve_batch(
             kv = 0;
       }
       if (llm_req_start(rt, &req[nrun], kv, b->ids, b->n, b->predict) == 0) {
+        b->cached = req[nrun].cached;
         req[nrun].sampler = s->sampler; // greedy here: its --stop ids only
         who[nrun++] = next;
       }
@@ -572,6 +610,7 @@ serve_batch(
       memmove(b->ids + b->n, req[i].kv->seq + b->n, b->gen * sizeof(int));
       b->end_us = now;
       b->ok = 1;
+      llm_req_end(&req[i]);
       for (int j = i; j + 1 < nrun; j++) { // keep the others in order
         req[j] = req[j + 1];
         who[j] = who[j + 1];
@@ -588,8 +627,8 @@ serve_batch(
       continue;
     llm_print_ids(b->ids + b->n, b->gen);
     if (!quiet)
-      llm_print_timing(
-          s, b->first_us, b->gen > 1 ? (b->end_us - b->first_us) / (b->gen - 1) : 0, b->n, b->gen);
+      llm_print_timing(s, b->first_us, b->gen > 1 ? (b->end_us - b->first_us) / (b->gen - 1) : 0,
+          b->n, b->cached, b->gen);
     positions += b->n + b->gen - 1; // the last id is never fed back
   }
   if (s->tm.profile)
@@ -722,6 +761,12 @@ llm_cli_main(const struct llm_model *md, int argc, char **argv)
     return 1;
   }
   s.sampler = &o.smp;
+  llm_session_add_caches(&s, &rt, o.batch); // --batch: fewer if memory is short
+  if (llm_session_pool(&s, &rt, o.kv_blocks, !o.prefix_off, o.quiet) < 0) {
+    llm_session_free(&s, &rt);
+    return 1;
+  }
+  s.pool.hash_bits = o.hash_bits;
   llm_pool_start(o.threads); // 0: as many as run at once
   stream_stop = &o.smp;
   if (o.stream || o.smp.logprobs)
@@ -730,6 +775,8 @@ llm_cli_main(const struct llm_model *md, int argc, char **argv)
     r = serve_stdin(md, &rt, &s, o.quiet, o.batch);
   else
     r = run(md, &rt, &s, ids, count, o.predict, o.quiet);
+  if (o.use_stdin && !o.quiet)
+    llm_kv_print(&s.pool, llm_prog);
   llm_sampler_free(&o.smp);
   llm_session_free(&s, &rt);
   return r < 0 ? 1 : 0;

@@ -172,13 +172,6 @@ rope(const struct llm_runtime *rt, double *x, int pos)
   }
 }
 
-// Offsets of position t of full-attention layer `slot` in the KV cache.
-static uint64
-kv_row(const struct llm_runtime *rt, int slot, int t)
-{
-  return (uint64)slot * rt->cfg.runtime_seq_len + t;
-}
-
 // Steps 2-4 for one query head at `pos`: its norm (if the model has
 // one) and RoPE, in place.
 static void
@@ -199,62 +192,68 @@ prepare_kv(struct llm_runtime *rt, struct llm_cache *c, const struct llm_layer *
   const struct llm_config *g = &rt->cfg;
   int hd = g->head_dim, kvd = g->n_kv_heads * hd;
   double eps = (double)g->rms_eps;
-  uint64 row = kv_row(rt, slot, pos);
+  struct llm_kvpool *kp = c->tab.pool;
+  uint64 row = llm_kv_row(&c->tab, slot, pos);
   for (int h = 0; h < g->n_kv_heads; h++) {
     if (g->flags & LLM_QKNORM)
       llm_rmsnorm(k + h * hd, L->k_norm, hd, eps, k + h * hd);
     rope(rt, k + h * hd, pos);
     uint64 qo = row * kvd + h * hd, mo = row * (kvd / LLM_GS) + h * (hd / LLM_GS);
-    llm_quantize(k + h * hd, hd, c->kq + qo, c->km + mo, &c->kxs[row * g->n_kv_heads + h]);
-    llm_quantize(v + h * hd, hd, c->vq + qo, c->vm + mo, &c->vxs[row * g->n_kv_heads + h]);
+    llm_quantize(k + h * hd, hd, kp->kq + qo, kp->km + mo, &kp->kxs[row * g->n_kv_heads + h]);
+    llm_quantize(v + h * hd, hd, kp->vq + qo, kp->vm + mo, &kp->vxs[row * g->n_kv_heads + h]);
   }
 }
 
 // Steps 5-6 for one query head: scores against positions 0..pos of cache
-// c, then sc->score[t] = e_t = exp(score_t - max); returns inv = 1 / sum e_t.
+// c, block by block (D_t is one position's), then sc->score[t] = e_t =
+// exp(score_t - max); returns inv = 1 / sum e_t.
 static double
 head_softmax(struct llm_runtime *rt, struct llm_head_scratch *sc, const struct llm_cache *c,
     int slot, int kvh, const double *qh, int pos)
 {
   const struct llm_config *g = &rt->cfg;
-  int hd = g->head_dim, kvd = g->n_kv_heads * hd, npos = pos + 1;
+  const struct llm_kvpool *kp = c->tab.pool;
+  int hd = g->head_dim, kvd = g->n_kv_heads * hd, npos = pos + 1, nkvh = g->n_kv_heads;
   double xsq;
   llm_quantize(qh, hd, sc->qhead_q, sc->qhead_m, &xsq);
   double a = (xsq * (1.0 / llm_sqrt((double)hd))) / 1073741824.0;
-  uint64 row = kv_row(rt, slot, 0);
-  llm_attn_scores(sc->qhead_q, sc->qhead_m, hd / LLM_GS, c->kq + row * kvd + kvh * hd,
-      c->km + row * (kvd / LLM_GS) + kvh * (hd / LLM_GS), kvd, kvd / LLM_GS, npos, sc->dot);
-  const double *kxs = c->kxs + row * g->n_kv_heads + kvh;
   double mx = 0.0;
   int64 mxkey = 0; // llm_order_key(mx)
-  for (int t = 0; t < npos; t++) {
-    sc->score[t] = ((double)sc->dot[t] * kxs[t * g->n_kv_heads]) * a;
-    int64 key = llm_order_key(sc->score[t]);
-    if (t == 0 || key > mxkey) {
-      mx = sc->score[t];
-      mxkey = key;
+  for (int t0 = 0; t0 < npos; t0 += LLM_KV_BLOCK) {
+    int nb = npos - t0 < LLM_KV_BLOCK ? npos - t0 : LLM_KV_BLOCK;
+    uint64 row = llm_kv_row(&c->tab, slot, t0);
+    llm_attn_scores(sc->qhead_q, sc->qhead_m, hd / LLM_GS, kp->kq + row * kvd + kvh * hd,
+        kp->km + row * (kvd / LLM_GS) + kvh * (hd / LLM_GS), kvd, kvd / LLM_GS, nb, sc->dot + t0);
+    const double *kxs = kp->kxs + row * nkvh + kvh;
+    for (int t = t0; t < t0 + nb; t++) {
+      sc->score[t] = ((double)sc->dot[t] * kxs[(t - t0) * nkvh]) * a;
+      int64 key = llm_order_key(sc->score[t]);
+      if (t == 0 || key > mxkey) {
+        mx = sc->score[t];
+        mxkey = key;
+      }
     }
   }
   return 1.0 / llm_softmax_exps(sc->score, npos, mx);
 }
 
-// Step 7 for one group of 32 dims of one head (values from cache kc): weights w_t = e_t * sv_t
-// re-quantised to integers W_t in [0, 32767], A_k = sum_t W_t qv_{t,k},
-// out_k = (A_k * (wmax / 32767)) * inv.
+// Step 7 for one group of 32 dims of one head (values from cache kc):
+// weights w_t = e_t * sv_t re-quantised to integers W_t in [0, 32767],
+// A_k = sum_t W_t qv_{t,k} (block by block: integer sums, exact in any
+// grouping), out_k = (A_k * (wmax / 32767)) * inv.
 static void
 head_values(struct llm_runtime *rt, struct llm_head_scratch *sc, const struct llm_cache *kc,
     int slot, int kvh, int grp, int pos, double inv, double *out)
 {
   const struct llm_config *g = &rt->cfg;
-  int hd = g->head_dim, kvd = g->n_kv_heads * hd, npos = pos + 1;
+  const struct llm_kvpool *kp = kc->tab.pool;
+  int hd = g->head_dim, kvd = g->n_kv_heads * hd, npos = pos + 1, nkvh = g->n_kv_heads;
   int gi = kvh * (hd / LLM_GS) + grp; // the group's index within a row
-  uint64 row = kv_row(rt, slot, 0);
   double wmax = 0.0;
   int64 wmaxkey = 0; // llm_order_key(wmax)
   for (int t = 0; t < npos; t++) {
-    double sv = (kc->vxs[(row + t) * g->n_kv_heads + kvh] *
-                    (double)kc->vm[(row + t) * (kvd / LLM_GS) + gi]) /
-        32768.0;
+    uint64 row = llm_kv_row(&kc->tab, slot, t);
+    double sv = (kp->vxs[row * nkvh + kvh] * (double)kp->vm[row * (kvd / LLM_GS) + gi]) / 32768.0;
     sc->val_w[t] = sc->score[t] * sv;
     int64 key = llm_order_key(sc->val_w[t]);
     if (key > wmaxkey) {
@@ -274,8 +273,14 @@ head_values(struct llm_runtime *rt, struct llm_head_scratch *sc, const struct ll
   else
     for (int t = 0; t < npos; t++)
       sc->val_wq[t] = (int32)llm_rint(sc->val_w[t] * c);
-  int64 acc[LLM_GS];
-  llm_attn_values(sc->val_wq, kc->vq + row * kvd + gi * LLM_GS, kvd, npos, acc);
+  int64 acc[LLM_GS] = { 0 }, part[LLM_GS];
+  for (int t0 = 0; t0 < npos; t0 += LLM_KV_BLOCK) {
+    int nb = npos - t0 < LLM_KV_BLOCK ? npos - t0 : LLM_KV_BLOCK;
+    uint64 row = llm_kv_row(&kc->tab, slot, t0);
+    llm_attn_values(sc->val_wq + t0, kp->vq + row * kvd + gi * LLM_GS, kvd, nb, part);
+    for (int k = 0; k < LLM_GS; k++)
+      acc[k] += part[k];
+  }
   for (int k = 0; k < LLM_GS; k++)
     out[k] = ((double)acc[k] * f) * inv;
 }

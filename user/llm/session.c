@@ -67,21 +67,19 @@ align8(uint64 n)
 }
 
 // Lay out (base != 0) or size (base == 0) one cache at base; returns its
-// bytes. Every buffer starts 8-byte aligned.
+// bytes. Every buffer starts 8-byte aligned. Its KV cache is a block table
+// into the session's pool.
 static uint64
 cache_layout(struct llm_cache *c, const struct llm_runtime *rt, char *base)
 {
   const struct llm_config *g = &rt->cfg;
-  uint64 T = g->runtime_seq_len, nf = rt->n_full;
-  uint64 kv = (uint64)g->n_kv_heads * g->head_dim;
-  uint64 size[] = { nf * T * kv, nf * T * kv, nf * T * (kv / LLM_GS) * sizeof(int32),
-    nf * T * (kv / LLM_GS) * sizeof(int32), nf * T * g->n_kv_heads * sizeof(double),
-    nf * T * g->n_kv_heads * sizeof(double),
-    rt->n_linear * (uint64)max2(g->conv_kernel - 1, 0) * llm_conv_dim(g) * sizeof(double),
+  uint64 T = g->runtime_seq_len;
+  uint64 size[] = { rt->n_linear * (uint64)max2(g->conv_kernel - 1, 0) * llm_conv_dim(g) *
+        sizeof(double),
     rt->n_linear * (uint64)g->lin_v_heads * g->lin_k_dim * g->lin_v_dim * sizeof(double),
-    T * sizeof(int) };
-  void **field[] = { (void **)&c->kq, (void **)&c->vq, (void **)&c->km, (void **)&c->vm,
-    (void **)&c->kxs, (void **)&c->vxs, (void **)&c->conv, (void **)&c->state, (void **)&c->seq };
+    T * sizeof(int), (T + LLM_KV_BLOCK - 1) / LLM_KV_BLOCK * sizeof(int) };
+  void **field[] = { (void **)&c->conv, (void **)&c->state, (void **)&c->seq,
+    (void **)&c->tab.blk };
   uint64 off = 0;
   for (int i = 0; i < sizeof(size) / sizeof(size[0]); i++) {
     if (base)
@@ -102,7 +100,8 @@ cache_alloc(struct llm_session *s, const struct llm_runtime *rt)
     s->oom = oom;
     return -1;
   }
-  cache_layout(&s->kv[s->ncache++], rt, base);
+  cache_layout(&s->kv[s->ncache], rt, base);
+  s->kv[s->ncache++].tab.pool = &s->pool;
   return 0;
 }
 
@@ -186,10 +185,40 @@ llm_session_init(struct llm_session *s, struct llm_runtime *rt, const char *dir,
   return 0;
 }
 
+int
+llm_session_pool(
+    struct llm_session *s, const struct llm_runtime *rt, int blocks, int reuse, int quiet)
+{
+  const struct llm_config *g = &rt->cfg;
+  int least = (g->runtime_seq_len + LLM_KV_BLOCK - 1) / LLM_KV_BLOCK;
+  int dflt = blocks == 0;
+  if (dflt)
+    blocks = llm_kv_default_blocks(g, rt->n_full, s->ncache);
+  if (blocks < least) {
+    fprintf(2, "%s: kv pool of %d blocks: at least %d (one window of %d positions)\n", llm_prog,
+        blocks, least, g->runtime_seq_len);
+    return -1;
+  }
+  if (llm_kv_init(&s->pool, g, rt->n_full, blocks, reuse && rt->n_linear == 0) < 0) {
+    fprintf(2, "%s: out of memory for a kv pool of %d blocks\n", llm_prog, blocks);
+    return -1;
+  }
+  uint64 pos = llm_kv_pos_bytes(g, rt->n_full);
+  if (!quiet)
+    fprintf(2,
+        "%s: kv pool %d blocks of %d positions, %lu bytes per position, %lu KiB (%s), "
+        "prefix reuse %s\n",
+        llm_prog, blocks, LLM_KV_BLOCK, pos, pos * LLM_KV_BLOCK * blocks / 1024,
+        dflt ? "default: 1/" AI_STR(LLM_KV_SHARE) " of free memory" : "as asked",
+        s->pool.reuse ? "on" : "off");
+  return 0;
+}
+
 void
 llm_session_free(struct llm_session *s, struct llm_runtime *rt)
 {
   llm_pool_stop();
+  llm_kv_free(&s->pool);
   while (s->nbuf > 0)
     free(s->buf[--s->nbuf]);
   llm_runtime_free(rt);
@@ -222,7 +251,7 @@ llm_drive_decode(const struct llm_model *md, struct llm_runtime *rt, struct llm_
     if (llm_token_hook)
       llm_token_hook(had, r->kv->seq[r->n + had]);
     if (had == 0 && s->tm.profile)
-      llm_profile_lines(&s->tm, "prefill", *ttft, r->n);
+      llm_profile_lines(&s->tm, "prefill", *ttft, r->n - r->cached);
   }
   uint64 t2 = time_us();
   *tpot = r->gen > 1 ? (t2 - t1) / (r->gen - 1) : 0;
@@ -263,12 +292,13 @@ request_check(const struct llm_config *g, const int *ids, int n, int predict)
 }
 
 void
-llm_print_timing(const struct llm_session *s, uint64 ttft, uint64 tpot, int prompt, int gen)
+llm_print_timing(
+    const struct llm_session *s, uint64 ttft, uint64 tpot, int prompt, int cached, int gen)
 {
   fprintf(2,
       "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
-      "prompt=%d gen=%d kernels=%s threads=%d\n",
-      llm_prog, s->tm.load_us, s->tm.init_us, ttft, tpot, prompt, gen, llm_kernels_name(),
+      "prompt=%d gen=%d cached=%d kernels=%s threads=%d\n",
+      llm_prog, s->tm.load_us, s->tm.init_us, ttft, tpot, prompt, gen, cached, llm_kernels_name(),
       llm_pool_threads());
 }
 
@@ -294,13 +324,26 @@ llm_req_start(const struct llm_runtime *rt, struct llm_req *r, struct llm_cache 
 {
   if (request_check(&rt->cfg, ids, n, predict) < 0)
     return -1;
+  int cached = llm_kv_open(&kv->tab, ids, n, n + predict);
+  if (cached < 0) {
+    fprintf(2, "%s: request: the kv pool has no %d free blocks (all %d in use)\n", llm_prog,
+        (n + predict + LLM_KV_BLOCK - 1) / LLM_KV_BLOCK, kv->tab.pool->nblocks);
+    return -1;
+  }
   memmove(kv->seq, ids, n * sizeof(int));
   r->kv = kv;
   r->n = n;
   r->predict = predict;
-  r->fed = r->gen = r->done = 0;
+  r->fed = r->cached = cached;
+  r->gen = r->done = 0;
   r->sampler = 0;
   return 0;
+}
+
+void
+llm_req_end(struct llm_req *r)
+{
+  llm_kv_close(&r->kv->tab);
 }
 
 int
@@ -315,7 +358,10 @@ llm_session_generate(const struct llm_model *md, struct llm_runtime *rt, struct 
   r.sampler = s->sampler;
   if (s->sampler)
     llm_sampler_reset(s->sampler);
-  return llm_drive_decode(md, rt, s, &r, t0, ttft, tpot);
+  int gen = llm_drive_decode(md, rt, s, &r, t0, ttft, tpot);
+  s->cached = r.cached;
+  llm_req_end(&r);
+  return gen;
 }
 
 int
@@ -329,7 +375,7 @@ llm_session_run(const struct llm_model *md, struct llm_runtime *rt, struct llm_s
   if (llm_token_hook == 0) // else the hook has written them (the CLI's --stream)
     llm_print_ids(s->kv[0].seq + n, gen);
   if (!quiet)
-    llm_print_timing(s, ttft, tpot, n, gen);
+    llm_print_timing(s, ttft, tpot, n, s->cached, gen);
   return 0;
 }
 
@@ -397,6 +443,7 @@ llm_batch_step(const struct llm_model *md, struct llm_runtime *rt, struct llm_se
   for (int i = 0; i < nr; i++) {
     p += take[i];
     r[i]->fed += take[i];
+    llm_kv_publish(&r[i]->kv->tab, r[i]->kv->seq, r[i]->fed);
     if (r[i]->fed == r[i]->n + r[i]->gen) { // its last known id is run
       at[nh] = p - 1;
       who[nh++] = r[i];

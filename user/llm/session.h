@@ -14,15 +14,16 @@
 #include "user/llm/sample.h"
 #include "user/llm/pool.h"
 #include "user/llm/profile.h"
+#include "user/llm/kvcache.h"
 
-// One request's own state: its KV cache, its Gated DeltaNet state and its
-// ids. A session has one per request it can run at once (llm_session_init:
-// one; llm_session_add_caches: more, for the batched path).
+// One request's own state: its KV cache's block table, its Gated DeltaNet
+// state and its ids. A session has one per request it can run at once
+// (llm_session_init: one; llm_session_add_caches: more, for the batched
+// path).
 struct llm_cache {
-  // KV cache of the full-attention layers, int8 with group multipliers
-  int8 *kq, *vq;     // (n_full, runtime_seq_len, kv_dim)
-  int32 *km, *vm;    // (n_full, runtime_seq_len, kv_dim/32)
-  double *kxs, *vxs; // (n_full, runtime_seq_len, n_kv_heads)
+  // KV cache of the full-attention layers, int8 with group multipliers, in
+  // the session's pool of blocks (user/llm/kvcache.h)
+  struct llm_kvtable tab;
   // Gated DeltaNet state
   double *conv;  // (n_linear, conv_kernel-1, conv_dim) last inputs, oldest first
   double *state; // (n_linear, lin_v_heads, lin_k_dim, lin_v_dim)
@@ -43,6 +44,8 @@ struct llm_step {
 struct llm_session {
   struct llm_cache kv[LLM_MAXCACHE]; // kv[0] serves the single-request path
   int ncache;                        // caches allocated
+  struct llm_kvpool pool;            // the KV cache's blocks (llm_session_pool)
+  int cached;                        // llm_session_generate's prompt positions from the pool
   // workspace for LLM_BATCH positions
   double *x;  // (LLM_BATCH, dim) hidden state
   double *xn; // (LLM_BATCH, maxin) input of the next matmuls: normed x, or
@@ -113,6 +116,14 @@ void llm_session_free(struct llm_session *s, struct llm_runtime *rt);
 // memory runs out; returns how many it has (>= 1).
 int llm_session_add_caches(struct llm_session *s, const struct llm_runtime *rt, int want);
 
+// Allocate the KV cache's pool: `blocks` blocks (0: the default for the
+// session's caches, llm_kv_default_blocks), prefix reuse on if `reuse`
+// (never for a model with Gated DeltaNet layers: docs/KVCACHE.md), and
+// say so on stderr unless quiet. Call after llm_session_add_caches and
+// before the first request. Returns 0, or -1 after a message.
+int llm_session_pool(
+    struct llm_session *s, const struct llm_runtime *rt, int blocks, int reuse, int quiet);
+
 // Check one request and generate: the ids land in s->kv[0].seq[n..n+predict),
 // fewer if s->sampler's stop id comes first (it is kept). Returns how many
 // were generated, or -1 after a message.
@@ -134,15 +145,21 @@ struct llm_req {
   int fed;                     // positions already run through the layers
   int gen;                     // ids generated so far: kv->seq[n..n+gen)
   int done;                    // predict ids generated, or the last is a stop id
+  int cached;                  // prompt positions taken from the KV pool
   struct llm_sampler *sampler; // 0: greedy, no stop ids (llm_req_start)
 };
 
 // Check a request (as llm_session_generate does) and set r up on cache kv
 // with the prompt ids, greedy (the caller may set r->sampler after, which
-// then chooses and stops its ids; a sampler serves one request at a time).
-// Returns 0, or -1 after a message.
+// then chooses and stops its ids; a sampler serves one request at a time),
+// and with the blocks of its positions: the prompt's longest cached prefix
+// (r->cached positions, not run again) and free ones. Returns 0, or -1
+// after a message (the pool short of blocks, or a limit).
 int llm_req_start(const struct llm_runtime *rt, struct llm_req *r, struct llm_cache *kv,
     const int *ids, int n, int predict);
+// The request is over (done, cancelled or failed): its cache gives its
+// blocks back (the published ones stay cached). Any number of times.
+void llm_req_end(struct llm_req *r);
 // One batched step for the unfinished requests r[0..nr) (nr <=
 // LLM_MAXCACHE, oldest first): every request in decode runs its next
 // position, requests in prefill share what is left of LLM_BATCH positions
@@ -157,7 +174,9 @@ void llm_print_ids(const int *ids, int n);
 
 // Print a request's timing line (user/llm/session.c, top) on stderr: its
 // ttft and tpot in us, its prompt length and the ids it generated, with
-// the session's load and init times.
-void llm_print_timing(const struct llm_session *s, uint64 ttft, uint64 tpot, int prompt, int gen);
+// the session's load and init times, and how many prompt positions came
+// from the KV pool (cached=).
+void llm_print_timing(
+    const struct llm_session *s, uint64 ttft, uint64 tpot, int prompt, int cached, int gen);
 
 #endif

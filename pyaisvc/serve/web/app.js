@@ -198,7 +198,7 @@ function renderSlot(s, inBatch, fifoPos) {
   let progress = "";
   if (!free) {
     done = s.predict ? s.tokens / s.predict : 0;
-    progress = `${s.tokens}/${s.predict} ids`;
+    progress = `${s.tokens}/${s.predict} ids` + (s.cached ? `, ${s.cached} cached` : "");
   } else if (s.ended) {
     done = 1;
     progress = `${s.ended.gen} ids`;
@@ -207,7 +207,8 @@ function renderSlot(s, inBatch, fifoPos) {
   el.querySelector(".progress").textContent = progress;
   el.title = free
     ? `slot ${s.slot}: free`
-    : `slot ${s.slot}: ${s.state}, owner pid ${s.owner}, prompt ${s.prompt} ids, ` +
+    : `slot ${s.slot}: ${s.state}, owner pid ${s.owner}, prompt ${s.prompt} ids ` +
+      `(${s.cached} from the KV cache), ` +
       `${s.tokens} of ${s.predict} generated; age ${ms(s.age_ms)}, queued ${ms(s.queued_ms)}, ` +
       `TTFT ${ms(s.ttft_ms)}`;
 }
