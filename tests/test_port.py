@@ -265,8 +265,8 @@ def test_gateway_greedy_matches_reference(gateway: PortGuest, smol_assets: Path)
     ids, end = _collect(gateway, {1})[1]
     assert ids == want
     assert end[:5] == ["E", "1", "length", str(GEN), str(len(prompt))], end
-    queued, ttft, total = map(int, end[5:])
-    assert 0 < ttft <= total and queued <= ttft
+    queued, ttft, total, cached = map(int, end[5:])
+    assert 0 < ttft <= total and queued <= ttft and 0 <= cached < len(prompt)
 
 
 @pytest.mark.guest
@@ -311,8 +311,9 @@ def test_gateway_logprob_frames(gateway: PortGuest, smol_assets: Path) -> None:
 def _info(g: PortGuest) -> dict[str, int]:
     g.send_frame("I")
     words = g.frame()
-    assert words[0] == "I" and len(words) == 8, words
-    names = ("used", "queued", "running", "done", "failed", "completed", "worker_pid")
+    names = ("used", "queued", "running", "done", "failed", "completed", "worker_pid",
+             "kv_blocks", "kv_used", "kv_cached", "kv_free", "kv_evictions", "kv_hits", "kv_prompt")
+    assert words[0] == "I" and len(words) == 1 + len(names), words
     return dict(zip(names, map(int, words[1:]), strict=True))
 
 

@@ -42,7 +42,7 @@ def test_any_line_parses_to_a_frame_or_a_frame_error(words: list[str]) -> None:
 
 @settings(max_examples=500, deadline=None)
 @given(st.integers(0, 2**31 - 1), st.lists(U64, min_size=1, max_size=20),
-       st.sampled_from(["stop", "length", "cancel"]), st.lists(U64, min_size=5, max_size=5))
+       st.sampled_from(["stop", "length", "cancel"]), st.lists(U64, min_size=6, max_size=6))
 def test_well_formed_frames_parse_to_their_values(rid, ids, finish, nums) -> None:
     assert frames.parse(f"T {rid} " + " ".join(map(str, ids))) == frames.Tokens(rid, tuple(ids))
     end = frames.parse(f"E {rid} {finish} " + " ".join(map(str, nums)))
@@ -55,7 +55,7 @@ def test_a_number_is_ascii_digits_within_64_bits(bad: str) -> None:
     with pytest.raises(frames.FrameError):
         frames.parse(f"T 3 {bad}")
     with pytest.raises(frames.FrameError):
-        frames.parse(f"E {bad} stop 1 2 3 4 5")
+        frames.parse(f"E {bad} stop 1 2 3 4 5 6")
 
 
 def test_a_ready_frame_needs_a_window() -> None:
