@@ -58,8 +58,11 @@ ai_submit(uint64 tokens, int count, int predict, uint64 opts)
   if (copyin(pt, (char *)q.ids, tokens, count * sizeof(uint32)) < 0 ||
       (opts != 0 && copyin(pt, (char *)&q.opts, opts, sizeof(q.opts)) < 0))
     return -AIE_FAULT;
-  if (q.opts.nstop < 0 || q.opts.nstop > AI_MAX_STOP || q.opts.top_p_micro > AI_MICRO)
+  if (q.opts.nstop < 0 || q.opts.nstop > AI_MAX_STOP || q.opts.top_p_micro > AI_MICRO ||
+      q.opts.tenant < 0)
     return -AIE_BADARG;
+  if (q.opts.priority < 0 || q.opts.priority > AI_PRIO_MAX)
+    return -AIE_PRIORITY;
   q.count = count;
   q.predict = predict;
   acquire(&ai.lock);
@@ -240,6 +243,7 @@ ai_info(uint64 dst)
   in.vocab = ai.vocab;
   in.seq_len = ai.seq_len;
   in.completed = ai.completed;
+  in.pauses = ai.pauses;
   release(&ai.lock);
   if (copyout(myproc()->pagetable, dst, (char *)&in, sizeof(in)) < 0)
     return -AIE_FAULT;

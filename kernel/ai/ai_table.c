@@ -138,9 +138,10 @@ ai_init(void)
     ai.reqid_max = max;
     printf("ai: reqids wrap after %d (ai.reqid_max)\n", ai.reqid_max);
   }
+  sched_init();
 }
 
-static uint64
+uint64
 now_us(void)
 {
   return r_time() / (TIMEBASE_HZ / 1000000);
@@ -164,7 +165,7 @@ fifo_push_front(int i)
   ai.nqueued++;
 }
 
-// Slot i's place in the FIFO (0 = next), or -1.
+// Slot i's place in the FIFO (0 = the oldest), or -1.
 static int
 fifo_pos(int i)
 {
@@ -172,6 +173,18 @@ fifo_pos(int i)
     if (ai.fifo[(ai.head + k) % AI_NSLOT] == i)
       return k;
   return -1;
+}
+
+// Queued slot i's place in the policy's order (0 = next): how many queued
+// slots run before it (sched_first).
+static int
+queue_rank(int i)
+{
+  int n = 0;
+
+  for (int k = 0; k < ai.nqueued; k++)
+    n += sched_first(&ai.slot[fifo_at(k)], &ai.slot[i]);
+  return n;
 }
 
 // Takes slot i out of the FIFO, keeping the others' order.
@@ -194,8 +207,15 @@ fifo_oldest(void)
   return ai.nqueued > 0 ? ai.fifo[ai.head] : -1;
 }
 
+// The k-th queued slot (0 = the oldest); k < ai.nqueued.
+int
+fifo_at(int k)
+{
+  return ai.fifo[(ai.head + k) % AI_NSLOT];
+}
+
 // Requests of owner pid that the worker runs.
-static int
+int
 running_count(int pid)
 {
   int n = 0;
@@ -204,23 +224,6 @@ running_count(int pid)
     if (s->state == AI_RUNNING && s->owner == pid)
       n++;
   return n;
-}
-
-// The slot to start next for a worker with `places` places: the oldest
-// queued request whose owner runs fewer than places/2 (at least 1), else
-// the oldest: a process gets more than half the places only while nobody
-// else's request waits. -1 if none is queued.
-int
-fair_pick(int places)
-{
-  int cap = places / 2 > 1 ? places / 2 : 1;
-
-  for (int k = 0; k < ai.nqueued; k++) {
-    int i = ai.fifo[(ai.head + k) % AI_NSLOT];
-    if (running_count(ai.slot[i].owner) < cap)
-      return i;
-  }
-  return fifo_oldest();
 }
 
 // ---------------------------------------------------------------- finding slots
@@ -342,7 +345,8 @@ submit_check(const struct submission *q)
 }
 
 // Free slot s takes request q of the calling process: QUEUED at the FIFO's
-// tail, with a new reqid, and the worker is woken. Returns the reqid.
+// tail, with a new reqid, its tenant (the caller's pid unless q names
+// one), and the worker is woken. Returns the reqid.
 int
 slot_queue(struct ai_slot *s, const struct submission *q)
 {
@@ -353,9 +357,14 @@ slot_queue(struct ai_slot *s, const struct submission *q)
   s->count = q->count;
   s->predict = q->predict;
   s->opts = q->opts;
+  if (s->opts.tenant == 0)
+    s->opts.tenant = s->owner;
+  s->seq = ai.seq;
   s->submit_time = now_us();
   memmove(s->prompt, q->ids, q->count * sizeof(uint32));
   fifo_push(s - ai.slot);
+  if (ai.policy->arrive)
+    ai.policy->arrive(s);
   wakeup(&ai.queued);
   return s->reqid;
 }
@@ -402,7 +411,7 @@ status_fill(struct ai_slot *s, struct ai_status *st)
   st->state = s->state;
   st->err = s->state == AI_FAILED ? -s->err : 0;
   st->result_len = s->state == AI_DONE ? s->result_len : 0;
-  st->queue_pos = s->state == AI_QUEUED ? fifo_pos(s - ai.slot) : -1;
+  st->queue_pos = s->state == AI_QUEUED ? queue_rank(s - ai.slot) : -1;
   st->tokens = s->tokens;
   st->prompt_len = s->count;
   st->predict = s->predict;
@@ -417,7 +426,8 @@ status_fill(struct ai_slot *s, struct ai_status *st)
 
 // The whole table as the calling process may see it (ai_table): every
 // slot without its prompt and result, the reqid of the caller's requests
-// only; the FIFO in order; the slots the registered worker runs.
+// only; the queued slots in the policy's order; the slots the registered
+// worker runs this step.
 void
 view_fill(struct ai_table_view *v)
 {
@@ -428,7 +438,8 @@ view_fill(struct ai_table_view *v)
   v->worker_pid = ai.worker;
   v->completed = ai.completed;
   for (int k = 0; k < ai.nqueued; k++)
-    v->fifo[v->nqueued++] = ai.fifo[(ai.head + k) % AI_NSLOT];
+    v->fifo[queue_rank(fifo_at(k))] = fifo_at(k);
+  v->nqueued = ai.nqueued;
   for (int i = 0; i < AI_NSLOT; i++) {
     struct ai_slot *s = &ai.slot[i];
     struct ai_slot_view *w = &v->slot[i];
@@ -444,17 +455,24 @@ view_fill(struct ai_table_view *v)
     w->start_time = s->start_time;
     w->first_time = s->first_time;
     w->finish_time = s->finish_time;
-    if (s->state == AI_RUNNING && ai.worker != 0 && s->runner == ai.worker)
+    w->tenant = s->opts.tenant;
+    w->priority = s->opts.priority;
+    w->paused = s->state == AI_RUNNING && s->paused;
+    w->pauses = s->pauses;
+    if (s->state == AI_RUNNING && ai.worker != 0 && s->runner == ai.worker && !s->paused)
       v->batch[v->nbatch++] = i;
   }
+  safestrcpy(v->policy, ai.policy->name, sizeof(v->policy));
+  v->chunk = ai.chunk;
 }
 
 // ---------------------------------------------------------------- the worker's side
 
-// The calling worker starts queued slot i: out of the FIFO, RUNNING, and
-// copied into job. Returns its reqid.
+// The calling worker starts queued slot i: out of the FIFO, RUNNING (and
+// paused, if `paused`: the next ai_plan decides whose place it takes),
+// and copied into job. Returns its reqid.
 int
-slot_start(int i, struct ai_job *job)
+slot_start(int i, struct ai_job *job, int paused)
 {
   struct ai_slot *s = &ai.slot[i];
 
@@ -462,6 +480,8 @@ slot_start(int i, struct ai_job *job)
   s->state = AI_RUNNING;
   s->runner = myproc()->pid;
   s->start_time = now_us();
+  s->started = ++ai.starts;
+  s->paused = paused;
   job->reqid = s->reqid;
   job->count = s->count;
   job->predict = s->predict;
@@ -486,6 +506,8 @@ slot_unstart(int reqid)
   s->state = AI_QUEUED;
   s->runner = 0;
   s->start_time = 0;
+  s->started = 0;
+  s->paused = 0;
   fifo_push_front(s - ai.slot);
 }
 

@@ -190,6 +190,10 @@ int ai_emit(int reqid, uint64 ids, int n);
 int ai_complete(int reqid, uint64 ids, int n);
 int ai_fail(int reqid, int err);
 
+// ai_sched.c
+int ai_plan(uint64 dst);
+int ai_sched(uint64 u);
+
 // syscall.c
 void syscall(void);
 int argint(int n, int *ip);

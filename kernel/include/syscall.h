@@ -62,5 +62,7 @@
 
 // The AI service, continued:
 #define SYS_ai_table 49 // any process: the whole table's public state
+#define SYS_ai_sched 50 // any process reads, the worker right sets: policy, step budget
+#define SYS_ai_plan  51 // worker only: the order and the places of its next step
 
 #endif

@@ -71,6 +71,11 @@ int ai_stream(int reqid, uint32 *ids, int from, int cap);
 // 1 while this process holds the AI worker right, else 0; drop != 0 first
 // gives it up for good (docs/AI_SERVICE.md, rule 13)
 int ai_right(int drop);
+// the scheduling policy and step budget (struct ai_sched): "" and 0 keep
+// them (anyone may read), setting needs the worker right; filled with
+// those in force
+struct ai_sched;
+int ai_sched(struct ai_sched *s);
 // Worker only (user/ai/ai_daemon.c):
 int ai_register(int vocab, int seq_len); // (0, 0) resigns the role
 int ai_next(struct ai_job *job);         // reqid; blocks while none queued
@@ -79,6 +84,8 @@ int ai_complete(int reqid, const uint32 *ids, int n);
 int ai_fail(int reqid, int err);
 int ai_take(struct ai_job *job, int places);      // reqid, 0 if none queued; never blocks
 int ai_emit(int reqid, const uint32 *ids, int n); // 0 = go on; -AIE_NOREQ = stop it
+struct ai_plan;
+int ai_plan(struct ai_plan *p); // the order and the places of the next step
 
 // ---- ulib.c
 int stat(const char *path, struct stat *st);
