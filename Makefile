@@ -165,6 +165,7 @@ TEST_PROGS := \
 	threadtests \
 	aitest \
 	aistress \
+	aibench \
 
 LLM_PROGS := \
 	llmrun_smol \

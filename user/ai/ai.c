@@ -212,15 +212,20 @@ print_info(void)
 
 static const char *state_names[] = { "FREE", "QUEUED", "RUNNING", "DONE", "FAILED" };
 
-// A span in ms as a column of width 8, "-" while it is unknown (either
-// end not yet reached).
+// A span in ms as a column of width w after a space, "-" while it is
+// unknown (either end not yet reached).
 static void
-print_ms(uint64 from, uint64 to)
+print_ms(uint64 from, uint64 to, int w)
 {
+  char text[24];
   if (from == 0 || to < from)
-    printf(" %8s", "-");
+    snprintf(text, sizeof(text), "-");
   else
-    printf(" %8lu", (to - from) / 1000);
+    snprintf(text, sizeof(text), "%lu", (to - from) / 1000);
+  printf(" ");
+  for (int k = strlen(text); k < w; k++)
+    printf(" ");
+  printf("%s", text);
 }
 
 // One row per used slot of v (a running request the policy paused is
@@ -228,7 +233,7 @@ print_ms(uint64 from, uint64 to)
 static void
 print_slots(const struct ai_table_view *v)
 {
-  printf("SLOT STATE   OWNER PROMPT IDS/PRED TENANT PRI   AGE ms QUEUE ms  TTFT ms TOTAL ms\n");
+  printf("SLOT STATE   OWNER PROMPT IDS/PRED TENANT PRI  AGE ms QUEUE ms  TTFT ms TOTAL ms\n");
   for (int i = 0; i < AI_NSLOT; i++) {
     const struct ai_slot_view *w = &v->slot[i];
     char owner[12], progress[12];
@@ -242,10 +247,10 @@ print_slots(const struct ai_table_view *v)
     const char *state = w->paused ? "PAUSED" : w->state <= AI_FAILED ? state_names[w->state] : "?";
     printf("%4d %-7s %5s %6d %8s %6d %3d", i, state, owner, w->prompt_len, progress, w->tenant,
         w->priority);
-    print_ms(w->submit_time, w->finish_time ? w->finish_time : v->now);
-    print_ms(w->submit_time, w->start_time);
-    print_ms(w->submit_time, w->first_time);
-    print_ms(w->submit_time, w->finish_time);
+    print_ms(w->submit_time, w->finish_time ? w->finish_time : v->now, 7);
+    print_ms(w->submit_time, w->start_time, 8);
+    print_ms(w->submit_time, w->first_time, 8);
+    print_ms(w->submit_time, w->finish_time, 8);
     printf("\n");
   }
 }

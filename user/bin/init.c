@@ -123,8 +123,8 @@ set_sched(const char *policy, const char *chunk)
     strncpy(a.policy, policy, sizeof(a.policy) - 1);
   for (const char *c = chunk; c && *c; c++)
     n = *c >= '0' && *c <= '9' && n < 1000 ? n * 10 + *c - '0' : -1;
-  if (chunk && (*chunk == 0 || n < 0))
-    n = -1;
+  if (chunk && n <= 0)
+    n = -1; // empty, not a number, or 0: the kernel refuses it
   a.chunk = n;
   if ((r = ai_sched(&a)) < 0) {
     fprintf(2, "init: aisched=%s aichunk=%s: %s; left as they were\n", policy ? policy : "-",
