@@ -95,10 +95,11 @@
 //   back after running its cases as the worker itself.
 // - The worker may run several requests at once: each report names its
 //   reqid, and its death fails all of them. ai_take never blocks, so a
-//   worker with running requests admits new ones between its steps; it
-//   picks the oldest queued request whose owner runs fewer than half the
-//   worker's places, else the oldest (one process cannot take every place
-//   while others wait; docs/AI_SERVICE.md section 9 gives the policy).
+//   worker with running requests admits new ones between its steps; which
+//   request starts, in which order the worker's requests share a step and
+//   whether one is paused for another is the scheduling policy's
+//   (ai_sched.c; docs/AI_SERVICE.md sections 9 and 10). A paused request
+//   stays RUNNING in its slot.
 // - ai_emit reports ids as they are produced and tells the worker to stop
 //   an orphan (cancelled, or owner gone), freeing its slot at once: the
 //   worker emits for every running request after every step, so an
