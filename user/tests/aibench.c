@@ -195,14 +195,15 @@ main(int argc, char **argv)
   static const struct {
     const char *name;
     void (*run)(void);
-  } cases[] = { { "alone", alone }, { "behind", behind }, { "tenant", tenant },
-    { "gaps", gaps }, { "mixed", mixed } };
+  } cases[] = { { "alone", alone }, { "behind", behind }, { "tenant", tenant }, { "gaps", gaps },
+    { "mixed", mixed } };
   struct ai_info in;
   ai_info(&in);
   vocab = in.vocab;
   if (argc < 2 || in.worker_pid == 0 || vocab < 1000) {
-    fprintf(2, "usage: aibench CASE... (alone, behind, tenant, gaps, mixed, all), with a "
-               "worker serving a model\n");
+    fprintf(2,
+        "usage: aibench CASE... (alone, behind, tenant, gaps, mixed, all), with a "
+        "worker serving a model\n");
     return 2;
   }
   for (int i = 1; i < argc; i++)
