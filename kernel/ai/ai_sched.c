@@ -24,7 +24,13 @@
 //      two swap: the running one is paused at this iteration boundary. It
 //      keeps its slot (RUNNING, paused) and the worker keeps its KV cache,
 //      so it resumes where it stopped and its ids are those it gets alone.
-// and answers them in rank order (the running ones first). ai_take starts
+// and answers them in rank order (the running ones first). A policy with
+// whole_prompt set lets its most urgent request finish a prompt that fits
+// in the step at once: when that request is in prefill with at most chunk
+// positions left, only as many of the others run this step as positions
+// remain (in rank order; the rest wait one step, not paused): a short
+// request then gets its first id after one step, not one position per step
+// behind the decoders, and a decoder waits at most one step for it. ai_take starts
 // a queued request while fewer than W run; beyond that, while the worker
 // has a free cache, only if some running request yields to it: it then
 // starts paused, and the next plan swaps it in.
@@ -209,6 +215,20 @@ order(struct ai_slot **s, struct ai_plan_entry *e, int n)
     }
 }
 
+// How many of the running s[0..running) (rank order) run this step: all,
+// or, under whole_prompt, the first and as many others as positions remain
+// after its prompt, when the first is in prefill with at most chunk left.
+static int
+step_count(struct ai_slot **s, int running)
+{
+  if (!ai.policy->whole_prompt || running == 0 || s[0]->fed >= s[0]->count)
+    return running;
+  int left = ai.chunk - (s[0]->count - s[0]->fed);
+  if (left < 0)
+    return running;
+  return 1 + (running - 1 < left ? running - 1 : left);
+}
+
 // Checks plan p's entries (requests the calling worker runs, each once,
 // progress that only grows) and fills s[] with their slots. Returns 0 or a
 // negative code.
@@ -265,6 +285,7 @@ ai_plan(uint64 dst)
     order(s, p.e, p.n);
     for (p.run = 0; p.run < p.n && !s[p.run]->paused; p.run++)
       ;
+    p.run = step_count(s, p.run);
     p.chunk = ai.chunk;
   }
   release(&ai.lock);

@@ -102,6 +102,9 @@ struct ai_policy {
   int64 (*key)(struct ai_slot *s);
   // Whether running r gives its place to waiting w (queued or paused).
   int (*yields)(struct ai_slot *r, struct ai_slot *w);
+  // Whether the most urgent request's prompt, when the step can hold the
+  // rest of it, runs whole (the others wait a step; ai_sched.c).
+  int whole_prompt;
   // Optional (0 if none): s was queued; s was served `prompt` prompt
   // positions and `gen` generated ids; the policy was just chosen.
   void (*arrive)(struct ai_slot *s);

@@ -19,6 +19,8 @@
 //   another holds every place gets one at the next step, places are
 //   shared evenly between tenants with work for them, and the slack keeps
 //   two tenants from trading a place at every step.
+// - whole_prompt: the most urgent request's prompt, when the step holds
+//   the rest of it, runs whole; the others wait that step (ai_sched.c).
 // Work-conserving: a tenant alone gets every place. Bound (checked by
 // aitest on crafted floods): two tenants that stay backlogged with work
 // for every place are served within AI_FAIR_SLACK + 2 x AI_CHUNK_MAX x
@@ -152,6 +154,7 @@ fair_yields(struct ai_slot *r, struct ai_slot *w)
 
 const struct ai_policy sched_fair = {
   .name = "fair",
+  .whole_prompt = 1,
   .pick = fair_pick,
   .key = fair_key,
   .yields = fair_yields,

@@ -9,6 +9,8 @@
 // - yields: a running request gives its place to a waiting one with a
 //   lower key (the worker has a free KV cache to hold both): keys are
 //   fixed, so two requests never trade places back and forth.
+// - whole_prompt: the most urgent request's prompt, when the step holds
+//   the rest of it, runs whole; the others wait that step (ai_sched.c).
 // Work-conserving (the plan fills every place). Starvation bound: a
 // request of priority p submitted at t ranks before every request
 // submitted after t + (AI_PRIO_MAX - p) x AI_AGING_US, whatever its
@@ -41,6 +43,7 @@ priority_yields(struct ai_slot *r, struct ai_slot *w)
 
 const struct ai_policy sched_priority = {
   .name = "priority",
+  .whole_prompt = 1,
   .pick = priority_pick,
   .key = priority_key,
   .yields = priority_yields,

@@ -17,6 +17,8 @@
 // - yields: a running request gives its place to a waiting one with a
 //   lower key. A running request's key only falls, a waiting one's never
 //   changes, so a swap is never undone before the newcomer ran.
+// - whole_prompt: the most urgent request's prompt, when the step holds
+//   the rest of it, runs whole; the others wait that step (ai_sched.c).
 // Work-conserving. Starvation bound: a request submitted at t with
 // remaining work R ranks before every request submitted after
 // t + AI_SHORT_US << bitlen(R) (at most 5.12 s after, for R < 512).
@@ -67,6 +69,7 @@ shortest_yields(struct ai_slot *r, struct ai_slot *w)
 
 const struct ai_policy sched_shortest = {
   .name = "shortest",
+  .whole_prompt = 1,
   .pick = shortest_pick,
   .key = shortest_key,
   .yields = shortest_yields,

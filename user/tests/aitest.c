@@ -1799,6 +1799,31 @@ budget(void)
   expect("budget: all served, the table empty again", wait_used(0, 100), 0);
 }
 
+// whole_prompt: under shortest with a budget of 4, three requests decode;
+// a 3-id request ranks first and runs its whole prompt in one step, with
+// one decoder beside it (the other two wait that step, not paused).
+static void
+whole_prompt(void)
+{
+  static struct ai_table_view v;
+  set_sched("shortest", 4);
+  nhs = 0;
+  for (int k = 0; k < 3; k++)
+    sub_tp(1, 40, 0, 0);
+  sim_admit(8, 8);
+  sim_step(8, 8);
+  int s = sub_tp(3, 1, 0, 0);
+  sim_admit(8, 8);
+  int r = sim_step(8, 8);
+  ai_table(&v, sizeof(v));
+  result("whole prompt: a short request ranked first runs its prompt in one step, beside one "
+         "decoder",
+      r == 2 && plan.e[0].reqid == s && state_of(s) == AI_DONE && v.nbatch == 3, r);
+  sim_drain(8, 8);
+  set_sched("fifo", AI_CHUNK_MAX);
+  expect("whole prompt: the table empty again", wait_used(0, 100), 0);
+}
+
 // Switching the policy at every step while requests of two tenants and
 // several priorities are queued, running and paused: every request ends
 // with all its ids.
@@ -1849,6 +1874,7 @@ scheduling(void)
   preempt();
   fair_flood();
   budget();
+  whole_prompt();
   switching();
   set_sched("fifo", AI_CHUNK_MAX);
 }
