@@ -2,8 +2,9 @@
 
 ``ChatSession`` boots the guest, starts ``llmrun_smol --stdin --stream`` (or
 ``llmrun_qwen``) at the shell and keeps it running, so the model is loaded
-once. Each message is wrapped in the model's chat template, encoded on the
-host, sent as one ``<predict> <id0> <id1> ...`` line, and the generated ids
+once. Each message, after the earlier turns, is rendered in the model's own
+chat template (pyaisvc.chattemplate, the renderer ``pyaisvc serve`` uses
+too), encoded on the host, sent as one ``<predict> <id0> <id1> ...`` line, and the generated ids
 that come back are cut at the end-of-turn token and decoded::
 
     with ChatSession(ChatConfig(model="smol", kernel=..., image=..., ram="512M"), tok) as chat:
@@ -20,11 +21,10 @@ limit), the oldest turns are dropped; ``reset()`` forgets them all.
 A reply ends at the model's end-of-turn or end-of-text id, or after
 max_new_tokens: the program runs with ``--stop`` for each of those ids, so
 it ends the request itself and prints its timing line. Ctrl-C during a
-reply (KeyboardInterrupt in ``ask``) stops that reply: when the kernel kills
-the console's foreground job on Ctrl-C (probed once at start: ``cat``, then
-^C) the program is interrupted and started again (the model loads anew, in
-well under a second); otherwise the guest is booted afresh. The
-conversation survives either way.
+reply (KeyboardInterrupt in ``ask``) stops that reply: the kernel kills the
+console's foreground job on Ctrl-C (README, "Using the guest"), so the
+program is interrupted and started again (the model loads anew, in well
+under a second). The conversation survives.
 
 With ``--stream`` the runtime writes each id the moment it has chosen it
 (the finished line is the one it prints without), so ``on_text`` gets the
@@ -40,10 +40,6 @@ conversation shows the course's path from ``llmrun`` to the service; Ctrl-C
 kills ``ai`` (the console's foreground job), and the kernel then drops the
 request it owned. Timings are the host clock's there (the service reports
 them to ``ai_query``, not on the console).
-
-The template is SmolLM2-Instruct's own (the chat_template in its GGUF):
-ChatML with its default system line. Qwen3.5 gets plain ChatML without a
-system line.
 """
 
 from __future__ import annotations
@@ -57,20 +53,19 @@ from pathlib import Path
 import pexpect
 
 from pyaisvc.assets import DEFAULT_RUNTIME_SEQ_LEN
+from pyaisvc.chattemplate import conversation, render, stop_ids
 from pyaisvc.errors import AisvcError
 from pyaisvc.llmguest import MODELS, max_prompt, timing_fields, timing_pattern
-from pyaisvc.qemu import PROMPT, Guest, GuestTimeout, QemuConfig, default_qemu
+from pyaisvc.qemu import PROMPT, Guest, QemuConfig, default_qemu
 from pyaisvc.tokenizer import Tokenizer
 
-SMOL_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
-END_OF_TURN = "<|im_end|>"
 # One id at the very start of the unread console output (pexpect searches its
 # whole buffer, so \A is where the last match ended), then what follows it: a
 # space before the next id, or the end of the line. Anchored, so that digits
 # in a message line can never pass for an id.
 ID = r"\A(\d+)( |\r*\n)"
 WARMUP_ID = 198  # "\n" in SmolLM2; any id below the vocab size does
-INTERRUPT, KILL_LINE, END_OF_INPUT = "\x03", "\x15", "\x04"  # ^C, ^U, ^D at the console
+INTERRUPT = "\x03"  # ^C at the console
 
 
 class ChatError(AisvcError):
@@ -104,31 +99,20 @@ class Reply:
     dropped_turns: int = 0  # earlier turns left out to make room
 
 
-def chat_text(model: str, message: str) -> str:
-    """The message in the model's chat template, ready for the assistant's turn."""
-    system = f"<|im_start|>system\n{SMOL_SYSTEM}<|im_end|>\n" if model == "smol" else ""
-    return f"{system}<|im_start|>user\n{message}<|im_end|>\n<|im_start|>assistant\n"
+def chat_text(tok: Tokenizer, message: str) -> str:
+    """The message alone in the model's chat template, ready for the assistant's turn."""
+    return conversation_text(tok, [], message)
 
 
-def conversation_text(model: str, turns: list[tuple[str, str]], message: str) -> str:
-    """Earlier (message, reply) turns, then message, in the chat template, ready for the
-    assistant's turn; with no turns it is chat_text(model, message)."""
-    text = chat_text(model, turns[0][0] if turns else message)
-    if not turns:
-        return text
-    for i, (_, reply) in enumerate(turns):
-        nxt = turns[i + 1][0] if i + 1 < len(turns) else message
-        text += f"{reply}<|im_end|>\n<|im_start|>user\n{nxt}<|im_end|>\n<|im_start|>assistant\n"
-    return text
+def conversation_text(tok: Tokenizer, turns: list[tuple[str, str]], message: str) -> str:
+    """Earlier (message, reply) turns, then message, in the model's chat template, ready
+    for the assistant's turn (pyaisvc.chattemplate.render)."""
+    return render(tok, conversation(turns, message))
 
 
-def encode_message(tok: Tokenizer, model: str, message: str) -> list[int]:
-    return tok.encode(chat_text(model, message))
-
-
-def stop_ids(tok: Tokenizer) -> set[int]:
-    """The ids that end a reply: end of turn and end of text."""
-    return set(tok.encode(END_OF_TURN)) | set(tok.encode("<|endoftext|>"))
+def encode_message(tok: Tokenizer, message: str) -> list[int]:
+    """The ids of the message alone in the model's chat template."""
+    return tok.encode(chat_text(tok, message))
 
 
 def reply_text(tok: Tokenizer, ids: list[int]) -> str:
@@ -158,7 +142,6 @@ class ChatSession:
         self.last: Reply | None = None
         self.load_us = 0
         self.turns: list[tuple[str, str]] = []  # (message, reply text) in order
-        self.can_interrupt = False  # the kernel kills the foreground job on ^C
         self._stops = stop_ids(tok)
         self._stop_flags = " ".join(f"--stop {i}" for i in sorted(self._stops))
 
@@ -178,10 +161,9 @@ class ChatSession:
         return self.guest.child.pid if self.guest.child is not None else None
 
     def start(self) -> None:
-        """Boots, learns whether ^C interrupts, starts the program with --stdin and waits
-        until a warm-up request is served."""
+        """Boots, starts the program with --stdin and waits until a warm-up request is
+        served (with service=True: checks that the AI worker serves a model)."""
         self.guest.boot()
-        self.can_interrupt = self._probe_interrupt()
         if self.cfg.service:  # the worker loaded the model at boot and said how fast
             load = re.search(r"ai_daemon: pid \d+ serving .* load (\d+) ms", self.guest.transcript)
             if load is None:
@@ -208,8 +190,7 @@ class ChatSession:
         were left out so that they fit; ChatError if message alone does not fit."""
         limit = min(self.cfg.seq_len - self.cfg.max_new_tokens, max_prompt())
         for dropped in range(len(self.turns) + 1):
-            ids = self.tok.encode(conversation_text(self.cfg.model, self.turns[dropped:],
-                                                    message))
+            ids = self.tok.encode(conversation_text(self.tok, self.turns[dropped:], message))
             if len(ids) <= limit:
                 return ids, dropped
         raise ChatError(f"the message is {len(ids)} tokens with the template; at most "
@@ -254,49 +235,14 @@ class ChatSession:
 
     # ------------------------------------------------------------ the console
 
-    def _probe_interrupt(self) -> bool:
-        """Runs `cat` and types ^C: True if that brings the shell prompt back (the kernel
-        kills the foreground job). An older kernel hands the ^C to cat as a character
-        (and echoes it); then ^U erases it and ^D ends cat."""
-        deadline = time.monotonic() + 30
-        self.guest.send_line("cat")
-        self.guest.expect([r"cat\r*\n"], deadline, "the echo of `cat`")
-        # A ^C that arrives before the shell has made cat the foreground job goes to
-        # no job (a busy host makes that window long): then a second ^C is needed.
-        for attempt in range(3):
-            self.guest.child.send(INTERRUPT)
-            wait = deadline if attempt == 2 else min(deadline, time.monotonic() + 5)
-            try:
-                got = self.guest.expect([re.escape(PROMPT), INTERRUPT], wait, "cat's end")
-            except GuestTimeout:
-                continue
-            if got == 0:
-                return True
-            break
-        try:  # an echo of the character: maybe the prompt still follows
-            self.guest.expect([re.escape(PROMPT)], time.monotonic() + 0.5, "the shell prompt")
-            return True
-        except GuestTimeout:
-            pass
-        self.guest.child.send(KILL_LINE + END_OF_INPUT)
-        self.guest.expect([re.escape(PROMPT)], deadline, "the shell prompt after cat")
-        return False
-
-    def _stop_program(self, deadline: float) -> bool:
-        """Interrupts the running request and starts the program again; False when the
-        kernel cannot interrupt (nothing is sent then)."""
-        if not self.can_interrupt:
-            return False
+    def _stop_program(self, deadline: float) -> None:
+        """Interrupts the running request (^C kills the console's foreground job) and,
+        without the service, starts the program again; GuestTimeout if the shell prompt
+        does not come back by deadline."""
         self.guest.child.send(INTERRUPT)
         self.guest.expect([re.escape(PROMPT)], deadline, "the shell prompt after ^C")
         if not self.cfg.service:
             self.guest.send_line(self._command())
-        return True
-
-    def _restart_guest(self) -> None:
-        """Boots the guest again with the program loaded (the conversation is kept)."""
-        self.guest.close()
-        self.start()
 
     def _request(self, prompt: list[int], predict: int, deadline: float,
                  on_ids: Callable[[list[int]], None] | None = None) -> Reply:
@@ -329,8 +275,7 @@ class ChatSession:
                     break
         except KeyboardInterrupt:
             wall = time.monotonic() - t0
-            if not self._stop_program(time.monotonic() + 30):
-                self._restart_guest()
+            self._stop_program(time.monotonic() + 30)
             return Reply(prompt, ids, "", {}, wall, first, stopped=True)
         wall = time.monotonic() - t0
         self.guest.expect([end], deadline, "the end of the request")

@@ -5,9 +5,11 @@
 
 - ``MODELS``: each model's guest program, asset directory in the image and on
   the host, default RAM and the make target that provides the assets;
-- ``max_prompt()``: the most prompt ids one request may carry, read from
-  AI_MAX_PROMPT in kernel/include/aisvc.h, and ``max_batch()`` the worker's batch
-  limit, AI_BATCH in user/ai/ai_daemon.c; ``seq_len()`` the asset
+- ``max_prompt()``, ``max_predict()``, ``max_stop()``: the most prompt ids,
+  generated ids and stop ids of one request, read from AI_MAX_PROMPT,
+  AI_MAX_PREDICT and AI_MAX_STOP in kernel/include/aisvc.h, and
+  ``max_batch()`` the worker's batch limit, AI_BATCH in user/ai/ai_daemon.c;
+  ``seq_len()`` the asset
   directory's runtime_seq_len and ``check_request()`` both limits, on the
   host, before any guest boots;
 - ``prepare()``: kernel, guest programs and an image holding them and a model
@@ -77,6 +79,18 @@ MODELS: dict[str, ModelSpec] = {
 def max_prompt() -> int:
     """The most prompt ids per request: AI_MAX_PROMPT in kernel/include/aisvc.h."""
     return cheader.header_define("aisvc.h", "AI_MAX_PROMPT")
+
+
+@functools.cache
+def max_predict() -> int:
+    """The most ids one request may generate: AI_MAX_PREDICT in kernel/include/aisvc.h."""
+    return cheader.header_define("aisvc.h", "AI_MAX_PREDICT")
+
+
+@functools.cache
+def max_stop() -> int:
+    """The most stop ids one request may carry: AI_MAX_STOP in kernel/include/aisvc.h."""
+    return cheader.header_define("aisvc.h", "AI_MAX_STOP")
 
 
 @functools.cache

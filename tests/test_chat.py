@@ -51,8 +51,8 @@ def test_template_is_smollm2_instructs_own():
         pytest.skip("the smol tokenizer carries no chat_template")
     want = hf.apply_chat_template([{"role": "user", "content": QUESTION}], tokenize=False,
                                   add_generation_prompt=True)
-    assert chat_text("smol", QUESTION) == want
-    assert encode_message(tok, "smol", QUESTION)[0] == tok.encode("<|im_start|>")[0]
+    assert chat_text(tok, QUESTION) == want
+    assert encode_message(tok, QUESTION)[0] == tok.encode("<|im_start|>")[0]
 
 
 def test_reply_is_cut_at_end_of_turn():
@@ -136,7 +136,7 @@ def test_chat_streams_the_reference_reply_and_exits_cleanly(build):
     if assets is None:
         pytest.skip("models/SMOL is missing: run `make smol-assets`")
     tok = load_tokenizer("smol")
-    prompt = encode_message(tok, "smol", QUESTION)
+    prompt = encode_message(tok, QUESTION)
     (ref,) = lc.reference_ids(assets, [prompt], GEN)
     child = _spawn_chat("--model", "smol", "--max-new-tokens", str(GEN))
     try:
@@ -189,13 +189,14 @@ def test_chat_ctrl_c_shuts_down(build):
 
 def test_conversation_is_the_templates_multi_turn_text():
     hf = load_smol_from_gguf()._tok
+    tok = load_tokenizer("smol")
     turns = [("Hi!", "Hello! How can I help?"), ("What is 2+2?", "4.")]
     messages = [m for q, a in turns for m in ({"role": "user", "content": q},
                                              {"role": "assistant", "content": a})]
     messages.append({"role": "user", "content": "And 3+3?"})
     want = hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    assert conversation_text("smol", turns, "And 3+3?") == want
-    assert conversation_text("smol", [], "Hi!") == chat_text("smol", "Hi!")
+    assert conversation_text(tok, turns, "And 3+3?") == want
+    assert conversation_text(tok, [], "Hi!") == chat_text(tok, "Hi!")
 
 
 def test_oldest_turns_are_dropped_to_fit_the_runtime():
@@ -207,11 +208,11 @@ def test_oldest_turns_are_dropped_to_fit_the_runtime():
     ids, dropped = session.prompt_for("Last one?")
     assert len(ids) <= 120 - 16 and dropped > 0
     kept = session.turns[dropped:]
-    assert ids == tok.encode(conversation_text("smol", kept, "Last one?"))
-    longer = tok.encode(conversation_text("smol", session.turns[dropped - 1:], "Last one?"))
+    assert ids == tok.encode(conversation_text(tok, kept, "Last one?"))
+    longer = tok.encode(conversation_text(tok, session.turns[dropped - 1:], "Last one?"))
     assert len(longer) > 120 - 16  # dropping one fewer would not fit
     session.reset()
-    assert session.prompt_for("Last one?") == (encode_message(tok, "smol", "Last one?"), 0)
+    assert session.prompt_for("Last one?") == (encode_message(tok, "Last one?"), 0)
     with pytest.raises(ChatError, match="Say it shorter, or lower --max-new-tokens"):
         session.prompt_for("word " * 200)
 
@@ -243,7 +244,7 @@ def _two_turns(chat: ChatSession, assets: Path, tok: Tokenizer) -> tuple[Reply, 
     assert first.ids[-1] in stop_ids(tok) and len(first.ids) < gen, first.ids
     second = chat.ask("What did I just ask you?")
     assert second.prompt_ids == tok.encode(conversation_text(
-        "smol", [("What is 2+2?", first.text)], "What did I just ask you?"))
+        tok, [("What is 2+2?", first.text)], "What did I just ask you?"))
     (ref2,) = lc.reference_ids(assets, [second.prompt_ids], gen)
     assert second.ids == _cut(tok, ref2)
     return first, second
@@ -258,7 +259,7 @@ def test_reply_stops_at_end_of_turn_and_the_next_turn_remembers(build):
         assert first.timing["gen"] == len(first.ids), first.timing
         # It saw the first turn: the same question without it gets another reply (with it,
         # SmolLM2 offers help with "math"; alone, with "personal or professional" matters).
-        alone = tok.encode(conversation_text("smol", [], "What did I just ask you?"))
+        alone = tok.encode(conversation_text(tok, [], "What did I just ask you?"))
         (ref_alone,) = lc.reference_ids(assets, [alone], TWO_TURNS_GEN)
         assert second.ids != _cut(tok, ref_alone), second.text
 

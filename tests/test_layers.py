@@ -11,7 +11,7 @@ the same):
     0  errors, the package itself (its __version__)
     1  refmath, quant, hfsources, cluster, cheader
     2  assets, fsimg, tokenizer, symbolize, sampling
-    3  qemu, reference, modelimage
+    3  qemu, reference, modelimage, chattemplate
     4  export, llmguest, translate
     5  bench, chat, fuzzcluster
     6  serve
@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "pyaisvc.assets": 2, "pyaisvc.fsimg": 2, "pyaisvc.tokenizer": 2,
     "pyaisvc.symbolize": 2, "pyaisvc.sampling": 2,
     "pyaisvc.qemu": 3, "pyaisvc.reference": 3, "pyaisvc.modelimage": 3,
+    "pyaisvc.chattemplate": 3,
     "pyaisvc.export": 4, "pyaisvc.llmguest": 4, "pyaisvc.translate": 4,
     "pyaisvc.bench": 5, "pyaisvc.chat": 5, "pyaisvc.fuzzcluster": 5,
     "pyaisvc.serve": 6,

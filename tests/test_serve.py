@@ -46,7 +46,6 @@ from host import llmcases as lc
 from host.buildlock import build_lock
 from host.serveproc import stop_server
 
-from pyaisvc.chat import chat_text
 from pyaisvc.llmguest import MODELS, prepare
 from pyaisvc.tokenizer import load_tokenizer
 
@@ -167,7 +166,7 @@ def test_streaming_gives_the_same_text_in_pieces(server: Server) -> None:
 
 def test_chat_completion_uses_the_models_template(server: Server) -> None:
     message = "What is the capital of France?"
-    prompt = tok().encode(chat_text("smol", message))  # the template written out by hand
+    prompt = tok().encode(lc.smol_chat_text(message))  # the template written out by hand
     text, gen, finish = expected(reference(prompt))
     out = server.client().chat.completions.create(
         model="smol", messages=[{"role": "user", "content": message}], max_tokens=N,

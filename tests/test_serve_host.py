@@ -16,12 +16,14 @@ import socket
 
 import httpx
 import pytest
+from host import llmcases as lc
 
+from pyaisvc.chattemplate import render
 from pyaisvc.serve import frames
 from pyaisvc.serve.app import Limits, Service, create_app
 from pyaisvc.serve.gateway import Gateway, GuestDown, QueueFull
 from pyaisvc.serve.metrics import Metrics
-from pyaisvc.serve.text import TextStream, chat_prompt
+from pyaisvc.serve.text import TextStream
 from pyaisvc.tokenizer import load_tokenizer
 
 VOCAB, SEQ = 49152, 256
@@ -132,7 +134,7 @@ def test_window_queue_429_and_cancel_frees_a_place() -> None:
         assert f"C {a.rid}" in fake.seen
         await drain(c)
         assert gw.live == 0 and gw.queued == 0 and not fake.live
-        info = await gw.info()
+        info = await gw.ask(frames.Info)
         assert info.worker_pid == 3
         run.cancel()
 
@@ -228,13 +230,36 @@ def test_stop_strings_cut_the_text_even_across_tokens(tok) -> None:
 
 
 def test_the_chat_template_is_the_models_own(tok) -> None:
-    from pyaisvc.chat import chat_text
-
     msgs = [{"role": "user", "content": "What is the capital of France?"}]
-    assert chat_prompt(tok, msgs) == chat_text("smol", msgs[0]["content"])
-    with_system = chat_prompt(tok, [{"role": "system", "content": "Be brief."}, *msgs])
+    assert render(tok, msgs) == lc.smol_chat_text(msgs[0]["content"])
+    with_system = render(tok, [{"role": "system", "content": "Be brief."}, *msgs])
     assert with_system.startswith("<|im_start|>system\nBe brief.<|im_end|>\n")
     assert "SmolLM" not in with_system
+
+
+def test_chat_and_serve_render_one_conversation_to_the_same_ids(tok) -> None:
+    """`pyaisvc chat` (ChatSession.prompt_for, no guest booted) and `pyaisvc serve`
+    (Service.plan of a chat request) make the same ids of one conversation, and for one
+    message those are the ids of SmolLM2's template written out by hand."""
+    from pathlib import Path
+
+    from pyaisvc.chat import ChatConfig, ChatSession
+    from pyaisvc.serve.schemas import ChatRequest
+
+    service = Service("smol", None, tok, Limits(VOCAB, SEQ, 255), Metrics())
+    session = ChatSession(ChatConfig("smol", Path("kernel"), Path("image"), "512M",
+                                     max_new_tokens=16), tok)
+    turns = [("Hi!", "Hello! How can I help?"), ("What is 2+2?", "4.")]
+    for kept in (turns[:0], turns):
+        session.turns = list(kept)
+        messages = [m for q, a in kept for m in ({"role": "user", "content": q},
+                                                 {"role": "assistant", "content": a})]
+        req = ChatRequest(model="smol", messages=[*messages, {"role": "user",
+                                                              "content": "And 3+3?"}])
+        chat_ids, dropped = session.prompt_for("And 3+3?")
+        assert dropped == 0 and service.plan(req).prompt == chat_ids
+    session.turns = []
+    assert session.prompt_for("And 3+3?")[0] == tok.encode(lc.smol_chat_text("And 3+3?"))
 
 
 # ---------------------------------------------------------------- the API
@@ -353,6 +378,28 @@ def test_a_full_queue_is_429_with_retry_after() -> None:
         assert (await first).status_code == 200
         metrics = (await client.get("/metrics")).text
         assert 'aisvc_requests_total{endpoint="completions",outcome="rejected"} 1.0' in metrics
+
+    api_test([5], window=1, queue_max=0, body=body)
+
+
+def test_openapi_documents_every_reply() -> None:
+    """Every reply of every published route is declared with a model of its own (not
+    FastAPI's default empty schema or a bare object); /v1/aisvc/limits gives the kernel's
+    limits."""
+    async def body(client, engine, fake):
+        paths = (await client.get("/openapi.json")).json()["paths"]
+        assert {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health",
+                "/metrics", "/tokenize", "/detokenize", "/v1/aisvc/table"} <= set(paths)
+        for path, ops in paths.items():
+            for method, op in ops.items():
+                for status, reply in op["responses"].items():
+                    schemas = [c.get("schema") or {} for c in reply.get("content", {}).values()]
+                    # a model of its own, or the text of /metrics
+                    assert any("$ref" in s or s.get("type") == "string" for s in schemas), \
+                        f"{method} {path} {status}: no reply schema: {reply}"
+        limits = (await client.get("/v1/aisvc/limits")).json()
+        assert limits == {"vocab": VOCAB, "seq_len": SEQ, "max_prompt": 255,
+                          "max_predict": 255}
 
     api_test([5], window=1, queue_max=0, body=body)
 

@@ -18,7 +18,7 @@ import uvicorn
 from pyaisvc.serve import frames
 from pyaisvc.serve.app import Limits, Service, create_app
 from pyaisvc.serve.gateway import GuestDown
-from pyaisvc.serve.live import Live
+from pyaisvc.serve.live import TableView
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.tokenizer import load_tokenizer
 
@@ -70,7 +70,7 @@ def test_a_slot_shows_done_after_its_request_ended() -> None:
     and its E frame came: the slot shows DONE, and the request is in `recent` with the
     kernel's TTFT and TPOT. Times come out in ms from the kernel's us."""
     src = FakeSource()
-    live = Live(src)
+    live = TableView(src)
     src.lines = [v_line(3_000_000, [4], [2, 3], {
         2: "2 7 7 5 4 1 1000000 1000500 1200000 0",
         3: "2 7 5 12 40 10 1000000 1100000 1500000 0",

@@ -26,7 +26,6 @@ from host import llmcases as lc
 from host.buildlock import build_lock
 from host.serveproc import stop_server
 
-from pyaisvc.chat import chat_text
 from pyaisvc.llmguest import MODELS, prepare
 from pyaisvc.tokenizer import load_tokenizer
 
@@ -58,7 +57,7 @@ def _free_port() -> int:
 def _want_reply() -> str:
     """The reference's greedy reply to MESSAGE (N ids at most), as the page shows it."""
     tok = load_tokenizer("smol")
-    prompt = tok.encode(chat_text("smol", MESSAGE))
+    prompt = tok.encode(lc.smol_chat_text(MESSAGE))
     ids = lc.until_stop(lc.reference_ids(lc.smol_dir("v3"), [prompt], N)[0], ENDS)
     return tok.decode([i for i in ids if i not in ENDS], skip_special_tokens=True)
 

@@ -49,6 +49,8 @@ DEFAULTS: dict[str, object] = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The bench's flags: the matrix (models, modes, lengths, repeats, harts), --config,
+    --out, --burst, --cluster and --resume."""
     parser.add_argument("--config", type=Path, metavar="FILE.toml",
                         help="a measurement plan: any of the flags below as TOML keys "
                              "(docs/bench-example.toml); flags given here win")
@@ -114,6 +116,8 @@ def apply_plan(args: argparse.Namespace) -> None:
 
 
 def _config(args: argparse.Namespace):
+    """The BenchConfig of the matrix flags; CommandError for a bad length list or --repeat.
+    The BenchConfig of the matrix flags; CommandError for a bad length list or --repeat."""
     if args.repeat < 1:
         raise CommandError("bench: --repeat must be at least 1")
     try:
@@ -142,6 +146,9 @@ def check_out(out: Path) -> None:
 
 
 def _run_burst(args: argparse.Namespace, out: Path) -> int:
+    """bench --burst: bursts of concurrent requests at each --batch (pyaisvc.bench.burst),
+    written as burst.md, burst.json and burst_ttft.png into out; CommandError for flags
+    the burst cannot take or a failed run."""
     if args.mode != "service" or args.model == "both":
         raise CommandError("bench: --burst needs --mode service and one --model")
     try:
@@ -173,13 +180,22 @@ def _run_burst(args: argparse.Namespace, out: Path) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
-    apply_plan(args)
+def _out_dir(args: argparse.Namespace) -> Path:
+    """Where the results go: --out, the resumed journal's directory, or a fresh
+    build/bench/results-TIME; CommandError for --resume without a cluster."""
     if args.resume is not None and args.cluster is None:
         raise CommandError("bench: --resume continues a sweep on a cluster: pass --cluster "
                            "ADDRESS too (or the plan's cluster key)")
-    out = args.out or (args.resume.parent if args.resume is not None else Path("build/bench")
-                       / time.strftime("results-%Y%m%d-%H%M%S", time.gmtime()))
+    return args.out or (args.resume.parent if args.resume is not None else Path("build/bench")
+                        / time.strftime("results-%Y%m%d-%H%M%S", time.gmtime()))
+
+
+def run(args: argparse.Namespace) -> int:
+    """pyaisvc bench: the matrix (here, or on --cluster), written into --out with its plots,
+    the markdown table on stdout; 0, or CommandError (after writing what was measured)
+    when it fails part-way."""
+    apply_plan(args)
+    out = _out_dir(args)
     if args.burst:
         if args.cluster is not None:
             raise CommandError("bench: --burst runs on this machine only; leave out --cluster")
@@ -192,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
         (bar.write if bar is not None else lambda t: print(t, file=sys.stderr))(f"bench: {text}")
 
     def progress(p: Progress) -> None:
+        """Draws the sweep's bar (made at the first call; none with --no-progress)."""
         nonlocal bar
         if args.no_progress:
             return
@@ -216,11 +233,7 @@ def run(args: argparse.Namespace) -> int:
     except BenchIncomplete as e:
         if bar is not None:
             bar.close()
-        if not e.partial.samples:
-            raise CommandError(f"bench: {e}; nothing was measured, so nothing was written") from e
-        paths = report.write_all(out, e.partial, command.strip() + "  # incomplete")
-        raise CommandError(f"bench: {e}; wrote the {len(e.partial.samples)} runs measured so far "
-                           f"to {out}/ ({', '.join(p.name for p in paths.values())})") from e
+        raise _incomplete(e, out, command) from e
     except AisvcError as e:
         raise CommandError(f"bench: {e}") from e
     finally:
@@ -235,6 +248,16 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(report.markdown(result, command.strip()))
     print(f"bench: wrote {', '.join(p.name for p in paths.values())} to {out}/", file=sys.stderr)
     return 0
+
+
+def _incomplete(e: BenchIncomplete, out: Path, command: str) -> CommandError:
+    """Writes the runs measured before the sweep stopped (if any) into out; the
+    CommandError that says what was written."""
+    if not e.partial.samples:
+        return CommandError(f"bench: {e}; nothing was measured, so nothing was written")
+    paths = report.write_all(out, e.partial, command.strip() + "  # incomplete")
+    return CommandError(f"bench: {e}; wrote the {len(e.partial.samples)} runs measured so far "
+                        f"to {out}/ ({', '.join(p.name for p in paths.values())})")
 
 
 def _report_failures(failures: list, out: Path, n_runs: int, journal: Path) -> None:

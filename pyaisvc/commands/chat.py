@@ -10,7 +10,7 @@
 Builds what is missing, boots the guest, starts `llmrun_smol --stdin --stream
 --stop 0 --stop 2` (the end-of-text and end-of-turn ids: the guest ends a reply)
 and keeps it running (the model stays loaded). Each line is wrapped, after
-the conversation so far, in the model's chat template (pyaisvc/chat.py),
+the conversation so far, in the model's chat template (pyaisvc/chattemplate.py),
 encoded and sent, and the reply printed as the guest generates it: each id
 is decoded as it arrives and the new text printed at once; the reply ends at
 the model's end-of-turn token. /stats prints the last request's timings,
@@ -43,6 +43,8 @@ HELP = ("commands: /stats (last request's timings), /reset (forget the conversat
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The chat's flags: model, assets, max new tokens, harts, RAM, --service and the
+    sampling flags."""
     parser.add_argument("--model", choices=sorted(MODELS), default="smol",
                         help="which model (default smol)")
     parser.add_argument("--assets", type=Path, metavar="DIR", help="asset directory (default "
@@ -60,6 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def stats_line(session: ChatSession) -> str:
+    """/stats: the last request's sizes and timings (the guest's, or the host clock's when
+    the guest printed none)."""
     r = session.last
     if r is None:
         return f"no request yet (model loaded in {session.load_us / 1000:.0f} ms)"
@@ -77,6 +81,9 @@ def stats_line(session: ChatSession) -> str:
 
 
 def _loop(session: ChatSession, model: str) -> None:
+    """Reads lines at the `you>` prompt until /quit or end of input: commands (/stats,
+    /reset, /help) or a message, whose reply streams out as it comes. A refused message
+    is reported and the loop goes on."""
     while True:
         try:
             line = input("you> ").strip()
@@ -114,6 +121,9 @@ def _loop(session: ChatSession, model: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """pyaisvc chat: builds what is missing, boots the guest with the model loaded, chats
+    until /quit, Ctrl-D or Ctrl-C and stops QEMU; 0, or CommandError for a bad flag or a
+    failed boot."""
     if args.max_new_tokens < 1:
         raise CommandError("chat: --max-new-tokens must be at least 1")
     sampling = sampling_options(args, "chat")

@@ -24,6 +24,8 @@ from pyaisvc.llmguest import MODELS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The export's flags: model, format, sources (GGUF, checkpoint, course zip, synthetic),
+    --out and the report's detail."""
     parser.add_argument("model", choices=sorted(MODELS), help="which model to export")
     src = parser.add_mutually_exclusive_group()
     src.add_argument("--gguf", type=Path, help="smol: a SmolLM2 GGUF file "
@@ -53,11 +55,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _progress_bar(quiet: bool):
+    """The progress callback for the exporter and the tqdm bar it drives; (None, None) when
+    quiet."""
     if quiet:
         return None, None
     bar = tqdm(total=1, unit="step", file=sys.stderr, desc="export")
 
     def progress(done: int, total: int, label: str) -> None:
+        """Moves the bar to done of total steps, naming the step."""
         bar.total = total
         bar.set_postfix_str(label)
         bar.update(done - bar.n)
@@ -66,6 +71,8 @@ def _progress_bar(quiet: bool):
 
 
 def _run_export(args: argparse.Namespace, progress):
+    """Exports the model the flags name into --out (and its zip); the exporter's result.
+    CommandError for a source the model does not take."""
     top = MODELS[args.model].assets.name
     out_dir = args.out / top
     zip_path = None if args.no_zip else args.out / f"{top.lower()}.zip"
@@ -87,6 +94,8 @@ def _run_export(args: argparse.Namespace, progress):
 
 
 def _report(res, verbose: bool) -> None:
+    """Prints what was written (files, sizes, time) and the sample request; each tensor's
+    quantisation error too when verbose."""
     if verbose:
         for r in res.quant_errors:
             rel = r.max_abs_error / r.max_abs_weight if r.max_abs_weight else 0.0
@@ -106,6 +115,8 @@ def _report(res, verbose: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """pyaisvc export: the model's assets for the guest, then the report; 0, or CommandError
+    saying what failed."""
     progress, bar = _progress_bar(args.quiet)
     try:
         res = _run_export(args, progress)

@@ -18,6 +18,7 @@ except ImportError:  # tools/mkfsimg.py under a bare python3: build without a ba
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The fsimg actions (build, list, check, extract) and their flags."""
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     b = sub.add_parser("build", help="pack host files into a new image")
     b.add_argument("--image", required=True, help="image file to write")
@@ -55,6 +56,8 @@ def tree_from_args(adds: list[str], add_dirs: list[str]) -> fsimg.Tree:
 
 
 def _size_blocks(args: argparse.Namespace) -> int | None:
+    """The image size in blocks from --size-blocks or --size; None for the builder's
+    default."""
     if args.size_blocks is not None:
         return int(args.size_blocks)
     if args.size is not None:
@@ -71,6 +74,7 @@ def progress_bar(desc: str, quiet: bool) -> tuple[contextlib.AbstractContextMana
     bars: list[Any] = []
 
     def progress(done: int, total: int) -> None:
+        """Draws the bar (made at the first call) at done of total bytes."""
         if not bars:
             bars.append(tqdm(desc=desc, unit="B", unit_scale=True, leave=False))
         bars[0].total = total
@@ -78,6 +82,7 @@ def progress_bar(desc: str, quiet: bool) -> tuple[contextlib.AbstractContextMana
 
     @contextlib.contextmanager
     def closing() -> Iterator[None]:
+        """Closes the bar, if one was drawn, when the work ends."""
         try:
             yield
         finally:
@@ -88,6 +93,8 @@ def progress_bar(desc: str, quiet: bool) -> tuple[contextlib.AbstractContextMana
 
 
 def run(args: argparse.Namespace) -> int:
+    """pyaisvc fsimg ACTION: builds, lists, checks or extracts an image; 0, or CommandError
+    (an inconsistent image, a missing argument, the builder's error)."""
     try:
         if args.action == "build":
             tree = tree_from_args(args.add, args.add_dir)

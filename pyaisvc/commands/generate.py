@@ -70,6 +70,8 @@ class Request:
 
 def _run_reference(assets_dir: Path, prompt: list[int], n_new: int,
                    sampling: SamplingOptions) -> Result:
+    """n_new ids after prompt from the numpy reference, with how long loading and generating
+    took."""
     t0 = time.monotonic()
     ref = Reference(load_assets(assets_dir))
     t1 = time.monotonic()
@@ -89,11 +91,13 @@ def _boot(req: Request) -> Guest:
 
 
 def _say_booted(guest: Guest) -> None:
+    """Prints the boot time and the guest's size on stderr."""
     print(f"generate: booted to the shell prompt in {guest.boot_seconds:.2f} s "
           f"({guest.harts} harts, {guest.ram_mib} MiB)", file=sys.stderr, flush=True)
 
 
 def _run_guest(req: Request) -> Result:
+    """The ids llmrun_* generates for req in a booted guest, with its timing line."""
     spec = MODELS[req.model]
     prompt, n_new = req.prompt, req.n_new
     cmd = " ".join([spec.program, "--predict", str(n_new), *req.sampling.guest_args(),
@@ -107,6 +111,8 @@ def _run_guest(req: Request) -> Result:
 
 
 def _run_service(req: Request) -> Result:
+    """The ids the kernel AI service generates for req (`ai gen` at the guest's shell), with
+    the host's wall time; CommandError when the service refuses."""
     try:
         flags = " ".join(req.sampling.service_args())
     except SamplingError as e:
@@ -128,6 +134,7 @@ def _run_service(req: Request) -> Result:
 
 
 def _run_reference_backend(req: Request) -> Result:
+    """The reference backend for req (_run_reference)."""
     return _run_reference(req.assets_dir, req.prompt, req.n_new, req.sampling)
 
 
@@ -140,6 +147,8 @@ BACKENDS: dict[str, Callable[[Request], Result]] = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The generate flags: backend, model, assets, new tokens, tokenizer, harts, sampling,
+    the prompt text."""
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="guest",
                         help="who computes the tokens (default guest: llmrun in QEMU)")
     parser.add_argument("--model", choices=sorted(MODELS), default="smol",
@@ -156,6 +165,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """pyaisvc generate: the prompt's ids, the generated ids and their text on stdout, the
+    timings on stderr; the guest's limits are checked before anything boots. 0, or
+    CommandError."""
     if args.max_new_tokens < 1:
         raise CommandError(f"generate: --max-new-tokens {args.max_new_tokens} must be >= 1")
     sampling = sampling_options(args, "generate")

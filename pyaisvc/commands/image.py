@@ -23,6 +23,7 @@ from pyaisvc.modelimage import build_model_image
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The image flags: --out, --model NAME[=DIR] (repeatable), --add NAME=ELF, --quiet."""
     parser.add_argument("--out", type=Path, required=True, help="image file to write")
     parser.add_argument("--model", action="append", required=True, metavar="NAME[=DIR]",
                         help=f"add model NAME ({', '.join(MODELS)}) from DIR (default "
@@ -64,6 +65,8 @@ def programs(adds: list[str]) -> dict[str, Path]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """pyaisvc image: an image holding the programs and the models, rebuilt only when its
+    content changed; 0, or CommandError."""
     dirs = model_dirs(args.model)
     progs = programs(args.add)
     try:

@@ -30,6 +30,7 @@ DEFAULT_IMAGE = Path("build/fs.img")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The run flags (harts, RAM, image, kernel, timeout, QEMU) and the command after --."""
     parser.add_argument("--cpus", type=int, default=default_cpus(),
                         help=f"harts (default: the host's cores, at most 4; {default_cpus()} here)")
     parser.add_argument("--ram", default=DEFAULT_RAM,
@@ -47,6 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """pyaisvc run -- CMD: CMD's output on stdout; returns CMD's exit status in the guest (1
+    when it has none), CommandError when CMD times out or stops the guest."""
     words = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not words:
         raise CommandError("run: no command given; usage: pyaisvc run -- echo hi")

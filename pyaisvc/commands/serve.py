@@ -8,7 +8,7 @@ Builds what is missing, boots the guest with the gateway port (a virtio
 console on a Unix socket), waits for the worker and the gateway, and serves
 OpenAI's /v1/completions and /v1/chat/completions, /v1/models, /health,
 /metrics, /tokenize and /detokenize, and the kernel's table live (the page
-at /, /v1/aisvc/table and its stream) on 127.0.0.1 only (pyaisvc/serve/app.py).
+at /, /v1/aisvc/table and its stream) on 127.0.0.1 only (pyaisvc/serve/).
 A guest that dies is replaced by a fresh one; Ctrl-C (or SIGTERM) stops the
 server and QEMU.
 """
@@ -26,9 +26,9 @@ from pathlib import Path
 from pyaisvc import qemu
 from pyaisvc.assets import load_config
 from pyaisvc.errors import AisvcError, CommandError
-from pyaisvc.llmguest import MODELS, max_prompt, prepare
+from pyaisvc.llmguest import MODELS, max_batch, max_prompt, prepare
 from pyaisvc.serve.app import Limits, Service, create_app
-from pyaisvc.serve.engine import Engine, EngineConfig
+from pyaisvc.serve.engine import QUEUE_MAX, Engine, EngineConfig
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.tokenizer import load_tokenizer
 
@@ -36,18 +36,21 @@ HOST = "127.0.0.1"  # loopback only: the service has no authentication
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The serve flags: model, assets, port, host queue, the worker's batch, harts, RAM,
+    QEMU, --verbose."""
     parser.add_argument("--model", choices=sorted(MODELS), default="smol",
                         help="which model (default smol)")
     parser.add_argument("--assets", type=Path, metavar="DIR", help="asset directory (default "
                         + " or ".join(str(m.assets) for m in MODELS.values()) + ")")
     parser.add_argument("--port", type=int, default=8080, help="TCP port on 127.0.0.1 "
                         "(default 8080; 0: any free port, printed)")
-    parser.add_argument("--queue", type=int, default=64, metavar="N",
+    parser.add_argument("--queue", type=int, default=QUEUE_MAX, metavar="N",
                         help="requests the host queue holds beyond the gateway's window; "
-                        "more get 429 (default 64)")
+                        f"more get 429 (default {QUEUE_MAX})")
     parser.add_argument("--batch", type=int, default=None, metavar="B",
-                        help="the worker's places (1..8; boot argument aibatch=B; default: "
-                        "ai_daemon's 8): fewer make the kernel's queue visible at /")
+                        help=f"the worker's places (1..{max_batch()}; boot argument "
+                        f"aibatch=B; default: ai_daemon's {max_batch()}): fewer make the "
+                        "kernel's queue visible at /")
     parser.add_argument("--cpus", type=int, default=qemu.default_cpus(),
                         help=f"guest harts (default: the host's cores, at most "
                         f"{qemu.MAX_DEFAULT_CPUS}; {qemu.default_cpus()} here)")
@@ -60,6 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """pyaisvc serve: checks the flags and the port, builds what is missing, boots the guest
+    and serves HTTP until Ctrl-C or SIGTERM; 0, or CommandError."""
     if not 0 <= args.port <= 65535:
         raise CommandError(f"serve: --port {args.port} must be 0..65535")
     if args.queue < 0:
@@ -67,8 +72,9 @@ def run(args: argparse.Namespace) -> int:
     cpus = args.cpus
     if cpus < 1:
         raise CommandError("serve: --cpus must be at least 1")
-    if args.batch is not None and not 1 <= args.batch <= 8:
-        raise CommandError(f"serve: --batch {args.batch} must be 1..8")
+    if args.batch is not None and not 1 <= args.batch <= max_batch():
+        raise CommandError(f"serve: --batch {args.batch} must be 1..{max_batch()} "
+                           "(ai_daemon's AI_BATCH)")
     append = f"aibatch={args.batch}" if args.batch is not None else ""
     _check_port(args.port)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
@@ -107,6 +113,8 @@ def _check_port(port: int) -> None:
 
 
 async def _serve(engine: Engine, app, port: int, title: str, cpus: int) -> None:
+    """Boots the guest (engine.start), then serves app on 127.0.0.1:port until the server
+    stops; QEMU is stopped however it ends."""
     import uvicorn
 
     print(f"serve: booting the guest ({cpus} hart(s)) ...", file=sys.stderr, flush=True)

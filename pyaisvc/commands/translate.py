@@ -18,6 +18,7 @@ from pyaisvc.translate import decode_ids, encode_text, format_ids, parse_ids
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The encode and decode subcommands and their sources (text or file, ids or file)."""
     sub = parser.add_subparsers(dest="direction", metavar="encode|decode", required=True)
     enc = sub.add_parser("encode", help="text -> token ids separated by spaces")
     _common(enc)
@@ -35,12 +36,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
+    """The flags both directions share: model and tokenizer file."""
     p.add_argument("--model", choices=MODELS, default="smol",
                    help="whose tokenizer (default smol)")
     p.add_argument("--tokenizer-file", help="use this local tokenizer.json instead")
 
 
 def _read(path: str, option: str) -> str:
+    """The text of path ('-': stdin); CommandError naming option when it cannot be read or
+    is not UTF-8."""
     if path == "-":
         return sys.stdin.read()
     try:
@@ -52,6 +56,8 @@ def _read(path: str, option: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """pyaisvc translate: encode prints the ids, decode the text; 0, or CommandError for a
+    bad source or id."""
     if args.direction == "encode":
         if args.text is not None:
             text = args.text

@@ -11,7 +11,13 @@ One request's path::
   requests the gateway holds, the bounded host queue behind it, cancels;
 - ``engine``: the guest under QEMU with its gateway: boot, health, reboot
   after the guest died;
-- ``text``: prompts (the chat template) and the generated text as it
-  streams (UTF-8 safe, stop strings);
-- ``metrics``: the Prometheus metrics; ``app``: the FastAPI application.
+- ``live``: the kernel's table as the page shows it (``TableView``);
+- ``text``: the generated text as it streams (UTF-8 safe, stop strings);
+  prompts are rendered by pyaisvc.chattemplate;
+- ``metrics``: the Prometheus metrics;
+- ``schemas``: every request and reply body; ``errors``: every refusal;
+  ``service``: what the routes serve and the request's checks; ``shapes``:
+  OpenAI's reply shapes; ``generation``: one request from body to reply;
+- ``routes``: the routers (OpenAI's API, llama.cpp's extras, the service's
+  own); ``app``: the FastAPI application.
 """

@@ -17,7 +17,7 @@ Then a supervisor task keeps it so:
   ``down``, the old QEMU is stopped and a fresh guest booted; failed boots
   are retried, a few seconds apart, until ``close()``.
 
-``generate()`` hands a request to the current gateway; while the guest is
+``submit()`` hands a request to the current gateway; while the guest is
 not up it raises ``GuestDown`` at once.
 """
 
@@ -46,6 +46,7 @@ log = logging.getLogger("pyaisvc.serve")
 POLL_BUSY, POLL_IDLE = 0.2, 0.5  # seconds between I frames with / without live requests
 REBOOT_PAUSE = 3.0  # seconds between failed boots
 ENDED_KEPT = 64  # E frames kept for the live view
+QUEUE_MAX = 64  # requests the host queue holds beyond the gateway's window, by default
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class EngineConfig:
     ram: str
     cpus: int
     qemu: str
-    queue_max: int = 64  # requests the host queue holds beyond the gateway's window
+    queue_max: int = QUEUE_MAX
     boot_timeout: float = 300.0  # seconds to the shell prompt
     ready_timeout: float = 300.0  # seconds from the prompt to the gateway's R frame
     append: str = ""  # the guest's boot arguments, e.g. aibatch=4 (the worker's places)
@@ -72,6 +73,8 @@ class _Console:
         self._thread.start()
 
     def _run(self) -> None:
+        """Reads the console until stop(); calls on_lost once when QEMU's output ends or the
+        kernel panics (the thread then ends)."""
         child, tail = self._guest.child, ""
         while not self._stop.is_set() and child is not None:
             try:
@@ -87,6 +90,8 @@ class _Console:
                 return
 
     def stop(self) -> None:
+        """Tells the thread to stop and waits for it (unless called from the thread itself).
+        Tells the thread to stop and waits for it (unless called from the thread itself)."""
         self._stop.set()
         if self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
@@ -96,6 +101,8 @@ class Engine:
     """One guest at a time and its gateway; see the module's comment."""
 
     def __init__(self, cfg: EngineConfig, metrics: Metrics) -> None:
+        """An engine that has not booted yet (start() boots); metrics get the guest's boots
+        and health."""
         self.cfg, self.metrics = cfg, metrics
         self.state = "starting"  # then "up", "down" (rebooting) or "stopped"
         self.why_down = ""
@@ -129,6 +136,8 @@ class Engine:
 
     async def submit(self, prompt: list[int], predict: int, opts: frames.Options,
                      stops: list[int]) -> Submitted:
+        """Hands one request to the current gateway (Gateway.submit); GuestDown at once
+        while the guest is not up, QueueFull when the host queue is full."""
         gw = self.gateway
         if self.state != "up" or gw is None:
             raise GuestDown(f"the guest is {self.state}" +
@@ -140,7 +149,7 @@ class Engine:
         gw = self.gateway
         if self.state != "up" or gw is None:
             raise GuestDown(f"the guest is {self.state}")
-        return await gw.table()
+        return await gw.ask(frames.Table)
 
     def run_at_console(self, cmd: str, timeout: float = 300.0) -> str:
         """Runs one shell command at the guest's console (Guest.run) and returns its
@@ -169,6 +178,9 @@ class Engine:
     # ------------------------------------------------------------ the guest's life
 
     async def _bring_up(self) -> Gateway:
+        """Boots a guest with the gateway port on a fresh socket, starts its console thread
+        and connects to its gateway; the Gateway once its R frame came. GuestError when
+        the boot or the gateway fails."""
         self._dir = Path(tempfile.mkdtemp(prefix="aisvc-serve-"))
         sock = self._dir / "gateway.sock"
         c = self.cfg
@@ -204,11 +216,15 @@ class Engine:
             self.gateway.close(f"the guest died: {why}")
 
     def _ended(self, end: frames.End) -> None:
+        """Keeps an E frame for the live view and its kernel TTFT in the metrics."""
         self.ended.append((time.monotonic(), end))
         if end.ttft_us:
             self.metrics.kernel_ttft.observe(end.ttft_us / 1e6)
 
     async def _supervise(self, gw: Gateway) -> None:
+        """Keeps a guest up until cancelled: runs gw's frames and the poll, and when the
+        connection ends marks the guest down, stops it and boots fresh ones until one
+        comes up."""
         while True:
             poll = asyncio.create_task(self._poll(gw))
             await gw.run()
@@ -235,7 +251,7 @@ class Engine:
             m.live.set(gw.live)
             m.queue_depth.set(gw.queued)
             try:
-                info = await gw.info()
+                info = await gw.ask(frames.Info)
             except TimeoutError:
                 log.warning("the gateway did not answer an I frame in time")
             except GuestDown:
@@ -245,6 +261,8 @@ class Engine:
             await asyncio.sleep(POLL_BUSY if gw.live or gw.queued else POLL_IDLE)
 
     def _stop_guest(self) -> None:
+        """Stops the console thread and QEMU and removes the socket's directory
+        (idempotent)."""
         if self._console is not None:
             self._console.stop()
             self._console = None

@@ -1,6 +1,8 @@
 """The gateway channel's frames (docs/GATEWAY.md) as Python values.
 
-Pure functions: ``submit``, ``cancel``, ``INFO``, ``TABLE`` and ``HELLO`` make the
+The framing's facts come from the gateway's header (user/ai/gateway.h) and
+the kernel's (kernel/include/aisvc.h), read with pyaisvc.cheader. Pure
+functions: ``submit``, ``cancel``, ``INFO``, ``TABLE`` and ``HELLO`` make the
 host's frames (bytes, one line each); ``parse`` reads one line the gateway sent
 into a ``Ready``, ``Tokens``, ``End``, ``Failed``, ``Info`` or ``Table`` value, and
 raises ``FrameError`` for anything else, so a garbled line is named, never guessed at.
@@ -9,19 +11,38 @@ raises ``FrameError`` for anything else, so a garbled line is named, never guess
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-LINE_MAX = 4096  # GW_LINE_MAX: one frame with its newline
-RID_MAX = 2**31 - 1
-MAX_STOP = 4  # AI_MAX_STOP
-PROTOCOL = 1
+from pyaisvc import cheader
+
+GATEWAY_DIR = Path(__file__).resolve().parents[2] / "user" / "ai"  # gateway.h
+
+
+def _gateway(name: str) -> int:
+    """A #define of user/ai/gateway.h, the gateway's framing."""
+    return cheader.header_define("gateway.h", name, GATEWAY_DIR)
+
+
+def _kernel(name: str) -> int:
+    """A #define of kernel/include/aisvc.h, the AI service's limits."""
+    return cheader.header_define("aisvc.h", name)
+
+
+LINE_MAX = _gateway("GW_LINE_MAX")  # one frame with its newline
+RID_MAX = _gateway("GW_RID_MAX")
+PROTOCOL = _gateway("GW_VERSION")
+# The gateway's own codes (the others are the kernel's AIE_* codes).
+GW_MALFORMED, GW_RID_LIVE, GW_FULL, GW_NOT_LIVE = (
+    _gateway(n) for n in ("GW_MALFORMED", "GW_RID_LIVE", "GW_FULL", "GW_NOT_LIVE"))
+MAX_STOP = _kernel("AI_MAX_STOP")
+MAX_PROMPT = _kernel("AI_MAX_PROMPT")
+NSLOT = _kernel("AI_NSLOT")  # the slots of the kernel's table
+# The slots' states, by their number (AI_FREE .. AI_FAILED).
+STATES = tuple(n.removeprefix("AI_") for n in sorted(
+    ("AI_FREE", "AI_QUEUED", "AI_RUNNING", "AI_DONE", "AI_FAILED"), key=_kernel))
 HELLO = b"H\n"
 INFO = b"I\n"
 TABLE = b"V\n"
-NSLOT = 16  # AI_NSLOT: the slots of the kernel's table
-STATES = ("FREE", "QUEUED", "RUNNING", "DONE", "FAILED")  # AI_FREE .. AI_FAILED
-
-# The gateway's own codes (the others are the kernel's AIE_* codes).
-GW_MALFORMED, GW_RID_LIVE, GW_FULL, GW_NOT_LIVE = 200, 201, 202, 203
 
 
 class FrameError(ValueError):
@@ -113,6 +134,8 @@ Frame = Ready | Tokens | End | Failed | Info | Table
 
 
 def _table(rest: list[str], line: str) -> Table:
+    """The V frame's words after the V as a Table; FrameError when the counts, slot numbers
+    or states do not fit."""
     nums = _numbers(rest, None, line)
     try:
         now, worker, completed, nq = nums[:4]
@@ -140,8 +163,8 @@ def submit(rid: int, prompt: list[int], predict: int, opts: Options,
         raise ValueError(f"rid {rid} outside 1..{RID_MAX}")
     if not 0 <= len(stops) <= MAX_STOP:
         raise ValueError(f"{len(stops)} stop ids; at most {MAX_STOP}")
-    if not 1 <= len(prompt) <= 255:
-        raise ValueError(f"{len(prompt)} prompt ids; 1..255")
+    if not 1 <= len(prompt) <= MAX_PROMPT:
+        raise ValueError(f"{len(prompt)} prompt ids; 1..{MAX_PROMPT}")
     words = [rid, predict, opts.temp_micro, opts.top_k, opts.top_p_micro, opts.seed,
              len(stops), *stops, len(prompt), *prompt]
     if any(not isinstance(w, int) or w < 0 for w in words):
@@ -157,6 +180,8 @@ def cancel(rid: int) -> bytes:
 
 
 def _numbers(words: list[str], n: int | None, line: str) -> list[int]:
+    """words as integers (exactly n of them unless n is None); FrameError naming line
+    otherwise."""
     if n is not None and len(words) != n:
         raise FrameError(f"expected {n} fields: {line!r}")
     try:

@@ -30,7 +30,9 @@ import collections
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+from pyaisvc import cheader
 from pyaisvc.errors import AisvcError
 from pyaisvc.serve import frames
 
@@ -39,7 +41,11 @@ HELLO_EVERY = 1.0  # seconds between hellos until the gateway answers
 SETTLE = 0.3  # seconds of quiet after the first R: the other hellos' answers came
 # Kernel codes that describe the request itself (docs/AI_SERVICE.md): a bad request,
 # not a broken service. The host checks these limits first, so they are rare.
-REQUEST_CODES = {100, 101, 102, 103, 115}
+REQUEST_CODES = frozenset(cheader.header_define("aisvc.h", name) for name in (
+    "AIE_COUNT", "AIE_PREDICT", "AIE_TOKEN", "AIE_TOOLONG", "AIE_BADARG"))
+# The answers about the kernel's table the host can ask for, each with its question.
+Answer = TypeVar("Answer", frames.Info, frames.Table)
+QUESTIONS: dict[type, bytes] = {frames.Info: frames.INFO, frames.Table: frames.TABLE}
 
 
 class GuestDown(AisvcError):
@@ -63,7 +69,9 @@ class RequestFailed(AisvcError):
 
 
 @dataclass
-class _Live:
+class _Request:
+    """One request the host sent and the gateway has not ended, with its frames so far."""
+
     rid: int
     events: asyncio.Queue[frames.Frame | Exception] = field(default_factory=asyncio.Queue)
     ended: bool = False  # its E or X frame arrived (or the connection ended)
@@ -73,7 +81,7 @@ class _Live:
 class Submitted:
     """A request the gateway holds; iterate ``events()`` once."""
 
-    def __init__(self, gw: Gateway, live: _Live) -> None:
+    def __init__(self, gw: Gateway, live: _Request) -> None:
         self._gw, self._live = gw, live
 
     @property
@@ -81,6 +89,8 @@ class Submitted:
         return self._live.rid
 
     async def events(self) -> AsyncIterator[frames.Tokens | frames.End]:
+        """The request's T frames, then its E frame, as they come (iterate once);
+        RequestFailed for an X frame, GuestDown when the connection ended first."""
         while True:
             item = await self._live.events.get()
             if isinstance(item, Exception):
@@ -121,15 +131,18 @@ class Gateway:
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  ready: frames.Ready, queue_max: int) -> None:
+        """The host's end of a connection whose R frame (ready) has come; run() must then
+        read its frames."""
         self._reader, self._writer = reader, writer
         self.ready = ready
         self.window = ready.window
         self.queue_max = queue_max
-        self._live: dict[int, _Live] = {}
+        self._live: dict[int, _Request] = {}
         self._held = 0  # window places taken: live requests and places handed to waiters
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._infos: collections.deque[asyncio.Future[frames.Info]] = collections.deque()
-        self._tables: collections.deque[asyncio.Future[frames.Table]] = collections.deque()
+        # the futures waiting for an I or a V frame, by the frame's type, first asked first
+        self._asked: dict[type, collections.deque[asyncio.Future]] = {
+            kind: collections.deque() for kind in QUESTIONS}
         self._next_rid = 1
         self.down: GuestDown | None = None
         self.on_end: Callable[[frames.End], None] | None = None  # for metrics
@@ -191,32 +204,27 @@ class Gateway:
             if self.down is not None:
                 raise self.down
             rid = self._free_rid()
-            live = self._live[rid] = _Live(rid)
+            live = self._live[rid] = _Request(rid)
             self._writer.write(frames.submit(rid, prompt, predict, opts, stops))
         except BaseException:
             self._release()
             raise
         return Submitted(self, live)
 
-    async def info(self, timeout: float = 5.0) -> frames.Info:
-        """The table at a glance (an I frame); GuestDown or TimeoutError."""
+    async def ask(self, kind: type[Answer], timeout: float = 5.0) -> Answer:
+        """The kernel's table now: at a glance (kind frames.Info: an I frame) or whole, at
+        one instant (frames.Table: a V frame); GuestDown or TimeoutError."""
         if self.down is not None:
             raise self.down
-        fut: asyncio.Future[frames.Info] = asyncio.get_running_loop().create_future()
-        self._infos.append(fut)
-        self._writer.write(frames.INFO)
-        return await asyncio.wait_for(asyncio.shield(fut), timeout)
-
-    async def table(self, timeout: float = 5.0) -> frames.Table:
-        """The whole table at one instant (a V frame); GuestDown or TimeoutError."""
-        if self.down is not None:
-            raise self.down
-        fut: asyncio.Future[frames.Table] = asyncio.get_running_loop().create_future()
-        self._tables.append(fut)
-        self._writer.write(frames.TABLE)
+        fut: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        self._asked[kind].append(fut)
+        self._writer.write(QUESTIONS[kind])
         return await asyncio.wait_for(asyncio.shield(fut), timeout)
 
     async def _admit(self) -> None:
+        """Takes a window place for one request: at once while one is free and nobody waits,
+        else after waiting in the host queue; QueueFull when the queue holds queue_max,
+        GuestDown when the connection is down or ends meanwhile."""
         if self.down is not None:
             raise self.down
         if self._held < self.window and not self._waiters:
@@ -245,6 +253,7 @@ class Gateway:
         self._held -= 1
 
     def _free_rid(self) -> int:
+        """The next rid (1..RID_MAX, wrapping) that no live request holds."""
         while self._next_rid in self._live:
             self._next_rid = self._next_rid % frames.RID_MAX + 1
         rid = self._next_rid
@@ -272,13 +281,17 @@ class Gateway:
             self.close(why)
 
     def _dispatch(self, line: str) -> None:
+        """Hands one line from the gateway to whom it concerns: I and V answers to the first
+        caller waiting, R (unasked) to _restarted, T/E/X to their live request (E and X
+        end it and free its window place); a garbled line or a frame for no live request
+        is logged and dropped."""
         try:
             frame = frames.parse(line)
         except frames.FrameError as e:
             log.warning("gateway: %s", e)
             return
         if isinstance(frame, frames.Info | frames.Table):
-            waiting = self._infos if isinstance(frame, frames.Info) else self._tables
+            waiting = self._asked[type(frame)]
             while waiting:
                 fut = waiting.popleft()
                 if not fut.done():
@@ -330,7 +343,7 @@ class Gateway:
             fut = self._waiters.popleft()
             if not fut.done():
                 fut.set_exception(self.down)
-        for waiting in (self._infos, self._tables):
+        for waiting in self._asked.values():
             while waiting:
                 fut = waiting.popleft()
                 if not fut.done():

@@ -1,6 +1,6 @@
 """The kernel's table as the page at ``/`` shows it: JSON made from a V frame.
 
-``Live.snapshot()`` asks the gateway for the whole table (ai_table in the guest,
+``TableView.snapshot()`` asks the gateway for the whole table (ai_table in the guest,
 docs/AI_SERVICE.md rule 14) and returns it as plain JSON values: every slot
 with its kernel state, owner pid, the host's rid when the request is one of
 ours, prompt length, progress and the times in ms; the FIFO and the batch
@@ -11,7 +11,7 @@ gateway's E frames (``Engine.ended``): the page shows such a slot as DONE (or
 CANCELLED) for a moment. ``recent`` lists the last requests that ended, with
 the kernel's TTFT and TPOT, for the page's chart.
 
-``Live.stream()`` yields a snapshot every ``PERIOD`` seconds (the SSE endpoint);
+``TableView.stream()`` yields a snapshot every ``PERIOD`` seconds (the SSE endpoint);
 while the guest is down it yields ``{"down": why}`` once a second instead.
 """
 
@@ -45,12 +45,14 @@ def _ms(start_us: int, end_us: int) -> float | None:
 
 
 def _tpot_ms(end: frames.End) -> float | None:
+    """The kernel's mean time per id after the first, in ms, from an E frame; None for fewer
+    than 2 ids."""
     if end.gen < 2 or end.ttft_us == 0 or end.total_us < end.ttft_us:
         return None
     return round((end.total_us - end.ttft_us) / 1000 / (end.gen - 1), 1)
 
 
-class Live:
+class TableView:
     """Snapshots of the table for the page; remembers which slot each rid had."""
 
     def __init__(self, source: TableSource) -> None:
@@ -88,6 +90,9 @@ class Live:
     @staticmethod
     def _slot(i: int, s: frames.Slot, now_us: int, last: tuple[float, frames.End] | None,
               now: float) -> dict[str, Any]:
+        """Slot i of the table as JSON values: its state, how the page shows it (DONE or
+        CANCELLED for SHOW_ENDED seconds after a request ended in it), its request and
+        its times in ms."""
         state = frames.STATES[s.state]
         shown = state
         ended = None

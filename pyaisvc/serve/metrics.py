@@ -22,6 +22,8 @@ OUTCOMES = ("ok", "cancelled", "bad_request", "rejected", "guest_down", "failed"
 
 class Metrics:
     def __init__(self) -> None:
+        """Every metric, in a registry of this server's own, the request counters at 0 for
+        each endpoint and outcome."""
         r = self.registry = CollectorRegistry()
         self.running_max = 0
         self.requests = Counter("aisvc_requests", "HTTP generation requests by endpoint and "
@@ -58,6 +60,8 @@ class Metrics:
                 self.requests.labels(endpoint, outcome)
 
     def saw_info(self, used: int, queued: int, running: int) -> None:
+        """The kernel's table at a glance (an I frame) into the gauges; the running maximum
+        grows."""
         self.kernel_used.set(used)
         self.kernel_queued.set(queued)
         self.kernel_running.set(running)

@@ -1,8 +1,6 @@
-"""Text in and out of the service: chat prompts and the generated text as it streams.
+"""The generated text as it streams, UTF-8 safe, cut at stop ids and stop strings.
 
-``chat_prompt()`` renders a conversation with the model's own chat template:
-the Jinja template the tokenizer carries (SmolLM2's, from its GGUF), in
-Jinja's sandbox; a tokenizer without one gets plain ChatML (Qwen3.5).
+(Chat prompts are rendered by pyaisvc.chattemplate, for every front end.)
 
 ``TextStream`` turns the ids of one request into text piece by piece, as
 they arrive. The ids so far are decoded again after each arrival and only
@@ -23,38 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from jinja2.exceptions import TemplateError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-from pyaisvc.chat import stop_ids
-from pyaisvc.errors import AisvcError
 from pyaisvc.tokenizer import Tokenizer
 
 PARTIAL = "\ufffd"  # what decoding gives for the bytes of an unfinished character
-
-
-class TemplateFailed(AisvcError):
-    """The chat template cannot render this conversation."""
-
-
-def chat_prompt(tok: Tokenizer, messages: list[dict[str, str]]) -> str:
-    """The conversation (role and content of each message) in the model's chat template,
-    ready for the assistant's turn."""
-    template = getattr(tok, "chat_template", None)
-    if not template:
-        return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n"
-                       for m in messages) + "<|im_start|>assistant\n"
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    try:
-        return env.from_string(template).render(messages=messages, add_generation_prompt=True,
-                                                bos_token="", eos_token="")
-    except TemplateError as e:
-        raise TemplateFailed(f"the model's chat template failed: {e}") from e
-
-
-def end_ids(tok: Tokenizer) -> list[int]:
-    """The ids that end every request: end of text and end of turn."""
-    return sorted(stop_ids(tok))
 
 
 class TextStream:
@@ -62,6 +31,8 @@ class TextStream:
 
     def __init__(self, tok: Tokenizer, stops: Iterable[str] = (),
                  stop_id_set: Iterable[int] = ()) -> None:
+        """A stream for one request that ends the text at any of stops (strings) or
+        stop_id_set (ids)."""
         self._tok = tok
         self._stops = [s for s in stops if s]
         self._stop_ids = set(stop_id_set)
@@ -104,6 +75,8 @@ class TextStream:
                     if full.endswith(s[:k])), default=0)
 
     def _hand_out(self, upto: str) -> str:
+        """What upto adds to the text handed out so far (now upto); "" when it adds nothing.
+        What upto adds to the text handed out so far (now upto); "" when it adds nothing."""
         if not upto.startswith(self.text) or len(upto) <= len(self.text):
             return ""
         piece = upto[len(self.text):]

@@ -32,6 +32,15 @@ PYTHON = sys.executable
 QWEN_SEED = 1
 
 FRANCE = {"smol": [504, 3575, 282, 4649, 314], "qwen": [760, 6511, 314, 9338, 369]}
+SMOL_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+
+
+def smol_chat_text(message: str) -> str:
+    """One user message in SmolLM2-Instruct's chat template, written out by hand (ChatML
+    with its default system line), ready for the assistant's turn: the check on the
+    renderer (pyaisvc.chattemplate), which renders it from the GGUF's Jinja template."""
+    return (f"<|im_start|>system\n{SMOL_SYSTEM}<|im_end|>\n<|im_start|>user\n{message}"
+            "<|im_end|>\n<|im_start|>assistant\n")
 
 
 # ---------------------------------------------------------------- assets

@@ -12,32 +12,27 @@
 // many as the kernel lets one process own, so the worker batches them.
 //
 // Every frame line is written whole under out_lock (one write per line),
-// so the threads' frames never interleave. The table of live requests is
-// guarded by table_lock: a rid is live from its S until its thread has
-// collected it (then C for it is refused with 203), and a cancel and
-// that collection never race (the thread checks the cancelled flag under
-// the lock).
+// so the threads' frames never interleave. The gateway's own requests,
+// held[], are guarded by held_lock (the kernel's table, all processes'
+// requests, is what send_kernel_table sends for V): a rid is live from its
+// S until its thread has collected it (then C for it is refused with
+// GW_NOT_LIVE), and a cancel and that collection never race (the thread
+// checks the cancelled flag under the lock).
 //
-// Anything the host sends is checked at one place, parse_submit and
-// parse_line's callers: a frame that is not exactly right is answered
-// with X (code 200-203 or the kernel's AIE_* code) and skipped; the
+// Anything the host sends is checked at one place, handle_line and the
+// parsers it calls: a frame that is not exactly right is answered with X
+// (a GW_* code of gateway.h or the kernel's AIE_* code) and skipped; the
 // gateway goes on. It holds no AI worker right (init drops it).
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
 #include "kernel/include/aisvc.h"
+#include "user/ai/gateway.h"
 
-#define GW_LINE_MAX  4096 // longest frame, newline included (docs/GATEWAY.md)
-#define GW_VERSION   1
 #define MAX_WORDS    (8 + AI_MAX_STOP + AI_MAX_PROMPT + 1) // an S frame at most, plus one
-#define RID_MAX      0x7fffffff
-#define E_MALFORMED  200
-#define E_LIVE       201
-#define E_WINDOW     202
-#define E_NOTLIVE    203
-#define FRAME_ID_LEN 11 // " 4294967295": a space and an id
+#define FRAME_ID_LEN 11                                    // " 4294967295": a space and an id
 
-// One live request (or a free entry).
+// One request the gateway holds (or a free entry).
 struct live {
   enum { FREE, LIVE, ENDED } state; // ENDED: its thread has finished but is not joined
   int rid;                          // the host's id
@@ -49,9 +44,9 @@ struct live {
 };
 
 static int port;
-static struct mutex out_lock;   // one frame line at a time on the port
-static struct mutex table_lock; // table[]
-static struct live table[AI_PERPROC];
+static struct mutex out_lock;        // one frame line at a time on the port
+static struct mutex held_lock;       // held[]
+static struct live held[AI_PERPROC]; // the gateway's own requests, by entry
 
 // Writes one frame line (without its newline) to the port, whole.
 static void
@@ -133,7 +128,7 @@ stream(void *arg)
     from += k;
     last = ids[k - 1];
   }
-  mutex_lock(&table_lock);
+  mutex_lock(&held_lock);
   int cancelled = l->cancelled;
   if (cancelled) {
     st = l->at_cancel; // ai_cancel freed the kernel's slot
@@ -143,7 +138,7 @@ stream(void *arg)
     r = ai_wait(l->reqid, text, sizeof(text)); // collects it: frees the kernel's slot
   }
   l->state = ENDED;
-  mutex_unlock(&table_lock);
+  mutex_unlock(&held_lock);
   if (cancelled)
     send_end(l, "cancel", from, &st);
   else if (k < 0 || r < 0)
@@ -194,13 +189,13 @@ parse_submit(char **w, int n, struct submit *s, const char **why)
 
   memset(s, 0, sizeof(*s));
   // rid predict temp_micro top_k top_p_micro seed
-  static const uint64 max[6] = { RID_MAX, 0x7fffffff, 0xffffffff, 0xffffffff, 0xffffffff,
+  static const uint64 max[6] = { GW_RID_MAX, 0x7fffffff, 0xffffffff, 0xffffffff, 0xffffffff,
     0xffffffffffffffffULL };
   for (i = 0; i < 6; i++) {
     if (1 + i >= n || parse_num(w[1 + i], max[i], &v[i]) < 0 || (i == 0 && v[0] == 0)) {
-      *why = i == 0 ? "malformed: no rid (1..2147483647)"
+      *why = i == 0 ? "malformed: no rid (1.." GW_STR(GW_RID_MAX) ")"
                     : "malformed: a field is not a number in range";
-      return E_MALFORMED;
+      return GW_MALFORMED;
     }
     if (i == 0)
       s->rid = v[0];
@@ -211,21 +206,21 @@ parse_submit(char **w, int n, struct submit *s, const char **why)
   s->opts.top_p_micro = v[4];
   s->opts.seed = v[5];
   if (7 >= n || parse_num(w[7], AI_MAX_STOP, &x) < 0) {
-    *why = "malformed: nstop is not 0..4";
-    return E_MALFORMED;
+    *why = "malformed: nstop is not 0.." AI_STR(AI_MAX_STOP);
+    return GW_MALFORMED;
   }
   s->opts.nstop = x;
   for (i = 0; i < s->opts.nstop; i++) {
     if (8 + i >= n || parse_num(w[8 + i], 0xffffffff, &x) < 0) {
       *why = "malformed: a stop id is missing or not a number";
-      return E_MALFORMED;
+      return GW_MALFORMED;
     }
     s->opts.stop[i] = x;
   }
   i = 8 + s->opts.nstop;
   if (i >= n || parse_num(w[i], 0xffffffff, &x) < 0) {
     *why = "malformed: nprompt is missing or not a number";
-    return E_MALFORMED;
+    return GW_MALFORMED;
   }
   if (x < 1 || x > AI_MAX_PROMPT) {
     *why = ai_strerror(AIE_COUNT);
@@ -234,12 +229,12 @@ parse_submit(char **w, int n, struct submit *s, const char **why)
   s->nprompt = x;
   if (n != i + 1 + s->nprompt) {
     *why = "malformed: the prompt ids do not match nprompt";
-    return E_MALFORMED;
+    return GW_MALFORMED;
   }
   for (int j = 0; j < s->nprompt; j++) {
     if (parse_num(w[i + 1 + j], 0xffffffff, &x) < 0) {
       *why = "malformed: a prompt id is not a number";
-      return E_MALFORMED;
+      return GW_MALFORMED;
     }
     s->prompt[j] = x;
   }
@@ -256,13 +251,13 @@ reap(struct live *l)
   l->state = FREE;
 }
 
-// The live entry for rid, or 0. Caller holds table_lock.
+// The live entry for rid, or 0. Caller holds held_lock.
 static struct live *
 find_live(int rid)
 {
   for (int i = 0; i < AI_PERPROC; i++)
-    if (table[i].state == LIVE && table[i].rid == rid)
-      return &table[i];
+    if (held[i].state == LIVE && held[i].rid == rid)
+      return &held[i];
   return 0;
 }
 
@@ -279,16 +274,16 @@ do_submit(char **w, int n)
     send_error(s.rid, code, why);
     return;
   }
-  mutex_lock(&table_lock);
+  mutex_lock(&held_lock);
   for (int i = 0; i < AI_PERPROC; i++) {
-    live += table[i].state == LIVE;
-    if (table[i].state != LIVE && (!l || l->state != FREE))
-      l = &table[i];
+    live += held[i].state == LIVE;
+    if (held[i].state != LIVE && (!l || l->state != FREE))
+      l = &held[i];
   }
-  code = find_live(s.rid) ? E_LIVE : live >= AI_PERPROC ? E_WINDOW : 0;
-  mutex_unlock(&table_lock);
+  code = find_live(s.rid) ? GW_RID_LIVE : live >= AI_PERPROC ? GW_FULL : 0;
+  mutex_unlock(&held_lock);
   if (code) {
-    send_error(s.rid, code, code == E_LIVE ? "rid is already live" : "window full");
+    send_error(s.rid, code, code == GW_RID_LIVE ? "rid is already live" : "window full");
     return;
   }
   if (l->state == ENDED)
@@ -298,17 +293,17 @@ do_submit(char **w, int n)
     send_error(s.rid, -reqid, ai_strerror(reqid));
     return;
   }
-  mutex_lock(&table_lock);
+  mutex_lock(&held_lock);
   *l = (struct live){ LIVE, s.rid, reqid, 0, s.opts, 0 };
-  mutex_unlock(&table_lock);
+  mutex_unlock(&held_lock);
   // l->tid is read only by reap, in this thread, so it may be set after
   // the thread started (and perhaps already ended).
   int tid = uthread_create(stream, l);
   if (tid < 0) {
     ai_cancel(reqid);
-    mutex_lock(&table_lock);
+    mutex_lock(&held_lock);
     l->state = FREE;
-    mutex_unlock(&table_lock);
+    mutex_unlock(&held_lock);
     send_error(s.rid, AIE_NOMEM, "cannot start a thread for the request");
     return;
   }
@@ -322,11 +317,11 @@ do_cancel(char **w, int n)
   uint64 rid = 0;
   struct live *l;
 
-  if (n != 2 || parse_num(w[1], RID_MAX, &rid) < 0 || rid == 0) {
-    send_error(0, E_MALFORMED, "malformed: C takes one rid");
+  if (n != 2 || parse_num(w[1], GW_RID_MAX, &rid) < 0 || rid == 0) {
+    send_error(0, GW_MALFORMED, "malformed: C takes one rid");
     return;
   }
-  mutex_lock(&table_lock);
+  mutex_lock(&held_lock);
   if ((l = find_live(rid)) != 0 && !l->cancelled) {
     memset(&l->at_cancel, 0, sizeof(l->at_cancel));
     ai_query(l->reqid, &l->at_cancel);
@@ -335,9 +330,9 @@ do_cancel(char **w, int n)
   } else {
     l = 0;
   }
-  mutex_unlock(&table_lock);
+  mutex_unlock(&held_lock);
   if (!l)
-    send_error(rid, E_NOTLIVE, "rid is not live");
+    send_error(rid, GW_NOT_LIVE, "rid is not live");
 }
 
 // R: the gateway is ready; the model's limits and the window.
@@ -375,19 +370,19 @@ rid_of_reqid(int reqid)
 {
   int rid = 0;
 
-  mutex_lock(&table_lock);
+  mutex_lock(&held_lock);
   for (int i = 0; i < AI_PERPROC && reqid != 0; i++)
-    if (table[i].state != FREE && table[i].reqid == reqid)
-      rid = table[i].rid;
-  mutex_unlock(&table_lock);
+    if (held[i].state != FREE && held[i].reqid == reqid)
+      rid = held[i].rid;
+  mutex_unlock(&held_lock);
   return rid;
 }
 
-// V: the whole table (ai_table) in one line: the time, the worker, the
+// V: the kernel's whole table (ai_table) in one line: the time, the worker, the
 // FIFO, the batch, then every slot; a kernel reqid never leaves the guest,
 // the host's rid stands for the gateway's own requests.
 static void
-send_view(void)
+send_kernel_table(void)
 {
   static struct ai_table_view v; // only the main thread handles frames
   static char line[GW_LINE_MAX];
@@ -421,7 +416,7 @@ handle_line(char *line)
 
   for (;;) { // words separated by exactly one space
     if (n == MAX_WORDS || *p == 0 || *p == ' ') {
-      send_error(0, E_MALFORMED, "malformed: empty word or too many words");
+      send_error(0, GW_MALFORMED, "malformed: empty word or too many words");
       return;
     }
     w[n++] = p;
@@ -440,9 +435,9 @@ handle_line(char *line)
   else if (strcmp(w[0], "I") == 0 && n == 1)
     send_info();
   else if (strcmp(w[0], "V") == 0 && n == 1)
-    send_view();
+    send_kernel_table();
   else
-    send_error(0, E_MALFORMED, "malformed: unknown frame");
+    send_error(0, GW_MALFORMED, "malformed: unknown frame");
 }
 
 int
@@ -471,9 +466,9 @@ main(int argc, char *argv[])
       if (c == '\n') {
         buf[len] = 0;
         if (skipping)
-          send_error(0, E_MALFORMED, "malformed: line longer than 4096 bytes");
+          send_error(0, GW_MALFORMED, "malformed: line longer than " GW_STR(GW_LINE_MAX) " bytes");
         else if (bad)
-          send_error(0, E_MALFORMED, "malformed: a byte that is not printable ASCII");
+          send_error(0, GW_MALFORMED, "malformed: a byte that is not printable ASCII");
         else
           handle_line(buf);
         len = skipping = bad = 0;

@@ -1,4 +1,4 @@
-// The page of pyaisvc serve (pyaisvc/serve/app.py serves it at /).
+// The page of pyaisvc serve (pyaisvc/serve/routes/aisvc.py serves it at /).
 //
 // The chat posts the conversation to /v1/chat/completions with stream: true
 // and greedy decoding, and shows the reply as its Server-Sent Events come.
@@ -286,6 +286,10 @@ async function start() {
     if (!resp.ok) throw new Error(await errorText(resp));
     modelName = (await resp.json()).data[0].id;
     $("model").textContent = modelName;
+    // the kernel's limit on generated ids, as the server reads it from aisvc.h
+    const limits = await fetch("/v1/aisvc/limits");
+    if (!limits.ok) throw new Error(await errorText(limits));
+    $("max-tokens").max = (await limits.json()).max_predict;
   } catch (e) {
     showError("chat-error", "cannot reach the server: " + e.message);
   }

@@ -1,0 +1,280 @@
+"""The HTTP API's bodies: every request and every reply as a pydantic model.
+
+The request models are strict (0 is not false, "5" is not 5) and forbid
+unknown fields, as the published schema says; ``Service.plan`` checks the
+rest (pyaisvc.serve.service). The reply models are declared on the routes
+(``response_model``), so ``/openapi.json`` documents every reply, and
+FastAPI checks each reply against its model before it leaves. The limits
+come from the kernel's header (``AI_MAX_PREDICT``, ``AI_MAX_STOP`` in
+kernel/include/aisvc.h, through pyaisvc.llmguest).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pyaisvc.llmguest import max_predict, max_stop
+
+MAX_TEXT = 32768  # characters of one prompt or message (the token limit is checked after)
+MAX_MESSAGES = 64
+MAX_STOP_STRINGS = max_stop()  # as many stop strings as the kernel takes stop ids
+MAX_STOP_CHARS = 64
+MAX_PREDICT = max_predict()
+MAX_BURST = 64  # requests one burst fires
+SEED_MAX = 2**64 - 1
+UINT32_MAX = 2**32 - 1
+
+Text = Annotated[str, Field(max_length=MAX_TEXT)]
+TokenId = Annotated[int, Field(ge=0, le=UINT32_MAX)]
+StopText = Annotated[str, Field(min_length=1, max_length=MAX_STOP_CHARS)]
+
+# ---------------------------------------------------------------- requests
+
+
+class _Body(BaseModel):
+    # strict: 0 is not false and "5" is not 5, as the published schema says
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class StreamOptions(_Body):
+    include_usage: bool = False
+
+
+class Sampling(_Body):
+    """The fields both generation requests share."""
+
+    model: str = Field(max_length=256, description="the model's id, as /v1/models lists it")
+    max_tokens: int | None = Field(None, ge=1, le=MAX_PREDICT, description="ids to generate "
+                                   "at most; prompt + max_tokens must fit the model's seq_len")
+    temperature: float | None = Field(None, ge=0, le=2, description="0: greedy; default 1; "
+                                      "rounded to 6 decimals")
+    top_p: float | None = Field(None, gt=0, le=1, description="default 1 (off); rounded to "
+                                "6 decimals")
+    top_k: int | None = Field(None, ge=0, le=UINT32_MAX, description="an extension: sample "
+                              "among the k most likely ids (0: all; default 40)")
+    seed: int | None = Field(None, ge=0, le=SEED_MAX, description="the sampler's seed: the "
+                             "same seed gives the same text (default: random)")
+    stop: StopText | Annotated[list[StopText], Field(max_length=MAX_STOP_STRINGS)] | None = \
+        Field(None, description=f"up to {MAX_STOP_STRINGS} strings; the reply ends before "
+              "the first of them")
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    n: int = Field(1, ge=1, le=1, description="only 1: one choice per request")
+    user: str | None = Field(None, max_length=256, description="accepted, not used")
+
+
+class CompletionRequest(Sampling):
+    prompt: Text | Annotated[list[TokenId], Field(min_length=1, max_length=4096)] = Field(
+        description="text, or the prompt's token ids")
+
+
+class Message(_Body):
+    role: Literal["system", "user", "assistant"]
+    content: Text
+
+
+class ChatRequest(Sampling):
+    messages: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES)
+
+
+class TokenizeRequest(_Body):
+    content: Text
+    add_special: bool = Field(False, description="accepted; this tokenizer adds no BOS")
+    with_pieces: bool = False
+
+
+class DetokenizeRequest(_Body):
+    tokens: list[TokenId] = Field(max_length=4096)
+
+
+class BurstRequest(_Body):
+    n: int = Field(8, ge=1, le=MAX_BURST, description="requests fired at once")
+    prompt: Text = "Once upon a time"
+    max_tokens: int = Field(16, ge=1, le=MAX_PREDICT)
+
+
+# ---------------------------------------------------------------- replies
+
+Finish = Literal["stop", "length"]
+
+
+class Usage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class Timings(BaseModel):
+    """The kernel's times for the request, microseconds from ai_submit (an extension)."""
+
+    queued_us: int
+    ttft_us: int
+    total_us: int
+
+
+class CompletionChoice(BaseModel):
+    index: int
+    text: str
+    logprobs: None = None
+    finish_reason: Finish
+
+
+class CompletionResponse(BaseModel):
+    id: str
+    object: Literal["text_completion"]
+    created: int
+    model: str
+    usage: Usage
+    choices: list[CompletionChoice]
+    timings: Timings | None = None
+
+
+class ChatMessage(BaseModel):
+    role: Literal["assistant"]
+    content: str
+
+
+class ChatChoice(BaseModel):
+    index: int
+    message: ChatMessage
+    logprobs: None = None
+    finish_reason: Finish
+
+
+class ChatResponse(BaseModel):
+    id: str
+    object: Literal["chat.completion"]
+    created: int
+    model: str
+    usage: Usage
+    choices: list[ChatChoice]
+    timings: Timings | None = None
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"]
+    created: int
+    owned_by: str
+
+
+class ModelList(BaseModel):
+    object: Literal["list"]
+    data: list[ModelCard]
+
+
+class Health(BaseModel):
+    status: str = Field(description="ok, or the guest's state: starting, down, stopped")
+    guest: str
+    qemu_pid: int | None
+    model: str
+    detail: str | None = Field(None, description="why the guest is not up (only then)")
+
+
+class TokenPiece(BaseModel):
+    id: int
+    piece: str
+
+
+class TokenizeResponse(BaseModel):
+    tokens: list[int] | list[TokenPiece]
+
+
+class DetokenizeResponse(BaseModel):
+    content: str
+
+
+class ServiceLimits(BaseModel):
+    """The limits one request meets (the kernel's header and the model's config)."""
+
+    vocab: int
+    seq_len: int
+    max_prompt: int
+    max_predict: int
+
+
+class SlotEnded(BaseModel):
+    rid: int
+    finish: str
+    gen: int
+    ago_s: float
+
+
+class SlotView(BaseModel):
+    slot: int
+    state: str
+    shown: str = Field(description="state, or DONE/CANCELLED for a moment after a request "
+                       "ended in the slot")
+    owner: int
+    rid: int
+    prompt: int
+    predict: int
+    tokens: int
+    age_ms: float | None
+    queued_ms: float | None
+    ttft_ms: float | None
+    total_ms: float | None
+    ended: SlotEnded | None
+
+
+class RecentEnd(BaseModel):
+    rid: int
+    slot: int | None
+    finish: str
+    gen: int
+    prompt: int
+    queued_ms: float
+    ttft_ms: float | None
+    tpot_ms: float | None
+    ago_s: float
+
+
+class TableSnapshot(BaseModel):
+    time_s: float
+    worker_pid: int
+    completed: int
+    nslot: int
+    used: int
+    fifo: list[int]
+    batch: list[int]
+    slots: list[SlotView]
+    recent: list[RecentEnd]
+
+
+class BurstResponse(BaseModel):
+    n: int
+    done: int
+    failed: int
+    errors: list[str]
+    texts: list[str]
+
+
+class ErrorBody(BaseModel):
+    message: str
+    type: str
+    param: str | None = None
+    code: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+def _err(description: str) -> dict[str, Any]:
+    return {"model": ErrorResponse, "description": description}
+
+
+# The replies besides 200 that the routes declare (responses=...).
+GENERATION_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "the reply; with stream: true, Server-Sent Events (data: {chunk}, "
+          "then data: [DONE])", "content": {"text/event-stream": {}}},
+    400: _err("a bad field, named by error.param"),
+    404: _err("unknown model"),
+    413: _err("the body is over 1 MiB"),
+    429: _err("the host queue is full; see Retry-After"),
+    503: _err("the guest is down or rebooting; see Retry-After"),
+}
+SMALL_RESPONSES = {k: GENERATION_RESPONSES[k] for k in (400, 413)}
+DOWN_RESPONSES = {503: GENERATION_RESPONSES[503]}

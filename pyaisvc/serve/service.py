@@ -1,0 +1,176 @@
+"""What the routes serve: the engine, the tokenizer, the model's limits, the metrics.
+
+A ``Service`` is made once per server (``pyaisvc serve`` or a test) and
+handed to ``create_app``; each route gets it by FastAPI dependency
+(``get_service``). ``Service.plan`` checks a generation request once,
+before anything reaches the guest, for what the schema cannot check: the
+model's name, the prompt's ids (valid Unicode, below the vocabulary), the
+prompt limit, prompt + max_tokens within seq_len; the refusal names the
+field. The limits come from the kernel's header (``AI_MAX_PROMPT``,
+``AI_MAX_PREDICT``) and the model's config.
+
+Sampling: ``temperature`` 0 is greedy; above 0 the guest's sampler draws
+with ``top_k`` (an extension, default 40) and ``top_p`` (default 1: off),
+from ``seed`` (random when not given). The kernel carries temperature and
+top_p in millionths (struct ai_opts), so they are rounded to 6 decimals;
+the same seed gives the same text.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from fastapi import Request
+
+from pyaisvc.chattemplate import TemplateFailed, render
+from pyaisvc.llmguest import max_predict
+from pyaisvc.serve import errors, frames
+from pyaisvc.serve.gateway import Submitted
+from pyaisvc.serve.live import TableView
+from pyaisvc.serve.metrics import Metrics
+from pyaisvc.serve.schemas import ChatRequest, CompletionRequest, Sampling
+from pyaisvc.tokenizer import Tokenizer
+
+DEFAULT_COMPLETION_TOKENS = 16  # OpenAI's default max_tokens for /v1/completions
+DEFAULT_TOP_K = 40
+MICRO = 1_000_000  # 1.0 in struct ai_opts' millionths (AI_MICRO)
+
+
+class Backend(Protocol):
+    """What the routes need of the guest: pyaisvc.serve.engine.Engine, or a test's fake."""
+
+    state: str
+    why_down: str
+    ended: Any  # the last E frames, each with time.monotonic() when it came
+
+    @property
+    def qemu_pid(self) -> int | None: ...
+
+    async def table(self) -> frames.Table: ...
+
+    async def submit(self, prompt: list[int], predict: int, opts: frames.Options,
+                     stops: list[int]) -> Submitted: ...
+
+
+@dataclass(frozen=True)
+class Limits:
+    vocab: int  # ids below it
+    seq_len: int  # prompt + generated ids at most (runtime_seq_len)
+    max_prompt: int  # AI_MAX_PROMPT
+    max_predict: int = field(default_factory=max_predict)  # AI_MAX_PREDICT
+
+
+@dataclass
+class Plan:
+    """One checked request, ready for the guest."""
+
+    endpoint: str  # "completions" or "chat"
+    prompt: list[int]
+    predict: int
+    opts: frames.Options
+    stops: list[str]
+    stream: bool
+    include_usage: bool
+
+
+@dataclass
+class Service:
+    model: str  # the id /v1/models lists
+    engine: Backend
+    tok: Tokenizer
+    limits: Limits
+    metrics: Metrics
+    table_view: TableView = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.table_view = TableView(self.engine)
+
+    def plan(self, req: CompletionRequest | ChatRequest) -> Plan:
+        """The checked request, ready for the guest; ApiError (400 naming the field, or 404
+        for another model) for what the schema cannot check."""
+        if req.model != self.model:
+            raise errors.unknown_model(req.model, self.model)
+        field_name, endpoint = ("messages", "chat") if isinstance(req, ChatRequest) else \
+            ("prompt", "completions")
+        ids = self.prompt_ids(req)
+        predict = self._predict(req, len(ids), field_name, endpoint)
+        stops = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
+        for i, s in enumerate(stops):
+            unicode_text(s, f"stop.{i}")
+        return Plan(endpoint, ids, predict, options(req), stops, req.stream,
+                    bool(req.stream_options and req.stream_options.include_usage))
+
+    def prompt_ids(self, req: CompletionRequest | ChatRequest) -> list[int]:
+        """The request's prompt as ids: the chat in the model's template, the text encoded,
+        or the ids given (each below the vocabulary); ApiError naming the field."""
+        if isinstance(req, ChatRequest):
+            messages = [{"role": m.role,
+                         "content": unicode_text(m.content, f"messages.{i}.content")}
+                        for i, m in enumerate(req.messages)]
+            try:
+                return self.tok.encode(render(self.tok, messages))
+            except TemplateFailed as e:
+                raise errors.bad_field(f"messages: {e}", "messages") from e
+        if isinstance(req.prompt, str):
+            return self.tok.encode(unicode_text(req.prompt, "prompt"))
+        bad = next((i for i in req.prompt if i >= self.limits.vocab), None)
+        if bad is not None:
+            raise errors.bad_field(f"prompt: token id {bad} is not below the vocabulary size "
+                                   f"{self.limits.vocab}", "prompt")
+        return list(req.prompt)
+
+    def _predict(self, req: Sampling, n: int, field_name: str, endpoint: str) -> int:
+        """How many ids to generate after a prompt of n ids: max_tokens, or the endpoint's
+        default within the room left; ApiError when the prompt or max_tokens does not fit."""
+        lim = self.limits
+        if n == 0:
+            raise errors.bad_field(f"{field_name}: the prompt is empty (0 tokens)", field_name)
+        if n > lim.max_prompt:
+            raise errors.bad_field(f"{field_name}: the prompt is {n} tokens; the service takes "
+                                   f"at most {lim.max_prompt}: shorten it", field_name)
+        room = min(lim.seq_len - n, lim.max_predict)
+        if room < 1:
+            raise errors.bad_field(f"{field_name}: the prompt is {n} tokens and leaves no room "
+                                   f"to generate in the model's seq_len {lim.seq_len}: "
+                                   "shorten it", field_name)
+        default = DEFAULT_COMPLETION_TOKENS if endpoint == "completions" else room
+        predict = req.max_tokens if req.max_tokens is not None else min(default, room)
+        if predict > room:
+            raise errors.bad_field(f"max_tokens: prompt {n} + max_tokens {predict} exceeds "
+                                   f"the model's seq_len {lim.seq_len}: ask for at most "
+                                   f"{room}", "max_tokens")
+        return predict
+
+
+def get_service(request: Request) -> Service:
+    """The app's Service: the dependency every route that needs it declares."""
+    service = request.app.state.service
+    assert isinstance(service, Service)
+    return service
+
+
+def unicode_text(s: str, where: str) -> str:
+    """s, when it is valid Unicode (JSON can carry lone surrogates, which it is not);
+    else ApiError 400 naming the field."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise errors.bad_field(f"{where}: not valid Unicode (a lone surrogate)",
+                               where.split(".")[0]) from None
+    return s
+
+
+def options(req: Sampling) -> frames.Options:
+    """struct ai_opts for the request: all 0 when greedy."""
+    temp = 1.0 if req.temperature is None else req.temperature
+    temp_micro = round(temp * MICRO)
+    if temp_micro == 0:
+        return frames.Options()
+    top_p = 1.0 if req.top_p is None else req.top_p
+    return frames.Options(
+        temp_micro=temp_micro,
+        top_k=DEFAULT_TOP_K if req.top_k is None else req.top_k,
+        top_p_micro=max(1, round(top_p * MICRO)),
+        seed=secrets.randbits(64) if req.seed is None else req.seed)

@@ -1,0 +1,23 @@
+// gateway.h: the gateway channel's framing (docs/GATEWAY.md), the one
+// place it is written down: user/ai/gateway.c includes it and the host
+// reads it (pyaisvc/serve/frames.py, with pyaisvc.cheader). The limits of
+// one request (prompt, predict, stop ids, the table's slots) are the
+// kernel's, in kernel/include/aisvc.h.
+
+#ifndef AISVC_GATEWAY_H
+#define AISVC_GATEWAY_H
+
+#define GW_VERSION  1          // the protocol's version, in the R frame
+#define GW_LINE_MAX 4096       // longest frame, newline included
+#define GW_RID_MAX  2147483647 // the host's rids run 1..GW_RID_MAX (2^31-1)
+
+// The gateway's own codes in X frames; every other code is the kernel's AIE_*.
+#define GW_MALFORMED 200 // the frame is not exactly right
+#define GW_RID_LIVE  201 // S with a rid that is live (that request goes on)
+#define GW_FULL      202 // S while the gateway holds its window of requests
+#define GW_NOT_LIVE  203 // C for a rid that is not live
+
+#define GW_STR_(x) #x
+#define GW_STR(x)  GW_STR_(x) // a number above as text, e.g. "4096"
+
+#endif
