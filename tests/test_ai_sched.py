@@ -188,3 +188,76 @@ def test_bad_scheduling_values_are_named(build, image) -> None:
         top = g.run("ai top -n 1")
         assert "policy shortest, 2 positions per step" in top, top
         assert "TENANT PRI" in top and all(len(ln) <= 80 for ln in top.splitlines()), top
+
+
+def test_serve_passes_policy_tenant_and_priority(tmp_path) -> None:
+    """`pyaisvc serve --sched fair --chunk 4` boots the guest with aisched=fair aichunk=4;
+    two users' requests at once (tenants of their own) and one with a priority each get
+    the reference's greedy continuation, and /metrics counts the ids served by user."""
+    import asyncio
+    import socket
+    import subprocess
+    import sys
+
+    import httpx
+    from host.buildlock import build_lock
+    from host.serveproc import stop_server
+
+    from pyaisvc.llmguest import MODELS, prepare
+
+    smol = lc.smol_dir("v3")
+    if smol is None:
+        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    root = Path(__file__).resolve().parent.parent
+    with build_lock():
+        prepare(root, MODELS["smol"])
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "pyaisvc", "serve", "--model", "smol",
+                                 "--port", str(port), "--sched", "fair", "--chunk", "4",
+                                 "--verbose"],
+                                cwd=root, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 900
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            try:
+                if httpx.get(url + "/health", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.5)
+        prompts = [lc.FRANCE["smol"], lc.smol_prompts()[2]]
+        users = [("alice", None), ("bob", 50)]
+
+        async def ask() -> list[list[int]]:
+            async with httpx.AsyncClient(base_url=url, timeout=600) as client:
+                async def one(prompt, user, priority):
+                    body = {"model": "smol", "prompt": prompt, "max_tokens": 8,
+                            "temperature": 0, "user": user}
+                    if priority is not None:
+                        body["priority"] = priority
+                    r = await client.post("/v1/completions", json=body)
+                    assert r.status_code == 200, r.text
+                    return r.json()["usage"]["completion_tokens"], r.json()["choices"][0]
+                return await asyncio.gather(*(one(p, u, pr) for p, (u, pr) in
+                                              zip(prompts, users, strict=True)))
+
+        got = asyncio.run(ask())
+        from pyaisvc.tokenizer import load_tokenizer
+        tok = load_tokenizer("smol")
+        for (n, choice), prompt in zip(got, prompts, strict=True):
+            want = lc.until_stop(lc.reference_ids(smol, [prompt], 8)[0], {0, 2})
+            text = tok.decode([i for i in want if i not in (0, 2)], skip_special_tokens=True)
+            assert (n, choice["text"]) == (len(want), text), (choice, want)
+        metrics = httpx.get(url + "/metrics").text
+        for user, prompt in zip(("alice", "bob"), prompts, strict=True):
+            assert (f'aisvc_tenant_tokens_total{{kind="prompt",tenant="{user}"}} '
+                    f'{float(len(prompt))}') in metrics, metrics
+        assert "boot arguments 'aisched=fair aichunk=4'" in log.read_text(), log.read_text()
+    finally:
+        stop_server(proc)

@@ -215,7 +215,7 @@ def gateway(build, smol_assets, tmp_path_factory) -> Iterator[PortGuest]:
 
 
 def _submit(rid: int, prompt: list[int], predict: int) -> str:
-    return f"S {rid} {predict} 0 0 0 0 0 {len(prompt)} {' '.join(map(str, prompt))}"
+    return f"S {rid} {predict} 0 0 0 0 0 0 0 {len(prompt)} {' '.join(map(str, prompt))}"
 
 
 Ended = dict[int, tuple[list[int], list[str]]]
@@ -296,24 +296,26 @@ def test_gateway_cancel_frees_the_request(gateway: PortGuest) -> None:
 MALFORMED = [
     ("bogus", 0, 200),
     ("S", 0, 200),
-    ("S 0 8 0 0 0 0 0 1 5", 0, 200),  # rid 0
-    ("S 99999999999999999999 8 0 0 0 0 0 1 5", 0, 200),  # rid beyond 2^31-1
-    ("S 40 8 0 0 0 0 0 5 504", 40, 200),  # fewer prompt ids than nprompt
-    ("S 41 8 0 0 0 0 0 1 504 3575", 41, 200),  # more
-    ("S 42 8 0 0 0 0 9 1 5", 42, 200),  # nstop above 4
-    ("S 43 -8 0 0 0 0 0 1 5", 43, 200),  # a sign
-    ("S 44 8 0 0 0 99999999999999999999999 0 1 5", 44, 200),  # seed beyond 2^64-1
-    ("S 45 999 0 0 0 0 0 1 5", 45, 101),  # the kernel's predict limit
-    ("S 46 8 0 0 0 0 0 1 4294967295", 46, 102),  # an id beyond the vocab
-    ("S 47 8 0 0 0 0 0 0", 47, 100),  # no prompt
-    ("S 48 8 0 0 0 0 0 300 5", 48, 100),  # nprompt above 255
-    ("S  49 8 0 0 0 0 0 1 5", 0, 200),  # two spaces
-    ("S 50 8 0 0 0 0 0 1 5 ", 0, 200),  # a trailing space
+    ("S 0 8 0 0 0 0 0 0 0 1 5", 0, 200),  # rid 0
+    ("S 99999999999999999999 8 0 0 0 0 0 0 0 1 5", 0, 200),  # rid beyond 2^31-1
+    ("S 40 8 0 0 0 0 0 0 0 5 504", 40, 200),  # fewer prompt ids than nprompt
+    ("S 41 8 0 0 0 0 0 0 0 1 504 3575", 41, 200),  # more
+    ("S 42 8 0 0 0 0 0 0 9 1 5", 42, 200),  # nstop above 4
+    ("S 43 -8 0 0 0 0 0 0 0 1 5", 43, 200),  # a sign
+    ("S 44 8 0 0 0 99999999999999999999999 0 0 0 1 5", 44, 200),  # seed beyond 2^64-1
+    ("S 45 999 0 0 0 0 0 0 0 1 5", 45, 101),  # the kernel's predict limit
+    ("S 46 8 0 0 0 0 0 0 0 1 4294967295", 46, 102),  # an id beyond the vocab
+    ("S 47 8 0 0 0 0 0 0 0 0", 47, 100),  # no prompt
+    ("S 48 8 0 0 0 0 0 0 0 300 5", 48, 100),  # nprompt above 255
+    ("S  49 8 0 0 0 0 0 0 0 1 5", 0, 200),  # two spaces
+    ("S 50 8 0 0 0 0 0 0 0 1 5 ", 0, 200),  # a trailing space
+    ("S 54 8 0 0 0 0 2147483648 0 0 1 5", 54, 200),  # a tenant beyond 2^31-1
+    ("S 55 8 0 0 0 0 0 101 0 1 5", 55, 120),  # the kernel's priority limit
     ("C", 0, 200),
     ("C 51", 51, 203),
     ("I 1", 0, 200),
     ("\x00\x01\x7f\xff binary", 0, 200),
-    ("S 52 8 0 0 0 0 0 1 5\r", 0, 200),
+    ("S 52 8 0 0 0 0 0 0 0 1 5\r", 0, 200),
     ("S 53 " + "1 " * 3000, 0, 200),  # over GW_LINE_MAX
     ("", 0, 200),
 ]

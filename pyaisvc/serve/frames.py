@@ -51,12 +51,15 @@ class FrameError(ValueError):
 
 @dataclass(frozen=True)
 class Options:
-    """struct ai_opts: sampling in millionths, all 0 for a greedy request."""
+    """struct ai_opts: sampling in millionths, all 0 for a greedy request; the tenant
+    (0: the gateway's pid) and the priority the kernel's scheduling policy reads."""
 
     temp_micro: int = 0
     top_k: int = 0
     top_p_micro: int = 0
     seed: int = 0
+    tenant: int = 0
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -166,7 +169,7 @@ def submit(rid: int, prompt: list[int], predict: int, opts: Options,
     if not 1 <= len(prompt) <= MAX_PROMPT:
         raise ValueError(f"{len(prompt)} prompt ids; 1..{MAX_PROMPT}")
     words = [rid, predict, opts.temp_micro, opts.top_k, opts.top_p_micro, opts.seed,
-             len(stops), *stops, len(prompt), *prompt]
+             opts.tenant, opts.priority, len(stops), *stops, len(prompt), *prompt]
     if any(not isinstance(w, int) or w < 0 for w in words):
         raise ValueError("every field of a submit frame is a number >= 0")
     line = ("S " + " ".join(map(str, words)) + "\n").encode()

@@ -84,7 +84,9 @@ class Run:
                 if self.first is None:
                     self.first = time.monotonic()
                     m.ttft.observe(self.first - self.t0)
+                    m.tenant_ttft.labels(self.plan.user).observe(self.first - self.t0)
                 m.tokens.inc(len(ev.ids))
+                m.tenant_tokens.labels(self.plan.user, "generated").inc(len(ev.ids))
                 if (piece := self.text.push(ev.ids)):
                     yield piece
                 if self.text.stopped_by == "string":
@@ -106,6 +108,7 @@ async def start(service: Service, req: CompletionRequest | ChatRequest) -> Run:
         sub = await service.engine.submit(plan.prompt, plan.predict, plan.opts,
                                           end_ids(service))
         m.prompt_tokens.inc(len(plan.prompt))
+        m.tenant_tokens.labels(plan.user, "prompt").inc(len(plan.prompt))
     except ApiError:
         m.requests.labels(endpoint, "bad_request").inc()
         raise

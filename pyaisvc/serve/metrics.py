@@ -7,7 +7,8 @@ first id, in the ``E`` frame) is beside them, so the difference is what the
 HTTP path and the host queue add. The ``aisvc_kernel_*`` gauges come from
 the gateway's ``I`` frame, polled; ``aisvc_kernel_running_max`` is the most
 requests the worker ran at once since the server started: above 1, the
-worker batched.
+worker batched. ``aisvc_tenant_*`` split the TTFT and the ids served by the
+request's ``user`` (the kernel's tenant: docs/SCHEDULING.md).
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ class Metrics:
                                      registry=r)
         self.tokens = Counter("aisvc_tokens_generated", "ids the worker generated", registry=r)
         self.prompt_tokens = Counter("aisvc_prompt_tokens", "prompt ids submitted", registry=r)
+        self.tenant_ttft = Histogram("aisvc_tenant_ttft_seconds", "time to first token by "
+                                     "tenant (the request's user, \"-\" without one), host "
+                                     "clock", ["tenant"], buckets=TTFT_BUCKETS, registry=r)
+        self.tenant_tokens = Counter("aisvc_tenant_tokens", "ids served by tenant (the "
+                                     "request's user, \"-\" without one): kind prompt or "
+                                     "generated", ["tenant", "kind"], registry=r)
         self.kernel_used = Gauge("aisvc_kernel_live_requests", "slots in use in the kernel's "
                                  "table (ai_info used)", registry=r)
         self.kernel_queued = Gauge("aisvc_kernel_queued_requests", "requests in the kernel's "

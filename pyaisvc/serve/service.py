@@ -19,7 +19,7 @@ the same seed gives the same text.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from fastapi import Request
@@ -36,6 +36,7 @@ from pyaisvc.tokenizer import Tokenizer
 DEFAULT_COMPLETION_TOKENS = 16  # OpenAI's default max_tokens for /v1/completions
 DEFAULT_TOP_K = 40
 MICRO = 1_000_000  # 1.0 in struct ai_opts' millionths (AI_MICRO)
+TENANT_BASE = 100_000  # the first user's tenant id (Service.tenant)
 
 
 class Backend(Protocol):
@@ -73,6 +74,7 @@ class Plan:
     stops: list[str]
     stream: bool
     include_usage: bool
+    user: str = "-"  # the tenant's name in the metrics: the request's user, "-" without one
 
 
 @dataclass
@@ -83,9 +85,18 @@ class Service:
     limits: Limits
     metrics: Metrics
     table_view: TableView = field(init=False)
+    tenants: dict[str, int] = field(init=False, default_factory=dict)  # user -> tenant id
 
     def __post_init__(self) -> None:
         self.table_view = TableView(self.engine)
+
+    def tenant(self, user: str | None) -> int:
+        """The kernel's tenant id for the request's user: TENANT_BASE + n for the n-th user
+        seen since the server started (above the guest's pids, which are its processes'
+        default tenants); 0 without a user (the gateway's pid: one tenant)."""
+        if not user:
+            return 0
+        return self.tenants.setdefault(user, TENANT_BASE + len(self.tenants))
 
     def plan(self, req: CompletionRequest | ChatRequest) -> Plan:
         """The checked request, ready for the guest; ApiError (400 naming the field, or 404
@@ -99,8 +110,10 @@ class Service:
         stops = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
         for i, s in enumerate(stops):
             unicode_text(s, f"stop.{i}")
-        return Plan(endpoint, ids, predict, options(req), stops, req.stream,
-                    bool(req.stream_options and req.stream_options.include_usage))
+        opts = replace(options(req), tenant=self.tenant(req.user), priority=req.priority or 0)
+        return Plan(endpoint, ids, predict, opts, stops, req.stream,
+                    bool(req.stream_options and req.stream_options.include_usage),
+                    req.user or "-")
 
     def prompt_ids(self, req: CompletionRequest | ChatRequest) -> list[int]:
         """The request's prompt as ids: the chat in the model's template, the text encoded,
