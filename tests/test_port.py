@@ -28,6 +28,7 @@ import pyaisvc.qemu
 from pyaisvc import fsimg
 from pyaisvc.llmguest import MODELS
 from pyaisvc.qemu import Guest, QemuConfig
+from pyaisvc.serve import frames
 
 TRANSFER = 16 << 20  # bytes each way
 SEED = 7
@@ -209,7 +210,8 @@ def gateway(build, smol_assets, tmp_path_factory) -> Iterator[PortGuest]:
     ready = []
     while (words := g.frame())[0] != "I":
         ready.append(words)
-    assert ready and all(w == ["R", "gateway", "1", "49152", "256", "8"] for w in ready), ready
+    want = ["R", "gateway", str(frames.PROTOCOL), "49152", "256", "8"]
+    assert ready and all(w == want for w in ready), ready
     yield g
     g.close()
 
