@@ -6,8 +6,10 @@ section 10, docs/SCHEDULING.md), the tiny synthetic Qwen3.5 at /AI/QWEN:
   with the scalar and the vector kernels: every result is pyaisvc.reference's for
   its own prompt, whatever the order, the chunks and the pauses;
 - preemption for real: one place (aibatch=1) under `priority`, a long low-priority
-  request paused by five urgent ones, each time keeping its KV cache in the worker:
-  every id the reference's, and the table counts the pauses;
+  request paused by each urgent one that comes while it runs, each time keeping its
+  KV cache in the worker: every id the reference's, and the table counts the pauses;
+- `pyaisvc serve --sched fair --chunk 4`: two users' requests at once (tenants of
+  their own, one with a priority), the reference's text, /metrics by user;
 - switching the policy at run time (`ai sched`) while aistress runs loses nothing;
 - bad values: a boot argument init cannot apply, `ai sched` with an unknown policy,
   a bad budget, without the right; a negative priority: each named, nothing changed.

@@ -30,10 +30,11 @@
 // positions left, only as many of the others run this step as positions
 // remain (in rank order; the rest wait one step, not paused): a short
 // request then gets its first id after one step, not one position per step
-// behind the decoders, and a decoder waits at most one step for it. ai_take starts
-// a queued request while fewer than W run; beyond that, while the worker
-// has a free cache, only if some running request yields to it: it then
-// starts paused, and the next plan swaps it in.
+// behind the decoders, and a decoder waits one step for each such request.
+//
+// ai_take starts a queued request while fewer than W run; beyond that,
+// while the worker has a free cache, only if some running request yields
+// to it: it then starts paused, and the next plan swaps it in.
 //
 // The settings (ai_sched): the policy, fifo at boot (init passes the boot
 // argument aisched=NAME), and the step budget, chunk positions per step,
