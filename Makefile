@@ -121,6 +121,11 @@ KERNEL_AI_SRCS := \
 	$(K)/ai/ai_table.c \
 	$(K)/ai/ai_request.c \
 	$(K)/ai/ai_worker.c \
+	$(K)/ai/ai_sched.c \
+	$(K)/ai/sched_fifo.c \
+	$(K)/ai/sched_priority.c \
+	$(K)/ai/sched_shortest.c \
+	$(K)/ai/sched_fair.c \
 	$(K)/ai/sysai.c
 
 KERNEL_SRCS := $(KERNEL_CORE_SRCS) $(KERNEL_AI_SRCS) $(KERNEL_FS_SRCS)
@@ -160,6 +165,7 @@ TEST_PROGS := \
 	threadtests \
 	aitest \
 	aistress \
+	aibench \
 
 LLM_PROGS := \
 	llmrun_smol \

@@ -94,6 +94,22 @@ def max_stop() -> int:
 
 
 @functools.cache
+def max_priority() -> int:
+    """The highest priority a request may ask for: AI_PRIO_MAX in kernel/include/aisvc.h."""
+    return cheader.header_define("aisvc.h", "AI_PRIO_MAX")
+
+
+@functools.cache
+def max_chunk() -> int:
+    """The most positions one worker step may run (aichunk=N): AI_CHUNK_MAX in
+    kernel/include/aisvc.h."""
+    return cheader.header_define("aisvc.h", "AI_CHUNK_MAX")
+
+
+POLICIES = ("fifo", "priority", "shortest", "fair")  # kernel/ai/sched_*.c (aisched=NAME)
+
+
+@functools.cache
 def max_batch() -> int:
     """The most requests the AI worker runs in one forward pass: AI_BATCH in
     user/ai/ai_daemon.c (its --batch takes 1..AI_BATCH)."""

@@ -33,7 +33,7 @@ from pyaisvc import fsimg
 from pyaisvc.llmguest import MODELS
 from pyaisvc.qemu import Guest, QemuConfig
 from pyaisvc.sampling import SamplingOptions, lp_micro
-from pyaisvc.serve.frames import PROTOCOL
+from pyaisvc.serve import frames
 
 TRANSFER = 16 << 20  # bytes each way
 SEED = 7
@@ -226,14 +226,14 @@ def gateway(build, smol_assets, tmp_path_factory) -> Iterator[PortGuest]:
     ready = []
     while (words := g.frame())[0] != "I":
         ready.append(words)
-    assert ready and all(w == ["R", "gateway", str(PROTOCOL), "49152", "256", "8"]
-                         for w in ready), ready
+    want = ["R", "gateway", str(frames.PROTOCOL), "49152", "256", "8"]
+    assert ready and all(w == want for w in ready), ready
     yield g
     g.close()
 
 
 def _submit(rid: int, prompt: list[int], predict: int, logprobs: int = 0) -> str:
-    return (f"S {rid} {predict} 0 0 0 0 0 0 0 {logprobs} 0 {len(prompt)} "
+    return (f"S {rid} {predict} 0 0 0 0 0 0 0 0 0 {logprobs} 0 {len(prompt)} "
             f"{' '.join(map(str, prompt))}")
 
 
@@ -346,31 +346,33 @@ def test_gateway_holds_the_port_alone(gateway: PortGuest) -> None:
 MALFORMED = [
     ("bogus", 0, 200),
     ("S", 0, 200),
-    ("S 0 8 0 0 0 0 0 0 0 0 0 1 5", 0, 200),  # rid 0
-    ("S 99999999999999999999 8 0 0 0 0 0 0 0 0 0 1 5", 0, 200),  # rid beyond 2^31-1
-    ("S 40 8 0 0 0 0 0 0 0 0 0 5 504", 40, 200),  # fewer prompt ids than nprompt
-    ("S 41 8 0 0 0 0 0 0 0 0 0 1 504 3575", 41, 200),  # more
-    ("S 42 8 0 0 0 0 9 0 0 0 0 1 5", 42, 200),  # nstop above 4
-    ("S 43 -8 0 0 0 0 0 0 0 0 0 1 5", 43, 200),  # a sign
-    ("S 44 8 0 0 0 99999999999999999999999 0 0 0 0 0 1 5", 44, 200),  # seed beyond 2^64-1
-    ("S 45 999 0 0 0 0 0 0 0 0 0 1 5", 45, 101),  # the kernel's predict limit
-    ("S 46 8 0 0 0 0 0 0 0 0 0 1 4294967295", 46, 102),  # an id beyond the vocab
-    ("S 47 8 0 0 0 0 0 0 0 0 0 0", 47, 100),  # no prompt
-    ("S 48 8 0 0 0 0 0 0 0 0 0 300 5", 48, 100),  # nprompt above 255
-    ("S  49 8 0 0 0 0 0 0 0 0 0 1 5", 0, 200),  # two spaces
-    ("S 50 8 0 0 0 0 0 0 0 0 0 1 5 ", 0, 200),  # a trailing space
+    ("S 0 8 0 0 0 0 0 0 0 0 0 0 0 1 5", 0, 200),  # rid 0
+    ("S 99999999999999999999 8 0 0 0 0 0 0 0 0 0 0 0 1 5", 0, 200),  # rid beyond 2^31-1
+    ("S 40 8 0 0 0 0 0 0 0 0 0 0 0 5 504", 40, 200),  # fewer prompt ids than nprompt
+    ("S 41 8 0 0 0 0 0 0 0 0 0 0 0 1 504 3575", 41, 200),  # more
+    ("S 42 8 0 0 0 0 0 0 9 0 0 0 0 1 5", 42, 200),  # nstop above 4
+    ("S 43 -8 0 0 0 0 0 0 0 0 0 0 0 1 5", 43, 200),  # a sign
+    ("S 44 8 0 0 0 99999999999999999999999 0 0 0 0 0 0 0 1 5", 44, 200),  # seed beyond 2^64-1
+    ("S 45 999 0 0 0 0 0 0 0 0 0 0 0 1 5", 45, 101),  # the kernel's predict limit
+    ("S 46 8 0 0 0 0 0 0 0 0 0 0 0 1 4294967295", 46, 102),  # an id beyond the vocab
+    ("S 47 8 0 0 0 0 0 0 0 0 0 0 0 0", 47, 100),  # no prompt
+    ("S 48 8 0 0 0 0 0 0 0 0 0 0 0 300 5", 48, 100),  # nprompt above 255
+    ("S  49 8 0 0 0 0 0 0 0 0 0 0 0 1 5", 0, 200),  # two spaces
+    ("S 50 8 0 0 0 0 0 0 0 0 0 0 0 1 5 ", 0, 200),  # a trailing space
+    ("S 60 8 0 0 0 0 2147483648 0 0 0 0 0 0 1 5", 60, 200),  # a tenant beyond 2^31-1
+    ("S 61 8 0 0 0 0 0 101 0 0 0 0 0 1 5", 61, 120),  # the kernel's priority limit
     ("C", 0, 200),
     ("C 51", 51, 203),
     ("I 1", 0, 200),
     ("\x00\x01\x7f\xff binary", 0, 200),
-    ("S 52 8 0 0 0 0 0 0 0 0 0 1 5\r", 0, 200),
+    ("S 52 8 0 0 0 0 0 0 0 0 0 0 0 1 5\r", 0, 200),
     ("S 53 " + "1 " * 3000, 0, 200),  # over GW_LINE_MAX
-    ("S 54 8 0 0 0 0 0 x 0 0 0 1 5", 54, 200),  # a penalty that is not a number
-    ("S 55 8 0 0 0 0 0 0 0 0 9 1 5", 55, 200),  # nbias above 8
-    ("S 56 8 0 0 0 0 0 0 0 0 2 7 1", 56, 200),  # a bias pair missing
-    ("S 57 8 0 0 0 0 0 -2000001 0 0 0 1 5", 57, 115),  # the kernel's penalty range
-    ("S 58 8 0 0 0 0 0 0 0 7 0 1 5", 58, 115),  # logprobs above 1 + 5
-    ("S 59 8 0 0 0 0 0 0 0 0 1 49152 1 1 5", 59, 102),  # a bias id beyond the vocab
+    ("S 54 8 0 0 0 0 0 0 0 x 0 0 0 1 5", 54, 200),  # a penalty that is not a number
+    ("S 55 8 0 0 0 0 0 0 0 0 0 0 9 1 5", 55, 200),  # nbias above 8
+    ("S 56 8 0 0 0 0 0 0 0 0 0 0 2 7 1", 56, 200),  # a bias pair missing
+    ("S 57 8 0 0 0 0 0 0 0 -2000001 0 0 0 1 5", 57, 115),  # the kernel's penalty range
+    ("S 58 8 0 0 0 0 0 0 0 0 0 7 0 1 5", 58, 115),  # logprobs above 1 + 5
+    ("S 59 8 0 0 0 0 0 0 0 0 0 0 1 49152 1 1 5", 59, 102),  # a bias id beyond the vocab
     ("", 0, 200),
 ]
 
@@ -391,15 +393,15 @@ def test_gateway_refuses_malformed_frames(gateway: PortGuest, smol_assets: Path)
 
 # The S frame's number fields: (index of the word after "S", its largest value).
 S_FIELDS = [(0, 2**31 - 1), (1, 2**31 - 1), (2, 2**32 - 1), (3, 2**32 - 1), (4, 2**32 - 1),
-            (5, 2**64 - 1)]
+            (5, 2**64 - 1), (6, 2**31 - 1), (7, 2**31 - 1)]
 PAST = ["{max1}", str(2**64), str(2**64 + 7), "9" * 25, "+1", "-0", "1_0", "0x1", "1e3"]
 
 
 def _fields(rid: int, nstop: int = 0, stops: list[str] | None = None) -> list[str]:
-    """A greedy S frame's words after "S": predict 2, no penalty, bias or logprobs, the
-    prompt one id."""
-    return [str(rid), "2", "0", "0", "0", "0", str(nstop), *(stops or []), "0", "0", "0", "0",
-            "1", "5"]
+    """A greedy S frame's words after "S": predict 2, tenant and priority 0, no penalty,
+    bias or logprobs, the prompt one id."""
+    return [str(rid), "2", "0", "0", "0", "0", "0", "0", str(nstop), *(stops or []), "0", "0",
+            "0", "0", "1", "5"]
 
 
 def _answer_ends(g: PortGuest, rid: int) -> list[str]:

@@ -10,6 +10,7 @@ a UTF-8 character, stop strings, and the API's refusals.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import socket
@@ -61,9 +62,9 @@ class FakeGateway:
                     writer.write(f"X {rid} 203 not live\n".encode())
             elif w[0] == "S":
                 rid, predict = int(w[1]), int(w[2])
-                nstop = int(w[7])
-                stops = {int(x) for x in w[8:8 + nstop]}
-                ntop = int(w[10 + nstop]) - 1
+                nstop = int(w[9])  # after the options and tenant, priority
+                stops = {int(x) for x in w[10:10 + nstop]}
+                ntop = int(w[12 + nstop]) - 1
                 if len(self.live) >= self.window:
                     writer.write(f"X {rid} 202 window full\n".encode())
                 else:
@@ -107,11 +108,13 @@ async def drain(sub) -> list[frames.Frame]:
 # ---------------------------------------------------------------- frames
 
 def test_frames_round_trip_and_refusals() -> None:
-    line = frames.submit(7, [504, 3575], 8, frames.Options(800000, 40, 950000, 3), [0, 2])
-    assert line == b"S 7 8 800000 40 950000 3 2 0 2 0 0 0 0 2 504 3575\n"
-    opts = frames.Options(0, 0, 0, 0, -500000, 1250000, 4, ((198, -100000000), (7, 2500000)))
+    line = frames.submit(7, [504, 3575], 8, frames.Options(800000, 40, 950000, 3, 100001, 7),
+                         [0, 2])
+    assert line == b"S 7 8 800000 40 950000 3 100001 7 2 0 2 0 0 0 0 2 504 3575\n"
+    opts = frames.Options(presence_micro=-500000, frequency_micro=1250000, logprobs=4,
+                          bias=((198, -100000000), (7, 2500000)))
     assert frames.submit(7, [504], 8, opts, []) == \
-        b"S 7 8 0 0 0 0 0 -500000 1250000 4 2 198 -100000000 7 2500000 1 504\n"
+        b"S 7 8 0 0 0 0 0 0 0 -500000 1250000 4 2 198 -100000000 7 2500000 1 504\n"
     assert frames.parse(f"R gateway {frames.PROTOCOL} 49152 256 8") == frames.Ready(
         49152, 256, 8)
     assert frames.parse("T 7 1 2 3") == frames.Tokens(7, (1, 2, 3))
@@ -358,6 +361,30 @@ def test_the_kv_cache_counters_reach_the_metrics() -> None:
     assert "aisvc_kv_evictions 1.0" in text and "aisvc_kv_hit_ratio 0.48" in text
 
 
+def test_user_is_the_tenant_and_priority_reaches_the_kernel() -> None:
+    """The request's user becomes a tenant id of its own (the same user the same id; none:
+    0, the gateway's pid), and its priority goes with it, in the S frame; /metrics counts
+    TTFT and ids by user."""
+    async def body(client, engine, fake):
+        sent = []
+        for user, priority in (("alice", 5), ("bob", None), ("alice", 0), (None, 100)):
+            req = {"model": "smol", "prompt": [504, 3575], "max_tokens": 4, "temperature": 0}
+            req |= {"user": user} if user else {}
+            req |= {"priority": priority} if priority is not None else {}
+            r = await client.post("/v1/completions", json=req)
+            assert r.status_code == 200, r.text
+            sent.append((engine.last[2].tenant, engine.last[2].priority))
+            words = [s for s in fake.seen if s.startswith("S ")][-1].split()
+            assert (int(words[7]), int(words[8])) == sent[-1], words
+        assert sent == [(100000, 5), (100001, 0), (100000, 0), (0, 100)]
+        metrics = (await client.get("/metrics")).text
+        assert 'aisvc_tenant_tokens_total{kind="prompt",tenant="alice"} 4.0' in metrics, metrics
+        assert 'aisvc_tenant_tokens_total{kind="prompt",tenant="-"} 2.0' in metrics, metrics
+        assert 'aisvc_tenant_ttft_seconds_count{tenant="bob"} 1.0' in metrics, metrics
+
+    api_test([*PARIS, 2], window=4, queue_max=4, body=body)
+
+
 def test_a_stop_string_cancels_the_guests_request() -> None:
     async def body(client, engine, fake):
         r = await client.post("/v1/chat/completions", json={
@@ -398,6 +425,9 @@ def test_bad_requests_are_400s_naming_the_field() -> None:
         ({"model": "smol", "prompt": "x", "frequency_penalty": -3}, 400, "frequency_penalty"),
         ({"model": "smol", "prompt": "x", "temperature": "hot"}, 400, "temperature"),
         ({"model": "smol", "prompt": "\ud800"}, 400, "prompt"),
+        ({"model": "smol", "prompt": "x", "priority": -1}, 400, "priority"),
+        ({"model": "smol", "prompt": "x", "priority": 101}, 400, "priority"),
+        ({"model": "smol", "prompt": "x", "user": 7}, 400, "user"),
     ]
 
     async def body(client, engine, fake):
@@ -470,6 +500,14 @@ def test_serve_refuses_a_bad_or_busy_port_before_booting() -> None:
     r = serve("--port", "70000")
     assert r.returncode == 1
     assert r.stderr.strip() == "pyaisvc serve: --port 70000 must be 0..65535"
+    from pyaisvc.commands.serve import boot_arguments
+    flags = argparse.Namespace(batch=3, sched="fair", chunk=4)
+    assert boot_arguments(flags) == "aibatch=3 aisched=fair aichunk=4"
+    r = serve("--chunk", "9")
+    assert r.returncode == 1
+    assert r.stderr.strip() == "pyaisvc serve: --chunk 9 must be 1..8 (AI_CHUNK_MAX)"
+    r = serve("--sched", "lottery")
+    assert r.returncode == 2 and "invalid choice: 'lottery'" in r.stderr, r.stderr
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()

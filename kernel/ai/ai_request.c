@@ -46,7 +46,7 @@ static int
 opts_valid(const struct ai_opts *o)
 {
   if (o->nstop < 0 || o->nstop > AI_MAX_STOP || o->top_p_micro > AI_MICRO || o->nbias < 0 ||
-      o->nbias > AI_MAX_BIAS || o->logprobs < 0 || o->logprobs > 1 + AI_MAX_TOPLP)
+      o->nbias > AI_MAX_BIAS || o->logprobs < 0 || o->logprobs > 1 + AI_MAX_TOPLP || o->tenant < 0)
     return 0;
   if (o->presence_micro < -AI_PENALTY_MAX || o->presence_micro > AI_PENALTY_MAX ||
       o->frequency_micro < -AI_PENALTY_MAX || o->frequency_micro > AI_PENALTY_MAX)
@@ -78,6 +78,8 @@ ai_submit(uint64 tokens, int count, int predict, uint64 opts)
     return -AIE_FAULT;
   if (!opts_valid(&q.opts))
     return -AIE_BADARG;
+  if (q.opts.priority < 0 || q.opts.priority > AI_PRIO_MAX)
+    return -AIE_PRIORITY;
   q.count = count;
   q.predict = predict;
   acquire(&ai.lock);
@@ -258,6 +260,7 @@ ai_info(uint64 dst)
   in.vocab = ai.vocab;
   in.seq_len = ai.seq_len;
   in.completed = ai.completed;
+  in.pauses = ai.pauses;
   release(&ai.lock);
   if (copyout(myproc()->pagetable, dst, (char *)&in, sizeof(in)) < 0)
     return -AIE_FAULT;

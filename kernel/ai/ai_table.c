@@ -95,10 +95,11 @@
 //   back after running its cases as the worker itself.
 // - The worker may run several requests at once: each report names its
 //   reqid, and its death fails all of them. ai_take never blocks, so a
-//   worker with running requests admits new ones between its steps; it
-//   picks the oldest queued request whose owner runs fewer than half the
-//   worker's places, else the oldest (one process cannot take every place
-//   while others wait; docs/AI_SERVICE.md section 9 gives the policy).
+//   worker with running requests admits new ones between its steps; which
+//   request starts, in which order the worker's requests share a step and
+//   whether one is paused for another is the scheduling policy's
+//   (ai_sched.c; docs/AI_SERVICE.md sections 9 and 11). A paused request
+//   stays RUNNING in its slot.
 // - ai_emit reports ids as they are produced and tells the worker to stop
 //   an orphan (cancelled, or owner gone), freeing its slot at once: the
 //   worker emits for every running request after every step, so an
@@ -141,9 +142,10 @@ ai_init(void)
     ai.reqid_max = max;
     printf("ai: reqids wrap after %d (ai.reqid_max)\n", ai.reqid_max);
   }
+  sched_init();
 }
 
-static uint64
+uint64
 now_us(void)
 {
   return r_time() / (TIMEBASE_HZ / 1000000);
@@ -167,7 +169,7 @@ fifo_push_front(int i)
   ai.nqueued++;
 }
 
-// Slot i's place in the FIFO (0 = next), or -1.
+// Slot i's place in the FIFO (0 = the oldest), or -1.
 static int
 fifo_pos(int i)
 {
@@ -175,6 +177,18 @@ fifo_pos(int i)
     if (ai.fifo[(ai.head + k) % AI_NSLOT] == i)
       return k;
   return -1;
+}
+
+// Queued slot i's place in the policy's order (0 = next): how many queued
+// slots run before it (sched_first).
+static int
+queue_rank(int i)
+{
+  int n = 0;
+
+  for (int k = 0; k < ai.nqueued; k++)
+    n += sched_first(&ai.slot[fifo_at(k)], &ai.slot[i]);
+  return n;
 }
 
 // Takes slot i out of the FIFO, keeping the others' order.
@@ -197,8 +211,15 @@ fifo_oldest(void)
   return ai.nqueued > 0 ? ai.fifo[ai.head] : -1;
 }
 
+// The k-th queued slot (0 = the oldest); k < ai.nqueued.
+int
+fifo_at(int k)
+{
+  return ai.fifo[(ai.head + k) % AI_NSLOT];
+}
+
 // Requests of owner pid that the worker runs.
-static int
+int
 running_count(int pid)
 {
   int n = 0;
@@ -207,23 +228,6 @@ running_count(int pid)
     if (s->state == AI_RUNNING && s->owner == pid)
       n++;
   return n;
-}
-
-// The slot to start next for a worker with `places` places: the oldest
-// queued request whose owner runs fewer than places/2 (at least 1), else
-// the oldest: a process gets more than half the places only while nobody
-// else's request waits. -1 if none is queued.
-int
-fair_pick(int places)
-{
-  int cap = places / 2 > 1 ? places / 2 : 1;
-
-  for (int k = 0; k < ai.nqueued; k++) {
-    int i = ai.fifo[(ai.head + k) % AI_NSLOT];
-    if (running_count(ai.slot[i].owner) < cap)
-      return i;
-  }
-  return fifo_oldest();
 }
 
 // ---------------------------------------------------------------- finding slots
@@ -348,7 +352,8 @@ submit_check(const struct submission *q)
 }
 
 // Free slot s takes request q of the calling process: QUEUED at the FIFO's
-// tail, with a new reqid, and the worker is woken. Returns the reqid.
+// tail, with a new reqid, its tenant (the caller's pid unless q names
+// one), and the worker is woken. Returns the reqid.
 int
 slot_queue(struct ai_slot *s, const struct submission *q)
 {
@@ -359,9 +364,14 @@ slot_queue(struct ai_slot *s, const struct submission *q)
   s->count = q->count;
   s->predict = q->predict;
   s->opts = q->opts;
+  if (s->opts.tenant == 0)
+    s->opts.tenant = s->owner;
+  s->seq = ai.seq;
   s->submit_time = now_us();
   memmove(s->prompt, q->ids, q->count * sizeof(uint32));
   fifo_push(s - ai.slot);
+  if (ai.policy->arrive)
+    ai.policy->arrive(s);
   wakeup(&ai.queued);
   return s->reqid;
 }
@@ -408,7 +418,7 @@ status_fill(struct ai_slot *s, struct ai_status *st)
   st->state = s->state;
   st->err = s->state == AI_FAILED ? -s->err : 0;
   st->result_len = s->state == AI_DONE ? s->result_len : 0;
-  st->queue_pos = s->state == AI_QUEUED ? fifo_pos(s - ai.slot) : -1;
+  st->queue_pos = s->state == AI_QUEUED ? queue_rank(s - ai.slot) : -1;
   st->tokens = s->tokens;
   st->prompt_len = s->count;
   st->predict = s->predict;
@@ -424,7 +434,8 @@ status_fill(struct ai_slot *s, struct ai_status *st)
 
 // The whole table as the calling process may see it (ai_table): every
 // slot without its prompt and result, the reqid of the caller's requests
-// only; the FIFO in order; the slots the registered worker runs.
+// only; the queued slots in the policy's order; the slots the registered
+// worker runs this step.
 void
 view_fill(struct ai_table_view *v)
 {
@@ -436,7 +447,8 @@ view_fill(struct ai_table_view *v)
   v->completed = ai.completed;
   v->kv = ai.kv;
   for (int k = 0; k < ai.nqueued; k++)
-    v->fifo[v->nqueued++] = ai.fifo[(ai.head + k) % AI_NSLOT];
+    v->fifo[queue_rank(fifo_at(k))] = fifo_at(k);
+  v->nqueued = ai.nqueued;
   for (int i = 0; i < AI_NSLOT; i++) {
     struct ai_slot *s = &ai.slot[i];
     struct ai_slot_view *w = &v->slot[i];
@@ -453,18 +465,26 @@ view_fill(struct ai_table_view *v)
     w->start_time = s->start_time;
     w->first_time = s->first_time;
     w->finish_time = s->finish_time;
-    if (s->state == AI_RUNNING && ai.worker != 0 && s->runner == ai.worker)
+    w->tenant = s->opts.tenant;
+    w->priority = s->opts.priority;
+    w->paused = s->state == AI_RUNNING && s->paused;
+    w->pauses = s->pauses;
+    if (s->state == AI_RUNNING && ai.worker != 0 && s->runner == ai.worker && !s->paused)
       v->batch[v->nbatch++] = i;
   }
+  safestrcpy(v->policy, ai.policy->name, sizeof(v->policy));
+  v->chunk = ai.chunk;
 }
 
 // ---------------------------------------------------------------- the worker's side
 
-// The calling worker starts queued slot i: out of the FIFO, RUNNING, and
-// copied into job, whose every other byte (the ids past count, padding) is
-// zero: the worker sees no stale kernel memory. Returns its reqid.
+// The calling worker starts queued slot i: out of the FIFO, RUNNING (and
+// paused, if `paused`: the next ai_plan decides whose place it takes),
+// and copied into job, whose every other byte (the ids past count,
+// padding) is zero: the worker sees no stale kernel memory. Returns its
+// reqid.
 int
-slot_start(int i, struct ai_job *job)
+slot_start(int i, struct ai_job *job, int paused)
 {
   struct ai_slot *s = &ai.slot[i];
 
@@ -473,6 +493,8 @@ slot_start(int i, struct ai_job *job)
   s->state = AI_RUNNING;
   s->runner = myproc()->pid;
   s->start_time = now_us();
+  s->started = ++ai.starts;
+  s->paused = paused;
   job->reqid = s->reqid;
   job->count = s->count;
   job->predict = s->predict;
@@ -497,6 +519,8 @@ slot_unstart(int reqid)
   s->state = AI_QUEUED;
   s->runner = 0;
   s->start_time = 0;
+  s->started = 0;
+  s->paused = 0;
   fifo_push_front(s - ai.slot);
 }
 

@@ -4,7 +4,8 @@
 // request). Every call but ai_register and ai_right checks that the
 // caller is the registered worker. A worker that runs several requests at
 // once (ai_daemon) takes new ones without blocking while it has running
-// ones (ai_take, with fairness between processes, fair_pick), reports
+// ones (ai_take, by the scheduling policy: ai_sched.c, which also answers
+// ai_plan, the order and the places of its next step), reports
 // each id as it is produced (ai_emit), and learns from ai_emit, at its
 // next step, that a request was cancelled or lost its owner. As in
 // ai_request.c, no copy to or from user memory happens under ai.lock; the
@@ -46,6 +47,7 @@ ai_register(int vocab, int seq_len)
   } else {
     ai.worker = pid;
     ai.worker_seen = 1;
+    ai.caches = 0; // until its first ai_plan
     ai.vocab = vocab;
     ai.seq_len = seq_len;
   }
@@ -66,8 +68,8 @@ ai_right(int drop)
   return l->ai_right;
 }
 
-// Sleeps until a request is queued, then starts the oldest into job.
-// Returns its reqid or a negative code. ai.lock held.
+// Sleeps until a request is queued, then starts the one the policy picks
+// into job. Returns its reqid or a negative code. ai.lock held.
 static int
 next_locked(struct ai_job *job)
 {
@@ -82,7 +84,7 @@ next_locked(struct ai_job *job)
       return -AIE_INTR;
     sleep(&ai.queued, &ai.lock);
   }
-  return slot_start(fifo_oldest(), job);
+  return slot_start(ai.policy->pick(0), job, 0);
 }
 
 // Hands job, started as request r (> 0) or not started (r <= 0), to the
@@ -117,15 +119,15 @@ ai_next(uint64 dst)
   return job_out(r, job, dst);
 }
 
-// Worker only, never blocks: starts the request fair_pick chooses for a
-// worker with `places` places (its batch size, >= 1) and copies it
-// (struct ai_job) to user address dst. Returns its reqid, 0 if none is
-// queued, or a negative code.
+// Worker only, never blocks: starts the request the policy chooses for a
+// worker with `places` places (its batch size, >= 1; sched_take) and
+// copies it (struct ai_job) to user address dst. Returns its reqid, 0 if
+// none is to start, or a negative code.
 int
 ai_take(uint64 dst, int places)
 {
   struct ai_job *job;
-  int r, i;
+  int r, i, paused;
 
   if (places < 1)
     return -AIE_BADARG;
@@ -134,10 +136,10 @@ ai_take(uint64 dst, int places)
   acquire(&ai.lock);
   if (ai.worker != myproc()->pid)
     r = -AIE_NOTWORKER;
-  else if ((i = fair_pick(places)) < 0)
+  else if ((i = sched_take(places, &paused)) < 0)
     r = 0;
   else
-    r = slot_start(i, job);
+    r = slot_start(i, job, paused);
   release(&ai.lock);
   return job_out(r, job, dst);
 }

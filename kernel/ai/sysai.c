@@ -137,3 +137,15 @@ sys_ai_fail(void)
 {
   return ai_fail(arg(0), arg(1));
 }
+
+uint64
+sys_ai_plan(void)
+{
+  return ai_plan(arg(0));
+}
+
+uint64
+sys_ai_sched(void)
+{
+  return ai_sched(arg(0));
+}

@@ -127,6 +127,8 @@ uint64 sys_ai_stream(void);
 uint64 sys_ai_logprobs(void);
 uint64 sys_ai_logprob(void);
 uint64 sys_ai_right(void);
+uint64 sys_ai_sched(void);
+uint64 sys_ai_plan(void);
 
 static uint64 (*syscalls[])(void) = {
   [SYS_fork] sys_fork,
@@ -169,6 +171,8 @@ static uint64 (*syscalls[])(void) = {
   [SYS_ai_cancel] sys_ai_cancel,
   [SYS_ai_info] sys_ai_info,
   [SYS_ai_table] sys_ai_table,
+  [SYS_ai_sched] sys_ai_sched,
+  [SYS_ai_plan] sys_ai_plan,
   [SYS_ai_register] sys_ai_register,
   [SYS_ai_next] sys_ai_next,
   [SYS_ai_progress] sys_ai_progress,

@@ -19,6 +19,17 @@
 #define AI_BIAS_MAX    (100 * AI_MICRO)      // |bias| at most 100
 #define AI_RESULT_MAX  (AI_MAX_PREDICT * 11) // "id id ...": 10 digits + space each
 #define AI_REQID_MAX   0x7fffffff            // reqids run 1..2^31-1, then wrap, skipping live ones
+#define AI_PRIO_MAX    100                   // struct ai_opts' priority: 0 (default) .. AI_PRIO_MAX
+#define AI_CHUNK_MAX   8                     // most positions in one worker step (aichunk=N)
+#define AI_POLICY_LEN  12                    // a policy's name, NUL included (struct ai_sched)
+
+// The policies' constants (kernel/ai/sched_*.c; docs/AI_SERVICE.md section
+// 10 states what each guarantees with them).
+#define AI_AGING_US     100000 // priority: 1 level of priority is worth this much waiting
+#define AI_SHORT_US     10000  // shortest: the wait a request of 1 id of work is worth
+#define AI_FAIR_WPROMPT 1      // fair: the weight of a prompt position served
+#define AI_FAIR_WGEN    2      // fair: the weight of an id generated
+#define AI_FAIR_SLACK   32     // fair: the lead in weighted tokens that moves a place
 
 // Where the models' assets lie in the guest's file system: init starts the
 // worker when either exists, which serves SmolLM2's if both do. The host
@@ -56,7 +67,10 @@
 #define AIE_NOMEM      116 // the kernel ran out of memory
 // 117 is reserved: never returned, and never to be given a meaning
 // (docs/AI_SERVICE.md, section 5).
-#define AIE_PERM 118 // the process lacks the AI worker right (ai_register)
+#define AIE_PERM     118 // the process lacks the AI worker right (ai_register, ai_sched)
+#define AIE_POLICY   119 // no scheduling policy of that name (ai_sched)
+#define AIE_PRIORITY 120 // priority out of range (struct ai_opts: 0..AI_PRIO_MAX)
+#define AIE_CHUNK    121 // step budget out of range (ai_sched: 1..AI_CHUNK_MAX)
 
 // Progress and timing of one request (ai_query). Times are microseconds
 // since boot, 0 while the event has not happened; the *_us spans are
@@ -99,6 +113,8 @@ struct ai_opts {
   int32 logprobs;        // 0: none; 1 + N: a struct ai_logprob per id, N <= AI_MAX_TOPLP
   int32 nbias;           // pairs in bias[], 0..AI_MAX_BIAS
   struct ai_bias bias[AI_MAX_BIAS];
+  int tenant;   // whom the request serves (policy fair); 0: the submitter's pid
+  int priority; // 0..AI_PRIO_MAX, higher first (policy priority); 0 by default
 };
 
 // An id and its log-probability x 10^6 (struct ai_logprob).
@@ -135,6 +151,7 @@ struct ai_info {
   int worker_seen;    // a worker registered since boot
   int vocab, seq_len; // the model's limits, as the worker registered them
   int completed;      // requests the worker finished since boot
+  int pauses;         // times a policy paused a running request since boot
 };
 
 // One slot of the table as anyone may see it (ai_table): no prompt and no
@@ -147,7 +164,9 @@ struct ai_slot_view {
   int prompt_len, predict;
   int tokens; // ids generated so far
   uint64 submit_time, start_time, first_time, finish_time;
-  int cached; // prompt positions the worker took from its KV cache
+  int tenant, priority; // struct ai_opts' (tenant: the submitter's pid unless given)
+  int paused, pauses;   // RUNNING but not in this step (a policy's preemption); times paused
+  int cached;           // prompt positions the worker took from its KV cache
 };
 
 // The worker's KV cache, as it last reported it (ai_kvreport;
@@ -175,7 +194,33 @@ struct ai_table_view {
   int nbatch;          // entries of batch[]
   int batch[AI_NSLOT]; // slot numbers the worker runs now, ascending
   struct ai_slot_view slot[AI_NSLOT];
-  struct ai_kvstat kv; // the worker's KV cache (all 0 before its first report)
+  struct ai_kvstat kv;        // the worker's KV cache (all 0 before its first report)
+  char policy[AI_POLICY_LEN]; // the scheduling policy (ai_sched)
+  int chunk;                  // positions per worker step
+};
+
+// The scheduler's settings (ai_sched): read by anyone, set by the holder
+// of the AI worker right (docs/AI_SERVICE.md section 11).
+struct ai_sched {
+  char policy[AI_POLICY_LEN]; // "fifo", "priority", "shortest" or "fair"; "" keeps it
+  int chunk;                  // positions per worker step, 1..AI_CHUNK_MAX; 0 keeps it
+};
+
+// One step's plan (ai_plan): the worker gives the requests it holds and
+// how far each is; the kernel puts them in the policy's order, most urgent
+// first, and says how many of them run this step: the rest are paused
+// (they keep their KV caches and slots and resume later, token-exact).
+struct ai_plan_entry {
+  int reqid;
+  int fed; // positions run so far (prompt, then generated ids fed back)
+};
+struct ai_plan {
+  int places;                       // in: requests the worker runs at once at most
+  int caches;                       // in: requests it can hold (a KV cache each), >= places
+  int n;                            // in: entries of e[]
+  int run;                          // out: e[0..run) run this step, the others wait
+  int chunk;                        // out: positions this step, at most
+  struct ai_plan_entry e[AI_NSLOT]; // in: held requests; out: in the policy's order
 };
 
 #define AI_STR_(x) #x
@@ -204,6 +249,9 @@ ai_strerror(int err)
     [AIE_BADARG - 100] "invalid argument",
     [AIE_NOMEM - 100] "out of kernel memory",
     [AIE_PERM - 100] "not entitled to the AI worker role (no worker right)",
+    [AIE_POLICY - 100] "no such scheduling policy (fifo, priority, shortest, fair)",
+    [AIE_PRIORITY - 100] "priority out of range (0.." AI_STR(AI_PRIO_MAX) ")",
+    [AIE_CHUNK - 100] "step budget out of range (1.." AI_STR(AI_CHUNK_MAX) " positions)",
   };
   if (err < 0)
     err = -err;

@@ -193,6 +193,10 @@ int ai_complete(int reqid, uint64 ids, int n);
 int ai_fail(int reqid, int err);
 int ai_kvreport(int reqid, int cached, uint64 st);
 
+// ai_sched.c
+int ai_plan(uint64 dst);
+int ai_sched(uint64 u);
+
 // syscall.c
 void syscall(void);
 int argint(int n, int *ip);

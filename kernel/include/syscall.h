@@ -65,5 +65,7 @@
 #define SYS_ai_logprobs 50 // any process: its request's log-probability records
 #define SYS_ai_logprob  51 // worker only: the record of the id it emits next
 #define SYS_ai_kvreport 52 // worker only: its KV cache's counters
+#define SYS_ai_sched    53 // any process reads, the worker right sets: policy, step budget
+#define SYS_ai_plan     54 // worker only: the order and the places of its next step
 
 #endif

@@ -30,7 +30,7 @@ from pathlib import Path
 from pyaisvc import qemu
 from pyaisvc.assets import load_config
 from pyaisvc.errors import AisvcError, CommandError
-from pyaisvc.llmguest import MODELS, max_batch, max_prompt, prepare
+from pyaisvc.llmguest import MODELS, POLICIES, max_batch, max_chunk, max_prompt, prepare
 from pyaisvc.serve.app import BODY_SECONDS, Limits, Service, create_app
 from pyaisvc.serve.bounds import header_deadline, raise_open_files
 from pyaisvc.serve.engine import QUEUE_MAX, Engine, EngineConfig
@@ -45,8 +45,8 @@ IDLE_SECONDS = 5.0  # a connection without a request head this long is closed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The serve flags: model, assets, port, host queue, the worker's batch, harts, RAM,
-    QEMU, --verbose."""
+    """The serve flags: model, assets, port, host queue, the worker's batch, the kernel's
+    scheduling policy and step budget, harts, RAM, QEMU, --verbose."""
     parser.add_argument("--model", choices=sorted(MODELS), default="smol",
                         help="which model (default smol)")
     parser.add_argument("--assets", type=Path, metavar="DIR", help="asset directory (default "
@@ -83,6 +83,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prefix-cache", choices=("on", "off"), default="on",
                         help="the worker reuses cached prompt prefixes from its KV cache "
                         "(default on; off: boot argument aicache=0, docs/KVCACHE.md)")
+    parser.add_argument("--sched", choices=POLICIES, default=None, metavar="NAME",
+                        help="the kernel's scheduling policy: " + ", ".join(POLICIES) +
+                        " (boot argument aisched=NAME; default fifo; docs/SCHEDULING.md)")
+    parser.add_argument("--chunk", type=int, default=None, metavar="N",
+                        help=f"positions per worker step (1..{max_chunk()}; boot argument "
+                        f"aichunk=N; default {max_chunk()})")
     parser.add_argument("--cpus", type=int, default=qemu.default_cpus(),
                         help=f"guest harts (default: the host's cores, at most "
                         f"{qemu.MAX_DEFAULT_CPUS}; {qemu.default_cpus()} here)")
@@ -92,6 +98,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"the QEMU binary (default: ${qemu.QEMU_ENV} or {qemu.QEMU_NAME})")
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="log every request and the guest's life")
+
+
+def boot_arguments(args: argparse.Namespace) -> str:
+    """The guest's boot arguments for --batch, --prefix-cache, --sched and --chunk (each
+    checked; CommandError naming the flag), "" for none."""
+    if args.batch is not None and not 1 <= args.batch <= max_batch():
+        raise CommandError(f"serve: --batch {args.batch} must be 1..{max_batch()} "
+                           "(ai_daemon's AI_BATCH)")
+    if args.chunk is not None and not 1 <= args.chunk <= max_chunk():
+        raise CommandError(f"serve: --chunk {args.chunk} must be 1..{max_chunk()} "
+                           "(AI_CHUNK_MAX)")
+    words = [f"aibatch={args.batch}" if args.batch is not None else "",
+             f"aisched={args.sched}" if args.sched else "",
+             f"aichunk={args.chunk}" if args.chunk is not None else "",
+             "aicache=0" if args.prefix_cache == "off" else ""]
+    return " ".join(w for w in words if w)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -104,12 +126,7 @@ def run(args: argparse.Namespace) -> int:
     cpus = args.cpus
     if cpus < 1:
         raise CommandError("serve: --cpus must be at least 1")
-    if args.batch is not None and not 1 <= args.batch <= max_batch():
-        raise CommandError(f"serve: --batch {args.batch} must be 1..{max_batch()} "
-                           "(ai_daemon's AI_BATCH)")
-    boot = [f"aibatch={args.batch}"] if args.batch is not None else []
-    boot += ["aicache=0"] if args.prefix_cache == "off" else []
-    append = " ".join(boot)
+    append = boot_arguments(args)
     access = _access(args)
     _check_port(args.host, args.port)
     _open_files(args.max_connections)

@@ -195,7 +195,8 @@ class Engine:
                                               cpus=c.cpus, snapshot=True, qemu=c.qemu,
                                               port_socket=sock, append=c.append))
         self.metrics.guest_boots.inc()
-        log.info("booting the guest (QEMU, %d hart(s), %s)", c.cpus, c.ram)
+        log.info("booting the guest (QEMU, %d hart(s), %s, boot arguments '%s')", c.cpus, c.ram,
+                 c.append)
         await asyncio.to_thread(guest.boot, c.boot_timeout)
         loop = asyncio.get_running_loop()
         self._on_lost = lambda why: loop.call_soon_threadsafe(self._lost, guest, why)

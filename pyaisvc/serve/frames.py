@@ -59,14 +59,17 @@ class FrameError(ValueError):
 
 @dataclass(frozen=True)
 class Options:
-    """struct ai_opts: sampling in millionths, all 0 for a greedy request; penalties and
-    biases in millionths (signed), logprobs 0 (none) or 1 + N (docs/AI_SERVICE.md,
-    section 10)."""
+    """struct ai_opts: sampling in millionths, all 0 for a greedy request; the tenant
+    (0: the gateway's pid) and the priority the kernel's scheduling policy reads;
+    penalties and biases in millionths (signed), logprobs 0 (none) or 1 + N
+    (docs/AI_SERVICE.md, section 10)."""
 
     temp_micro: int = 0
     top_k: int = 0
     top_p_micro: int = 0
     seed: int = 0
+    tenant: int = 0
+    priority: int = 0
     presence_micro: int = 0
     frequency_micro: int = 0
     logprobs: int = 0
@@ -205,7 +208,7 @@ def submit(rid: int, prompt: list[int], predict: int, opts: Options,
     if len(opts.bias) > MAX_BIAS:
         raise ValueError(f"{len(opts.bias)} logit biases; at most {MAX_BIAS}")
     head = [rid, predict, opts.temp_micro, opts.top_k, opts.top_p_micro, opts.seed,
-            len(stops), *stops]
+            opts.tenant, opts.priority, len(stops), *stops]
     signed = [opts.presence_micro, opts.frequency_micro]
     tail = [opts.logprobs, len(opts.bias)]
     bias = [w for pair in opts.bias for w in pair]

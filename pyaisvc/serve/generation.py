@@ -127,8 +127,10 @@ class Run:
                 if self.first is None:
                     self.first = time.monotonic()
                     m.ttft.observe(self.first - self.t0)
+                    m.tenant_ttft.labels(self.plan.user).observe(self.first - self.t0)
                 m.tokens.inc(len(ev.ids))
                 self._note(ev.ids)
+                m.tenant_tokens.labels(self.plan.user, "generated").inc(len(ev.ids))
                 if (piece := self.text.push(ev.ids)):
                     yield piece
                 if self.text.stopped_by == "string":
@@ -161,6 +163,7 @@ async def submit(service: Service, plan: Plan, t0: float) -> Run:
         sub = await service.engine.submit(plan.prompt, plan.predict, plan.opts,
                                           end_ids(service))
         m.prompt_tokens.inc(len(plan.prompt))
+        m.tenant_tokens.labels(plan.user, "prompt").inc(len(plan.prompt))
     except QueueFull as e:
         m.requests.labels(endpoint, "rejected").inc()
         raise errors.queue_full(e) from e

@@ -12,6 +12,8 @@ same frame (docs/KVCACHE.md): its pool's blocks by state, its evictions and
 its hit ratio (prompt positions taken from the cache of all it looked up,
 since the worker started); ``aisvc_prompt_tokens_cached`` counts this
 server's requests' cached prompt ids (the E frames).
+worker batched. ``aisvc_tenant_*`` split the TTFT and the ids served by the
+request's ``user`` (the kernel's tenant: docs/SCHEDULING.md).
 """
 
 from __future__ import annotations
@@ -59,6 +61,12 @@ class Metrics:
                                   "evicted since it started", registry=r)
         self.kv_hit_ratio = Gauge("aisvc_kv_hit_ratio", "prompt positions the worker took "
                                   "from its KV cache over all it looked up", registry=r)
+        self.tenant_ttft = Histogram("aisvc_tenant_ttft_seconds", "time to first token by "
+                                     "tenant (the request's user, \"-\" without one), host "
+                                     "clock", ["tenant"], buckets=TTFT_BUCKETS, registry=r)
+        self.tenant_tokens = Counter("aisvc_tenant_tokens", "ids served by tenant (the "
+                                     "request's user, \"-\" without one): kind prompt or "
+                                     "generated", ["tenant", "kind"], registry=r)
         self.kernel_used = Gauge("aisvc_kernel_live_requests", "slots in use in the kernel's "
                                  "table (ai_info used)", registry=r)
         self.kernel_queued = Gauge("aisvc_kernel_queued_requests", "requests in the kernel's "

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pyaisvc import cheader
-from pyaisvc.llmguest import max_predict, max_stop
+from pyaisvc.llmguest import max_predict, max_priority, max_stop
 from pyaisvc.sampling import BIAS_MAX, MAX_TOP_LOGPROBS, PENALTY_MAX
 from pyaisvc.serve.frames import MAX_BIAS
 
@@ -72,7 +72,12 @@ class Sampling(_Body):
     stream: bool = False
     stream_options: StreamOptions | None = None
     n: int = Field(1, ge=1, le=1, description="only 1: one choice per request")
-    user: str | None = Field(None, max_length=256, description="accepted, not used")
+    user: str | None = Field(None, max_length=256, description="who asks: the kernel's "
+                             "tenant (policy fair shares the worker between tenants); "
+                             "default: one tenant for every request without it")
+    priority: int | None = Field(None, ge=0, le=max_priority(), description="an extension "
+                                 "(vLLM's): higher runs first under the kernel's policy "
+                                 "priority, with aging; default 0")
     presence_penalty: Penalty | None = Field(None, description="subtracted from the logit "
                                              "of every id generated so far (default 0)")
     frequency_penalty: Penalty | None = Field(None, description="subtracted from an id's "

@@ -20,6 +20,9 @@
 //                          8 times) and --logprobs N (0..5) as llmrun_*
 //                          takes them; gen prints, after the ids, a line
 //                          per id: logprob i=I id=ID lp=LP top=ID:LP,...
+//                          --tenant T names whom it serves (policy fair;
+//                          default this process), --priority P (0..100,
+//                          policy priority; default 0)
 //   query REQID            state, queue position, tokens so far, timings
 //   wait REQID             block until it is done; prints the generated ids
 //   cancel REQID           give the request up
@@ -31,6 +34,10 @@
 //   top [-n N]             the table live (ai_table), as top shows
 //                          processes: refreshed 4 times a second until
 //                          Ctrl-C, or N times
+//   sched [NAME [CHUNK]]   the scheduling policy and the positions per
+//                          step; with NAME (fifo, priority, shortest,
+//                          fair) and CHUNK (1..8) sets them, which needs
+//                          the worker right (docs/AI_SERVICE.md section 11)
 //   err CODE               what an error code means (either sign)
 //   register VOCAB SEQLEN  try to become the AI worker (and resign at once
 //                          if that worked): only a process with the worker
@@ -166,11 +173,16 @@ parse_option(const char *name, const char *value, struct ai_opts *o)
     o->top_k = (uint32)k;
   } else if (strcmp(name, "--seed") == 0)
     bad = parse_u64(value, &o->seed);
-  else
+  else if (strcmp(name, "--tenant") == 0 || strcmp(name, "--priority") == 0) {
+    char *end;
+    long v = strtol(value, &end, 10); // the kernel checks the range
+    bad = *value == 0 || *end != 0 || v != (int)v;
+    *(name[2] == 't' ? &o->tenant : &o->priority) = (int)v;
+  } else
     return 1;
   if (bad)
     printf("%s %s: not a valid value (--temp 0.8, --top-k 40, --top-p 0.95 (above 0, at "
-           "most 1), --seed 7)\n",
+           "most 1), --seed 7, --tenant 12, --priority 5)\n",
         name, value);
   return bad ? -1 : 0;
 }
@@ -187,14 +199,15 @@ parse_request(char **w, int n, struct request *q)
       return -1;
     if (r > 0) {
       printf("unknown option %s (--stop, --temp, --top-k, --top-p, --seed, "
-             "--presence-penalty, --frequency-penalty, --logit-bias, --logprobs)\n",
+             "--presence-penalty, --frequency-penalty, --logit-bias, --logprobs, --tenant, "
+             "--priority)\n",
           w[0]);
       return -1;
     }
   }
   if (n < 2) {
-    printf("need [--stop ID | --temp T | --top-k K | --top-p P | --seed S]... "
-           "PREDICT ID...\n");
+    printf("need [--stop ID | --temp T | --top-k K | --top-p P | --seed S | --tenant T | "
+           "--priority P]... PREDICT ID...\n");
     return -1;
   }
   q->predict = atoi(w[0]);
@@ -247,6 +260,7 @@ print_info(void)
   printf("slots %d/%d used: %d queued, %d running (%d orphaned), %d done, %d failed; "
          "at most %d per process\n",
       in.used, in.nslot, in.queued, in.running, in.orphans, in.done, in.failed, in.perproc);
+  printf("%d pauses by the scheduling policy since boot\n", in.pauses);
 }
 
 // ---------------------------------------------------------------- top
@@ -255,23 +269,30 @@ print_info(void)
 
 static const char *state_names[] = { "FREE", "QUEUED", "RUNNING", "DONE", "FAILED" };
 
-// A span in ms as a column of width 8, "-" while it is unknown (either
-// end not yet reached).
+// A span in ms as a column of width w after a space, "-" while it is
+// unknown (either end not yet reached).
 static void
-print_ms(uint64 from, uint64 to)
+print_ms(uint64 from, uint64 to, int w)
 {
+  char text[24];
   if (from == 0 || to < from)
-    printf(" %8s", "-");
+    snprintf(text, sizeof(text), "-");
   else
-    printf(" %8lu", (to - from) / 1000);
+    snprintf(text, sizeof(text), "%lu", (to - from) / 1000);
+  printf(" ");
+  for (int k = strlen(text); k < w; k++)
+    printf(" ");
+  printf("%s", text);
 }
 
-// One row per used slot of v: 80 columns at most. CACHED: the prompt
-// positions the worker took from its KV cache (docs/KVCACHE.md).
+// One row per used slot of v (a running request the policy paused is
+// PAUSED): 80 columns at most. CACHED: the prompt positions the worker
+// took from its KV cache (docs/KVCACHE.md); the last four columns are
+// spans in ms from the submit: age, queue, first token, total.
 static void
 print_slots(const struct ai_table_view *v)
 {
-  printf("SLOT STATE   OWNER PROMPT IDS/PREDICT CACHED   AGE ms QUEUE ms  TTFT ms TOTAL ms\n");
+  printf("SLOT STATE   OWNER PROMPT IDS/PRED CACHED TENANT PRI    AGE  QUEUE   TTFT  TOTAL\n");
   for (int i = 0; i < AI_NSLOT; i++) {
     const struct ai_slot_view *w = &v->slot[i];
     char owner[12], progress[12];
@@ -282,12 +303,13 @@ print_slots(const struct ai_table_view *v)
     else
       snprintf(owner, sizeof(owner), "gone"); // an orphan
     snprintf(progress, sizeof(progress), "%d/%d", w->tokens, w->predict);
-    printf("%4d %-7s %5s %6d %11s %6d", i, w->state <= AI_FAILED ? state_names[w->state] : "?",
-        owner, w->prompt_len, progress, w->cached);
-    print_ms(w->submit_time, w->finish_time ? w->finish_time : v->now);
-    print_ms(w->submit_time, w->start_time);
-    print_ms(w->submit_time, w->first_time);
-    print_ms(w->submit_time, w->finish_time);
+    const char *state = w->paused ? "PAUSED" : w->state <= AI_FAILED ? state_names[w->state] : "?";
+    printf("%4d %-7s %5s %6d %8s %6d %6d %3d", i, state, owner, w->prompt_len, progress, w->cached,
+        w->tenant, w->priority);
+    print_ms(w->submit_time, w->finish_time ? w->finish_time : v->now, 6);
+    print_ms(w->submit_time, w->start_time, 6);
+    print_ms(w->submit_time, w->first_time, 6);
+    print_ms(w->submit_time, w->finish_time, 6);
     printf("\n");
   }
 }
@@ -312,8 +334,9 @@ print_table(const struct ai_table_view *v)
   printf("\033[H\033[2J"); // cursor home, clear the screen
   printf("ai top: the kernel's AI table at %lu.%lu s (Ctrl-C ends)\n", v->now / 1000000,
       v->now / 100000 % 10);
-  printf("worker pid %d, %d completed; slots %d/%d used, queue %d, batch %d\n\n", v->worker_pid,
+  printf("worker pid %d, %d completed; slots %d/%d used, queue %d, batch %d\n", v->worker_pid,
       v->completed, used, AI_NSLOT, v->nqueued, v->nbatch);
+  printf("policy %s, %d positions per step\n\n", v->policy, v->chunk);
   print_slots(v);
   const struct ai_kvstat *k = &v->kv;
   printf("\nkv cache: %d blocks of %d positions: %d used, %d cached, %d free\n", k->blocks,
@@ -459,6 +482,26 @@ try_register(int vocab, int seq_len)
   }
 }
 
+// sched [NAME [CHUNK]]: shows the scheduling settings, after setting them.
+static void
+sched(char **w, int n)
+{
+  struct ai_sched a;
+  memset(&a, 0, sizeof(a));
+  if (n >= 2)
+    strncpy(a.policy, w[1], sizeof(a.policy) - 1);
+  if (n == 3) {
+    char *end;
+    long c = strtol(w[2], &end, 10);
+    a.chunk = *end != 0 || c != (int)c || c == 0 ? -1 : (int)c; // the kernel refuses -1
+  }
+  if (report("sched", ai_sched(&a)) == 0)
+    printf("policy %s, %d positions per step\n", a.policy, a.chunk);
+  else if (n >= 2 && !ai_right(0))
+    printf("(setting needs the worker right: boot with aisched=NAME aichunk=N, or "
+           "aiworker=console)\n");
+}
+
 // The commands, for help and for the usage of one with wrong arguments.
 static const struct {
   const char *name, *args, *what;
@@ -472,6 +515,7 @@ static const struct {
   { "gen", "[OPT V]... PREDICT ID...", "submit, stream, then wait" },
   { "info", "", "the kernel's table at a glance" },
   { "top", "[-n N]", "the table live until Ctrl-C (or N refreshes)" },
+  { "sched", "[NAME [CHUNK]]", "the scheduling policy and step budget; set them" },
   { "err", "CODE", "what an error code means (either sign)" },
   { "register", "VOCAB SEQLEN", "try to become the worker (resigns if it did)" },
   { "right", "", "whether this process may become the worker" },
@@ -495,8 +539,8 @@ help(void)
   }
   printf("OPT V, before PREDICT: --stop ID (up to %d), --temp T (0: greedy), --top-k K, "
          "--top-p P, --seed S, --presence-penalty P, --frequency-penalty F, --logit-bias ID:B, "
-         "--logprobs N (gen prints them)\n",
-      AI_MAX_STOP);
+         "--logprobs N (gen prints them), --tenant T, --priority P (0..%d)\n",
+      AI_MAX_STOP, AI_PRIO_MAX);
 }
 
 // c is a command with the wrong arguments, or no command at all: say so.
@@ -538,6 +582,8 @@ run(char **w, int n)
     print_info();
   else if (strcmp(c, "top") == 0)
     top(w, n);
+  else if (strcmp(c, "sched") == 0 && n <= 3)
+    sched(w, n);
   else if (strcmp(c, "err") == 0 && n == 2) {
     const char *m = ai_strerror(id);
     printf("%d: %s\n", id, m ? m : strerror(id));

@@ -22,43 +22,54 @@
 // is registered (aitest takes the role for its deterministic cases), the
 // daemon keeps the model and retries every second.
 //
-// The scheduler (docs/AI_SERVICE.md, section 9, says why):
-// - Places: B sequences, allocated at start from CFG.BIN's sizes (fewer if
-//   memory is short: the daemon says how many), whose KV caches are block
-//   tables into one pool of blocks (user/llm/kvcache.c; --kv-blocks N, boot
-//   argument aikv=N; default a share of the free memory, said at start),
-//   never more places than the pool holds full windows of, so an admitted
-//   request always gets its blocks. A request holds a place from its
-//   admission to its end; the next request gets it at once. With prefix
-//   reuse (on unless --prefix-cache off, boot argument aicache=0) a
-//   request takes its prompt's longest cached prefix from the pool and
-//   runs only the rest: a chat's next turn, or the common system line of
-//   requests in one batch; its blocks go back to the pool when it ends,
-//   its completed ones stay cached until evicted (least recently used).
-// - Admission, before every step, while a place is free: with nothing
-//   running the daemon sleeps in ai_next; otherwise it takes requests with
-//   ai_take, which never blocks. The kernel hands them out in FIFO order,
-//   except that a process already running B/2 requests is passed over
-//   while another process's request waits (fairness; kernel side).
-// - The step: one batched forward pass over at most LLM_BATCH positions
+// The scheduler (docs/AI_SERVICE.md, sections 9 and 11, say why; the
+// policy that decides lives in the kernel, kernel/ai/ai_sched.c):
+// - Places: B requests run at once, each on a sequence of its own whose KV
+//   cache is a block table into one pool of blocks (user/llm/kvcache.c;
+//   --kv-blocks N, boot argument aikv=N; default a share of the free
+//   memory, said at start), never more places than the pool holds full
+//   windows of. The daemon may hold more requests than it runs: a request
+//   the policy paused keeps its blocks in the pool and its block table (in
+//   this process's memory, as they were: nothing is copied), so once every
+//   table is held and B requests are held, one spare table more is made
+//   (LLM_MAXKV at most, and no more requests held than the pool has full
+//   windows for, so every held request can always get its blocks). A
+//   request holds its table from its admission to its end; the next
+//   request gets it. With prefix reuse (on unless --prefix-cache off, boot
+//   argument aicache=0) a request takes its prompt's longest cached prefix
+//   from the pool and runs only the rest: a chat's next turn, or the
+//   common system line of requests in one batch; its blocks go back to the
+//   pool when it ends, its completed ones stay cached until evicted (least
+//   recently used).
+// - Admission, before every step, while a table is free: with nothing
+//   held the daemon sleeps in ai_next; otherwise it takes requests with
+//   ai_take, which never blocks and starts the request the policy picks
+//   while fewer than B run, or beyond that only one that a running
+//   request yields to (preemption).
+// - The plan, before every step (ai_plan): the daemon tells the kernel
+//   the requests it holds and how far each is; the kernel answers them in
+//   the policy's order, how many of them run this step (the others are
+//   paused) and the step's budget (aichunk, at most LLM_BATCH positions).
+// - The step: one batched forward pass over the running requests
 //   (llm_batch_step): every request in decode contributes its next
-//   position, requests in prefill share the rest, oldest first, in chunks
-//   (so a long prompt never stalls the decoders); all matrices are read
-//   once per step for all of them.
-// - Reports, after every step, for every running request: the new id
+//   position, requests in prefill share the rest of the budget in the
+//   policy's order, in chunks (so a long prompt never stalls the
+//   decoders); all matrices are read once per step for all of them.
+// - Reports, after every step, for every held request: the new id
 //   (ai_emit: streaming readers see it at once), or an empty ai_emit
-//   during prefill; either answers -AIE_NOREQ once the request was
-//   cancelled or its owner exited, and the daemon drops it: its place is
-//   free for the next step. A request that has all its ids, or whose last
-//   id is one of its stop ids (struct ai_opts), gets ai_complete; one the
-//   runtime refuses gets ai_fail.
+//   during prefill or while paused; either answers -AIE_NOREQ once the
+//   request was cancelled or its owner exited, and the daemon drops it:
+//   its cache is free for the next step. A request that has all its ids,
+//   or whose last id is one of its stop ids (struct ai_opts), gets
+//   ai_complete; one the runtime refuses gets ai_fail.
 // - Each request chooses its ids with its own sampler (struct ai_opts:
 //   greedy, or temperature, top-k, top-p and seed as llmrun_* takes them),
 //   so its ids are those llmrun_* gives alone, whatever else is in the
-//   batch. The samplers share one workspace: the runtime samples the
-//   requests of a step one after another. Penalties and biases (struct
-//   ai_opts, in millionths) go to the sampler as they are; a request with
-//   logprobs gets each id's record (ai_logprob) just before the id.
+//   batch and however often it is paused. The samplers share one
+//   workspace: the runtime samples the requests of a step one after
+//   another. Penalties and biases (struct ai_opts, in millionths) go to
+//   the sampler as they are; a request with logprobs gets each id's record
+//   (ai_logprob) just before the id.
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
@@ -73,8 +84,10 @@
 #define RESIZE_US 10000000UL // measure the pool again after this long, when idle
 
 _Static_assert(AI_BATCH <= LLM_MAXCACHE, "AI_BATCH above the session's caches");
+_Static_assert(AI_CHUNK_MAX <= LLM_BATCH, "the kernel's step budget above a forward pass");
+_Static_assert(AI_NSLOT <= LLM_MAXKV, "a request per slot could not keep its cache");
 
-// One running request.
+// One held request (running or paused).
 struct running {
   int reqid;
   int reported;         // ids handed to the kernel (ai_emit)
@@ -82,10 +95,10 @@ struct running {
   struct llm_sampler g; // the request's options: sampler and stop ids
 };
 
-static struct running run[AI_BATCH]; // oldest first
-static int nrun, places;
-static uint64 pool_sized_at;    // when llm_pool_start last measured
-static struct llm_sampler work; // the samplers' shared workspace (cand, cum)
+static struct running run[LLM_MAXKV]; // in the last plan's order
+static int nrun, places;              // held requests; B
+static uint64 pool_sized_at;          // when llm_pool_start last measured
+static struct llm_sampler work;       // the samplers' shared workspace (cand, cum)
 
 // The model for dir's CFG.BIN (version 1 files are all Llama); 0 after a
 // message if it cannot be read or checked.
@@ -128,11 +141,11 @@ register_worker(const struct llm_config *g)
   return r;
 }
 
-// A free cache: one no running request holds.
+// A free cache: one no held request holds.
 static struct llm_cache *
 free_cache(struct llm_session *s)
 {
-  for (int c = 0; c < places; c++) {
+  for (int c = 0; c < s->ncache; c++) {
     int used = 0;
     for (int i = 0; i < nrun; i++)
       used |= run[i].r.kv == &s->kv[c];
@@ -170,6 +183,16 @@ sampler_for(struct llm_sampler *g, const struct ai_opts *o, int vocab)
   g->adj = work.adj;
   llm_sampler_reset(g);
   return llm_sampler_needs_work(g) && work.cand == 0 ? -1 : 0;
+}
+
+// Blocks of the KV pool one request's whole window (runtime_seq_len
+// positions) may take: every request held, running or paused, can grow
+// to its window, so the daemon holds no more requests than the pool has
+// windows for.
+static int
+window_blocks(const struct llm_runtime *rt)
+{
+  return (rt->cfg.runtime_seq_len + LLM_KV_BLOCK - 1) / LLM_KV_BLOCK;
 }
 
 // Tell the kernel the KV pool's counters and, for a request u (or 0),
@@ -236,13 +259,15 @@ next_request(struct ai_job *job)
   return ai_next(job);
 }
 
-// Take requests while a place is free: sleep for one if none runs, never
-// block otherwise. Exits when this process is no longer the worker.
+// Take requests while a cache is free: sleep for one if none is held,
+// never block otherwise. Exits when this process is no longer the worker.
+// Then, if every cache is held and at least B requests, one spare cache
+// for a request that preempts (design comment).
 static void
 admit_all(struct llm_runtime *rt, struct llm_session *s)
 {
   static struct ai_job job;
-  while (nrun < places) {
+  while (nrun < s->ncache) {
     int r = next_request(&job);
     if (r == -AIE_NOTWORKER) {
       fprintf(2, "ai_daemon: no longer the worker; exiting\n");
@@ -258,6 +283,9 @@ admit_all(struct llm_runtime *rt, struct llm_session *s)
     }
     admit(rt, s, &job);
   }
+  if (nrun == s->ncache && nrun >= places && s->ncache < LLM_MAXKV &&
+      (s->ncache + 1) * window_blocks(rt) <= s->pool.nblocks)
+    llm_session_add_caches(s, rt, s->ncache + 1);
 }
 
 // The record of u's latest id (its sampler's) to the kernel, in
@@ -305,17 +333,48 @@ report(struct running *u)
   return 1;
 }
 
-// One step for the running requests, then their reports; the ended ones
-// leave (the others keep their order).
+// Puts run[] in the order of plan p (which names each held request once)
+// and returns how many of them run this step; the step's budget goes to
+// s. If the kernel refuses the plan, the first B held run, oldest first.
+static int
+plan(struct llm_session *s)
+{
+  static struct ai_plan p;
+  static struct running was[LLM_MAXKV];
+  p.places = places;
+  p.caches = s->ncache;
+  p.n = nrun;
+  for (int i = 0; i < nrun; i++) {
+    p.e[i].reqid = run[i].reqid;
+    p.e[i].fed = run[i].r.fed;
+    was[i] = run[i];
+  }
+  int r = ai_plan(&p);
+  if (r < 0) {
+    fprintf(2, "ai_daemon: plan: %s\n", ai_strerror(r));
+    s->budget = LLM_BATCH;
+    return nrun < places ? nrun : places;
+  }
+  for (int i = 0; i < nrun; i++)
+    for (int k = 0; k < nrun; k++)
+      if (was[k].reqid == p.e[i].reqid)
+        run[i] = was[k];
+  s->budget = p.chunk;
+  return p.run;
+}
+
+// One step for the requests the plan runs, then the reports of all held
+// ones; the ended ones leave (the others keep their order).
 static void
 step(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s)
 {
-  struct llm_req *rq[AI_BATCH];
+  struct llm_req *rq[LLM_MAXKV];
+  int n = plan(s);
   for (int i = 0; i < nrun; i++) {
-    run[i].r.sampler = &run[i].g; // run[] is compacted below: point at its place now
+    run[i].r.sampler = &run[i].g; // run[] moves: point at its place now
     rq[i] = &run[i].r;
   }
-  llm_batch_step(md, rt, s, rq, nrun);
+  llm_batch_step(md, rt, s, rq, n);
   int kept = 0;
   for (int i = 0; i < nrun; i++)
     if (!report(&run[i]))
@@ -399,7 +458,7 @@ main(int argc, char **argv)
         2, "ai_daemon: memory for %d of %d KV caches: serving %d at once\n", places, batch, places);
   if (llm_session_pool(&s, &rt, kv_blocks, reuse, 0) < 0)
     idle(ready_fd);
-  int window = (rt.cfg.runtime_seq_len + LLM_KV_BLOCK - 1) / LLM_KV_BLOCK;
+  int window = window_blocks(&rt);
   if (places > s.pool.nblocks / window) {
     places = s.pool.nblocks / window;
     fprintf(

@@ -258,14 +258,14 @@ struct submit {
 static int
 parse_submit(char **w, int n, struct submit *s, const char **why)
 {
-  uint64 v[6], x;
+  uint64 v[8], x;
   int i;
 
   memset(s, 0, sizeof(*s));
-  // rid predict temp_micro top_k top_p_micro seed
-  static const uint64 max[6] = { GW_RID_MAX, 0x7fffffff, 0xffffffff, 0xffffffff, 0xffffffff,
-    0xffffffffffffffffULL };
-  for (i = 0; i < 6; i++) {
+  // rid predict temp_micro top_k top_p_micro seed tenant priority
+  static const uint64 max[8] = { GW_RID_MAX, 0x7fffffff, 0xffffffff, 0xffffffff, 0xffffffff,
+    0xffffffffffffffffULL, 0x7fffffff, 0x7fffffff };
+  for (i = 0; i < 8; i++) {
     if (1 + i >= n || parse_num(w[1 + i], max[i], &v[i]) < 0 || (i == 0 && v[0] == 0)) {
       *why = i == 0 ? "malformed: no rid (1.." GW_STR(GW_RID_MAX) ")"
                     : "malformed: a field is not a number in range";
@@ -279,19 +279,21 @@ parse_submit(char **w, int n, struct submit *s, const char **why)
   s->opts.top_k = v[3];
   s->opts.top_p_micro = v[4];
   s->opts.seed = v[5];
-  if (7 >= n || parse_num(w[7], AI_MAX_STOP, &x) < 0) {
+  s->opts.tenant = v[6];   // 0: the gateway's pid (the kernel's default)
+  s->opts.priority = v[7]; // the kernel checks the range (AIE_PRIORITY)
+  if (9 >= n || parse_num(w[9], AI_MAX_STOP, &x) < 0) {
     *why = "malformed: nstop is not 0.." AI_STR(AI_MAX_STOP);
     return GW_MALFORMED;
   }
   s->opts.nstop = x;
   for (i = 0; i < s->opts.nstop; i++) {
-    if (8 + i >= n || parse_num(w[8 + i], 0xffffffff, &x) < 0) {
+    if (10 + i >= n || parse_num(w[10 + i], 0xffffffff, &x) < 0) {
       *why = "malformed: a stop id is missing or not a number";
       return GW_MALFORMED;
     }
     s->opts.stop[i] = x;
   }
-  i = parse_adjust(w, n, 8 + s->opts.nstop, &s->opts);
+  i = parse_adjust(w, n, 10 + s->opts.nstop, &s->opts);
   if (i < 0) {
     *why = "malformed: presence frequency logprobs nbias (id bias)... after the stop ids";
     return GW_MALFORMED;

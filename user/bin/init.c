@@ -1,7 +1,8 @@
 // init: the first user process.
 //
-//   init [aiworker=console] [aibatch=B] [aikv=N] [aicache=0]   (its arguments are the boot
-//       command line's words without a dot: kernel/core/bootargs.c)
+//   init [aiworker=console] [aibatch=B] [aikv=N] [aicache=0] [aisched=NAME] [aichunk=N]
+//       (its arguments are the boot command line's words without a dot:
+//       kernel/core/bootargs.c)
 //
 // It opens the console as fds 0, 1 and 2 (creating /console on a fresh
 // image), makes /port when the kernel has the gateway's port device
@@ -24,6 +25,9 @@
 // B (pyaisvc bench --burst compares batch sizes so, one boot each);
 // aikv=N gives its KV pool N blocks (--kv-blocks N) and aicache=0 turns
 // its prefix reuse off (--prefix-cache off), docs/KVCACHE.md.
+// aisched=NAME and aichunk=N set the AI service's scheduling policy and
+// its worker's step budget (ai_sched, with the right init holds; a bad
+// value is named and the default stays: docs/AI_SERVICE.md section 11).
 
 #include "user/lib/user.h"
 #include "kernel/include/param.h"
@@ -106,6 +110,30 @@ add_arg(struct service *s, char *a)
   }
   s->argv[n] = a;
   s->argv[n + 1] = 0;
+}
+
+// The boot's AI scheduling settings (aisched=NAME, aichunk=N; 0 if not
+// given), applied with ai_sched; a bad one is named and changes nothing.
+static void
+set_sched(const char *policy, const char *chunk)
+{
+  struct ai_sched a;
+  int n = 0, r;
+
+  memset(&a, 0, sizeof(a));
+  if (policy)
+    strncpy(a.policy, policy, sizeof(a.policy) - 1);
+  for (const char *c = chunk; c && *c; c++)
+    n = *c >= '0' && *c <= '9' && n < 1000 ? n * 10 + *c - '0' : -1;
+  if (chunk && n <= 0)
+    n = -1; // empty, not a number, or 0: the kernel refuses it
+  a.chunk = n;
+  if ((r = ai_sched(&a)) < 0) {
+    fprintf(2, "init: aisched=%s aichunk=%s: %s; left as they were\n", policy ? policy : "-",
+        chunk ? chunk : "-", ai_strerror(r));
+    return;
+  }
+  printf("init: AI scheduling policy %s, %d positions per step\n", a.policy, a.chunk);
 }
 
 // Make fds 0, 1 and 2 the console. Without a console nothing can be
@@ -234,6 +262,7 @@ main(int argc, char *argv[])
 {
   struct service *s;
   int pid, status;
+  char *policy = 0, *chunk = 0;
 
   openconsole();
   makeport();
@@ -249,10 +278,16 @@ main(int argc, char *argv[])
     } else if (strcmp(argv[i], "aicache=0") == 0) {
       add_arg(service("/ai_daemon"), "--prefix-cache");
       add_arg(service("/ai_daemon"), "off");
+    } else if (strncmp(argv[i], "aisched=", 8) == 0) {
+      policy = argv[i] + 8;
+    } else if (strncmp(argv[i], "aichunk=", 8) == 0) {
+      chunk = argv[i] + 8;
     } else {
       fprintf(2, "init: unknown argument '%s' ignored\n", argv[i]);
     }
   }
+  if (policy || chunk)
+    set_sched(policy, chunk);
   for (;;) {
     for (s = services; s < services + NSERVICE; s++)
       if (s->pid == 0)

@@ -75,6 +75,11 @@ int ai_logprobs(int reqid, struct ai_logprob *lp, int from, int cap);
 // 1 while this process holds the AI worker right, else 0; drop != 0 first
 // gives it up for good (docs/AI_SERVICE.md, rule 13)
 int ai_right(int drop);
+// the scheduling policy and step budget (struct ai_sched): "" and 0 keep
+// them (anyone may read), setting needs the worker right; filled with
+// those in force
+struct ai_sched;
+int ai_sched(struct ai_sched *s);
 // Worker only (user/ai/ai_daemon.c):
 int ai_register(int vocab, int seq_len); // (0, 0) resigns the role
 int ai_next(struct ai_job *job);         // reqid; blocks while none queued
@@ -86,6 +91,8 @@ int ai_emit(int reqid, const uint32 *ids, int n);        // 0 = go on; -AIE_NORE
 int ai_logprob(int reqid, const struct ai_logprob *rec); // before the emit of its id
 struct ai_kvstat;
 int ai_kvreport(int reqid, int cached, const struct ai_kvstat *st); // reqid 0: counters only
+struct ai_plan;
+int ai_plan(struct ai_plan *p); // the order and the places of the next step
 
 // ---- ulib.c
 int stat(const char *path, struct stat *st);

@@ -156,8 +156,8 @@ session_alloc(struct llm_session *s, const struct llm_runtime *rt)
 int
 llm_session_add_caches(struct llm_session *s, const struct llm_runtime *rt, int want)
 {
-  if (want > LLM_MAXCACHE)
-    want = LLM_MAXCACHE;
+  if (want > LLM_MAXKV)
+    want = LLM_MAXKV;
   while (s->ncache < want && cache_alloc(s, rt) == 0)
     ;
   return s->ncache;
@@ -380,24 +380,26 @@ llm_session_run(const struct llm_model *md, struct llm_runtime *rt, struct llm_s
 }
 
 // ---------------------------------------------------------------- batched steps
-// A step runs at most LLM_BATCH positions, so that every matrix is read
-// once per step (llm_matmul takes up to LLM_BATCH positions at once) and
-// each position gets exactly the arithmetic it gets alone (the matmul
-// treats positions independently; attention, norms and the recurrences
-// run per position, on the position's own cache). The plan:
+// A step runs at most its budget of positions (s->budget, at most and by
+// default LLM_BATCH), so that every matrix is read once per step
+// (llm_matmul takes up to LLM_BATCH positions at once) and each position
+// gets exactly the arithmetic it gets alone (the matmul treats positions
+// independently; attention, norms and the recurrences run per position,
+// on the position's own cache), whatever the budget. The plan:
 // - every request in decode (its prompt all run) runs its next position:
 //   a running request gets one id per step, whatever else is in the batch;
-// - requests in prefill share the positions left, oldest first, each
-//   taking as much of its prompt as fits (a chunk), but leaving one
-//   position for every younger request in prefill. nr <= LLM_BATCH, so
-//   every request moves every step, and a long prompt never stalls the
-//   others: it takes only what the decoders leave.
+// - requests in prefill share the positions left in r[]'s order (oldest
+//   first, or ai_daemon's: the kernel's scheduling policy), each taking
+//   as much of its prompt as fits (a chunk), but leaving one position for
+//   every later request in prefill. nr <= the budget, so every request
+//   moves every step, and a long prompt never stalls the others: it
+//   takes only what the decoders and the requests before it leave.
 
-// Positions each of r[0..nr) runs this step (the plan above).
+// Positions each of r[0..nr) runs this step, of budget (the plan above).
 static void
-batch_plan(struct llm_req **r, int nr, int *take)
+batch_plan(struct llm_req **r, int nr, int budget, int *take)
 {
-  int left = LLM_BATCH, nprefill = 0;
+  int left = budget, nprefill = 0;
   for (int i = 0; i < nr; i++) {
     take[i] = r[i]->fed >= r[i]->n ? 1 : 0;
     left -= take[i];
@@ -432,7 +434,7 @@ llm_batch_step(const struct llm_model *md, struct llm_runtime *rt, struct llm_se
   struct llm_step st = { 0 };
   int take[LLM_MAXCACHE], at[LLM_MAXCACHE], ids[LLM_MAXCACHE];
   struct llm_req *who[LLM_MAXCACHE];
-  batch_plan(r, nr, take);
+  batch_plan(r, nr, s->budget > 0 && s->budget < LLM_BATCH ? s->budget : LLM_BATCH, take);
   for (int i = 0; i < nr; i++)
     for (int j = 0; j < take[i]; j++) {
       st.kv[st.n] = r[i]->kv;

@@ -31,6 +31,7 @@ struct llm_cache {
 };
 
 #define LLM_MAXCACHE LLM_BATCH // requests one session can run at once
+#define LLM_MAXKV    16 // caches one session may hold (ai_daemon's paused requests keep theirs)
 
 // The positions one forward pass runs (at most LLM_BATCH): position p of
 // the batch is position pos[p] of the request whose cache is kv[p]. The
@@ -42,10 +43,11 @@ struct llm_step {
 };
 
 struct llm_session {
-  struct llm_cache kv[LLM_MAXCACHE]; // kv[0] serves the single-request path
-  int ncache;                        // caches allocated
-  struct llm_kvpool pool;            // the KV cache's blocks (llm_session_pool)
-  int cached;                        // llm_session_generate's prompt positions from the pool
+  struct llm_cache kv[LLM_MAXKV]; // kv[0] serves the single-request path
+  int ncache;                     // caches allocated
+  struct llm_kvpool pool;         // the KV cache's blocks (llm_session_pool)
+  int cached;                     // llm_session_generate's prompt positions from the pool
+  int budget;                     // positions per batched step, 1..LLM_BATCH; 0: LLM_BATCH
   // workspace for LLM_BATCH positions
   double *x;  // (LLM_BATCH, dim) hidden state
   double *xn; // (LLM_BATCH, maxin) input of the next matmuls: normed x, or
@@ -81,7 +83,7 @@ struct llm_session {
   } head[LLM_MAX_THREADS];
   double *delta_kv[LLM_MAX_THREADS]; // (lin_v_dim) llm_delta_step's kv, per thread
   double *logits;                    // (LLM_BATCH, vocab_size) llm_heads' logits
-  void *buf[32 + LLM_MAXCACHE];      // every allocation, freed by llm_session_free
+  void *buf[32 + LLM_MAXKV];         // every allocation, freed by llm_session_free
   int nbuf;
   int oom; // an allocation failed
   struct llm_timing tm;
@@ -160,10 +162,11 @@ int llm_req_start(const struct llm_runtime *rt, struct llm_req *r, struct llm_ca
 // The request is over (done, cancelled or failed): its cache gives its
 // blocks back (the published ones stay cached). Any number of times.
 void llm_req_end(struct llm_req *r);
-// One batched step for the unfinished requests r[0..nr) (nr <=
-// LLM_MAXCACHE, oldest first): every request in decode runs its next
-// position, requests in prefill share what is left of LLM_BATCH positions
-// (oldest first, at least one position each step), then every request
+// One batched step for the unfinished requests r[0..nr) (nr <= the
+// step's budget, s->budget or LLM_BATCH, most urgent first: oldest first,
+// or a scheduling policy's order): every request in decode runs its next
+// position, requests in prefill share what is left of the budget (in
+// r[]'s order, at least one position each step), then every request
 // whose known ids are all run gets its next id (r->gen grows by one;
 // r->done is set once it has predict ids or a stop id).
 void llm_batch_step(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s,

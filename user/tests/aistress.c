@@ -4,7 +4,9 @@
 //   aistress [NPROC [NREQ [SEED [MAXPROMPT [MAXPREDICT]]]]]   (8 8 1 12 8)
 //   aistress --bench PREDICT ID...     one process queues 8 copies at once
 //
-// Each process submits its NREQ requests (blocking while the table is full
+// Each process submits its NREQ requests (each with a random priority, as
+// one of three tenants, so that every scheduling policy reorders and
+// pauses them; blocking while the table is full
 // and it owns none; on AIE_WOULDBLOCK it first waits for one of its own),
 // then waits for the rest in a random order, and writes one line per
 // request to /aistress.N:
@@ -32,6 +34,7 @@ rnd(int n)
 
 struct req {
   int reqid, count, predict;
+  struct ai_opts opts; // a random priority; the tenant: one of three
   uint32 ids[AI_MAX_PROMPT];
 };
 
@@ -82,10 +85,14 @@ worker_proc(int proc, int nreq, int seed, int maxprompt, int maxpredict, int voc
     r->predict = 1 + rnd(maxpredict);
     for (int i = 0; i < r->count; i++)
       r->ids[i] = rnd(vocab);
+    memset(&r->opts, 0, sizeof(r->opts));
+    r->opts.priority = rnd(AI_PRIO_MAX + 1);
+    r->opts.tenant = 1 + proc % 3;
   }
   for (int k = 0; k < nreq; k++) {
     struct req *r = &reqs[k];
-    while ((r->reqid = ai_submit(r->ids, r->count, r->predict)) == -AIE_WOULDBLOCK && nout > 0)
+    while ((r->reqid = ai_submit_opts(r->ids, r->count, r->predict, &r->opts)) == -AIE_WOULDBLOCK &&
+        nout > 0)
       finish_one(fd, proc, outq, &nout);
     if (r->reqid > 0)
       outq[nout++] = k;

@@ -310,8 +310,8 @@ known_errno(long e)
 static int
 is_ai(long nr)
 {
-  return (nr >= SYS_ai_submit && nr <= SYS_ai_submit_opts) || nr == SYS_ai_table ||
-      nr == SYS_ai_logprobs || nr == SYS_ai_logprob;
+  return (nr >= SYS_ai_submit && nr <= SYS_ai_submit_opts) ||
+      (nr >= SYS_ai_table && nr <= SYS_ai_plan);
 }
 
 static int
@@ -548,6 +548,23 @@ call_proc(struct call *c)
   }
 }
 
+// Settings for ai_sched: a policy name (good, unknown, empty or not
+// terminated) and a step budget (good, 0 to keep, or out of range).
+static void
+sched_args(struct ai_sched *s)
+{
+  static const char *names[] = { "fifo", "priority", "shortest", "fair", "", "lottery", "fifoX",
+    "FIFO" };
+  static const int chunks[] = { 0, 1, 4, AI_CHUNK_MAX, AI_CHUNK_MAX + 1, -1, 0x7fffffff };
+
+  memset(s, 0, sizeof(*s));
+  if (chance(10))
+    memset(s->policy, 'f', sizeof(s->policy)); // no NUL
+  else
+    strcpy(s->policy, names[pick(NELEM(names))]);
+  s->chunk = chunks[pick(NELEM(chunks))];
+}
+
 static int
 anyreqid(void)
 {
@@ -566,7 +583,7 @@ call_ai(struct call *c)
   if (!aiblock && count > 0 && count <= AI_MAX_PROMPT)
     count = 0; // a real worker would run it for seconds: only bad submits
 
-  switch (pick(9)) {
+  switch (pick(10)) {
   case 0:
   case 1:
     c->nr = SYS_ai_submit;
@@ -611,6 +628,13 @@ call_ai(struct call *c)
         (long)(int)c->a[1] >= (long)sizeof(struct ai_table_view) ? sizeof(struct ai_table_view) : 0,
         1);
     break;
+  case 8: // the scheduling settings: read, or set (a name of the list, or any bytes)
+    c->nr = SYS_ai_sched;
+    if (chance(50))
+      sched_args((struct ai_sched *)(c->a[0] = okptr(sizeof(struct ai_sched))));
+    else
+      dataptr(c, 0, sizeof(struct ai_sched), 1);
+    break;
   case 6: // ai_call blocks like submit + wait
     c->nr = SYS_ai_call;
     c->a[0] = okptr(AI_MAX_PROMPT * 4);
@@ -623,13 +647,16 @@ call_ai(struct call *c)
     break;
   default: { // worker-only calls from a caller: refused
     static const long worker[] = { SYS_ai_register, SYS_ai_progress, SYS_ai_complete, SYS_ai_fail,
-      SYS_ai_take, SYS_ai_emit, SYS_ai_logprob }; // (an ai_next that succeeds would take one)
+      SYS_ai_take, SYS_ai_emit, SYS_ai_logprob, SYS_ai_kvreport,
+      SYS_ai_plan }; // (an ai_next that succeeds would take a request)
     c->nr = worker[pick(NELEM(worker))];
     c->a[0] = c->nr == SYS_ai_register ? (chance(50) ? 0 : pick(100000)) : anyreqid();
     c->a[1] = c->nr == SYS_ai_register ? (chance(50) ? 0 : pick(1000)) : okptr(1024);
     c->a[2] = pick(300);
     if (c->nr == SYS_ai_take) // (job, places)
       c->a[0] = okptr(sizeof(struct ai_job));
+    if (c->nr == SYS_ai_plan)
+      c->a[0] = okptr(sizeof(struct ai_plan));
     break;
   }
   }
@@ -756,7 +783,7 @@ call_raw(struct call *c)
   static const long safe[] = { SYS_write, SYS_fstat, SYS_chdir, SYS_dup, SYS_getpid, SYS_uptime,
     SYS_open, SYS_mknod, SYS_unlink, SYS_link, SYS_mkdir, SYS_close, SYS_time_us, SYS_sysinfo,
     SYS_ai_query, SYS_ai_cancel, SYS_ai_info, SYS_ai_table, SYS_ai_progress, SYS_ai_fail,
-    SYS_nharts, SYS_vlenb, SYS_futex_wake, SYS_ai_take, SYS_ai_emit };
+    SYS_nharts, SYS_vlenb, SYS_futex_wake, SYS_ai_take, SYS_ai_emit, SYS_ai_plan, SYS_ai_sched };
   static const long bad[] = { 0, -1, 1000, 0x7fffffff, 0x100000005L, (long)0x8000000000000000UL };
 
   c->raw = 1;
@@ -1031,6 +1058,31 @@ finish(int reqid, int predict)
 
 static void finish(int reqid, int predict);
 
+// ai_plan's argument for the worker running reqid: a plan of 0..3 entries
+// (reqid, or any id; any progress) and places, or a pointer of any kind.
+// A plan it accepts only reorders and may pause reqid: the request still
+// ends when the worker completes it.
+static void
+plan_args(struct call *c, int reqid)
+{
+  static const int places[] = { 0, 1, 8, -1, 0x7fffffff };
+  struct ai_plan *p;
+
+  if (chance(30)) {
+    dataptr(c, 0, sizeof(struct ai_plan), 1);
+    return;
+  }
+  p = (struct ai_plan *)(c->a[0] = okptr(sizeof(struct ai_plan)));
+  memset(p, 0, sizeof(*p));
+  p->places = places[pick(NELEM(places))];
+  p->caches = places[pick(NELEM(places))];
+  p->n = chance(80) ? pick(4) : anylen();
+  for (int i = 0; i < 3; i++) {
+    p->e[i].reqid = chance(60) ? reqid : anyreqid();
+    p->e[i].fed = chance(50) ? pick(8) : anylen();
+  }
+}
+
 // Bad and good worker-side calls while request reqid runs; none of them
 // ends it (a complete with n = -1 is refused; fail is redirected; emit
 // adds ids, or is refused). ai_take gets only pointers it must refuse, so
@@ -1040,7 +1092,7 @@ static void
 worker_noise(int reqid)
 {
   static const long nrs[] = { SYS_ai_progress, SYS_ai_complete, SYS_ai_fail, SYS_ai_emit,
-    SYS_ai_take, SYS_ai_logprob };
+    SYS_ai_take, SYS_ai_logprob, SYS_ai_plan };
   struct call c;
   int kind;
 
@@ -1062,6 +1114,8 @@ worker_noise(int reqid)
       c.nodata = 1;
       c.datacount = 1;
     }
+    if (c.nr == SYS_ai_plan)
+      plan_args(&c, reqid);
     long r = run(&c);
     if (c.nr == SYS_ai_take && r > 0)
       finish(r, 1);

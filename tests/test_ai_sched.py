@@ -1,0 +1,269 @@
+"""The AI service's scheduling policies with the real worker (docs/AI_SERVICE.md
+section 11, docs/SCHEDULING.md), the tiny synthetic Qwen3.5 at /AI/QWEN:
+
+- aistress (random prompts, priorities and three tenants) under every policy and
+  every step budget 1..8 (boot arguments aisched= and aichunk=), on 1 and 2 harts,
+  with the scalar and the vector kernels: every result is pyaisvc.reference's for
+  its own prompt, whatever the order, the chunks and the pauses;
+- preemption for real: one place (aibatch=1) under `priority`, a long low-priority
+  request paused by each urgent one that comes while it runs, each time keeping its
+  KV cache in the worker: every id the reference's, and the table counts the pauses;
+- `pyaisvc serve --sched fair --chunk 4`: two users' requests at once (tenants of
+  their own, one with a priority), the reference's text, /metrics by user;
+- switching the policy at run time (`ai sched`) while aistress runs loses nothing;
+- bad values: a boot argument init cannot apply, `ai sched` with an unknown policy,
+  a bad budget, without the right; a negative priority: each named, nothing changed.
+
+The policies' order, aging, fair's bound and pause/cancel/exit while paused on
+crafted queues are aitest's cases (tests/test_ai_service.py runs it).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+from host import llmcases as lc
+
+from pyaisvc import fsimg
+from pyaisvc.assets import load_assets
+from pyaisvc.qemu import CONSOLE_AI_WORKER, VECTOR_CPU, Guest, QemuConfig
+from pyaisvc.reference import Reference
+
+pytestmark = pytest.mark.guest
+
+SCALAR_CPU = "rv64,v=false"
+STRESS = re.compile(r"^aistress: (\d+) ok, (\d+) errors, table used (\d+), (\d+) ms$", re.M)
+PAUSES = re.compile(r"^(\d+) pauses by the scheduling policy since boot$", re.M)
+
+
+@pytest.fixture(scope="module")
+def qwen_dir() -> Path:
+    return lc.qwen_tiny_dir("v3")
+
+
+@pytest.fixture(scope="module")
+def reference(qwen_dir) -> Reference:
+    return Reference(load_assets(qwen_dir))
+
+
+@pytest.fixture(scope="module")
+def image(build, qwen_dir, tmp_path_factory) -> Path:
+    tree = fsimg.Tree(fsimg.load_layout())
+    for name, elf in build.uprogs.items():
+        tree.add_file(name, elf)
+    tree.add_dir("AI/QWEN", qwen_dir)
+    path = tmp_path_factory.mktemp("aisched") / "ai.img"
+    fsimg.build_image(path, tree)
+    return path
+
+
+def boot(build, image: Path, cpus: int, cpu: str, append: str) -> Guest:
+    """The guest to boot (`with` boots it and closes it)."""
+    return Guest(QemuConfig(kernel=build.kernel, image=image, ram="256M", cpus=cpus,
+                            snapshot=True, cpu=cpu, append=append))
+
+
+def check_stress(out: str, reference: Reference, nresults: int) -> None:
+    """aistress's summary is clean and every R line's ids are the reference's."""
+    m = STRESS.search(out)
+    assert m and m.group(2) == "0" and m.group(3) == "0", out
+    lines = [ln for ln in out.splitlines() if ln.startswith("R ")]
+    assert len(lines) == nresults, out
+    for line in lines:
+        head, prompt, result = line.split(":")
+        predict = int(head.split()[3])
+        ids = [int(v) for v in prompt.split()]
+        assert [int(v) for v in result.split()] == reference.generate(ids, predict), line
+
+
+def pauses(g: Guest) -> int:
+    out = g.run("ai info")
+    m = PAUSES.search(out)
+    assert m, out
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("policy,chunk,cpus,cpu", [
+    ("fifo", 1, 1, SCALAR_CPU),
+    ("priority", 2, 2, VECTOR_CPU),
+    ("shortest", 3, 1, VECTOR_CPU),
+    ("fair", 4, 2, SCALAR_CPU),
+    ("priority", 5, 1, SCALAR_CPU),
+    ("shortest", 6, 2, SCALAR_CPU),
+    ("fair", 7, 1, VECTOR_CPU),
+    ("shortest", 8, 2, VECTOR_CPU),
+])
+def test_policy_and_budget_token_exact(build, image, reference, policy: str, chunk: int,
+                                       cpus: int, cpu: str) -> None:
+    """aistress under the policy and budget: each result is the reference's."""
+    nproc, nreq = 6, 4
+    with boot(build, image, cpus, cpu, f"aisched={policy} aichunk={chunk}") as g:
+        assert f"init: AI scheduling policy {policy}, {chunk} positions per step" in g.transcript
+        assert f"policy {policy}, {chunk} positions per step" in g.run("ai sched")
+        out = g.run(f"aistress {nproc} {nreq} {chunk} 24 12", timeout=1500)
+        check_stress(out, reference, nproc * nreq)
+        assert "slots 0/16 used" in g.run("ai info")
+        if policy == "fifo":
+            assert pauses(g) == 0
+        assert "panic" not in g.transcript
+
+
+@pytest.mark.parametrize("cpus,cpu", [(1, SCALAR_CPU), (1, VECTOR_CPU), (2, SCALAR_CPU),
+                                      (2, VECTOR_CPU)])
+def test_paused_request_resumes_token_exact(build, image, reference, qwen_dir, cpus: int,
+                                            cpu: str) -> None:
+    """One place (aibatch=1) under priority: a long request of priority 0 runs in the
+    background; while it runs, urgent requests come one after another (each waited
+    for; the long one runs again while the shell starts the next), and each pauses
+    it; it resumes after each from its kept KV cache. Every result is the
+    reference's, and the table counted a pause for every urgent request that found it
+    running (all but perhaps the last, which may come as it ends). How many come
+    depends on the host's speed; aitest pauses one request 11 times on purpose."""
+    low = lc.FRANCE["qwen"]
+    high = lc.qwen_prompts()[1][:4]
+    want_high = " ".join(map(str, reference.generate(high, 2)))
+    with boot(build, image, cpus, cpu, "aisched=priority aibatch=1") as g:
+        g.run(f"ai call 240 {' '.join(map(str, low))} > /low.txt & echo started")
+        highs = 0  # urgent requests sent while the long one was still held
+        for _ in range(8):
+            if re.search(r" 0 running", g.run("ai info")):
+                break  # the long request ended
+            out = g.run(f"ai call --priority 90 2 {' '.join(map(str, high))}", timeout=300)
+            assert out.splitlines()[0] == want_high, out
+            highs += 1
+        deadline = time.monotonic() + 600
+        while not (done := g.run("cat /low.txt").strip()) and time.monotonic() < deadline:
+            g.run("sleep 10")
+        assert done.splitlines()[0] == " ".join(map(str, reference.generate(low, 240))), done
+        assert highs >= 1, "the long request ended before an urgent one came"
+        assert pauses(g) >= max(1, highs - 1), g.run("ai info")
+        assert "slots 0/16 used" in g.run("ai info")
+        assert "panic" not in g.transcript
+
+
+def test_switching_policy_under_load_loses_nothing(build, image, reference) -> None:
+    """`ai sched` (with the worker right: aiworker=console) switches the policy and
+    the budget as often as the shell can while aistress runs: every request ends,
+    each with the reference's ids."""
+    nproc, nreq = 8, 8
+    with boot(build, image, 2, VECTOR_CPU, CONSOLE_AI_WORKER) as g:
+        g.run(f"aistress {nproc} {nreq} 9 48 32 > /stress.txt & echo started")
+        settings = ["priority 3", "shortest 8", "fair 2", "fifo 5", "shortest 1", "fair 8"]
+        deadline = time.monotonic() + 1200
+        k = 0
+        while "aistress:" not in g.run("cat /stress.txt") and time.monotonic() < deadline:
+            said = g.run(f"ai sched {settings[k % len(settings)]}")
+            name, chunk = settings[k % len(settings)].split()
+            assert f"policy {name}, {chunk} positions per step" in said, said
+            k += 1
+        assert k >= 2, "aistress ended before the policy changed twice"
+        check_stress(g.run("cat /stress.txt", timeout=60), reference, nproc * nreq)
+        assert "slots 0/16 used" in g.run("ai info")
+        assert "panic" not in g.transcript
+
+
+def test_bad_scheduling_values_are_named(build, image) -> None:
+    """A boot argument init cannot apply is named and the defaults stay; `ai sched`
+    names an unknown policy, a bad budget and the missing right; a priority out of
+    range is refused by the kernel with its own code."""
+    with boot(build, image, 1, VECTOR_CPU, "aisched=lottery aichunk=4") as g:
+        assert ("init: aisched=lottery aichunk=4: no such scheduling policy (fifo, priority, "
+                "shortest, fair); left as they were") in g.transcript, g.transcript
+        assert g.run("ai sched") == "policy fifo, 8 positions per step\n"
+        out = g.run("ai sched fair")
+        assert "sched: error -118: not entitled to the AI worker role" in out, out
+        assert "boot with aisched=NAME aichunk=N, or aiworker=console" in out, out
+        out = g.run("ai submit --priority -1 4 1 2 3")
+        assert "error -120: priority out of range (0..100)" in out, out
+        out = g.run("ai submit --priority 101 4 1 2 3")
+        assert "error -120: priority out of range (0..100)" in out, out
+        assert "error -115: invalid argument" in g.run("ai submit --tenant -3 4 1 2 3")
+        assert g.run("ai sched") == "policy fifo, 8 positions per step\n"
+    with boot(build, image, 1, VECTOR_CPU, f"{CONSOLE_AI_WORKER} aichunk=0") as g:
+        assert "step budget out of range (1..8 positions)" in g.transcript, g.transcript
+        out = g.run("ai sched lottery")
+        assert "error -119: no such scheduling policy (fifo, priority, shortest, fair)" in out
+        assert "error -121: step budget out of range (1..8 positions)" in g.run(
+            "ai sched fair -2")
+        assert "error -121" in g.run("ai sched fair 9")
+        assert g.run("ai sched") == "policy fifo, 8 positions per step\n"
+        assert g.run("ai sched shortest 2") == "policy shortest, 2 positions per step\n"
+        top = g.run("ai top -n 1")
+        assert "policy shortest, 2 positions per step" in top, top
+        assert "TENANT PRI" in top and all(len(ln) <= 80 for ln in top.splitlines()), top
+
+
+def test_serve_passes_policy_tenant_and_priority(tmp_path) -> None:
+    """`pyaisvc serve --sched fair --chunk 4` boots the guest with aisched=fair aichunk=4;
+    two users' requests at once (tenants of their own) and one with a priority each get
+    the reference's greedy continuation, and /metrics counts the ids served by user."""
+    import asyncio
+    import socket
+    import subprocess
+    import sys
+
+    import httpx
+    from host.buildlock import build_lock
+    from host.serveproc import stop_server
+
+    from pyaisvc.llmguest import MODELS, prepare
+
+    smol = lc.smol_dir("v3")
+    if smol is None:
+        pytest.skip("models/SMOL is missing: run `make smol-assets`")
+    root = Path(__file__).resolve().parent.parent
+    with build_lock():
+        prepare(root, MODELS["smol"])
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "pyaisvc", "serve", "--model", "smol",
+                                 "--port", str(port), "--sched", "fair", "--chunk", "4",
+                                 "--verbose"],
+                                cwd=root, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 900
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            try:
+                if httpx.get(url + "/health", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.5)
+        prompts = [lc.FRANCE["smol"], lc.smol_prompts()[2]]
+        users = [("alice", None), ("bob", 50)]
+
+        async def ask() -> list[list[int]]:
+            async with httpx.AsyncClient(base_url=url, timeout=600) as client:
+                async def one(prompt, user, priority):
+                    body = {"model": "smol", "prompt": prompt, "max_tokens": 8,
+                            "temperature": 0, "user": user}
+                    if priority is not None:
+                        body["priority"] = priority
+                    r = await client.post("/v1/completions", json=body)
+                    assert r.status_code == 200, r.text
+                    return r.json()["usage"]["completion_tokens"], r.json()["choices"][0]
+                return await asyncio.gather(*(one(p, u, pr) for p, (u, pr) in
+                                              zip(prompts, users, strict=True)))
+
+        got = asyncio.run(ask())
+        from pyaisvc.tokenizer import load_tokenizer
+        tok = load_tokenizer("smol")
+        for (n, choice), prompt in zip(got, prompts, strict=True):
+            want = lc.until_stop(lc.reference_ids(smol, [prompt], 8)[0], {0, 2})
+            text = tok.decode([i for i in want if i not in (0, 2)], skip_special_tokens=True)
+            assert (n, choice["text"]) == (len(want), text), (choice, want)
+        metrics = httpx.get(url + "/metrics").text
+        for user, prompt in zip(("alice", "bob"), prompts, strict=True):
+            assert (f'aisvc_tenant_tokens_total{{kind="prompt",tenant="{user}"}} '
+                    f'{float(len(prompt))}') in metrics, metrics
+        assert "boot arguments 'aisched=fair aichunk=4'" in log.read_text(), log.read_text()
+    finally:
+        stop_server(proc)
