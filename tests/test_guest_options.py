@@ -24,7 +24,7 @@ def test_bad_options_and_help(boot_guest) -> None:
     assert g.run("ai wait") == "ai: usage: wait REQID\n"
     names = re.findall(r"^  (\w+) ", g.run("ai help"), re.MULTILINE)
     assert names == ["submit", "query", "wait", "cancel", "call", "stream", "gen", "info",
-                     "top", "err", "register", "right", "child", "sleep", "help", "quit"]
+                     "top", "sched", "err", "register", "right", "child", "sleep", "help", "quit"]
 
 
 def test_llmrun_without_ids_on_a_terminal_says_it_waits(boot_guest) -> None:

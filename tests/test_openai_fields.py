@@ -39,9 +39,12 @@ ACCEPTED = [
     ({"stream_options": {"include_usage": True}}, frames.Options()),
     ({"max_completion_tokens": 3}, frames.Options()),
     ({"tool_choice": "none", "parallel_tool_calls": False, "modalities": ["text"],
-      "metadata": {"k": "v"}, "store": False, "service_tier": "auto", "user": "u",
+      "metadata": {"k": "v"}, "store": False, "service_tier": "auto",
       "reasoning_effort": "low", "verbosity": "low", "prompt_cache_key": "p",
       "safety_identifier": "s", "seed": 3, "n": 1}, frames.Options()),
+    # the user is the kernel's tenant: the first user of a server gets the first tenant id
+    ({"user": "u", "priority": 7}, frames.Options(tenant=100000, priority=7)),
+    ({"user": "u"}, frames.Options(tenant=100000)),
 ]
 
 # (fields of a chat request, the field named, words of the message)
