@@ -27,7 +27,7 @@ import tomllib
 from pathlib import Path
 
 from pyaisvc.bench.matrix import BenchError
-from pyaisvc.bench.plan import _line_of
+from pyaisvc.bench.plan import line_of, read_toml
 from pyaisvc.bench.workload import POLICIES, RequestClass, Tenant
 
 DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s)?\s*$")
@@ -119,22 +119,16 @@ def _tenants(value: object, where: str) -> tuple[Tenant, ...]:
 def _table_line(text: str, key: str) -> int:
     """The line of the first [key.NAME] table (or of key = ..., an inline table)."""
     m = re.search(rf"^[ \t]*\[{key}\.", text, re.M)
-    return text.count("\n", 0, m.start()) + 1 if m else _line_of(text, key)
+    return text.count("\n", 0, m.start()) + 1 if m else line_of(text, key)
 
 
 def load_plan_file(path: Path) -> dict[str, object]:
     """The keys the file sets, converted (times in seconds, classes and tenants as tuples);
     BenchError naming the file and the line of the first bad key."""
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text)
-    except OSError as e:
-        raise BenchError(f"--config {path}: {e.strerror or e}") from e
-    except tomllib.TOMLDecodeError as e:
-        raise BenchError(f"--config {path}: not valid TOML: {e}") from e
+    text, data = read_toml(path)
     plan: dict[str, object] = {}
     for key, value in data.items():
-        where = f"{path}:{_line_of(text, key)}"
+        where = f"{path}:{line_of(text, key)}"
         if key not in KEYS:
             raise BenchError(f"{where}: unknown key {key!r}; a load plan's keys are "
                              f"{', '.join(KEYS)}")

@@ -75,26 +75,31 @@ KEYS = {
 PATHS = ("out", "assets_smol", "assets_qwen")  # relative to the current directory
 
 
-def _line_of(text: str, key: str) -> int:
+def line_of(text: str, key: str) -> int:
     """The line where key is assigned (1 if it cannot be found, e.g. inside a table)."""
     m = re.search(rf"^[ \t]*[\"']?{re.escape(key)}[\"']?[ \t]*=", text, re.M)
     return text.count("\n", 0, m.start()) + 1 if m else 1
 
 
+def read_toml(path: Path) -> tuple[str, dict[str, object]]:
+    """A plan file's text and its TOML data; BenchError naming the file when it cannot be
+    read or is not TOML."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        return text, tomllib.loads(text)
+    except OSError as e:
+        raise BenchError(f"--config {path}: {e.strerror or e}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise BenchError(f"--config {path}: not valid TOML: {e}") from e
+
+
 def load_plan(path: Path) -> dict[str, object]:
     """The flags the file sets (key -> value as the flag's parser gives it); BenchError
     naming the file and line of the first bad key."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise BenchError(f"--config {path}: {e.strerror or e}") from e
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise BenchError(f"--config {path}: not valid TOML: {e}") from e
+    text, data = read_toml(path)
     plan: dict[str, object] = {}
     for key, value in data.items():
-        where = f"{path}:{_line_of(text, key)}"
+        where = f"{path}:{line_of(text, key)}"
         if key not in KEYS:
             raise BenchError(f"{where}: unknown key {key!r}; the keys are "
                              f"{', '.join(KEYS)}")

@@ -37,7 +37,7 @@ from pyaisvc.bench import burst, plots, report
 from pyaisvc.bench.loadplan import is_load_plan
 from pyaisvc.bench.matrix import BenchError, parse_lengths
 from pyaisvc.bench.plan import load_plan
-from pyaisvc.bench.runner import BenchConfig, BenchIncomplete, Progress, run_bench
+from pyaisvc.bench.runner import BenchConfig, BenchIncomplete, BenchResult, Progress, run_bench
 from pyaisvc.commands import bench_load
 from pyaisvc.errors import AisvcError, CommandError
 from pyaisvc.llmguest import MODELS, max_batch
@@ -251,11 +251,16 @@ def run(args: argparse.Namespace) -> int:
         if result.samples:
             report.write_all(out, result, command.strip() + "  # incomplete")
         _report_failures(failures, out, len(result.samples), journal)
-    paths = report.write_all(out, result, command.strip())
-    paths.update(plots.write_plots(out, result))
-    sys.stdout.write(report.markdown(result, command.strip()))
-    print(f"bench: wrote {', '.join(p.name for p in paths.values())} to {out}/", file=sys.stderr)
+    _write_results(out, result, command.strip())
     return 0
+
+
+def _write_results(out: Path, result: BenchResult, command: str) -> None:
+    """The sweep's files and plots into out, its markdown table on stdout."""
+    paths = report.write_all(out, result, command)
+    paths.update(plots.write_plots(out, result))
+    sys.stdout.write(report.markdown(result, command))
+    print(f"bench: wrote {', '.join(p.name for p in paths.values())} to {out}/", file=sys.stderr)
 
 
 def _incomplete(e: BenchIncomplete, out: Path, command: str) -> CommandError:
