@@ -232,8 +232,9 @@ def gateway(build, smol_assets, tmp_path_factory) -> Iterator[PortGuest]:
     g.close()
 
 
-def _submit(rid: int, prompt: list[int], predict: int, logprobs: int = 0) -> str:
-    return (f"S {rid} {predict} 0 0 0 0 0 0 0 0 0 {logprobs} 0 {len(prompt)} "
+def _submit(rid: int, prompt: list[int], predict: int, logprobs: int = 0, tenant: int = 0,
+            priority: int = 0) -> str:
+    return (f"S {rid} {predict} 0 0 0 0 {tenant} {priority} 0 0 0 {logprobs} 0 {len(prompt)} "
             f"{' '.join(map(str, prompt))}")
 
 
@@ -332,6 +333,39 @@ def test_gateway_cancel_frees_the_request(gateway: PortGuest) -> None:
         time.sleep(0.2)
     gateway.send_frame("C 30")  # no longer live
     assert gateway.frame()[:3] == ["X", "30", "203"]
+
+
+@pytest.mark.guest
+def test_gateway_table_frame_shows_the_policy_and_each_requests_tenant(
+        gateway: PortGuest) -> None:
+    """V while two requests run: the policy and its step budget, each slot with the
+    host's rid, its prompt, and the tenant and priority its S frame gave (tenant 0: the
+    gateway's pid, the submitter)."""
+    prompt = lc.FRANCE["smol"]
+    gateway.send_frame(_submit(40, prompt, 200, tenant=100_007, priority=9))
+    gateway.send_frame(_submit(41, prompt[:5], 200))
+    seen: set[str] = set()
+    while seen != {"40", "41"}:  # both run
+        words = gateway.frame()
+        assert words[0] == "T", words
+        seen.add(words[1])
+    gateway.send_frame("V")
+    while (words := gateway.frame())[0] == "T":
+        pass
+    table = frames.parse(" ".join(words))
+    assert isinstance(table, frames.Table), words
+    assert table.policy == "fifo" and table.chunk > 0, (table.policy, table.chunk)
+    by_rid = {s.rid: (i, s) for i, s in enumerate(table.slots) if s.rid}
+    assert set(by_rid) == {40, 41}, table.slots
+    (i40, s40), (i41, s41) = by_rid[40], by_rid[41]
+    assert frames.STATES[s40.state] == "RUNNING" and s40.prompt_len == len(prompt)
+    assert (s40.tenant, s40.priority, s40.paused) == (100_007, 9, 0)
+    assert (s41.tenant, s41.priority, s41.prompt_len) == (s41.owner, 0, 5) and s41.owner > 0
+    assert {i40, i41} <= set(table.batch), table.batch
+    gateway.send_frame("C 40")
+    gateway.send_frame("C 41")
+    got = _collect(gateway, {40, 41})
+    assert all(end[2] == "cancel" for _, end in got.values()), got
 
 
 @pytest.mark.guest

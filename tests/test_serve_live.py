@@ -22,31 +22,70 @@ from pyaisvc.serve.live import TableView
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.tokenizer import load_tokenizer
 
-FREE = "0 0 0 0 0 0 0 0 0 0 0"
+FREE = " ".join(["0"] * 15)
+PLAIN = " 7 0 0 0"  # a slot's last fields: tenant 7 (its owner's pid), priority 0, not paused
 
 
-def v_line(now: int, fifo: list[int], batch: list[int], slots: dict[int, str]) -> str:
+def v_line(now: int, fifo: list[int], batch: list[int], slots: dict[int, str],
+           policy: str = "fifo", chunk: int = 16) -> str:
     """A V frame as the gateway writes it: slots not given are free."""
-    words = [str(now), "2", "9", str(len(fifo)), *map(str, fifo), str(len(batch)),
-             *map(str, batch)]
+    words = [str(now), "2", "9", policy, str(chunk), str(len(fifo)), *map(str, fifo),
+             str(len(batch)), *map(str, batch)]
     words += [slots.get(i, FREE) for i in range(frames.NSLOT)]
     return "V " + " ".join(words)
 
 
 def test_the_table_frame_parses_and_refuses_garbage() -> None:
     line = v_line(5_000_000, [4], [3], {
-        3: "2 7 5 12 40 10 1000000 1100000 1500000 0 8",  # RUNNING, ours (rid 5), 8 cached
-        4: "1 8 0 3 9 0 4000000 0 0 0 0"})  # QUEUED, another process's
+        # RUNNING, ours (rid 5), 8 cached, tenant 100001 at priority 50, paused twice so far
+        3: "2 7 5 12 40 10 1000000 1100000 1500000 0 8 100001 50 0 2",
+        4: "1 8 0 3 9 0 4000000 0 0 0 0" + PLAIN}, policy="priority", chunk=32)  # QUEUED
     t = frames.parse(line)
     assert isinstance(t, frames.Table)
-    assert (t.now_us, t.worker_pid, t.completed, t.fifo, t.batch) == (5_000_000, 2, 9, (4,), (3,))
-    assert t.slots[3] == frames.Slot(2, 7, 5, 12, 40, 10, 1_000_000, 1_100_000, 1_500_000, 0, 8)
-    assert t.slots[4].state == 1 and t.slots[4].rid == 0
+    assert (t.now_us, t.worker_pid, t.completed, t.policy, t.chunk, t.fifo, t.batch) == \
+        (5_000_000, 2, 9, "priority", 32, (4,), (3,))
+    assert t.slots[3] == frames.Slot(2, 7, 5, 12, 40, 10, 1_000_000, 1_100_000, 1_500_000, 0, 8,
+                                     100_001, 50, 0, 2)
+    assert t.slots[4].state == 1 and t.slots[4].rid == 0 and t.slots[4].tenant == 7
     assert sum(s.state != 0 for s in t.slots) == 2
-    for bad in ("V 1 2 3", line + " 0", line.replace("V 5000000 2 9 1 4", "V 5000000 2 9 1 16"),
+    head = "V 5000000 2 9 priority 32 1 4"
+    assert line.startswith(head)
+    for bad in ("V 1 2 3", "V 1 2 3 fifo", line + " 0", line.replace(head, head[:-4] + "1 16"),
+                line.replace(head, head.replace("priority", "Priority")),
+                line.replace(head, head.replace("priority", "p" * frames.POLICY_LEN)),
+                line.replace(head, head.replace("priority", "42")),
+                line.replace(head, head.replace(" 32 ", " -1 ")),
                 line.replace("2 7 5 12", "9 7 5 12"), line.replace("2 7 5", "2 x 5")):
         with pytest.raises(frames.FrameError):
             frames.parse(bad)
+
+
+def test_a_slot_shows_its_tenant_priority_and_pause_and_the_tenants_served() -> None:
+    """An HTTP user's tenant id is shown as the user, another tenant as the submitter's
+    pid; a RUNNING slot the policy paused shows PAUSED; the ids served per user come
+    from the metrics, most generated first, with their shares."""
+    src = FakeSource()
+    metrics = Metrics()
+    for user, kind, n in (("alice", "prompt", 200), ("alice", "generated", 30),
+                          ("bob", "prompt", 12), ("bob", "generated", 90)):
+        metrics.tenant_tokens.labels(user, kind).inc(n)
+    live = TableView(src, {"alice": 100_000, "bob": 100_001}, metrics.tenant_served)
+    src.lines = [v_line(2_000_000, [5], [3], {
+        3: "2 7 5 12 40 10 1000000 1100000 1500000 0 0 100001 80 0 0",
+        4: "2 7 6 200 60 3 900000 950000 990000 0 0 100000 0 1 1",
+        5: "1 8 0 3 9 0 1900000 0 0 0 0 8 0 0 0"}, policy="fair", chunk=64)]
+    snap = asyncio.run(live.snapshot())
+    assert (snap["policy"], snap["chunk"]) == ("fair", 64)
+    s3, s4, s5 = snap["slots"][3:6]
+    assert (s3["tenant_name"], s3["tenant"], s3["priority"], s3["shown"]) == \
+        ("bob", 100_001, 80, "RUNNING")
+    assert (s4["tenant_name"], s4["paused"], s4["pauses"], s4["state"], s4["shown"]) == \
+        ("alice", True, 1, "RUNNING", "PAUSED")
+    assert (s5["tenant_name"], s5["shown"]) == ("pid 8", "QUEUED")
+    assert snap["slots"][0]["tenant"] is None and snap["slots"][0]["tenant_name"] == ""
+    assert snap["tenants"] == [
+        {"user": "bob", "tenant": 100_001, "prompt": 12, "generated": 90, "share": 0.75},
+        {"user": "alice", "tenant": 100_000, "prompt": 200, "generated": 30, "share": 0.25}]
 
 
 class FakeSource:
@@ -72,12 +111,12 @@ def test_a_slot_shows_done_after_its_request_ended() -> None:
     src = FakeSource()
     live = TableView(src)
     src.lines = [v_line(3_000_000, [4], [2, 3], {
-        2: "2 7 7 5 4 1 1000000 1000500 1200000 0 0",
-        3: "2 7 5 12 40 10 1000000 1100000 1500000 0 0",
-        4: "1 8 0 3 9 0 2000000 0 0 0 0"}),
+        2: "2 7 7 5 4 1 1000000 1000500 1200000 0 0" + PLAIN,
+        3: "2 7 5 12 40 10 1000000 1100000 1500000 0 0" + PLAIN,
+        4: "1 8 0 3 9 0 2000000 0 0 0 0" + PLAIN}),
         v_line(3_200_000, [], [3, 4], {
-            3: "2 7 5 12 40 11 1000000 1100000 1500000 0 0",
-            4: "2 8 0 3 9 0 2000000 3100000 0 0 0"})]
+            3: "2 7 5 12 40 11 1000000 1100000 1500000 0 0" + PLAIN,
+            4: "2 8 0 3 9 0 2000000 3100000 0 0 0" + PLAIN})]
     first = asyncio.run(live.snapshot())
     assert [s["shown"] for s in first["slots"][2:5]] == ["RUNNING", "RUNNING", "QUEUED"]
     assert (first["fifo"], first["batch"], first["used"]) == ([4], [2, 3], 3)
@@ -100,7 +139,7 @@ def test_a_slot_shows_done_after_its_request_ended() -> None:
 def test_the_endpoints_and_the_page() -> None:
     """/v1/aisvc/table (503 while the guest is down), its SSE stream, / and /web/."""
     src = FakeSource()
-    src.lines = [v_line(1_000_000, [], [0], {0: "2 7 1 5 8 2 900000 950000 990000 0 0"})]
+    src.lines = [v_line(1_000_000, [], [0], {0: "2 7 1 5 8 2 900000 950000 990000 0 0" + PLAIN})]
     src.state, src.why_down, src.qemu_pid = "up", "", 42
     app = create_app(Service("smol", src, load_tokenizer("smol"), Limits(49152, 256, 255),
                              Metrics()))

@@ -18,6 +18,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -176,6 +177,57 @@ def test_a_burst_fills_the_queue_and_drains(page) -> None:
     # the chart has the burst's requests
     recent = httpx.get(page.url.rstrip("/") + "/v1/aisvc/table", timeout=30).json()["recent"]
     assert sum(r["finish"] == "length" and r["ttft_ms"] for r in recent) >= BURST, recent
+
+
+# The slots' tenant lines and the tenants table as the page draws them.
+OWNERS_JS = """() => Array.from(document.querySelectorAll('.slot .owner')).map(
+    el => el.textContent)"""
+TENANTS_JS = """() => Array.from(document.querySelectorAll('#tenants tbody tr')).map(
+    tr => Array.from(tr.children).map(td => td.textContent))"""
+COUNTING = "1, 2, 3, 4, 5, 6, 7, 8,"  # greedy SmolLM2 counts on: no early end
+USERS = {"alice": 7, "bob": 0}  # user -> priority
+
+
+def test_the_table_shows_the_policy_the_tenants_and_what_each_was_served(page) -> None:
+    """Two users' requests through the API while the page watches: their slots name the
+    user (alice's with her priority), and the tenants table then lists each user's
+    generated ids, equal to the usage the server's replies counted."""
+    assert page.text_content("#policy").startswith("policy fifo, "), \
+        page.text_content("#policy")
+    base = page.url.rstrip("/")
+    usage: dict[str, dict] = {}
+
+    def post(user: str) -> None:
+        body = {"model": "smol", "prompt": COUNTING, "max_tokens": 64, "temperature": 0,
+                "user": user, "priority": USERS[user]}
+        r = httpx.post(base + "/v1/completions", json=body, timeout=600)
+        usage[user] = r.json().get("usage") or {"error": r.text}
+
+    threads = [threading.Thread(target=post, args=(u,)) for u in USERS]
+    for t in threads:
+        t.start()
+    shown: set[str] = set()
+    while any(t.is_alive() for t in threads):
+        shown.update(page.evaluate(OWNERS_JS))
+        time.sleep(0.05)
+    for t in threads:
+        t.join()
+    assert {"alice \u00b7 prio 7", "bob"} <= shown, shown
+    want = {u: str(usage[u]["completion_tokens"]) for u in USERS}
+    assert all(n == "64" for n in want.values()), usage
+    from playwright.sync_api import TimeoutError as PageTimeout
+
+    try:  # the next snapshots (5 a second) catch up with the replies
+        page.wait_for_function(f"""() => ({TENANTS_JS})().filter(
+            r => r[0] === "alice" && r[3] === "{want['alice']}" ||
+                 r[0] === "bob" && r[3] === "{want['bob']}").length === 2""", timeout=10_000)
+    except PageTimeout:
+        pass  # the assertions below show what the page has
+    rows = {r[0]: r for r in page.evaluate(TENANTS_JS)}
+    for user in USERS:
+        assert rows[user][3] == want[user], rows
+        assert rows[user][1].isdigit() and rows[user][2] == str(usage[user]["prompt_tokens"])
+    assert rows["alice"][1] != rows["bob"][1], "two users, one kernel tenant"
 
 
 def test_the_page_fits_a_narrow_window(page) -> None:

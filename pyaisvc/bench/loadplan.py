@@ -28,7 +28,8 @@ from pathlib import Path
 
 from pyaisvc.bench.matrix import BenchError
 from pyaisvc.bench.plan import line_of, read_toml
-from pyaisvc.bench.workload import POLICIES, RequestClass, Tenant
+from pyaisvc.bench.workload import RequestClass, Tenant
+from pyaisvc.llmguest import POLICIES
 
 DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s)?\s*$")
 

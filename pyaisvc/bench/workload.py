@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pyaisvc.bench.matrix import BenchError
-
-POLICIES = ("fifo", "priority", "shortest", "fair")  # the kernel's, as `serve --sched` takes
+from pyaisvc.llmguest import POLICIES  # the kernel's, as `serve --sched` takes them
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ MAX_BIAS = _kernel("AI_MAX_BIAS")
 MAX_TOPLP = _kernel("AI_MAX_TOPLP")
 MAX_PROMPT = _kernel("AI_MAX_PROMPT")
 NSLOT = _kernel("AI_NSLOT")  # the slots of the kernel's table
+POLICY_LEN = _kernel("AI_POLICY_LEN")  # a policy's name with its NUL
 # The slots' states, by their number (AI_FREE .. AI_FAILED).
 STATES = tuple(n.removeprefix("AI_") for n in sorted(
     ("AI_FREE", "AI_QUEUED", "AI_RUNNING", "AI_DONE", "AI_FAILED"), key=_kernel))
@@ -156,6 +157,10 @@ class Slot:
     first_us: int
     finish_us: int
     cached: int  # prompt positions taken from the worker's KV cache
+    tenant: int  # whom it serves: the submitter's pid unless the request named a tenant
+    priority: int  # 0..AI_PRIO_MAX, higher first under policy priority
+    paused: int  # 1 while RUNNING but paused by the policy (it keeps its KV cache)
+    pauses: int  # times the policy paused it
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,8 @@ class Table:
     now_us: int
     worker_pid: int
     completed: int
+    policy: str  # the scheduling policy (ai_sched), e.g. "fifo"
+    chunk: int  # its step budget: positions per worker step
     fifo: tuple[int, ...]  # slot numbers of the queued requests, next first
     batch: tuple[int, ...]  # slot numbers the worker runs
     slots: tuple[Slot, ...]
@@ -176,13 +183,17 @@ Frame = Ready | Tokens | LogProbs | End | Failed | Info | Table
 def _table(rest: list[str], line: str) -> Table:
     """The V frame's words after the V as a Table; FrameError when the counts, slot numbers
     or states do not fit."""
-    nums = _numbers(rest, None, line)
+    if len(rest) < 4 or not (rest[3].isascii() and rest[3].isalpha() and rest[3].islower()
+                             and len(rest[3]) < POLICY_LEN):
+        raise FrameError(f"a table frame without a policy's name: {line!r}")
+    policy = rest[3]
+    nums = _numbers(rest[:3] + rest[4:], None, line)
     try:
-        now, worker, completed, nq = nums[:4]
-        fifo = tuple(nums[4:4 + nq])
-        nb = nums[4 + nq]
-        batch = tuple(nums[5 + nq:5 + nq + nb])
-        fields = nums[5 + nq + nb:]
+        now, worker, completed, chunk, nq = nums[:5]
+        fifo = tuple(nums[5:5 + nq])
+        nb = nums[5 + nq]
+        batch = tuple(nums[6 + nq:6 + nq + nb])
+        fields = nums[6 + nq + nb:]
     except (IndexError, ValueError):
         raise FrameError(f"a table frame cut short: {line!r}") from None
     width = len(Slot.__dataclass_fields__)
@@ -192,7 +203,7 @@ def _table(rest: list[str], line: str) -> Table:
     if not all(0 <= s < NSLOT for s in fifo + batch) or not all(
             0 <= s.state < len(STATES) for s in slots):
         raise FrameError(f"a table frame with a slot or state out of range: {line!r}")
-    return Table(now, worker, completed, fifo, batch, slots)
+    return Table(now, worker, completed, policy, chunk, fifo, batch, slots)
 
 
 def submit(rid: int, prompt: list[int], predict: int, opts: Options,

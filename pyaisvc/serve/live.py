@@ -4,7 +4,10 @@
 docs/AI_SERVICE.md rule 14) and returns it as plain JSON values: every slot
 with its kernel state, owner pid, the host's rid when the request is one of
 ours, prompt length, progress and the times in ms; the FIFO and the batch
-(slot numbers); the worker and the requests completed. A request's DONE state
+(slot numbers); the worker and the requests completed; the scheduling policy
+and its step budget; each slot's tenant (the HTTP ``user`` whose tenant id it
+is, or the submitter's pid), priority and whether the policy paused it; and
+the ids served per tenant (the ``aisvc_tenant_tokens`` metric). A request's DONE state
 lasts in the kernel only until the gateway collects it (microseconds), so each
 slot also says which request last ended in it and how long ago, from the
 gateway's E frames (``Engine.ended``): the page shows such a slot as DONE (or
@@ -24,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from pyaisvc.serve import frames
@@ -56,11 +60,23 @@ def _tpot_ms(end: frames.End) -> float | None:
     return round((end.total_us - end.ttft_us) / 1000 / (end.gen - 1), 1)
 
 
-class TableView:
-    """Snapshots of the table for the page; remembers which slot each rid had."""
+def tenant_name(tenant: int, users: Mapping[int, str]) -> str:
+    """How the page names a kernel tenant id: the HTTP user it stands for, else the
+    submitting process (a request that named no tenant has its submitter's pid)."""
+    return users.get(tenant, f"pid {tenant}")
 
-    def __init__(self, source: TableSource) -> None:
+
+class TableView:
+    """Snapshots of the table for the page; remembers which slot each rid had.
+    ``tenants`` maps each HTTP user to its kernel tenant id (Service.tenants, kept
+    up to date by the service); ``served`` gives the ids served so far per user
+    (Metrics.tenant_served)."""
+
+    def __init__(self, source: TableSource, tenants: Mapping[str, int] | None = None,
+                 served: Callable[[], dict[str, dict[str, int]]] | None = None) -> None:
         self.source = source
+        self.tenants: Mapping[str, int] = tenants if tenants is not None else {}
+        self.served = served or dict
         self._slot_of_rid: dict[int, int] = {}
 
     async def snapshot(self) -> dict[str, Any]:
@@ -85,19 +101,34 @@ class TableView:
         live_rids = {s.rid for s in table.slots if s.rid}
         self._slot_of_rid = {r: i for r, i in self._slot_of_rid.items()
                              if r in live_rids or any(e.rid == r for _, e in ended)}
-        slots = [self._slot(i, s, table.now_us, last_in_slot.get(i), now)
+        users = {t: u for u, t in self.tenants.items()}
+        slots = [self._slot(i, s, table.now_us, last_in_slot.get(i), now, users)
                  for i, s in enumerate(table.slots)]
         return {"time_s": round(table.now_us / 1e6, 2), "worker_pid": table.worker_pid,
-                "completed": table.completed, "nslot": len(slots),
-                "used": sum(s.state != 0 for s in table.slots), "fifo": list(table.fifo),
-                "batch": list(table.batch), "slots": slots, "recent": recent[-RECENT:]}
+                "completed": table.completed, "policy": table.policy, "chunk": table.chunk,
+                "nslot": len(slots), "used": sum(s.state != 0 for s in table.slots),
+                "fifo": list(table.fifo), "batch": list(table.batch), "slots": slots,
+                "tenants": self._tenants(), "recent": recent[-RECENT:]}
+
+    def _tenants(self) -> list[dict[str, Any]]:
+        """The ids served per HTTP user ("-": requests without one), most generated first,
+        with each user's share of the generated ids and its kernel tenant id (None for
+        "-": the gateway's pid)."""
+        served = self.served()
+        total = sum(c.get("generated", 0) for c in served.values())
+        rows = [{"user": user, "tenant": self.tenants.get(user),
+                 "prompt": c.get("prompt", 0), "generated": c.get("generated", 0),
+                 "share": round(c.get("generated", 0) / total, 3) if total else 0.0}
+                for user, c in served.items()]
+        return sorted(rows, key=lambda r: (-r["generated"], r["user"]))
 
     @staticmethod
     def _slot(i: int, s: frames.Slot, now_us: int, last: tuple[float, frames.End] | None,
-              now: float) -> dict[str, Any]:
+              now: float, users: Mapping[int, str]) -> dict[str, Any]:
         """Slot i of the table as JSON values: its state, how the page shows it (DONE or
-        CANCELLED for SHOW_ENDED seconds after a request ended in it), its request and
-        its times in ms."""
+        CANCELLED for SHOW_ENDED seconds after a request ended in it; PAUSED while the
+        policy holds a RUNNING request back), its request, whom it serves and its times
+        in ms."""
         state = frames.STATES[s.state]
         shown = state
         ended = None
@@ -107,7 +138,13 @@ class TableView:
                      "ago_s": round(now - at, 2)}
             if state == "FREE":
                 shown = "CANCELLED" if end.finish == "cancel" else "DONE"
+        if state == "RUNNING" and s.paused:
+            shown = "PAUSED"
+        free = state == "FREE"
         return {"slot": i, "state": state, "shown": shown, "owner": s.owner, "rid": s.rid,
+                "tenant": None if free else s.tenant,
+                "tenant_name": "" if free else tenant_name(s.tenant, users),
+                "priority": s.priority, "paused": bool(s.paused), "pauses": s.pauses,
                 "prompt": s.prompt_len, "cached": s.cached, "predict": s.predict,
                 "tokens": s.tokens,
                 "age_ms": _ms(s.submit_us, s.finish_us or now_us),

@@ -91,6 +91,18 @@ class Metrics:
         self.kv_evictions.set(info.kv_evictions)
         self.kv_hit_ratio.set(info.kv_hits / info.kv_prompt if info.kv_prompt else 0.0)
 
+    def tenant_served(self) -> dict[str, dict[str, int]]:
+        """The ids served so far by tenant (aisvc_tenant_tokens): {user: {"prompt": n,
+        "generated": m}}, "-" for the requests without a user."""
+        served: dict[str, dict[str, int]] = {}
+        for family in self.tenant_tokens.collect():
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    row = served.setdefault(sample.labels["tenant"],
+                                            {"prompt": 0, "generated": 0})
+                    row[sample.labels["kind"]] = int(sample.value)
+        return served
+
     def saw_info(self, used: int, queued: int, running: int) -> None:
         """The kernel's table at a glance (an I frame) into the gauges; the running maximum
         grows."""

@@ -308,9 +308,15 @@ class SlotView(BaseModel):
     slot: int
     state: str
     shown: str = Field(description="state, or DONE/CANCELLED for a moment after a request "
-                       "ended in the slot")
+                       "ended in the slot, PAUSED while the policy holds a RUNNING one back")
     owner: int
     rid: int
+    tenant: int | None = Field(description="the kernel's tenant id (None when free)")
+    tenant_name: str = Field(description="the HTTP user the tenant stands for, else "
+                             "\"pid N\": the submitting process")
+    priority: int
+    paused: bool = Field(description="RUNNING but paused by the policy (keeps its KV cache)")
+    pauses: int = Field(description="times the policy paused it")
     prompt: int
     cached: int = Field(description="prompt positions taken from the worker's KV cache")
     predict: int
@@ -335,15 +341,27 @@ class RecentEnd(BaseModel):
     ago_s: float
 
 
+class TenantServed(BaseModel):
+    user: str = Field(description="the requests' user field; \"-\" for those without one")
+    tenant: int | None = Field(description="its kernel tenant id; None for \"-\" (the "
+                               "gateway's pid)")
+    prompt: int = Field(description="prompt ids submitted")
+    generated: int = Field(description="ids generated")
+    share: float = Field(description="its share of all generated ids, 0..1")
+
+
 class TableSnapshot(BaseModel):
     time_s: float
     worker_pid: int
     completed: int
+    policy: str = Field(description="the kernel's scheduling policy (docs/SCHEDULING.md)")
+    chunk: int = Field(description="the policy's step budget: positions per worker step")
     nslot: int
     used: int
     fifo: list[int]
     batch: list[int]
     slots: list[SlotView]
+    tenants: list[TenantServed] = Field(description="ids served per HTTP user, most first")
     recent: list[RecentEnd]
 
 

@@ -100,7 +100,7 @@ class Service:
     tenants: dict[str, int] = field(init=False, default_factory=dict)  # user -> tenant id
 
     def __post_init__(self) -> None:
-        self.table_view = TableView(self.engine)
+        self.table_view = TableView(self.engine, self.tenants, self.metrics.tenant_served)
         self.table_feed = TableFeed(self.table_view, self.streams_max)
 
     def tenant(self, user: str | None) -> int:

@@ -510,9 +510,10 @@ rid_of_reqid(int reqid)
   return rid;
 }
 
-// V: the kernel's whole table (ai_table) in one line: the time, the worker, the
-// FIFO, the batch, then every slot; a kernel reqid never leaves the guest,
-// the host's rid stands for the gateway's own requests.
+// V: the kernel's whole table (ai_table) in one line: the time, the worker,
+// the scheduling policy and its step budget, the FIFO, the batch, then every
+// slot; a kernel reqid never leaves the guest, the host's rid stands for the
+// gateway's own requests.
 static void
 send_kernel_table(void)
 {
@@ -522,7 +523,8 @@ send_kernel_table(void)
 
   memset(&v, 0, sizeof(v));
   ai_table(&v, sizeof(v));
-  len = snprintf(line, cap, "V %lu %d %d %d", v.now, v.worker_pid, v.completed, v.nqueued);
+  len = snprintf(line, cap, "V %lu %d %d %s %d %d", v.now, v.worker_pid, v.completed, v.policy,
+      v.chunk, v.nqueued);
   for (int k = 0; k < v.nqueued; k++)
     len += snprintf(line + len, cap - len, " %d", v.fifo[k]);
   len += snprintf(line + len, cap - len, " %d", v.nbatch);
@@ -530,9 +532,10 @@ send_kernel_table(void)
     len += snprintf(line + len, cap - len, " %d", v.batch[k]);
   for (int i = 0; i < AI_NSLOT; i++) {
     struct ai_slot_view *w = &v.slot[i];
-    len += snprintf(line + len, cap - len, " %d %d %d %d %d %d %lu %lu %lu %lu %d", w->state,
-        w->owner, rid_of_reqid(w->reqid), w->prompt_len, w->predict, w->tokens, w->submit_time,
-        w->start_time, w->first_time, w->finish_time, w->cached);
+    len += snprintf(line + len, cap - len, " %d %d %d %d %d %d %lu %lu %lu %lu %d %d %d %d %d",
+        w->state, w->owner, rid_of_reqid(w->reqid), w->prompt_len, w->predict, w->tokens,
+        w->submit_time, w->start_time, w->first_time, w->finish_time, w->cached, w->tenant,
+        w->priority, w->paused, w->pauses);
   }
   send_line(line);
 }

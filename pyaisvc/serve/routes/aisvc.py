@@ -40,9 +40,9 @@ BURST_ERRORS_SHOWN = 4
 
 
 @router.get("/v1/aisvc/table", response_model=TableSnapshot, responses=DOWN_RESPONSES,
-            summary="the kernel's request table now: every slot (state, owner pid, "
-            "progress, times), the FIFO, the batch, the requests that ended last (an "
-            "extension)")
+            summary="the kernel's request table now: the scheduling policy, every slot "
+            "(state, owner pid, tenant, priority, progress, times), the FIFO, the batch, "
+            "the ids served per tenant, the requests that ended last (an extension)")
 async def table(service: ServiceDep) -> dict[str, Any]:
     """The table's snapshot; 503 while the guest is down or does not answer."""
     try:

@@ -7,8 +7,9 @@
 // tokens at that step with their probabilities.
 // The table follows /v1/aisvc/table/stream: one snapshot of the kernel's
 // request table (ai_table in the guest) five times a second, drawn as the
-// 16 slots coloured by state, the FIFO, the batch, and the TTFT / TPOT of
-// the requests that ended last. "Fire" asks the server for a burst of N
+// scheduling policy, the 16 slots coloured by state (each with its tenant
+// and priority), the FIFO, the batch, the ids served per tenant, and the
+// TTFT / TPOT of the requests that ended last. "Fire" asks the server for a burst of N
 // completions at once (/v1/aisvc/burst), so that the queue fills and drains.
 //
 // A server started with --api-key answers 401 without the key: the page then
@@ -193,7 +194,9 @@ function renderSlot(s, inBatch, fifoPos) {
   let label = s.shown === "FREE" ? "" : s.shown;
   if (fifoPos >= 0) label += ` #${fifoPos + 1}`;
   el.querySelector(".state").textContent = label;
-  el.querySelector(".owner").textContent = free ? "" : s.owner ? `pid ${s.owner}` : "orphan";
+  el.querySelector(".owner").textContent = free
+    ? ""
+    : (s.owner ? s.tenant_name : "orphan") + (s.priority ? ` \u00b7 prio ${s.priority}` : "");
   let done = 0;
   let progress = "";
   if (!free) {
@@ -207,7 +210,8 @@ function renderSlot(s, inBatch, fifoPos) {
   el.querySelector(".progress").textContent = progress;
   el.title = free
     ? `slot ${s.slot}: free`
-    : `slot ${s.slot}: ${s.state}, owner pid ${s.owner}, prompt ${s.prompt} ids ` +
+    : `slot ${s.slot}: ${s.shown}, owner pid ${s.owner}, tenant ${s.tenant_name} ` +
+      `(id ${s.tenant}), priority ${s.priority}, paused ${s.pauses} times; prompt ${s.prompt} ids ` +
       `(${s.cached} from the KV cache), ` +
       `${s.tokens} of ${s.predict} generated; age ${ms(s.age_ms)}, queued ${ms(s.queued_ms)}, ` +
       `TTFT ${ms(s.ttft_ms)}`;
@@ -253,6 +257,31 @@ function drawChart(recent) {
   g.stroke();
 }
 
+// The ids served per tenant, most generated first, each with a bar of its
+// share.
+function renderTenants(rows) {
+  const body = $("tenants").querySelector("tbody");
+  body.replaceChildren(
+    ...rows.map((r) => {
+      const tr = document.createElement("tr");
+      tr.dataset.user = r.user;
+      const cells = [r.user, r.tenant === null ? "-" : r.tenant, r.prompt, r.generated];
+      for (const v of cells) {
+        const td = document.createElement("td");
+        td.textContent = String(v);
+        tr.appendChild(td);
+      }
+      const share = document.createElement("td");
+      const bar = document.createElement("span");
+      bar.className = "share";
+      bar.style.width = `${Math.round(60 * r.share)}px`;
+      share.append(bar, `${Math.round(100 * r.share)}%`);
+      tr.appendChild(share);
+      return tr;
+    }),
+  );
+}
+
 function render(snap) {
   const status = $("status");
   if (snap.down) {
@@ -263,6 +292,10 @@ function render(snap) {
   status.textContent = `live: kernel time ${snap.time_s.toFixed(1)} s`;
   status.className = "status";
   buildSlots(snap.nslot);
+  const paused = snap.slots.filter((s) => s.paused).length;
+  $("policy").textContent =
+    `policy ${snap.policy}, ${snap.chunk} positions a step` + (paused ? `; ${paused} paused` : "");
+  $("policy").dataset.policy = snap.policy;
   $("summary").textContent =
     `worker pid ${snap.worker_pid}, ${snap.completed} completed; ` +
     `slots ${snap.used}/${snap.nslot} used, queue ${snap.fifo.length}, batch ${snap.batch.length}`;
@@ -271,6 +304,7 @@ function render(snap) {
   $("fifo").textContent = snap.fifo.length ? names(snap.fifo).join(" \u2192 ") : "empty";
   $("batch").textContent = snap.batch.length ? names(snap.batch).join(", ") : "empty";
   $("batch").dataset.size = snap.batch.length;
+  renderTenants(snap.tenants);
   drawChart(snap.recent);
 }
 
