@@ -86,23 +86,28 @@ def pauses(g: Guest) -> int:
     return int(m.group(1))
 
 
-@pytest.mark.parametrize("policy,chunk,cpus,cpu", [
-    ("fifo", 1, 1, SCALAR_CPU),
-    ("priority", 2, 2, VECTOR_CPU),
-    ("shortest", 3, 1, VECTOR_CPU),
-    ("fair", 4, 2, SCALAR_CPU),
-    ("priority", 5, 1, SCALAR_CPU),
-    ("shortest", 6, 2, SCALAR_CPU),
-    ("fair", 7, 1, VECTOR_CPU),
-    ("shortest", 8, 2, VECTOR_CPU),
+@pytest.mark.parametrize("policy,chunk,prefill,cpus,cpu", [
+    ("fifo", 1, 0, 1, SCALAR_CPU),
+    ("priority", 2, 0, 2, VECTOR_CPU),
+    ("shortest", 3, 0, 1, VECTOR_CPU),
+    ("fair", 4, 0, 2, SCALAR_CPU),
+    ("priority", 5, 2, 1, SCALAR_CPU),
+    ("shortest", 6, 0, 2, SCALAR_CPU),
+    ("fair", 7, 3, 1, VECTOR_CPU),
+    ("shortest", 8, 1, 2, VECTOR_CPU),
+    ("fifo", 8, 1, 2, VECTOR_CPU),
 ])
 def test_policy_and_budget_token_exact(build, image, reference, policy: str, chunk: int,
-                                       cpus: int, cpu: str) -> None:
-    """aistress under the policy and budget: each result is the reference's."""
+                                       prefill: int, cpus: int, cpu: str) -> None:
+    """aistress under the policy, the step budget and the prompt budget (0: none given):
+    each result is the reference's."""
     nproc, nreq = 6, 4
-    with boot(build, image, cpus, cpu, f"aisched={policy} aichunk={chunk}") as g:
-        assert f"init: AI scheduling policy {policy}, {chunk} positions per step" in g.transcript
-        assert f"policy {policy}, {chunk} positions per step" in g.run("ai sched")
+    boot_args = f"aisched={policy} aichunk={chunk}" + (f" aiprefill={prefill}" if prefill else "")
+    said = f"policy {policy}, {chunk} positions per step" + (
+        f", {prefill} for prompts beside a decoder" if prefill else "")
+    with boot(build, image, cpus, cpu, boot_args) as g:
+        assert f"init: AI scheduling {said}\n" in g.transcript.replace("\r", ""), g.transcript
+        assert g.run("ai sched") == said + "\n"
         out = g.run(f"aistress {nproc} {nreq} {chunk} 24 12", timeout=1500)
         check_stress(out, reference, nproc * nreq)
         assert "slots 0/16 used" in g.run("ai info")
@@ -171,12 +176,12 @@ def test_bad_scheduling_values_are_named(build, image) -> None:
     names an unknown policy, a bad budget and the missing right; a priority out of
     range is refused by the kernel with its own code."""
     with boot(build, image, 1, VECTOR_CPU, "aisched=lottery aichunk=4") as g:
-        assert ("init: aisched=lottery aichunk=4: no such scheduling policy (fifo, priority, "
-                "shortest, fair); left as they were") in g.transcript, g.transcript
+        assert ("init: aisched=lottery aichunk=4 aiprefill=-: no such scheduling policy (fifo, "
+                "priority, shortest, fair); left as they were") in g.transcript, g.transcript
         assert g.run("ai sched") == "policy fifo, 8 positions per step\n"
         out = g.run("ai sched fair")
         assert "sched: error -118: not entitled to the AI worker role" in out, out
-        assert "boot with aisched=NAME aichunk=N, or aiworker=console" in out, out
+        assert "boot with aisched=NAME aichunk=N aiprefill=N, or aiworker=console" in out, out
         out = g.run("ai submit --priority -1 4 1 2 3")
         assert "error -120: priority out of range (0..100)" in out, out
         out = g.run("ai submit --priority 101 4 1 2 3")
@@ -184,14 +189,20 @@ def test_bad_scheduling_values_are_named(build, image) -> None:
         assert "error -115: invalid argument" in g.run("ai submit --tenant -3 4 1 2 3")
         assert g.run("ai sched") == "policy fifo, 8 positions per step\n"
     with boot(build, image, 1, VECTOR_CPU, f"{CONSOLE_AI_WORKER} aichunk=0") as g:
-        assert "step budget out of range (1..8 positions)" in g.transcript, g.transcript
+        assert "step or prompt budget out of range (1..8 positions)" in g.transcript, \
+            g.transcript
         out = g.run("ai sched lottery")
         assert "error -119: no such scheduling policy (fifo, priority, shortest, fair)" in out
-        assert "error -121: step budget out of range (1..8 positions)" in g.run(
+        assert "error -121: step or prompt budget out of range (1..8 positions)" in g.run(
             "ai sched fair -2")
         assert "error -121" in g.run("ai sched fair 9")
+        assert "error -121" in g.run("ai sched fair 4 9")
+        assert "error -121" in g.run("ai sched fair 4 x")
         assert g.run("ai sched") == "policy fifo, 8 positions per step\n"
         assert g.run("ai sched shortest 2") == "policy shortest, 2 positions per step\n"
+        assert g.run("ai sched fifo 8 2") == \
+            "policy fifo, 8 positions per step, 2 for prompts beside a decoder\n"
+        assert g.run("ai sched shortest 2 8") == "policy shortest, 2 positions per step\n"
         top = g.run("ai top -n 1")
         assert "policy shortest, 2 positions per step" in top, top
         assert "TENANT PRI" in top and all(len(ln) <= 80 for ln in top.splitlines()), top

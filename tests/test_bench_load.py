@@ -143,7 +143,9 @@ def test_a_long_prompt_leaves_room_for_its_output() -> None:
     ({"classes": (RequestClass("x", (9, 5), (1, 2)),)}, "1 <= lo <= hi"),
     ({"tenants": ()}, "no tenants"),
     ({"tenants": (Tenant("x", 1.0, -1),)}, "priority must be 0 or more"),
-    ({"prefill_chunk": 0}, "--prefill-chunk must be at least 1"),
+    ({"prefill_chunk": 0}, "--prefill-chunk must be 1..8 (AI_CHUNK_MAX), not 0"),
+    ({"prefill_chunk": 32}, "--prefill-chunk must be 1..8 (AI_CHUNK_MAX), not 32"),
+    ({"prefill_budget": 9}, "--prefill-budget must be 1..8 (AI_CHUNK_MAX), not 9"),
 ])
 def test_a_bad_plan_is_refused_with_one_line(change, message) -> None:
     with pytest.raises(BenchError) as e:

@@ -354,7 +354,7 @@ def test_gateway_table_frame_shows_the_policy_and_each_requests_tenant(
         pass
     table = frames.parse(" ".join(words))
     assert isinstance(table, frames.Table), words
-    assert table.policy == "fifo" and table.chunk > 0, (table.policy, table.chunk)
+    assert table.policy == "fifo" and table.chunk == table.prefill > 0, table  # boot's
     by_rid = {s.rid: (i, s) for i, s in enumerate(table.slots) if s.rid}
     assert set(by_rid) == {40, 41}, table.slots
     (i40, s40), (i41, s41) = by_rid[40], by_rid[41]

@@ -501,13 +501,14 @@ def test_serve_refuses_a_bad_or_busy_port_before_booting() -> None:
     assert r.returncode == 1
     assert r.stderr.strip() == "pyaisvc serve: --port 70000 must be 0..65535"
     from pyaisvc.commands.serve import boot_arguments
-    flags = argparse.Namespace(batch=3, sched="fair", chunk=4, prefix_cache="on")
+    flags = argparse.Namespace(batch=3, sched="fair", chunk=4, prefill=None, prefix_cache="on")
     assert boot_arguments(flags) == "aibatch=3 aisched=fair aichunk=4"
-    flags.prefix_cache = "off"
-    assert boot_arguments(flags) == "aibatch=3 aisched=fair aichunk=4 aicache=0"
-    r = serve("--chunk", "9")
-    assert r.returncode == 1
-    assert r.stderr.strip() == "pyaisvc serve: --chunk 9 must be 1..8 (AI_CHUNK_MAX)"
+    flags.prefix_cache, flags.prefill = "off", 1
+    assert boot_arguments(flags) == "aibatch=3 aisched=fair aichunk=4 aiprefill=1 aicache=0"
+    for flag, value in (("--chunk", "9"), ("--prefill", "0")):
+        r = serve(flag, value)
+        assert r.returncode == 1
+        assert r.stderr.strip() == f"pyaisvc serve: {flag} {value} must be 1..8 (AI_CHUNK_MAX)"
     r = serve("--sched", "lottery")
     assert r.returncode == 2 and "invalid choice: 'lottery'" in r.stderr, r.stderr
     with socket.socket() as busy:

@@ -27,9 +27,10 @@ PLAIN = " 7 0 0 0"  # a slot's last fields: tenant 7 (its owner's pid), priority
 
 
 def v_line(now: int, fifo: list[int], batch: list[int], slots: dict[int, str],
-           policy: str = "fifo", chunk: int = 16) -> str:
+           policy: str = "fifo", chunk: int = 8, prefill: int = 8) -> str:
     """A V frame as the gateway writes it: slots not given are free."""
-    words = [str(now), "2", "9", policy, str(chunk), str(len(fifo)), *map(str, fifo),
+    words = [str(now), "2", "9", policy, str(chunk), str(prefill), str(len(fifo)),
+             *map(str, fifo),
              str(len(batch)), *map(str, batch)]
     words += [slots.get(i, FREE) for i in range(frames.NSLOT)]
     return "V " + " ".join(words)
@@ -39,22 +40,22 @@ def test_the_table_frame_parses_and_refuses_garbage() -> None:
     line = v_line(5_000_000, [4], [3], {
         # RUNNING, ours (rid 5), 8 cached, tenant 100001 at priority 50, paused twice so far
         3: "2 7 5 12 40 10 1000000 1100000 1500000 0 8 100001 50 0 2",
-        4: "1 8 0 3 9 0 4000000 0 0 0 0" + PLAIN}, policy="priority", chunk=32)  # QUEUED
+        4: "1 8 0 3 9 0 4000000 0 0 0 0" + PLAIN}, policy="priority", chunk=6, prefill=2)
     t = frames.parse(line)
     assert isinstance(t, frames.Table)
-    assert (t.now_us, t.worker_pid, t.completed, t.policy, t.chunk, t.fifo, t.batch) == \
-        (5_000_000, 2, 9, "priority", 32, (4,), (3,))
+    assert (t.now_us, t.worker_pid, t.completed, t.policy, t.chunk, t.prefill, t.fifo,
+            t.batch) == (5_000_000, 2, 9, "priority", 6, 2, (4,), (3,))
     assert t.slots[3] == frames.Slot(2, 7, 5, 12, 40, 10, 1_000_000, 1_100_000, 1_500_000, 0, 8,
                                      100_001, 50, 0, 2)
     assert t.slots[4].state == 1 and t.slots[4].rid == 0 and t.slots[4].tenant == 7
     assert sum(s.state != 0 for s in t.slots) == 2
-    head = "V 5000000 2 9 priority 32 1 4"
+    head = "V 5000000 2 9 priority 6 2 1 4"
     assert line.startswith(head)
-    for bad in ("V 1 2 3", "V 1 2 3 fifo", line + " 0", line.replace(head, head[:-4] + "1 16"),
+    for bad in ("V 1 2 3", "V 1 2 3 fifo", line + " 0", line.replace(head, head[:-4] + " 1 16"),
                 line.replace(head, head.replace("priority", "Priority")),
                 line.replace(head, head.replace("priority", "p" * frames.POLICY_LEN)),
                 line.replace(head, head.replace("priority", "42")),
-                line.replace(head, head.replace(" 32 ", " -1 ")),
+                line.replace(head, head.replace(" 6 ", " -1 ")),
                 line.replace("2 7 5 12", "9 7 5 12"), line.replace("2 7 5", "2 x 5")):
         with pytest.raises(frames.FrameError):
             frames.parse(bad)
@@ -73,9 +74,9 @@ def test_a_slot_shows_its_tenant_priority_and_pause_and_the_tenants_served() -> 
     src.lines = [v_line(2_000_000, [5], [3], {
         3: "2 7 5 12 40 10 1000000 1100000 1500000 0 0 100001 80 0 0",
         4: "2 7 6 200 60 3 900000 950000 990000 0 0 100000 0 1 1",
-        5: "1 8 0 3 9 0 1900000 0 0 0 0 8 0 0 0"}, policy="fair", chunk=64)]
+        5: "1 8 0 3 9 0 1900000 0 0 0 0 8 0 0 0"}, policy="fair", chunk=4, prefill=1)]
     snap = asyncio.run(live.snapshot())
-    assert (snap["policy"], snap["chunk"]) == ("fair", 64)
+    assert (snap["policy"], snap["chunk"], snap["prefill"]) == ("fair", 4, 1)
     s3, s4, s5 = snap["slots"][3:6]
     assert (s3["tenant_name"], s3["tenant"], s3["priority"], s3["shown"]) == \
         ("bob", 100_001, 80, "RUNNING")

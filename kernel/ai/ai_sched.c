@@ -32,14 +32,26 @@
 // request then gets its first id after one step, not one position per step
 // behind the decoders, and a decoder waits one step for each such request.
 //
+// The prompt budget (prefill < chunk) bounds what a step costs a decoder:
+// in a step in which some running request decodes (its prompt all run),
+// the requests in prefill share at most prefill positions, so the first
+// prefill of them in rank order run and the others wait that step (not
+// paused); the step runs at most min(chunk, decoders + prefill)
+// positions. Under the step's costs (about one position's time each
+// under QEMU, docs/PERF_NOTES.md) a decoder's time between ids then grows
+// by at most prefill positions' time while a long prompt is fed, which
+// is fed that much slower: the lab's trade between time between tokens
+// and first-token time. A whole prompt (above) is not bounded so.
+//
 // ai_take starts a queued request while fewer than W run; beyond that,
 // while the worker has a free cache, only if some running request yields
 // to it: it then starts paused, and the next plan swaps it in.
 //
 // The settings (ai_sched): the policy, fifo at boot (init passes the boot
-// argument aisched=NAME), and the step budget, chunk positions per step,
-// AI_CHUNK_MAX at boot (aichunk=N). Anyone reads them; only the holder of
-// the AI worker right sets them. A switch takes effect at the next
+// argument aisched=NAME), the step budget, chunk positions per step,
+// AI_CHUNK_MAX at boot (aichunk=N), and the prompt budget, AI_CHUNK_MAX
+// (no bound but the step's) at boot (aiprefill=N). Anyone reads them;
+// only the holder of the AI worker right sets them. A switch takes effect at the next
 // decision: queued requests stay queued, held ones held, none is lost;
 // the new policy starts its own accounting (reset).
 
@@ -54,12 +66,13 @@
 static const struct ai_policy *policies[] = { &sched_fifo, &sched_priority, &sched_shortest,
   &sched_fair };
 
-// Boot: fifo, the largest step.
+// Boot: fifo, the largest step, no prompt budget but the step's.
 void
 sched_init(void)
 {
   ai.policy = &sched_fifo;
   ai.chunk = AI_CHUNK_MAX;
+  ai.prefill = AI_CHUNK_MAX;
 }
 
 // Whether a runs before b under the policy: the lower key, ties in submit
@@ -216,18 +229,59 @@ order(struct ai_slot **s, struct ai_plan_entry *e, int n)
     }
 }
 
-// How many of the running s[0..running) (rank order) run this step: all,
-// or, under whole_prompt, the first and as many others as positions remain
-// after its prompt, when the first is in prefill with at most chunk left.
+// Whether slot s is in prefill: some of its prompt is still to run.
 static int
-step_count(struct ai_slot **s, int running)
+in_prefill(struct ai_slot *s)
 {
-  if (!ai.policy->whole_prompt || running == 0 || s[0]->fed >= s[0]->count)
-    return running;
+  return s->fed < s->count;
+}
+
+// Under whole_prompt, when the first of the running s[0..running) (rank
+// order) is in prefill with at most chunk left: how many run this step,
+// it and as many others as positions remain after its prompt. Else -1.
+static int
+whole_prompt_count(struct ai_slot **s, int running)
+{
+  if (!ai.policy->whole_prompt || running == 0 || !in_prefill(s[0]))
+    return -1;
   int left = ai.chunk - (s[0]->count - s[0]->fed);
   if (left < 0)
-    return running;
+    return -1;
   return 1 + (running - 1 < left ? running - 1 : left);
+}
+
+// The prompt budget (the design comment) on the running s[0..running)
+// and their entries e[]: when some of them decode, the requests in
+// prefill past the first ai.prefill (rank order) move after the others,
+// which keep their order, and *chunk (the step's positions) is lowered to
+// the decoders' and the budget's. Returns how many run this step.
+static int
+prompt_budget(struct ai_slot **s, struct ai_plan_entry *e, int running, int *chunk)
+{
+  struct ai_slot *wait_s[AI_NSLOT];
+  struct ai_plan_entry wait_e[AI_NSLOT];
+  int decoding = 0, prompts = 0, run = 0, nwait = 0;
+
+  for (int k = 0; k < running; k++)
+    decoding += !in_prefill(s[k]);
+  if (decoding == 0 || ai.prefill >= ai.chunk)
+    return running;
+  for (int k = 0; k < running; k++) {
+    if (in_prefill(s[k]) && prompts++ >= ai.prefill) {
+      wait_s[nwait] = s[k];
+      wait_e[nwait++] = e[k];
+    } else {
+      s[run] = s[k];
+      e[run++] = e[k];
+    }
+  }
+  for (int k = 0; k < nwait; k++) {
+    s[run + k] = wait_s[k];
+    e[run + k] = wait_e[k];
+  }
+  if (decoding + ai.prefill < *chunk)
+    *chunk = decoding + ai.prefill;
+  return run;
 }
 
 // Checks plan p's entries (requests the calling worker runs, each once,
@@ -284,10 +338,14 @@ ai_plan(uint64 dst)
     plan_charge(&p, s);
     choose(s, p.n, width(p.places));
     order(s, p.e, p.n);
-    for (p.run = 0; p.run < p.n && !s[p.run]->paused; p.run++)
-      ;
-    p.run = step_count(s, p.run);
+    int running = 0, whole;
+    while (running < p.n && !s[running]->paused)
+      running++;
     p.chunk = ai.chunk;
+    if ((whole = whole_prompt_count(s, running)) >= 0)
+      p.run = whole;
+    else
+      p.run = prompt_budget(s, p.e, running, &p.chunk);
   }
   release(&ai.lock);
   if (err == 0 && copyout(pt, dst, (char *)&p, sizeof(p)) < 0)
@@ -308,10 +366,10 @@ policy_named(const char *name)
 }
 
 // Applies the settings at user address u (struct ai_sched: a policy
-// name, "" to keep it; a chunk, 0 to keep it), which needs the AI worker
-// right, and writes the settings in force back there. Returns 0, or
-// -AIE_FAULT, -AIE_PERM, -AIE_POLICY, -AIE_CHUNK; nothing changes unless
-// all is well.
+// name, "" to keep it; a chunk and a prompt budget, 0 to keep each),
+// which needs the AI worker right, and writes the settings in force back
+// there. Returns 0, or -AIE_FAULT, -AIE_PERM, -AIE_POLICY, -AIE_CHUNK
+// (either budget out of range); nothing changes unless all is well.
 int
 ai_sched(uint64 u)
 {
@@ -322,11 +380,11 @@ ai_sched(uint64 u)
   if (copyin(pt, (char *)&in, u, sizeof(in)) < 0)
     return -AIE_FAULT;
   in.policy[AI_POLICY_LEN - 1] = 0;
-  if ((in.policy[0] != 0 || in.chunk != 0) && !myprocess()->ai_right)
+  if ((in.policy[0] != 0 || in.chunk != 0 || in.prefill != 0) && !myprocess()->ai_right)
     return -AIE_PERM;
   if (in.policy[0] != 0 && (pol = policy_named(in.policy)) == 0)
     return -AIE_POLICY;
-  if (in.chunk < 0 || in.chunk > AI_CHUNK_MAX)
+  if (in.chunk < 0 || in.chunk > AI_CHUNK_MAX || in.prefill < 0 || in.prefill > AI_CHUNK_MAX)
     return -AIE_CHUNK;
   acquire(&ai.lock);
   if (pol != 0 && pol != ai.policy) {
@@ -336,8 +394,11 @@ ai_sched(uint64 u)
   }
   if (in.chunk != 0)
     ai.chunk = in.chunk;
+  if (in.prefill != 0)
+    ai.prefill = in.prefill;
   safestrcpy(in.policy, ai.policy->name, sizeof(in.policy));
   in.chunk = ai.chunk;
+  in.prefill = ai.prefill;
   release(&ai.lock);
   if (copyout(pt, u, (char *)&in, sizeof(in)) < 0)
     return -AIE_FAULT;

@@ -474,6 +474,7 @@ view_fill(struct ai_table_view *v)
   }
   safestrcpy(v->policy, ai.policy->name, sizeof(v->policy));
   v->chunk = ai.chunk;
+  v->prefill = ai.prefill;
 }
 
 // ---------------------------------------------------------------- the worker's side

@@ -48,6 +48,7 @@ struct ai_table {
   int completed;                  // requests completed since boot
   const struct ai_policy *policy; // the scheduling policy (ai_sched.c)
   int chunk;                      // positions per worker step
+  int prefill;                    // prompt positions of a step with a decoder (ai_sched.c)
   int caches;                     // requests the worker can hold (ai_plan), >= its places
   uint64 starts;                  // requests started since boot (slot.started)
   int pauses;                     // running requests paused since boot

@@ -70,7 +70,7 @@
 #define AIE_PERM     118 // the process lacks the AI worker right (ai_register, ai_sched)
 #define AIE_POLICY   119 // no scheduling policy of that name (ai_sched)
 #define AIE_PRIORITY 120 // priority out of range (struct ai_opts: 0..AI_PRIO_MAX)
-#define AIE_CHUNK    121 // step budget out of range (ai_sched: 1..AI_CHUNK_MAX)
+#define AIE_CHUNK    121 // step or prompt budget out of range (ai_sched: 1..AI_CHUNK_MAX)
 
 // Progress and timing of one request (ai_query). Times are microseconds
 // since boot, 0 while the event has not happened; the *_us spans are
@@ -197,6 +197,7 @@ struct ai_table_view {
   struct ai_kvstat kv;        // the worker's KV cache (all 0 before its first report)
   char policy[AI_POLICY_LEN]; // the scheduling policy (ai_sched)
   int chunk;                  // positions per worker step
+  int prefill;                // prompt positions of a step in which a request decodes
 };
 
 // The scheduler's settings (ai_sched): read by anyone, set by the holder
@@ -204,6 +205,8 @@ struct ai_table_view {
 struct ai_sched {
   char policy[AI_POLICY_LEN]; // "fifo", "priority", "shortest" or "fair"; "" keeps it
   int chunk;                  // positions per worker step, 1..AI_CHUNK_MAX; 0 keeps it
+  int prefill; // prompt positions of a step in which a request decodes, 1..AI_CHUNK_MAX
+               // (AI_CHUNK_MAX: the step's budget alone bounds them); 0 keeps it
 };
 
 // One step's plan (ai_plan): the worker gives the requests it holds and
@@ -251,7 +254,7 @@ ai_strerror(int err)
     [AIE_PERM - 100] "not entitled to the AI worker role (no worker right)",
     [AIE_POLICY - 100] "no such scheduling policy (fifo, priority, shortest, fair)",
     [AIE_PRIORITY - 100] "priority out of range (0.." AI_STR(AI_PRIO_MAX) ")",
-    [AIE_CHUNK - 100] "step budget out of range (1.." AI_STR(AI_CHUNK_MAX) " positions)",
+    [AIE_CHUNK - 100] "step or prompt budget out of range (1.." AI_STR(AI_CHUNK_MAX) " positions)",
   };
   if (err < 0)
     err = -err;

@@ -84,7 +84,8 @@ def run_policy_task(task: PolicyTask) -> PolicyRun:
 def run_capacity_task(task: PolicyTask) -> float:
     """On a worker: the capacity (requests/s) of a fifo server for the plan's mix."""
     setup = _worker_setup(task)
-    options = serve_options(setup.root, DEFAULT_POLICY, task.plan.prefill_chunk)
+    options = serve_options(setup.root, DEFAULT_POLICY, task.plan.prefill_chunk,
+                            task.plan.prefill_budget)
     with Server(setup.root, options, setup.cpus, setup.ram, setup.out / "serve.log") as srv:
         srv.wait_healthy()
         return measure_capacity(setup, srv.url, task.plan, lambda _: None)

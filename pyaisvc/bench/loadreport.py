@@ -86,7 +86,9 @@ def markdown(result: LoadResult, command: str) -> str:
              f"Arrivals: {_arrivals(result)}. Classes: {mix}. Tenants: {who}. "
              f"SLOs: TTFT <= {p.slo_ttft * 1000:g} ms, mean time between tokens <= "
              f"{p.slo_tbt * 1000:g} ms." + (f" Prefill chunk {p.prefill_chunk}."
-                                            if p.prefill_chunk else ""), "",
+                                            if p.prefill_chunk else "") +
+             (f" Prompt budget beside a decoder {p.prefill_budget}." if p.prefill_budget
+              else ""), "",
              "Times in ms; TTFT and end-to-end from the client's send; kernel TTFT from "
              "ai_submit (the reply's timings).", ""]
     cols = [("policy", "policy"), ("class", "class"), ("requests", "n"), ("ok", "ok"),

@@ -126,7 +126,8 @@ def policy_run(setup: Setup, plan: LoadPlan, policy: str, rate: float | None,
         outs, used = run_at(setup.url)
         server = setup.url
     else:
-        options = serve_options(setup.root, policy, plan.prefill_chunk)
+        options = serve_options(setup.root, policy, plan.prefill_chunk,
+                                plan.prefill_budget)
         with Server(setup.root, options, setup.cpus, setup.ram,
                     setup.out / f"serve-{policy}.log") as srv:
             note(f"{policy}: booting `{' '.join(srv.command)}`")
@@ -171,7 +172,7 @@ def check_policies(setup: Setup, plan: LoadPlan, journal_path: Path, resume: boo
         Journal.check_new(journal_path)
     for p in plan.policies:
         if setup.url is None:
-            serve_options(setup.root, p, plan.prefill_chunk)
+            serve_options(setup.root, p, plan.prefill_chunk, plan.prefill_budget)
 
 
 def run_load(setup: Setup, plan: LoadPlan, journal_path: Path, resume: bool, done: Done,

@@ -40,20 +40,25 @@ def serve_help(root: Path) -> str:
     return proc.stdout
 
 
-def serve_options(root: Path, policy: str, chunk: int | None) -> list[str]:
-    """The serve options that select policy and chunk; BenchError, saying what to do,
-    when this checkout's serve cannot."""
+def serve_options(root: Path, policy: str, chunk: int | None,
+                  prefill: int | None = None) -> list[str]:
+    """The serve options that select the policy, the step budget (chunk) and the prompt
+    budget (prefill); BenchError, saying what to do, when this checkout's serve cannot."""
     usage = serve_help(root)
-    has_sched, has_chunk = "--sched" in usage, "--chunk" in usage
-    if not has_sched and policy != DEFAULT_POLICY:
+    if "--sched" not in usage and policy != DEFAULT_POLICY:
         raise BenchError(f"policy {policy}: this checkout's `pyaisvc serve` has no --sched "
                          f"option (the kernel's policies are not in it): measure --policies "
                          f"{DEFAULT_POLICY}, or update the checkout")
-    if chunk is not None and not has_chunk:
-        raise BenchError("--prefill-chunk: this checkout's `pyaisvc serve` has no --chunk "
-                         "option: leave out --prefill-chunk, or update the checkout")
-    return (["--sched", policy] if has_sched else []) + \
-        (["--chunk", str(chunk)] if chunk is not None else [])
+    options = ["--sched", policy] if "--sched" in usage else []
+    for ours, theirs, n in (("--prefill-chunk", "--chunk", chunk),
+                            ("--prefill-budget", "--prefill", prefill)):
+        if n is None:
+            continue
+        if theirs not in usage:
+            raise BenchError(f"{ours}: this checkout's `pyaisvc serve` has no {theirs} "
+                             f"option: leave out {ours}, or update the checkout")
+        options += [theirs, str(n)]
+    return options
 
 
 def free_port() -> int:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pyaisvc.bench.matrix import BenchError
-from pyaisvc.llmguest import POLICIES  # the kernel's, as `serve --sched` takes them
+from pyaisvc.llmguest import POLICIES, max_chunk  # the kernel's, as `serve` takes them
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,8 @@ class LoadPlan:
     requests: int | None = None  # requests in all
     slo_ttft: float = 2.0  # seconds
     slo_tbt: float = 0.2  # seconds between tokens (a request's mean)
-    prefill_chunk: int | None = None  # `serve --chunk N`: prompt ids per step
+    prefill_chunk: int | None = None  # `serve --chunk N`: positions per step
+    prefill_budget: int | None = None  # `serve --prefill N`: prompt positions beside a decoder
     extra: dict[str, object] = field(default_factory=dict)  # cpus, ram, out, url, cluster
 
     @property
@@ -134,8 +135,10 @@ def check_plan(plan: LoadPlan, seq_len: int, max_prompt: int, text_len: int) -> 
         raise BenchError(f"--requests must be at least 1, not {plan.requests}")
     if not (plan.slo_ttft > 0 and plan.slo_tbt > 0):
         raise BenchError("--slo-ttft and --slo-tbt must be above 0")
-    if plan.prefill_chunk is not None and plan.prefill_chunk < 1:
-        raise BenchError(f"--prefill-chunk must be at least 1, not {plan.prefill_chunk}")
+    for flag, n in (("--prefill-chunk", plan.prefill_chunk),
+                    ("--prefill-budget", plan.prefill_budget)):
+        if n is not None and not 1 <= n <= max_chunk():
+            raise BenchError(f"{flag} must be 1..{max_chunk()} (AI_CHUNK_MAX), not {n}")
     if not plan.policies:
         raise BenchError(f"give at least one policy, e.g. --policies {','.join(POLICIES)}")
     for p in plan.policies:

@@ -37,8 +37,8 @@ from pyaisvc.llmguest import MODELS, max_prompt
 from pyaisvc.tokenizer import load_tokenizer
 
 # flag -> TOML key of the plan; the flags are added by add_arguments
-KEYS = ("policies", "prefill_chunk", "seed", "rate", "load", "users", "duration", "requests",
-        "slo_ttft", "slo_tbt", "url")
+KEYS = ("policies", "prefill_chunk", "prefill_budget", "seed", "rate", "load", "users",
+        "duration", "requests", "slo_ttft", "slo_tbt", "url")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +47,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="the kernel's scheduling policies to compare, each on a fresh server "
                         "under the same workload: fifo, priority, shortest, fair (default fifo)")
     g.add_argument("--prefill-chunk", type=int, metavar="N",
-                   help="prompt ids per scheduling step (serve --chunk N)")
+                   help="positions per scheduling step (serve --chunk N)")
+    g.add_argument("--prefill-budget", type=int, metavar="N",
+                   help="prompt positions of a step in which a request decodes "
+                        "(serve --prefill N)")
     g.add_argument("--rate", type=float, metavar="R", help="open loop: Poisson arrivals at R "
                    "requests/s")
     g.add_argument("--load", type=float, metavar="F", help="open loop at F times the capacity, "

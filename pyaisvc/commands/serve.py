@@ -89,6 +89,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk", type=int, default=None, metavar="N",
                         help=f"positions per worker step (1..{max_chunk()}; boot argument "
                         f"aichunk=N; default {max_chunk()})")
+    parser.add_argument("--prefill", type=int, default=None, metavar="N",
+                        help=f"prompt positions of a step in which a request decodes "
+                        f"(1..{max_chunk()}; boot argument aiprefill=N; default: no bound "
+                        "but --chunk): lower keeps the time between tokens steady while "
+                        "long prompts arrive (docs/SCHEDULING.md)")
     parser.add_argument("--cpus", type=int, default=qemu.default_cpus(),
                         help=f"guest harts (default: the host's cores, at most "
                         f"{qemu.MAX_DEFAULT_CPUS}; {qemu.default_cpus()} here)")
@@ -101,17 +106,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def boot_arguments(args: argparse.Namespace) -> str:
-    """The guest's boot arguments for --batch, --prefix-cache, --sched and --chunk (each
-    checked; CommandError naming the flag), "" for none."""
+    """The guest's boot arguments for --batch, --prefix-cache, --sched, --chunk and
+    --prefill (each checked; CommandError naming the flag), "" for none."""
     if args.batch is not None and not 1 <= args.batch <= max_batch():
         raise CommandError(f"serve: --batch {args.batch} must be 1..{max_batch()} "
                            "(ai_daemon's AI_BATCH)")
-    if args.chunk is not None and not 1 <= args.chunk <= max_chunk():
-        raise CommandError(f"serve: --chunk {args.chunk} must be 1..{max_chunk()} "
-                           "(AI_CHUNK_MAX)")
+    for flag in ("chunk", "prefill"):
+        n = getattr(args, flag)
+        if n is not None and not 1 <= n <= max_chunk():
+            raise CommandError(f"serve: --{flag} {n} must be 1..{max_chunk()} (AI_CHUNK_MAX)")
     words = [f"aibatch={args.batch}" if args.batch is not None else "",
              f"aisched={args.sched}" if args.sched else "",
              f"aichunk={args.chunk}" if args.chunk is not None else "",
+             f"aiprefill={args.prefill}" if args.prefill is not None else "",
              "aicache=0" if args.prefix_cache == "off" else ""]
     return " ".join(w for w in words if w)
 

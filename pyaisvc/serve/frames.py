@@ -172,6 +172,7 @@ class Table:
     completed: int
     policy: str  # the scheduling policy (ai_sched), e.g. "fifo"
     chunk: int  # its step budget: positions per worker step
+    prefill: int  # its prompt budget: prompt positions of a step in which a request decodes
     fifo: tuple[int, ...]  # slot numbers of the queued requests, next first
     batch: tuple[int, ...]  # slot numbers the worker runs
     slots: tuple[Slot, ...]
@@ -189,11 +190,11 @@ def _table(rest: list[str], line: str) -> Table:
     policy = rest[3]
     nums = _numbers(rest[:3] + rest[4:], None, line)
     try:
-        now, worker, completed, chunk, nq = nums[:5]
-        fifo = tuple(nums[5:5 + nq])
-        nb = nums[5 + nq]
-        batch = tuple(nums[6 + nq:6 + nq + nb])
-        fields = nums[6 + nq + nb:]
+        now, worker, completed, chunk, prefill, nq = nums[:6]
+        fifo = tuple(nums[6:6 + nq])
+        nb = nums[6 + nq]
+        batch = tuple(nums[7 + nq:7 + nq + nb])
+        fields = nums[7 + nq + nb:]
     except (IndexError, ValueError):
         raise FrameError(f"a table frame cut short: {line!r}") from None
     width = len(Slot.__dataclass_fields__)
@@ -203,7 +204,7 @@ def _table(rest: list[str], line: str) -> Table:
     if not all(0 <= s < NSLOT for s in fifo + batch) or not all(
             0 <= s.state < len(STATES) for s in slots):
         raise FrameError(f"a table frame with a slot or state out of range: {line!r}")
-    return Table(now, worker, completed, policy, chunk, fifo, batch, slots)
+    return Table(now, worker, completed, policy, chunk, prefill, fifo, batch, slots)
 
 
 def submit(rid: int, prompt: list[int], predict: int, opts: Options,

@@ -5,7 +5,7 @@ docs/AI_SERVICE.md rule 14) and returns it as plain JSON values: every slot
 with its kernel state, owner pid, the host's rid when the request is one of
 ours, prompt length, progress and the times in ms; the FIFO and the batch
 (slot numbers); the worker and the requests completed; the scheduling policy
-and its step budget; each slot's tenant (the HTTP ``user`` whose tenant id it
+and its budgets; each slot's tenant (the HTTP ``user`` whose tenant id it
 is, or the submitter's pid), priority and whether the policy paused it; and
 the ids served per tenant (the ``aisvc_tenant_tokens`` metric). A request's DONE state
 lasts in the kernel only until the gateway collects it (microseconds), so each
@@ -106,6 +106,7 @@ class TableView:
                  for i, s in enumerate(table.slots)]
         return {"time_s": round(table.now_us / 1e6, 2), "worker_pid": table.worker_pid,
                 "completed": table.completed, "policy": table.policy, "chunk": table.chunk,
+                "prefill": table.prefill,
                 "nslot": len(slots), "used": sum(s.state != 0 for s in table.slots),
                 "fifo": list(table.fifo), "batch": list(table.batch), "slots": slots,
                 "tenants": self._tenants(), "recent": recent[-RECENT:]}

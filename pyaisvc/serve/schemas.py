@@ -356,6 +356,8 @@ class TableSnapshot(BaseModel):
     completed: int
     policy: str = Field(description="the kernel's scheduling policy (docs/SCHEDULING.md)")
     chunk: int = Field(description="the policy's step budget: positions per worker step")
+    prefill: int = Field(description="the prompt budget: prompt positions of a step in "
+                         "which a request decodes (chunk or more: no bound but chunk's)")
     nslot: int
     used: int
     fifo: list[int]

@@ -34,10 +34,13 @@
 //   top [-n N]             the table live (ai_table), as top shows
 //                          processes: refreshed 4 times a second until
 //                          Ctrl-C, or N times
-//   sched [NAME [CHUNK]]   the scheduling policy and the positions per
-//                          step; with NAME (fifo, priority, shortest,
-//                          fair) and CHUNK (1..8) sets them, which needs
-//                          the worker right (docs/AI_SERVICE.md section 11)
+//   sched [NAME [CHUNK [PREFILL]]]
+//                          the scheduling policy, the positions per step
+//                          and those prompts get in a step in which a
+//                          request decodes; with NAME (fifo, priority,
+//                          shortest, fair), CHUNK and PREFILL (1..8) sets
+//                          them, which needs the worker right
+//                          (docs/AI_SERVICE.md section 11)
 //   err CODE               what an error code means (either sign)
 //   register VOCAB SEQLEN  try to become the AI worker (and resign at once
 //                          if that worked): only a process with the worker
@@ -285,6 +288,17 @@ print_ms(uint64 from, uint64 to, int w)
   printf("%s", text);
 }
 
+// The scheduling settings in one line: the prompt budget only when it
+// bounds more than the step's budget does.
+static void
+print_sched(const char *policy, int chunk, int prefill)
+{
+  printf("policy %s, %d positions per step", policy, chunk);
+  if (prefill < chunk)
+    printf(", %d for prompts beside a decoder", prefill);
+  printf("\n");
+}
+
 // One row per used slot of v (a running request the policy paused is
 // PAUSED): 80 columns at most. CACHED: the prompt positions the worker
 // took from its KV cache (docs/KVCACHE.md); the last four columns are
@@ -336,7 +350,8 @@ print_table(const struct ai_table_view *v)
       v->now / 100000 % 10);
   printf("worker pid %d, %d completed; slots %d/%d used, queue %d, batch %d\n", v->worker_pid,
       v->completed, used, AI_NSLOT, v->nqueued, v->nbatch);
-  printf("policy %s, %d positions per step\n\n", v->policy, v->chunk);
+  print_sched(v->policy, v->chunk, v->prefill);
+  printf("\n");
   print_slots(v);
   const struct ai_kvstat *k = &v->kv;
   printf("\nkv cache: %d blocks of %d positions: %d used, %d cached, %d free\n", k->blocks,
@@ -482,7 +497,18 @@ try_register(int vocab, int seq_len)
   }
 }
 
-// sched [NAME [CHUNK]]: shows the scheduling settings, after setting them.
+// A budget word of `ai sched` as a number: -1 (which the kernel refuses)
+// unless it is a positive int.
+static int
+budget_word(const char *word)
+{
+  char *end;
+  long c = strtol(word, &end, 10);
+  return *end != 0 || c != (int)c || c <= 0 ? -1 : (int)c;
+}
+
+// sched [NAME [CHUNK [PREFILL]]]: shows the scheduling settings, after
+// setting them.
 static void
 sched(char **w, int n)
 {
@@ -490,16 +516,15 @@ sched(char **w, int n)
   memset(&a, 0, sizeof(a));
   if (n >= 2)
     strncpy(a.policy, w[1], sizeof(a.policy) - 1);
-  if (n == 3) {
-    char *end;
-    long c = strtol(w[2], &end, 10);
-    a.chunk = *end != 0 || c != (int)c || c == 0 ? -1 : (int)c; // the kernel refuses -1
-  }
+  if (n >= 3)
+    a.chunk = budget_word(w[2]);
+  if (n == 4)
+    a.prefill = budget_word(w[3]);
   if (report("sched", ai_sched(&a)) == 0)
-    printf("policy %s, %d positions per step\n", a.policy, a.chunk);
+    print_sched(a.policy, a.chunk, a.prefill);
   else if (n >= 2 && !ai_right(0))
-    printf("(setting needs the worker right: boot with aisched=NAME aichunk=N, or "
-           "aiworker=console)\n");
+    printf("(setting needs the worker right: boot with aisched=NAME aichunk=N aiprefill=N, "
+           "or aiworker=console)\n");
 }
 
 // The commands, for help and for the usage of one with wrong arguments.
@@ -515,7 +540,7 @@ static const struct {
   { "gen", "[OPT V]... PREDICT ID...", "submit, stream, then wait" },
   { "info", "", "the kernel's table at a glance" },
   { "top", "[-n N]", "the table live until Ctrl-C (or N refreshes)" },
-  { "sched", "[NAME [CHUNK]]", "the scheduling policy and step budget; set them" },
+  { "sched", "[NAME [CHUNK [PREFILL]]]", "the scheduling policy and budgets; set them" },
   { "err", "CODE", "what an error code means (either sign)" },
   { "register", "VOCAB SEQLEN", "try to become the worker (resigns if it did)" },
   { "right", "", "whether this process may become the worker" },
@@ -582,7 +607,7 @@ run(char **w, int n)
     print_info();
   else if (strcmp(c, "top") == 0)
     top(w, n);
-  else if (strcmp(c, "sched") == 0 && n <= 3)
+  else if (strcmp(c, "sched") == 0 && n <= 4)
     sched(w, n);
   else if (strcmp(c, "err") == 0 && n == 2) {
     const char *m = ai_strerror(id);

@@ -511,7 +511,7 @@ rid_of_reqid(int reqid)
 }
 
 // V: the kernel's whole table (ai_table) in one line: the time, the worker,
-// the scheduling policy and its step budget, the FIFO, the batch, then every
+// the scheduling policy and its budgets, the FIFO, the batch, then every
 // slot; a kernel reqid never leaves the guest, the host's rid stands for the
 // gateway's own requests.
 static void
@@ -523,8 +523,8 @@ send_kernel_table(void)
 
   memset(&v, 0, sizeof(v));
   ai_table(&v, sizeof(v));
-  len = snprintf(line, cap, "V %lu %d %d %s %d %d", v.now, v.worker_pid, v.completed, v.policy,
-      v.chunk, v.nqueued);
+  len = snprintf(line, cap, "V %lu %d %d %s %d %d %d", v.now, v.worker_pid, v.completed, v.policy,
+      v.chunk, v.prefill, v.nqueued);
   for (int k = 0; k < v.nqueued; k++)
     len += snprintf(line + len, cap - len, " %d", v.fifo[k]);
   len += snprintf(line + len, cap - len, " %d", v.nbatch);

@@ -1,6 +1,7 @@
 // init: the first user process.
 //
 //   init [aiworker=console] [aibatch=B] [aikv=N] [aicache=0] [aisched=NAME] [aichunk=N]
+//        [aiprefill=N]
 //       (its arguments are the boot command line's words without a dot:
 //       kernel/core/bootargs.c)
 //
@@ -25,9 +26,10 @@
 // B (pyaisvc bench --burst compares batch sizes so, one boot each);
 // aikv=N gives its KV pool N blocks (--kv-blocks N) and aicache=0 turns
 // its prefix reuse off (--prefix-cache off), docs/KVCACHE.md.
-// aisched=NAME and aichunk=N set the AI service's scheduling policy and
-// its worker's step budget (ai_sched, with the right init holds; a bad
-// value is named and the default stays: docs/AI_SERVICE.md section 11).
+// aisched=NAME, aichunk=N and aiprefill=N set the AI service's scheduling
+// policy, its worker's step budget and the prompt positions of a step in
+// which a request decodes (ai_sched, with the right init holds; a bad
+// value is named and the defaults stay: docs/AI_SERVICE.md section 11).
 
 #include "user/lib/user.h"
 #include "kernel/include/param.h"
@@ -112,28 +114,41 @@ add_arg(struct service *s, char *a)
   s->argv[n + 1] = 0;
 }
 
-// The boot's AI scheduling settings (aisched=NAME, aichunk=N; 0 if not
-// given), applied with ai_sched; a bad one is named and changes nothing.
+// A budget's boot argument as a number: 0 when not given (keep it), -1
+// when empty, not a number or 0 (the kernel refuses it).
+static int
+budget_arg(const char *arg)
+{
+  int n = 0;
+
+  for (const char *c = arg; c && *c; c++)
+    n = *c >= '0' && *c <= '9' && n < 1000 ? n * 10 + *c - '0' : -1;
+  return arg && n <= 0 ? -1 : n;
+}
+
+// The boot's AI scheduling settings (aisched=NAME, aichunk=N,
+// aiprefill=N; 0 if not given), applied with ai_sched; a bad one is named
+// and changes nothing.
 static void
-set_sched(const char *policy, const char *chunk)
+set_sched(const char *policy, const char *chunk, const char *prefill)
 {
   struct ai_sched a;
-  int n = 0, r;
+  int r;
 
   memset(&a, 0, sizeof(a));
   if (policy)
     strncpy(a.policy, policy, sizeof(a.policy) - 1);
-  for (const char *c = chunk; c && *c; c++)
-    n = *c >= '0' && *c <= '9' && n < 1000 ? n * 10 + *c - '0' : -1;
-  if (chunk && n <= 0)
-    n = -1; // empty, not a number, or 0: the kernel refuses it
-  a.chunk = n;
+  a.chunk = budget_arg(chunk);
+  a.prefill = budget_arg(prefill);
   if ((r = ai_sched(&a)) < 0) {
-    fprintf(2, "init: aisched=%s aichunk=%s: %s; left as they were\n", policy ? policy : "-",
-        chunk ? chunk : "-", ai_strerror(r));
+    fprintf(2, "init: aisched=%s aichunk=%s aiprefill=%s: %s; left as they were\n",
+        policy ? policy : "-", chunk ? chunk : "-", prefill ? prefill : "-", ai_strerror(r));
     return;
   }
-  printf("init: AI scheduling policy %s, %d positions per step\n", a.policy, a.chunk);
+  printf("init: AI scheduling policy %s, %d positions per step", a.policy, a.chunk);
+  if (a.prefill < a.chunk)
+    printf(", %d for prompts beside a decoder", a.prefill);
+  printf("\n");
 }
 
 // Make fds 0, 1 and 2 the console. Without a console nothing can be
@@ -262,7 +277,7 @@ main(int argc, char *argv[])
 {
   struct service *s;
   int pid, status;
-  char *policy = 0, *chunk = 0;
+  char *policy = 0, *chunk = 0, *prefill = 0;
 
   openconsole();
   makeport();
@@ -282,12 +297,14 @@ main(int argc, char *argv[])
       policy = argv[i] + 8;
     } else if (strncmp(argv[i], "aichunk=", 8) == 0) {
       chunk = argv[i] + 8;
+    } else if (strncmp(argv[i], "aiprefill=", 10) == 0) {
+      prefill = argv[i] + 10;
     } else {
       fprintf(2, "init: unknown argument '%s' ignored\n", argv[i]);
     }
   }
-  if (policy || chunk)
-    set_sched(policy, chunk);
+  if (policy || chunk || prefill)
+    set_sched(policy, chunk, prefill);
   for (;;) {
     for (s = services; s < services + NSERVICE; s++)
       if (s->pid == 0)

@@ -14,9 +14,12 @@
 //   aibench tenant ttft_us=T                      the same, from another
 //                                                 process (tenant) while 8
 //                                                 requests of 48 ids run
-//   aibench gaps median_us=M max_us=X ids=N      a decoding request's gaps
+//   aibench gaps median_us=M max_us=X ids=N alone_us=A long_ttft_us=L
+//                                                 a decoding request's gaps
 //                                                 between ids while a 200-id
-//                                                 prompt arrives
+//                                                 prompt arrives (A: its
+//                                                 median gap before; L: the
+//                                                 prompt's TTFT)
 //   aibench mixed ms=W positions=P gen=G          4 processes x 6 requests of
 //                                                 random sizes and priorities
 
@@ -128,28 +131,44 @@ sort(uint64 *a, int n)
     }
 }
 
+// The median of the gaps between the ids at at[from..to) (to > from + 1).
+static uint64
+median_gap(const uint64 *at, int from, int to)
+{
+  static uint64 gap[AI_MAX_PREDICT];
+  int ng = 0;
+
+  for (int i = from + 1; i < to; i++)
+    gap[ng++] = at[i] - at[i - 1];
+  sort(gap, ng);
+  return gap[ng / 2];
+}
+
 static void
 gaps(void)
 {
-  static uint64 at[AI_MAX_PREDICT], gap[AI_MAX_PREDICT];
+  static uint64 at[AI_MAX_PREDICT];
   uint32 got[AI_MAX_PREDICT];
-  int predict = 64, d = submit(SHORT_N, predict, 3, 0), from = 0, lng = 0, n;
+  int predict = 64, d = submit(SHORT_N, predict, 3, 0), from = 0, lng = 0, before = 0, n;
   while ((n = ai_stream(d, got, from, AI_MAX_PREDICT)) > 0) {
     uint64 t = time_us();
     for (int i = 0; i < n; i++)
       at[from + i] = t;
     from += n;
-    if (lng == 0 && from >= 8)
+    if (lng == 0 && from >= 8) {
       lng = submit(200, 4, 4, 0);
+      before = from;
+    }
   }
   ai_wait(d, out, sizeof(out));
-  finish(lng);
-  int ng = 0;
+  struct ai_status sl = finish(lng);
+  uint64 most = 0;
   for (int i = 2; i < from; i++) // from the second id on: decode only
-    gap[ng++] = at[i] - at[i - 1];
-  sort(gap, ng);
-  printf("aibench gaps median_us=%lu max_us=%lu ids=%d\n", ng ? gap[ng / 2] : 0,
-      ng ? gap[ng - 1] : 0, from);
+    if (at[i] - at[i - 1] > most)
+      most = at[i] - at[i - 1];
+  printf("aibench gaps median_us=%lu max_us=%lu ids=%d alone_us=%lu long_ttft_us=%lu\n",
+      from > 3 ? median_gap(at, 1, from) : 0, most, from,
+      before > 3 ? median_gap(at, 1, before) : 0, sl.ttft_us);
 }
 
 static uint64 rng = 12345;

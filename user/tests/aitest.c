@@ -1360,6 +1360,16 @@ set_sched(const char *name, int chunk)
   return ai_sched(&a);
 }
 
+// Sets the prompt budget (aiprefill) alone.
+static int
+set_prefill(int prefill)
+{
+  struct ai_sched a;
+  memset(&a, 0, sizeof(a));
+  a.prefill = prefill;
+  return ai_sched(&a);
+}
+
 // Submits n ids of LONGP to generate predict, with a tenant and a
 // priority.
 static int
@@ -1510,16 +1520,21 @@ sched_settings(void)
   struct ai_sched a;
   memset(&a, 0, sizeof(a));
   int r = ai_sched(&a);
-  result("sched: read: fifo and AI_CHUNK_MAX at boot",
-      r == 0 && strcmp(a.policy, "fifo") == 0 && a.chunk == AI_CHUNK_MAX, r);
+  result("sched: read: fifo and AI_CHUNK_MAX (both budgets) at boot",
+      r == 0 && strcmp(a.policy, "fifo") == 0 && a.chunk == AI_CHUNK_MAX &&
+          a.prefill == AI_CHUNK_MAX,
+      r);
   expect("sched: bad: an unknown policy (AIE_POLICY)", set_sched("lottery", 0), -AIE_POLICY);
   expect("sched: bad: chunk -1 (AIE_CHUNK)", set_sched("", -1), -AIE_CHUNK);
   expect("sched: bad: chunk above AI_CHUNK_MAX", set_sched("fair", AI_CHUNK_MAX + 1), -AIE_CHUNK);
+  expect("sched: bad: prefill -1 (AIE_CHUNK)", set_prefill(-1), -AIE_CHUNK);
+  expect("sched: bad: prefill above AI_CHUNK_MAX", set_prefill(AI_CHUNK_MAX + 1), -AIE_CHUNK);
   expect("sched: bad: settings pointer in kernel memory", ai_sched(BADADDR), -AIE_FAULT);
   memset(&a, 0, sizeof(a));
   ai_sched(&a);
   result("sched: bad values change nothing",
-      strcmp(a.policy, "fifo") == 0 && a.chunk == AI_CHUNK_MAX, a.chunk);
+      strcmp(a.policy, "fifo") == 0 && a.chunk == AI_CHUNK_MAX && a.prefill == AI_CHUNK_MAX,
+      a.chunk);
   int pid = fork();
   if (pid == 0) {
     ai_right(1);
@@ -1852,6 +1867,45 @@ whole_prompt(void)
   expect("whole prompt: the table empty again", wait_used(0, 100), 0);
 }
 
+// The prompt budget: with aiprefill=1 under fifo, one request decodes
+// and two wait to feed their prompts: a step runs the decoder and the
+// older prompt, 2 positions, and the younger waits (not paused) until
+// the older has fed its prompt; every request is served whole.
+static void
+prompt_budget(void)
+{
+  static struct ai_table_view v;
+  set_prefill(1);
+  nhs = 0;
+  int d = sub_tp(1, 30, 0, 0);
+  sim_admit(8, 8);
+  sim_step(8, 8); // d's prompt: from now on it decodes
+  int a = sub_tp(6, 1, 0, 0), b = sub_tp(6, 1, 0, 0);
+  sim_admit(8, 8);
+  int r = sim_step(8, 8);
+  ai_table(&v, sizeof(v));
+  struct ai_slot_view *wb = view_of(&v, b);
+  result("prompt budget 1: beside a decoder a step runs it and the older prompt, 2 positions",
+      r == 2 && plan.chunk == 2 && plan.e[0].reqid == d && plan.e[1].reqid == a, r);
+  result("prompt budget 1: the younger prompt waits that step, running, not paused",
+      wb && wb->state == AI_RUNNING && !wb->paused && v.prefill == 1, wb ? wb->paused : -1);
+  for (int k = 0; k < 5; k++)
+    sim_step(8, 8);
+  int fed_b = -1;
+  for (int i = 0; i < nhs; i++)
+    if (hs[i].reqid == b)
+      fed_b = hs[i].fed;
+  result(
+      "prompt budget 1: the younger starts once the older has fed its prompt", fed_b == 0, fed_b);
+  sim_drain(8, 8);
+  set_prefill(AI_CHUNK_MAX);
+  int ok = 1;
+  for (int i = 0; i < nmine; i++)
+    ok = ok && (mine[i] != d && mine[i] != a && mine[i] != b);
+  result("prompt budget 1: all three served whole and collected", ok, nmine);
+  expect("prompt budget: the table empty again", wait_used(0, 100), 0);
+}
+
 // Switching the policy at every step while requests of two tenants and
 // several priorities are queued, running and paused: every request ends
 // with all its ids.
@@ -1903,6 +1957,7 @@ scheduling(void)
   fair_flood();
   budget();
   whole_prompt();
+  prompt_budget();
   switching();
   set_sched("fifo", AI_CHUNK_MAX);
 }

@@ -563,6 +563,7 @@ sched_args(struct ai_sched *s)
   else
     strcpy(s->policy, names[pick(NELEM(names))]);
   s->chunk = chunks[pick(NELEM(chunks))];
+  s->prefill = chunks[pick(NELEM(chunks))];
 }
 
 static int

@@ -294,7 +294,9 @@ function render(snap) {
   buildSlots(snap.nslot);
   const paused = snap.slots.filter((s) => s.paused).length;
   $("policy").textContent =
-    `policy ${snap.policy}, ${snap.chunk} positions a step` + (paused ? `; ${paused} paused` : "");
+    `policy ${snap.policy}, ${snap.chunk} positions a step` +
+    (snap.prefill < snap.chunk ? `, ${snap.prefill} for prompts beside a decoder` : "") +
+    (paused ? `; ${paused} paused` : "");
   $("policy").dataset.policy = snap.policy;
   $("summary").textContent =
     `worker pid ${snap.worker_pid}, ${snap.completed} completed; ` +
