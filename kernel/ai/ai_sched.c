@@ -37,11 +37,12 @@
 // the requests in prefill share at most prefill positions, so the first
 // prefill of them in rank order run and the others wait that step (not
 // paused); the step runs at most min(chunk, decoders + prefill)
-// positions. Under the step's costs (about one position's time each
-// under QEMU, docs/PERF_NOTES.md) a decoder's time between ids then grows
-// by at most prefill positions' time while a long prompt is fed, which
-// is fed that much slower: the lab's trade between time between tokens
-// and first-token time. A whole prompt (above) is not bounded so.
+// positions. A step's time grows with its positions under QEMU
+// (docs/PERF_NOTES.md, "a decoder's gap is the step's positions"), so a
+// decoder's time between ids then grows by at most prefill positions'
+// time while a long prompt is fed, which is fed that much slower: the
+// lab's trade between time between tokens and first-token time. A whole
+// prompt (above) is not bounded so.
 //
 // ai_take starts a queued request while fewer than W run; beyond that,
 // while the worker has a free cache, only if some running request yields

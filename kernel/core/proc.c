@@ -835,8 +835,9 @@ either_copyin(void *dst, int user_src, uint64 src, uint64 len)
   return 0;
 }
 
-// ^P on the console: one line per process, and the free memory. Takes no
-// locks, so that it works even when the system is stuck.
+// ^P on the console: one line per process (pid, state, name, size, the
+// hart it last ran on), and the free memory. Takes no locks, so that it
+// works even when the system is stuck.
 void
 procdump(void)
 {
@@ -853,7 +854,7 @@ procdump(void)
   for (struct proc *p = proc; p < &proc[NPROC]; p++) {
     if (p->state == UNUSED)
       continue;
-    printf("%d %s %s %lu KiB\n", p->pid, states[p->state], p->name, p->sz / 1024);
+    printf("%d %s %s %lu KiB hart %d\n", p->pid, states[p->state], p->name, p->sz / 1024, p->home);
   }
   printf("free memory: %lu MiB\n", kfreepages() / 256);
 }

@@ -9,7 +9,14 @@
 // program on the host, or in the guest, while the daemon started), so
 // before it sleeps for work, with nothing queued, the daemon measures
 // again if the last measurement is RESIZE_US old, and says so when the
-// count changes. The measurement takes 40-60 ms, only while idle.
+// count changes. The measurement takes 40-60 ms. One that found fewer
+// threads than harts may have fallen on a moment the host ran something
+// else (a client between two phases of a benchmark), and the daemon is
+// idle only between busy periods: so while the pool has fewer threads
+// than harts it measures again between steps too, RESIZE_SOON_US after
+// a measurement that lowered the count, then at twice the wait each time
+// the count stays low, up to RESIZE_US (docs/PERF_NOTES.md, "a pool
+// sized at a busy moment").
 // Loads the model once, with the runtime and models of llmrun_smol /
 // llmrun_qwen (CFG.BIN's model_kind, read by the runtime's loader, picks
 // which), registers with the kernel as the worker, then serves forever,
@@ -80,8 +87,9 @@
 #include "user/llm/smol.h"
 #include "user/llm/qwen.h"
 
-#define AI_BATCH  8          // B: requests the worker runs at once (<= LLM_MAXCACHE)
-#define RESIZE_US 10000000UL // measure the pool again after this long, when idle
+#define AI_BATCH       8          // B: requests the worker runs at once (<= LLM_MAXCACHE)
+#define RESIZE_US      10000000UL // measure the pool again after this long, when idle
+#define RESIZE_SOON_US 1000000UL  // the first wait after a count below the harts
 
 _Static_assert(AI_BATCH <= LLM_MAXCACHE, "AI_BATCH above the session's caches");
 _Static_assert(AI_CHUNK_MAX <= LLM_BATCH, "the kernel's step budget above a forward pass");
@@ -95,10 +103,11 @@ struct running {
   struct llm_sampler g; // the request's options: sampler and stop ids
 };
 
-static struct running run[LLM_MAXKV]; // in the last plan's order
-static int nrun, places;              // held requests; B
-static uint64 pool_sized_at;          // when llm_pool_start last measured
-static struct llm_sampler work;       // the samplers' shared workspace (cand, cum)
+static struct running run[LLM_MAXKV];  // in the last plan's order
+static int nrun, places;               // held requests; B
+static uint64 pool_sized_at;           // when llm_pool_start last measured
+static uint64 resize_wait = RESIZE_US; // the wait from then to the next measurement
+static struct llm_sampler work;        // the samplers' shared workspace (cand, cum)
 
 // The model for dir's CFG.BIN (version 1 files are all Llama); 0 after a
 // message if it cannot be read or checked.
@@ -232,19 +241,27 @@ admit(struct llm_runtime *rt, struct llm_session *s, struct ai_job *job)
 }
 
 // Restarts the thread pool with as many threads as the host now runs at
-// once, if it was sized RESIZE_US ago or more (design comment); prints the
-// change. Only between steps.
+// once, if it was sized resize_wait ago or more, and sets the next wait
+// (design comment); prints the change. Only between steps; `why` says
+// when ("while idle", "between steps").
 static void
-resize_pool(void)
+resize_pool(const char *why)
 {
-  if (time_us() - pool_sized_at < RESIZE_US)
+  if (time_us() - pool_sized_at < resize_wait)
     return;
   int before = llm_pool_threads();
   llm_pool_stop();
   llm_pool_start(0);
   pool_sized_at = time_us();
-  if (llm_pool_threads() != before)
-    printf("ai_daemon: threads %d -> %d (measured again while idle)\n", before, llm_pool_threads());
+  int now = llm_pool_threads();
+  if (now >= nharts())
+    resize_wait = RESIZE_US;
+  else if (now < before)
+    resize_wait = RESIZE_SOON_US; // it just fell: look again soon
+  else
+    resize_wait = 2 * resize_wait < RESIZE_US ? 2 * resize_wait : RESIZE_US;
+  if (now != before)
+    printf("ai_daemon: threads %d -> %d (measured again %s)\n", before, now, why);
 }
 
 // The next request: one already queued (ai_take never blocks) or, with
@@ -255,7 +272,7 @@ next_request(struct ai_job *job)
   int r = ai_take(job, places);
   if (r != 0 || nrun > 0)
     return r;
-  resize_pool();
+  resize_pool("while idle");
   return ai_next(job);
 }
 
@@ -406,6 +423,8 @@ serve(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s)
     admit_all(rt, s);
     if (nrun > 0)
       step(md, rt, s);
+    if (llm_pool_threads() < nharts())
+      resize_pool("between steps");
   }
 }
 
