@@ -264,16 +264,19 @@ def _parse_stress(out: str) -> dict[tuple[int, int], tuple[list[int], int, list[
 
 
 THREADS_CHANGE = re.compile(r"ai_daemon: threads (\d+) -> (\d+) \(measured again while idle\)")
+THREADS_BACK = re.compile(r"ai_daemon: threads 1 -> 2 \(measured again between steps\)")
 
 
-def test_worker_measures_its_pool_again_when_idle(boot_guest, build, qwen_dir,
-                                                  tmp_path) -> None:
+def test_worker_measures_its_pool_again(boot_guest, build, qwen_dir, tmp_path) -> None:
     """ai_daemon sizes its thread pool by measurement at start and again when it goes
     idle long enough after that (RESIZE_US, user/ai/ai_daemon.c): with both harts of a 2-hart guest
     taken by two `spin` processes, the worker's next idle moment leaves it one thread,
-    and its results stay the reference's before and after. It needs the host's two
-    cores at boot (for the 2 to shrink from) and skips when the worker started with
-    one: under `make test`'s two workers that happens; run it alone to see it."""
+    and its results stay the reference's before and after. Once the spinners are
+    killed, a long request gets both threads back within it: with fewer threads than
+    harts the worker measures again between steps, not only when idle. It needs the
+    host's two cores at boot (for the 2 to shrink from) and skips when the worker
+    started with one: under `make test`'s two workers that happens; run it alone to
+    see it."""
     image = _image(build, tmp_path, {"AI/QWEN": qwen_dir}, testprogs=("spin",))
     g = boot_guest(cpus=2, ram="512M", image=image)
     w = boot_worker(g.transcript)
@@ -283,7 +286,8 @@ def test_worker_measures_its_pool_again_when_idle(boot_guest, build, qwen_dir,
     ids = " ".join(map(str, lc.FRANCE["qwen"]))
     want = " ".join(map(str, lc.reference_ids(qwen_dir, [lc.FRANCE["qwen"]], 4)[0]))
     assert g.run(f"ai gen 4 {ids}", timeout=120).splitlines()[0].strip() == want
-    g.run("spin 40 & spin 40 & echo spinning")
+    spinners = re.findall(r"\[(\d+)\]", g.run("spin 40 & spin 40 & echo spinning"))
+    assert len(spinners) == 2, g.transcript[-500:]
     # Each request ends in an idle moment of the worker, where it measures again once
     # its last measurement is old enough: requests, each checked, until it says so
     # (while the spinners still run).
@@ -292,6 +296,15 @@ def test_worker_measures_its_pool_again_when_idle(boot_guest, build, qwen_dir,
         assert g.run(f"ai gen 4 {ids}", timeout=120).splitlines()[0].strip() == want
         g.run("sleep 1")  # the worker's line follows the reply
     assert THREADS_CHANGE.findall(g.transcript) == [("2", "1")], g.transcript[-2000:]
+    # 8 processes submitting back to back, and the spinners killed as they start:
+    # the worker is busy from then on, and gets its second thread back between steps.
+    g.run(f"aistress 8 6 3 24 24 > /stress.txt & kill {' '.join(spinners)}")
+    deadline = time.monotonic() + 600
+    while "aistress:" not in (out := g.run("cat /stress.txt")) and time.monotonic() < deadline:
+        g.run("sleep 1")
+    m = STRESS.search(out)
+    assert m and m.group(2) == "0" and m.group(3) == "0", out[-500:]
+    assert THREADS_BACK.search(g.transcript), g.transcript[-2000:]
     assert g.run(f"ai gen 4 {ids}", timeout=120).splitlines()[0].strip() == want
     assert "panic" not in g.transcript
 

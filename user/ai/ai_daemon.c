@@ -14,9 +14,9 @@
 // else (a client between two phases of a benchmark), and the daemon is
 // idle only between busy periods: so while the pool has fewer threads
 // than harts it measures again between steps too, RESIZE_SOON_US after
-// a measurement that lowered the count, then at twice the wait each time
-// the count stays low, up to RESIZE_US (docs/PERF_NOTES.md, "a pool
-// sized at a busy moment").
+// a measurement that found fewer (the first one at start included), then
+// at twice the wait each time the count stays low, up to RESIZE_US
+// (docs/PERF_NOTES.md, "a pool sized at a busy moment").
 // Loads the model once, with the runtime and models of llmrun_smol /
 // llmrun_qwen (CFG.BIN's model_kind, read by the runtime's loader, picks
 // which), registers with the kernel as the worker, then serves forever,
@@ -240,16 +240,12 @@ admit(struct llm_runtime *rt, struct llm_session *s, struct ai_job *job)
   kv_report(s, u);
 }
 
-// Restarts the thread pool with as many threads as the host now runs at
-// once, if it was sized resize_wait ago or more, and sets the next wait
-// (design comment); prints the change. Only between steps; `why` says
-// when ("while idle", "between steps").
-static void
-resize_pool(const char *why)
+// (Re)starts the thread pool with as many threads as the host now runs
+// at once and sets the wait until the next measurement (design comment):
+// `before` is the count it had (the harts at start). Returns the count.
+static int
+size_pool(int before)
 {
-  if (time_us() - pool_sized_at < resize_wait)
-    return;
-  int before = llm_pool_threads();
   llm_pool_stop();
   llm_pool_start(0);
   pool_sized_at = time_us();
@@ -260,6 +256,18 @@ resize_pool(const char *why)
     resize_wait = RESIZE_SOON_US; // it just fell: look again soon
   else
     resize_wait = 2 * resize_wait < RESIZE_US ? 2 * resize_wait : RESIZE_US;
+  return now;
+}
+
+// Measures the pool again if it was sized resize_wait ago or more, and
+// prints a change. Only between steps; `why` says when ("while idle",
+// "between steps").
+static void
+resize_pool(const char *why)
+{
+  if (time_us() - pool_sized_at < resize_wait)
+    return;
+  int before = llm_pool_threads(), now = size_pool(before);
   if (now != before)
     printf("ai_daemon: threads %d -> %d (measured again %s)\n", before, now, why);
 }
@@ -487,8 +495,7 @@ main(int argc, char **argv)
     fprintf(2,
         "ai_daemon: no memory for the sampler: sampled requests will fail "
         "(out of memory); boot with more RAM to serve them\n");
-  llm_pool_start(0); // as many threads as the machine runs at once
-  pool_sized_at = time_us();
+  size_pool(nharts()); // as many threads as the machine runs at once
   if (register_worker(&rt.cfg) < 0)
     return 1;
   printf("ai_daemon: pid %d serving %s (vocab %d, runtime_seq_len %d), load %lu ms, batch %d, "
