@@ -296,92 +296,94 @@ static const char *const value_opts[NVALUE_OPTS] = { "--asset-dir", "--prompt-fi
   "--presence-penalty", "--frequency-penalty", "--logit-bias", "--logprobs", "--prefix-cache",
   "--kv-blocks", "--prefix-hash-bits" };
 
+// The value-taking options that set the sampler (the others set the run).
+static int
+is_sampling(int k)
+{
+  return k == OPT_TEMP || k == OPT_TOP_K || k == OPT_TOP_P || k == OPT_SEED || k == OPT_STOP ||
+      k == OPT_PRESENCE || k == OPT_FREQUENCY || k == OPT_BIAS || k == OPT_LOGPROBS;
+}
+
+// Stores value v of sampling option k in sp. Returns 0; -1 if v is not
+// what *want (or range, which it may fill) says; -2 after a message of
+// its own.
+static int
+sampling_value(struct llm_sampler *sp, int k, const char *v, const char **want, char *range)
+{
+  switch (k) {
+  case OPT_TEMP:
+    *want = "a decimal such as 0.8 (at most 15 digits, no exponent)";
+    return parse_decimal(v, &sp->temp);
+  case OPT_TOP_K: return parse_num(v, strlen(v), &sp->top_k);
+  case OPT_TOP_P:
+    *want = "a decimal above 0 and at most 1, such as 0.9";
+    return parse_decimal(v, &sp->top_p) < 0 || sp->top_p <= 0.0 || sp->top_p > 1.0 ? -1 : 0;
+  case OPT_SEED: *want = "a number below 2^64"; return parse_u64(v, &sp->seed);
+  case OPT_STOP:
+    if (sp->nstop == LLM_MAX_STOP) {
+      fprintf(2, "%s: --stop: at most %d ids\n", llm_prog, LLM_MAX_STOP);
+      return -2;
+    }
+    return parse_num(v, strlen(v), &sp->stop[sp->nstop++]);
+  case OPT_PRESENCE:
+  case OPT_FREQUENCY:
+    *want = "a decimal from -2 to 2 with at most 6 decimals";
+    return parse_micro(v, 2, k == OPT_PRESENCE ? &sp->presence_micro : &sp->frequency_micro);
+  case OPT_BIAS:
+    snprintf(range, 32, "ID:BIAS (at most %d)", LLM_MAX_BIAS);
+    *want = range; // BIAS from -100 to 100, at most 6 decimals (--help)
+    return parse_bias(sp, v);
+  default: // OPT_LOGPROBS
+    *want = "a number from 0 to " AI_STR(LLM_MAX_TOPLP);
+    sp->logprobs = 1;
+    return parse_num(v, strlen(v), &sp->top_logprobs) < 0 || sp->top_logprobs > LLM_MAX_TOPLP ? -1
+                                                                                              : 0;
+  }
+}
+
+// Stores value v of run option k (not is_sampling) in o, as
+// sampling_value does.
+static int
+run_value(struct options *o, int k, const char *v, const char **want, char *range)
+{
+  *want = range;
+  switch (k) {
+  case OPT_DIR: o->dir = v; return 0;
+  case OPT_FILE: o->prompt_file = v; return 0;
+  case OPT_PREDICT: *want = "a number"; return parse_num(v, strlen(v), &o->predict);
+  case OPT_KERNELS: return llm_kernels_select(llm_prog, v) < 0 ? -2 : 0; // it named the choices
+  case OPT_THREADS: return in_range(v, LLM_MAX_THREADS, &o->threads, range, 32);
+  case OPT_BATCH: return in_range(v, LLM_MAXCACHE, &o->batch, range, 32);
+  case OPT_PREFIX:
+    *want = "on or off";
+    o->prefix_off = strcmp(v, "off") == 0;
+    return strcmp(v, "on") == 0 || o->prefix_off ? 0 : -1;
+  case OPT_KVBLOCKS: return in_range(v, 1 << 20, &o->kv_blocks, range, 32);
+  default: // OPT_HASHBITS
+    *want = "a number of bits, 0..64";
+    return parse_num(v, strlen(v), &o->hash_bits) < 0 || o->hash_bits > 64 ? -1 : 0;
+  }
+}
+
 // Store value v of option a (v is 0 when argv ends after a). Returns 0,
 // 1 if a takes no value, or -1 after a message.
 static int
 value_option(struct options *o, const char *a, const char *v)
 {
-  struct llm_sampler *sp = &o->smp;
   const char *want = "a number";
   char range[32];
-  int k = 0, bad = 0;
+  int k = 0;
   while (k < NVALUE_OPTS && strcmp(a, value_opts[k]) != 0)
     k++;
   if (k == NVALUE_OPTS)
     return 1;
   if (v == 0)
     return usage("missing the value of", a);
-  switch (k) {
-  case OPT_DIR: o->dir = v; break;
-  case OPT_FILE: o->prompt_file = v; break;
-  case OPT_PREDICT: bad = parse_num(v, strlen(v), &o->predict); break;
-  case OPT_TEMP:
-    want = "a decimal such as 0.8 (at most 15 digits, no exponent)";
-    bad = parse_decimal(v, &sp->temp);
-    break;
-  case OPT_TOP_K: bad = parse_num(v, strlen(v), &sp->top_k); break;
-  case OPT_TOP_P:
-    want = "a decimal above 0 and at most 1, such as 0.9";
-    bad = parse_decimal(v, &sp->top_p) < 0 || sp->top_p <= 0.0 || sp->top_p > 1.0 ? -1 : 0;
-    break;
-  case OPT_SEED:
-    want = "a number below 2^64";
-    bad = parse_u64(v, &sp->seed);
-    break;
-  case OPT_STOP:
-    if (sp->nstop == LLM_MAX_STOP) {
-      fprintf(2, "%s: --stop: at most %d ids\n", llm_prog, LLM_MAX_STOP);
-      return -1;
-    }
-    bad = parse_num(v, strlen(v), &sp->stop[sp->nstop++]);
-    break;
-  case OPT_KERNELS:
-    if (llm_kernels_select(llm_prog, v) < 0)
-      return -1; // it has named the choices
-    break;
-  case OPT_THREADS:
-    bad = in_range(v, LLM_MAX_THREADS, &o->threads, range, sizeof(range));
-    want = range;
-    break;
-  case OPT_BATCH:
-    bad = in_range(v, LLM_MAXCACHE, &o->batch, range, sizeof(range));
-    want = range;
-    break;
-  case OPT_PRESENCE:
-  case OPT_FREQUENCY:
-    want = "a decimal from -2 to 2 with at most 6 decimals";
-    bad = parse_micro(v, 2, k == OPT_PRESENCE ? &sp->presence_micro : &sp->frequency_micro);
-    break;
-  case OPT_BIAS:
-    snprintf(range, sizeof(range), "ID:BIAS (at most %d)", LLM_MAX_BIAS);
-    want = range; // BIAS from -100 to 100, at most 6 decimals (--help)
-    bad = parse_bias(sp, v);
-    break;
-  case OPT_LOGPROBS:
-    want = "a number from 0 to " AI_STR(LLM_MAX_TOPLP);
-    bad =
-        parse_num(v, strlen(v), &sp->top_logprobs) < 0 || sp->top_logprobs > LLM_MAX_TOPLP ? -1 : 0;
-    sp->logprobs = 1;
-    break;
-  case OPT_PREFIX:
-    want = "on or off";
-    bad = strcmp(v, "on") == 0 || strcmp(v, "off") == 0 ? 0 : -1;
-    o->prefix_off = strcmp(v, "off") == 0;
-    break;
-  case OPT_KVBLOCKS:
-    bad = in_range(v, 1 << 20, &o->kv_blocks, range, sizeof(range));
-    want = range;
-    break;
-  case OPT_HASHBITS:
-    bad = parse_num(v, strlen(v), &o->hash_bits) < 0 || o->hash_bits > 64 ? -1 : 0;
-    want = "a number of bits, 0..64";
-    break;
-  }
-  if (bad < 0) {
+  int bad = is_sampling(k) ? sampling_value(&o->smp, k, v, &want, range)
+                           : run_value(o, k, v, &want, range);
+  if (bad == -1)
     fprintf(2, "%s: %s: '%s' is not %s\n", llm_prog, a, v, want);
-    return -1;
-  }
-  return 0;
+  return bad < 0 ? -1 : 0;
 }
 
 // Fill o from the --options of argv (defaults: md's directory, predict 1,
