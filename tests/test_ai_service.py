@@ -81,7 +81,7 @@ RULES = [  # one or more aitest cases must cover each of these
     "bad: ai_table with a bad pointer", "bad: ai_table with a size below the view's",
     # the worker right (rule 13)
     "right: a process that dropped the worker right gets AIE_PERM",
-    "right: no worker registered after the refusals", "right: the parent keeps it",
+    "right: the refusals registered nobody", "right: the parent keeps it",
 ]
 
 
