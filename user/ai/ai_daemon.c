@@ -107,6 +107,7 @@ static struct running run[LLM_MAXKV];  // in the last plan's order
 static int nrun, places;               // held requests; B
 static uint64 pool_sized_at;           // when llm_pool_start last measured
 static uint64 resize_wait = RESIZE_US; // the wait from then to the next measurement
+static int harts;                      // the guest's harts (nharts, once)
 static struct llm_sampler work;        // the samplers' shared workspace (cand, cum)
 
 // The model for dir's CFG.BIN (version 1 files are all Llama); 0 after a
@@ -250,7 +251,7 @@ size_pool(int before)
   llm_pool_start(0);
   pool_sized_at = time_us();
   int now = llm_pool_threads();
-  if (now >= nharts())
+  if (now >= harts)
     resize_wait = RESIZE_US;
   else if (now < before)
     resize_wait = RESIZE_SOON_US; // it just fell: look again soon
@@ -431,7 +432,7 @@ serve(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s)
     admit_all(rt, s);
     if (nrun > 0)
       step(md, rt, s);
-    if (llm_pool_threads() < nharts())
+    if (llm_pool_threads() < harts)
       resize_pool("between steps");
   }
 }
@@ -495,7 +496,8 @@ main(int argc, char **argv)
     fprintf(2,
         "ai_daemon: no memory for the sampler: sampled requests will fail "
         "(out of memory); boot with more RAM to serve them\n");
-  size_pool(nharts()); // as many threads as the machine runs at once
+  harts = nharts();
+  size_pool(harts); // as many threads as the machine runs at once
   if (register_worker(&rt.cfg) < 0)
     return 1;
   printf("ai_daemon: pid %d serving %s (vocab %d, runtime_seq_len %d), load %lu ms, batch %d, "
