@@ -11,7 +11,7 @@
 # Knobs (override on the command line, e.g. `make qemu CPUS=2 RAM=2G`; also
 # QEMU=/path, AISVC_QEMU=/path in the environment, CPU=rv64,v=true,vlen=512,
 # BOOTARGS=aiworker=console the kernel's command line, docs/AI_SERVICE.md rule 13).
-# CPUS left empty boots pyaisvc.qemu's default_cpus() harts (the host's cores, at
+# CPUS left empty boots pyaisvc.guest.qemu's default_cpus() harts (the host's cores, at
 # most 4), RAM left empty its DEFAULT_RAM (256M):
 CPUS    ?=
 RAM     ?=
@@ -29,7 +29,7 @@ TOOLPREFIX := $(shell for p in riscv64-unknown-elf- riscv64-linux-gnu- riscv64-e
 	if command -v $${p}gcc >/dev/null 2>&1; then echo $$p; break; fi; done)
 endif
 # QEMU: $(AISVC_QEMU) when set (as for pyaisvc), else the one on PATH. CPU: the
-# -cpu value; empty lets pyaisvc.qemu choose (RVV on QEMU >= 10), `default` none.
+# -cpu value; empty lets pyaisvc.guest.qemu choose (RVV on QEMU >= 10), `default` none.
 QEMU ?= $(or $(AISVC_QEMU),$(shell command -v qemu-system-riscv64 2>/dev/null))
 CPU  ?=
 
@@ -203,13 +203,13 @@ uprogs: $(UPROG_ELFS)
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ================================================================ images and QEMU
-# [fsimg] the guest's disk: every UPROG as /NAME, built by pyaisvc.fsimg.
+# [fsimg] the guest's disk: every UPROG as /NAME, built by pyaisvc.image.fsimg.
 # FSIMG_EXTRA adds more content (e.g. --add-dir AI/SMOL=models/SMOL);
 # FSIMG_SIZE fixes the size; 256M leaves room for usertests' 100+ MB file
 # and costs no host disk (the image is sparse). Empty: fit the content.
 FSIMG_EXTRA ?=
 FSIMG_SIZE  ?= 256M
-FSIMG_SRCS  := Makefile pyaisvc/fsimg.py pyaisvc/cheader.py pyaisvc/commands/fsimg.py \
+FSIMG_SRCS  := Makefile pyaisvc/image/fsimg.py pyaisvc/cheader.py pyaisvc/commands/fsimg.py \
 	$(K)/include/fs.h $(K)/include/fsparam.h $(K)/include/stat.h
 # FSIMG_BUILD writes $@ with every UPROG, sized to fit unless --size follows.
 FSIMG_BUILD = $(PYTHON) -m pyaisvc fsimg build --quiet --image $@ \
@@ -267,12 +267,12 @@ $(BUILD)/tests/_%: $(BUILD)/tests/%.o $(UPROG_LIBS) $(U)/lib/user.ld
 print-%:
 	@echo $($*)
 
-# pyaisvc/qemu.py builds the QEMU command line for the tests, `pyaisvc run`
+# pyaisvc/guest/qemu.py builds the QEMU command line for the tests, `pyaisvc run`
 # and these targets alike, so there is one place that knows it.
 # QEMU_IMAGE / QEMU_RAM are what a target boots (qemu-smol sets its own).
 QEMU_IMAGE = $(FSIMG)
 QEMU_RAM   = $(RAM)
-QEMU_PY    = $(PYTHON) -m pyaisvc.qemu --qemu "$(QEMU)" --kernel $(KERNEL_ELF) \
+QEMU_PY    = $(PYTHON) -m pyaisvc.guest.qemu --qemu "$(QEMU)" --kernel $(KERNEL_ELF) \
 	--image $(QEMU_IMAGE) $(if $(CPUS),--cpus $(CPUS)) $(if $(QEMU_RAM),--ram $(QEMU_RAM)) $(if $(CPU),--cpu $(CPU)) \
 	$(if $(BOOTARGS),--append "$(BOOTARGS)")
 GDBPORT := $(shell expr `id -u` % 5000 + 25000)
@@ -350,7 +350,7 @@ LLM_HDRS := $(addprefix $(U)/llm/,$(addsuffix .h,$(LLM_RUNTIME) $(LLM_MODELS)))
 HOSTCC   ?= gcc
 SMOL_RAM ?= 512M
 # Qwen: a 0.8B model is held twice (ai_daemon + llmrun_qwen), repacked for RVV
-# on QEMU 10; 2G does not hold both (pyaisvc/llmguest.py).
+# on QEMU 10; 2G does not hold both (pyaisvc/guest/llmguest.py).
 QWEN_RAM ?= 3G
 
 $(BUILD)/user/_llmrun_%: $(BUILD)/user/llm/llmrun_%.o $(BUILD)/user/llm/%.o \
@@ -362,7 +362,7 @@ $(BUILD)/user/_ai_daemon: $(BUILD)/user/ai/ai_daemon.o $(AI_DAEMON_OBJS) $(UPROG
 	$(LINK_UPROG)
 
 # Images: every UPROG plus the model directories (exported when missing),
-# by the recipe pyaisvc bench/generate/chat use too (pyaisvc.modelimage).
+# by the recipe pyaisvc bench/generate/chat use too (pyaisvc.image.modelimage).
 # The rules always run: `pyaisvc image` writes nothing when the content hash
 # of the programs and model files matches the one stored in $@.hash, so
 # replacing models/SMOL with other files (older ones too) rebuilds the image.
@@ -483,11 +483,11 @@ test-quick:
 
 # The full image fuzzer: one corrupted field at a time, booted (tests/test_fs_fuzz.py).
 # CLUSTER=tcp://HOST:8786 runs each image case as a task on that Dask cluster
-# (pyaisvc/fuzzcluster.py; workers as for pyaisvc bench --cluster, docs/MEASURE.md).
+# (pyaisvc/cluster/fuzz.py; workers as for pyaisvc bench --cluster, docs/MEASURE.md).
 .PHONY: fuzz-fs
 fuzz-fs: kernel uprogs
 ifdef CLUSTER
-	$(PYTHON) -m pyaisvc.fuzzcluster $(CLUSTER) fs
+	$(PYTHON) -m pyaisvc.cluster.fuzz $(CLUSTER) fs
 else
 	AISVC_FUZZ_FS=1 $(PYTHON) -m pytest -q -m fuzz tests/test_fs_fuzz.py
 endif
@@ -499,7 +499,7 @@ FUZZ_SEEDS ?= 1
 .PHONY: fuzz-syscalls
 fuzz-syscalls: kernel uprogs
 ifdef CLUSTER
-	$(PYTHON) -m pyaisvc.fuzzcluster $(CLUSTER) syscalls --seeds $(FUZZ_SEEDS)
+	$(PYTHON) -m pyaisvc.cluster.fuzz $(CLUSTER) syscalls --seeds $(FUZZ_SEEDS)
 else
 	AISVC_FUZZ_SYSCALLS=1 $(PYTHON) -m pytest -q -s -m fuzz tests/test_syscall_fuzz.py
 endif

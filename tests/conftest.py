@@ -12,7 +12,7 @@ Fixtures (name -> what it gives):
     kernel ELF), ``image`` (build/fs.img: every UPROG at /NAME), ``uprogs``
     (dict NAME -> ELF path of every guest program in the Makefile's UPROGS)
     and ``testprogs`` (dict NAME -> ELF of tests/progs/NAME.c).
-    ``build.program_tree(testprogs=(), without=())`` -> pyaisvc.fsimg.Tree: a new
+    ``build.program_tree(testprogs=(), without=())`` -> pyaisvc.image.fsimg.Tree: a new
     tree holding every UPROG at /NAME (but those in ``without``) and the named
     test programs, for a fixture of any scope to add its files to and build
     (``fsimg.build_image``).
@@ -24,9 +24,9 @@ Fixtures (name -> what it gives):
 
 ``boot_guest`` -> callable
     ``boot_guest(cpus: int = 1, ram: str = DEFAULT_RAM, image: Path | None = None,
-    timeout: float = 60.0, append: str = "") -> pyaisvc.qemu.Guest`` boots QEMU
+    timeout: float = 60.0, append: str = "") -> pyaisvc.guest.qemu.Guest`` boots QEMU
     (image defaults to build/fs.img; ``append`` is the boot command line, e.g.
-    ``pyaisvc.qemu.CONSOLE_AI_WORKER`` for a test whose console programs act as
+    ``pyaisvc.guest.qemu.CONSOLE_AI_WORKER`` for a test whose console programs act as
     the AI worker) and returns the guest at the shell prompt. Disks are
     opened with snapshot=on: writes go to a throw-away overlay, so tests never
     change an image and several QEMUs can share one. Every guest is closed at
@@ -67,8 +67,8 @@ from pathlib import Path
 import pytest
 from host.buildlock import build_lock
 
-from pyaisvc import fsimg
-from pyaisvc.qemu import DEFAULT_RAM, Guest, QemuConfig
+from pyaisvc.guest.qemu import DEFAULT_RAM, Guest, QemuConfig
+from pyaisvc.image import fsimg
 
 ROOT = Path(__file__).resolve().parent.parent
 # The files whose groups take longest (minutes each on the 2-core machine), longest first.

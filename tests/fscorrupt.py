@@ -3,7 +3,7 @@ that boot damaged images (test_fs_untrusted.py, test_fs_fuzz.py) and for
 the checker's tests.
 
 Each function edits the image in place and locates what it changes with
-pyaisvc.fsimg.Image, so the offsets follow kernel/include/fs.h.
+pyaisvc.image.fsimg.Image, so the offsets follow kernel/include/fs.h.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from pyaisvc import fsimg
+from pyaisvc.image import fsimg
 
 LAYOUT = fsimg.load_layout()
 BSIZE = LAYOUT.BSIZE

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyaisvc.qemu import CONSOLE_AI_WORKER
+from pyaisvc.guest.qemu import CONSOLE_AI_WORKER
 
 
 @pytest.mark.guest

@@ -1,7 +1,7 @@
 """Penalties, logit biases and log-probabilities through the AI service (struct ai_opts,
 ai_logprob / ai_logprobs; docs/AI_SERVICE.md section 10): `ai gen` in the guest, with the
 tiny synthetic Qwen3.5 served by ai_daemon, gets the ids and the log-probability
-millionths of pyaisvc.sampling over pyaisvc.reference's logits, exactly."""
+millionths of pyaisvc.model.sampling over pyaisvc.model.reference's logits, exactly."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import re
 import pytest
 from host import llmcases as lc
 
-from pyaisvc.sampling import SamplingOptions, lp_micro
+from pyaisvc.model.sampling import SamplingOptions, lp_micro
 
 pytestmark = pytest.mark.guest
 GEN = 6

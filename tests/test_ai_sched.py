@@ -3,7 +3,7 @@ section 11, docs/SCHEDULING.md), the tiny synthetic Qwen3.5 at /AI/QWEN:
 
 - aistress (random prompts, priorities and three tenants) under every policy and
   every step budget 1..8 (boot arguments aisched= and aichunk=), on 1 and 2 harts,
-  with the scalar and the vector kernels: every result is pyaisvc.reference's for
+  with the scalar and the vector kernels: every result is pyaisvc.model.reference's for
   its own prompt, whatever the order, the chunks and the pauses;
 - preemption for real: one place (aibatch=1) under `priority`, a long low-priority
   request paused by each urgent one that comes while it runs, each time keeping its
@@ -27,10 +27,10 @@ from pathlib import Path
 import pytest
 from host import llmcases as lc
 
-from pyaisvc import fsimg
-from pyaisvc.assets import load_assets
-from pyaisvc.qemu import CONSOLE_AI_WORKER, VECTOR_CPU, Guest, QemuConfig
-from pyaisvc.reference import Reference
+from pyaisvc.guest.qemu import CONSOLE_AI_WORKER, VECTOR_CPU, Guest, QemuConfig
+from pyaisvc.image import fsimg
+from pyaisvc.model.assets import load_assets
+from pyaisvc.model.reference import Reference
 
 pytestmark = pytest.mark.guest
 
@@ -221,7 +221,7 @@ def test_serve_passes_policy_tenant_and_priority(tmp_path) -> None:
     from host.buildlock import build_lock
     from host.serveproc import stop_server
 
-    from pyaisvc.llmguest import MODELS, prepare
+    from pyaisvc.guest.llmguest import MODELS, prepare
 
     smol = lc.smol_dir("v3")
     if smol is None:
@@ -266,7 +266,7 @@ def test_serve_passes_policy_tenant_and_priority(tmp_path) -> None:
                                               zip(prompts, users, strict=True)))
 
         got = asyncio.run(ask())
-        from pyaisvc.tokenizer import load_tokenizer
+        from pyaisvc.model.tokenizer import load_tokenizer
         tok = load_tokenizer("smol")
         for (n, choice), prompt in zip(got, prompts, strict=True):
             want = lc.until_stop(lc.reference_ids(smol, [prompt], 8)[0], {0, 2})

@@ -7,7 +7,7 @@
 - aistress: 8 processes x 8 random requests (prompts up to 24 ids, so that
   prefill chunks share steps with decoding requests), more than the table
   holds, through the batching worker; every result must equal
-  pyaisvc.reference's tokens for its own prompt;
+  pyaisvc.model.reference's tokens for its own prompt;
 - the `ai` shell tool, as the README walks through it;
 - rule 13, the worker right: in a normal boot a program started at the console
   cannot register as the worker, not even while init restarts the killed
@@ -28,12 +28,12 @@ from pathlib import Path
 import pytest
 from host import llmcases as lc
 
-from pyaisvc import fsimg
 from pyaisvc.bench.service import boot_worker
-from pyaisvc.chat import stop_ids
-from pyaisvc.llmguest import MODELS
-from pyaisvc.qemu import CONSOLE_AI_WORKER
-from pyaisvc.tokenizer import load_tokenizer
+from pyaisvc.guest.chat import stop_ids
+from pyaisvc.guest.llmguest import MODELS
+from pyaisvc.guest.qemu import CONSOLE_AI_WORKER
+from pyaisvc.image import fsimg
+from pyaisvc.model.tokenizer import load_tokenizer
 
 pytestmark = pytest.mark.guest
 
@@ -318,8 +318,8 @@ def test_stress_matches_reference(boot_guest, qwen_image, qwen_dir, cpus: int, s
     assert m and m.group(2) == "0" and m.group(3) == "0", out
     got = _parse_stress(out)
     assert sorted(got) == [(p, k) for p in range(nproc) for k in range(nreq)], out
-    from pyaisvc.assets import load_assets
-    from pyaisvc.reference import Reference
+    from pyaisvc.model.assets import load_assets
+    from pyaisvc.model.reference import Reference
 
     ref = Reference(load_assets(qwen_dir))
     for key, (prompt, predict, result) in sorted(got.items()):

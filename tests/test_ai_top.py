@@ -5,7 +5,7 @@ With the real SmolLM2 served by an ai_daemon of two places (boot argument
 aibatch=2), three requests from three processes fill the table: `ai top` shows two
 RUNNING in the batch and one QUEUED in the FIFO, then the table draining to the one
 request whose owner has not collected it (DONE, all its ids), then empty once that
-owner is gone. The two collected results equal pyaisvc.reference's. Without a model,
+owner is gone. The two collected results equal pyaisvc.model.reference's. Without a model,
 `ai top` shows an empty table, refreshes until Ctrl-C, and the shell goes on.
 """
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import pytest
 from host import llmcases as lc
 
-from pyaisvc.llmguest import MODELS
-from pyaisvc.qemu import PROMPT
+from pyaisvc.guest.llmguest import MODELS
+from pyaisvc.guest.qemu import PROMPT
 
 pytestmark = pytest.mark.guest
 

@@ -1,4 +1,4 @@
-"""Byte format and validation of the asset files (pyaisvc.assets, pyaisvc.quant).
+"""Byte format and validation of the asset files (pyaisvc.model.assets, pyaisvc.model.quant).
 
 Hand-built tiny models (numpy arrays made here) go through write_assets and
 load_assets. The expected bytes are packed independently in this file from
@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyaisvc.assets import AssetError, Assets, Config, Layer, load_assets, write_assets
-from pyaisvc.quant import QMat, dequantize, quantize_groups, quantize_rows
+from pyaisvc.model.assets import AssetError, Assets, Config, Layer, load_assets, write_assets
+from pyaisvc.model.quant import QMat, dequantize, quantize_groups, quantize_rows
 
 MAGIC = 0x31474643
 # version-2/3 header fields in file order after magic and version

@@ -30,9 +30,9 @@ from pyaisvc.bench.plots import PANEL_IN, figure_pixels, set_title
 from pyaisvc.bench.runner import parse_profile
 from pyaisvc.bench.sample import Sample
 from pyaisvc.bench.service import Worker, boot_worker
-from pyaisvc.llmguest import LlmGuestError, id_args, kernels_ran, parse_output
-from pyaisvc.qemu import VECTOR_QEMU, default_qemu, qemu_version
-from pyaisvc.tokenizer import load_tokenizer
+from pyaisvc.guest.llmguest import LlmGuestError, id_args, kernels_ran, parse_output
+from pyaisvc.guest.qemu import VECTOR_QEMU, default_qemu, qemu_version
+from pyaisvc.model.tokenizer import load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPTS, GENS = [4, 8], [2, 4]

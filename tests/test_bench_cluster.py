@@ -295,7 +295,7 @@ def test_a_cell_checks_commit_and_image_before_it_boots(qwen):
     not the client's, is refused naming this machine (outside a worker: its host name)
     and both sides, before any guest boots."""
     from pyaisvc.bench.cluster import CellTask, run_cell
-    from pyaisvc.cluster import WrongCode, git_commit
+    from pyaisvc.cluster.workers import WrongCode, git_commit
 
     head = git_commit(ROOT)
     cell = Cell("qwen", "cold", 4, 2)
@@ -317,11 +317,11 @@ def _git(where: Path, *args: str) -> str:
 
 def test_a_worker_at_another_commit_is_refused(cluster, qwen, tmp_path):
     """Two real other checkouts (git worktrees): one at a commit made after this one (the
-    same code), one from before pyaisvc/cluster.py existed (it cannot even load the
+    same code), one from before pyaisvc/cluster/workers.py existed (it cannot even load the
     check). Both are named, with their commits and this one, before anything runs."""
     mine = _git(ROOT, "rev-parse", "HEAD")
     other, older = tmp_path / "other", tmp_path / "older"
-    added = _git(ROOT, "log", "--diff-filter=A", "--format=%H", "--", "pyaisvc/cluster.py")
+    added = _git(ROOT, "log", "--diff-filter=A", "--format=%H", "--", "pyaisvc/cluster/workers.py")
     before = added.splitlines()[-1] + "^" if added else None
     trees = []
     try:
@@ -344,7 +344,7 @@ def test_a_worker_at_another_commit_is_refused(cluster, qwen, tmp_path):
         if before is not None:
             old = _git(older, "rev-parse", "HEAD")
             assert (f"worker oldie is at commit {old[:12]} and cannot run this client's code "
-                    "(ModuleNotFoundError(\"No module named 'pyaisvc.cluster'\")), this "
+                    "(ModuleNotFoundError(\"No module named 'pyaisvc.cluster.workers'\")), this "
                     f"client is at {mine[:12]}: check out {mine[:12]} there") in err, err
         assert not (tmp_path / "out/journal.jsonl").exists()  # nothing ran, nothing to resume
     finally:

@@ -25,14 +25,12 @@ from host import llmcases as lc
 from host.buildlock import build_lock
 from host.loopcluster import loopback_cluster
 
-from pyaisvc.bench import loadstats as st
-from pyaisvc.bench.loadclient import Outcome
-from pyaisvc.bench.loadplan import load_plan_file, seconds
-from pyaisvc.bench.loadrun import PolicyRun, journal_policy, open_journal
-from pyaisvc.bench.loadserver import serve_help
-from pyaisvc.bench.matrix import TEXT as TEXT_OF_BENCH
-from pyaisvc.bench.matrix import BenchError
-from pyaisvc.bench.workload import (
+from pyaisvc.bench.load import stats as st
+from pyaisvc.bench.load.client import Outcome
+from pyaisvc.bench.load.plan import load_plan_file, seconds
+from pyaisvc.bench.load.run import PolicyRun, journal_policy, open_journal
+from pyaisvc.bench.load.server import serve_help
+from pyaisvc.bench.load.workload import (
     DEFAULT_CLASSES,
     LoadPlan,
     RequestClass,
@@ -41,9 +39,11 @@ from pyaisvc.bench.workload import (
     open_loop,
     user_requests,
 )
+from pyaisvc.bench.matrix import TEXT as TEXT_OF_BENCH
+from pyaisvc.bench.matrix import BenchError
 from pyaisvc.cli import main
-from pyaisvc.llmguest import MODELS, prepare
-from pyaisvc.tokenizer import load_tokenizer
+from pyaisvc.guest.llmguest import MODELS, prepare
+from pyaisvc.model.tokenizer import load_tokenizer
 
 P_FALSE = 1e-4  # a bound below fails by chance with this probability at most
 
@@ -404,7 +404,7 @@ def test_the_journal_gives_back_its_policies_and_refuses_another_plan(tmp_path) 
 def test_load_runs_every_policy_at_load_times_the_capacity_measured_once(tmp_path,
                                                                         monkeypatch) -> None:
     # the HTTP side replaced: each "measurement" notes the rate of the requests it got
-    from pyaisvc.bench import loadrun
+    from pyaisvc.bench.load import run as loadrun
 
     seen: list[tuple[str, int]] = []
     monkeypatch.setattr(loadrun, "measure", lambda setup, url, policy, plan, reqs, done:

@@ -1,7 +1,7 @@
 """Boot the real kernel under QEMU and check the core: shell, exec, faults, harts, RAM.
 
-The QEMU command line comes from pyaisvc.qemu.qemu_argv for the tests, `pyaisvc run`
-and `make qemu` alike (make runs `python -m pyaisvc.qemu`); the first test checks that
+The QEMU command line comes from pyaisvc.guest.qemu.qemu_argv for the tests, `pyaisvc run`
+and `make qemu` alike (make runs `python -m pyaisvc.guest.qemu`); the first test checks that
 make really passes its knobs through that path.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pyaisvc.commands import run as run_cmd
-from pyaisvc.qemu import CONSOLE_AI_WORKER, DEFAULT_RAM, QemuConfig, default_cpus, qemu_argv
+from pyaisvc.guest.qemu import CONSOLE_AI_WORKER, DEFAULT_RAM, QemuConfig, default_cpus, qemu_argv
 
 ELF_PHDR_SIZE = 56
 
@@ -26,7 +26,7 @@ ELF_PHDR_SIZE = 56
 def test_make_qemu_uses_qemu_argv(repo_root: Path) -> None:
     dry = subprocess.run(["make", "-n", "qemu", "CPUS=2", "RAM=512M", "QEMU=/x/qemu"],
                          cwd=repo_root, capture_output=True, text=True, check=True).stdout
-    line = next(x for x in dry.splitlines() if "-m pyaisvc.qemu" in x)
+    line = next(x for x in dry.splitlines() if "-m pyaisvc.guest.qemu" in x)
     printed = subprocess.run(shlex.split(line) + ["--print"], cwd=repo_root,
                              capture_output=True, text=True, check=True).stdout.split()
     want = qemu_argv(QemuConfig(kernel=Path("build/kernel/kernel"),
@@ -35,11 +35,11 @@ def test_make_qemu_uses_qemu_argv(repo_root: Path) -> None:
 
 
 def test_make_qemu_defaults_are_pyaisvc_qemus(repo_root: Path) -> None:
-    """Without CPUS= and RAM= make boots with pyaisvc.qemu's default_cpus() harts (the
+    """Without CPUS= and RAM= make boots with pyaisvc.guest.qemu's default_cpus() harts (the
     host's cores, at most 4) and DEFAULT_RAM; `pyaisvc run` takes the same harts."""
     dry = subprocess.run(["make", "-n", "qemu", "QEMU=/x/qemu"],
                          cwd=repo_root, capture_output=True, text=True, check=True).stdout
-    line = next(x for x in dry.splitlines() if "-m pyaisvc.qemu" in x)
+    line = next(x for x in dry.splitlines() if "-m pyaisvc.guest.qemu" in x)
     printed = subprocess.run(shlex.split(line) + ["--print"], cwd=repo_root,
                              capture_output=True, text=True, check=True).stdout.split()
     cores = min(len(os.sched_getaffinity(0)), 4)
@@ -71,13 +71,13 @@ def test_boot_arguments_reach_qemu(repo_root: Path) -> None:
     assert "-append" not in qemu_argv(QemuConfig(kernel=Path("k")))
     dry = subprocess.run(["make", "-n", "qemu", "BOOTARGS=aiworker=console ai.reqid_max=20"],
                          cwd=repo_root, capture_output=True, text=True, check=True).stdout
-    line = next(x for x in dry.splitlines() if "-m pyaisvc.qemu" in x)
+    line = next(x for x in dry.splitlines() if "-m pyaisvc.guest.qemu" in x)
     printed = subprocess.run(shlex.split(line) + ["--print"], cwd=repo_root,
                              capture_output=True, text=True, check=True).stdout
     assert "-append aiworker=console ai.reqid_max=20" in printed
     dry = subprocess.run(["make", "-n", "qemu-smol"], cwd=repo_root, capture_output=True,
                          text=True).stdout
-    line = next(x for x in dry.splitlines() if "-m pyaisvc.qemu" in x)
+    line = next(x for x in dry.splitlines() if "-m pyaisvc.guest.qemu" in x)
     assert "--append" not in line
 
 

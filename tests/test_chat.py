@@ -24,7 +24,7 @@ import pexpect
 import pytest
 from host import llmcases as lc
 
-from pyaisvc.chat import (
+from pyaisvc.guest.chat import (
     ChatConfig,
     ChatError,
     ChatSession,
@@ -36,8 +36,8 @@ from pyaisvc.chat import (
     reply_text,
     stop_ids,
 )
-from pyaisvc.sampling import SamplingError, SamplingOptions
-from pyaisvc.tokenizer import Tokenizer, load_smol_from_gguf, load_tokenizer
+from pyaisvc.model.sampling import SamplingError, SamplingOptions
+from pyaisvc.model.tokenizer import Tokenizer, load_smol_from_gguf, load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 GEN = 12
@@ -219,7 +219,7 @@ TWO_TURNS_GEN = 24  # the first reply ends after 12 ids; the second is cut at 24
 
 def _smol_chat(service: bool) -> tuple[ChatConfig, Path, Tokenizer]:
     """A chat config for the real SmolLM2 (skips without it), its assets, its tokenizer."""
-    from pyaisvc.llmguest import MODELS, prepare
+    from pyaisvc.guest.llmguest import MODELS, prepare
 
     assets = lc.smol_or_skip()
     p = prepare(ROOT, MODELS["smol"])

@@ -23,12 +23,12 @@ from pathlib import Path
 import pytest
 from host import llmcases as lc
 
-from pyaisvc import qemu
 from pyaisvc.bench import runner
 from pyaisvc.cli import main
 from pyaisvc.commands import generate
-from pyaisvc.llmguest import MODELS, Prepared
-from pyaisvc.qemu import GuestCrashed
+from pyaisvc.guest import qemu
+from pyaisvc.guest.llmguest import MODELS, Prepared
+from pyaisvc.guest.qemu import GuestCrashed
 
 ROOT = Path(__file__).resolve().parent.parent
 IDS = "7042 30 198 198"
@@ -53,7 +53,7 @@ def test_bench_refuses_an_unwritable_out_before_measuring(tmp_path, capsys, monk
 
 
 class _FakeGuest:
-    """Stands in for pyaisvc.qemu.Guest: boots at once, serves `ok` cold runs, then
+    """Stands in for pyaisvc.guest.qemu.Guest: boots at once, serves `ok` cold runs, then
     fails the way `failure` says (an exception instance or class)."""
 
     ok = 1

@@ -14,8 +14,8 @@ import time
 import pytest
 from host import llmcases as lc
 
-from pyaisvc.llmguest import MODELS
-from pyaisvc.qemu import PROMPT
+from pyaisvc.guest.llmguest import MODELS
+from pyaisvc.guest.qemu import PROMPT
 
 CTRL_C = "\x03"
 CTRL_D = "\x04"

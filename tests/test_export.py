@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyaisvc.assets import QMat, load_assets
 from pyaisvc.cli import main
-from pyaisvc.export.common import format_config
+from pyaisvc.model.assets import QMat, load_assets
+from pyaisvc.model.export.common import format_config
 
 FORMATS = ["v3", "course"]
 
@@ -50,7 +50,7 @@ def assert_within_step(w: np.ndarray, m: QMat, what: str) -> None:
 
 @pytest.fixture(scope="module")
 def smol_model():
-    from pyaisvc.export.smol import load_smol_hf
+    from pyaisvc.model.export.smol import load_smol_hf
 
     model = load_smol_hf()
     return model
@@ -58,8 +58,8 @@ def smol_model():
 
 @pytest.fixture(scope="module")
 def smol_exports(smol_model, tmp_path_factory):
-    from pyaisvc.export.common import export_model
-    from pyaisvc.export.smol import smol_source
+    from pyaisvc.model.export.common import export_model
+    from pyaisvc.model.export.smol import smol_source
 
     root = tmp_path_factory.mktemp("smol")
     out = {}
@@ -145,15 +145,15 @@ def test_smol_info_sample(smol_exports):
 
 @pytest.fixture(scope="module")
 def tiny_model():
-    from pyaisvc.export.synthetic import build_synthetic_qwen
+    from pyaisvc.model.export.synthetic import build_synthetic_qwen
 
     return build_synthetic_qwen("tiny", 0)
 
 
 @pytest.fixture(scope="module")
 def tiny_exports(tiny_model, tmp_path_factory):
-    from pyaisvc.export.common import export_model
-    from pyaisvc.export.qwen import torch_model_source
+    from pyaisvc.model.export.common import export_model
+    from pyaisvc.model.export.qwen import torch_model_source
 
     root = tmp_path_factory.mktemp("qwen")
     return {fmt: export_model(torch_model_source(tiny_model, {"synthetic": True}),
@@ -163,7 +163,7 @@ def tiny_exports(tiny_model, tmp_path_factory):
 
 
 def test_tiny_is_a_real_hybrid_with_lively_logits(tiny_model):
-    from pyaisvc.export.synthetic import logit_stats
+    from pyaisvc.model.export.synthetic import logit_stats
 
     cfg = tiny_model.config
     assert cfg.layer_types == ["linear_attention"] * 3 + ["full_attention"] \
@@ -242,7 +242,7 @@ def test_checkpoint_dir_export_equals_in_memory(tiny_model, tiny_exports, tmp_pa
     # tensors named model.language_model.*, sharded, possibly bf16 (here fp32).
     from safetensors.torch import save_file
 
-    from pyaisvc.export.qwen import export_qwen
+    from pyaisvc.model.export.qwen import export_qwen
 
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
@@ -280,7 +280,7 @@ def test_cli_export_qwen_synthetic_and_reexport(tmp_path, capsys):
     assert "L03.BIN q_proj" in out and "max|err|" in out
     b = load_assets(tmp_path / "o" / "QWEN")
     assert b.config.version == 3
-    from pyaisvc.quant import dequantize
+    from pyaisvc.model.quant import dequantize
 
     assert_within_step(dequantize(a.layers[3].t["q_proj"]), b.layers[3].t["q_proj"], "q_proj")
 
@@ -305,7 +305,7 @@ def test_smol_checkpoint_dir_export_equals_gguf_export(smol_exports, tmp_path):
     exporter's cached copy of it: so this also checks that cache."""
     from safetensors.torch import save_file
 
-    from pyaisvc.export.smol import export_smol, load_smol_hf
+    from pyaisvc.model.export.smol import export_smol, load_smol_hf
 
     direct = load_smol_hf(cache=False)
     # save_pretrained refuses a GGUF-loaded model, so write the HF layout by hand

@@ -39,8 +39,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyaisvc.assets import load_assets
-from pyaisvc.reference import Reference
+from pyaisvc.model.assets import load_assets
+from pyaisvc.model.reference import Reference
 
 DATA = Path(__file__).parent / "data"
 TEXTS = ["heldout_en.txt", "heldout_en2.txt"]
@@ -99,8 +99,8 @@ def test_fidelity_measures_can_fail() -> None:
 @pytest.fixture(scope="module")
 def smol_hf():
     """transformers' fp32 SmolLM2, its tokenizer, and its logits on each held-out text."""
-    from pyaisvc.export.smol import load_smol_hf
-    from pyaisvc.tokenizer import load_tokenizer
+    from pyaisvc.model.export.smol import load_smol_hf
+    from pyaisvc.model.tokenizer import load_tokenizer
 
     model = load_smol_hf()
     tok = load_tokenizer("smol")
@@ -115,8 +115,8 @@ def smol_hf():
 @pytest.fixture(scope="module", params=["v3", "course"])
 def smol_run(request, smol_hf, tmp_path_factory):
     """Export in one format, then per-text fidelity and the sample continuation."""
-    from pyaisvc.export.common import export_model
-    from pyaisvc.export.smol import smol_source
+    from pyaisvc.model.export.common import export_model
+    from pyaisvc.model.export.smol import smol_source
 
     model, tok, texts = smol_hf
     fmt = request.param
@@ -163,8 +163,8 @@ QWEN_SEED = 0
 @pytest.fixture(scope="module")
 def qwen_tiny():
     """EXPORT's tiny synthetic Qwen3.5, the Qwen tokenizer's ids of a held-out text."""
-    from pyaisvc.export.synthetic import build_synthetic_qwen
-    from pyaisvc.tokenizer import load_tokenizer
+    from pyaisvc.model.export.synthetic import build_synthetic_qwen
+    from pyaisvc.model.tokenizer import load_tokenizer
 
     model = build_synthetic_qwen("tiny", QWEN_SEED)
     ids = load_tokenizer("qwen").encode((DATA / TEXTS[0]).read_text(encoding="utf-8"))
@@ -176,7 +176,7 @@ def _weights_only_yardstick(model, a, ids: list[int], want: np.ndarray) -> Fidel
     """transformers with the assets' dequantised weights: what weight rounding alone costs."""
     import torch
 
-    from pyaisvc.quant import group_scales
+    from pyaisvc.model.quant import group_scales
 
     def deq(m) -> torch.Tensor:
         return torch.from_numpy((group_scales(m) * m.q.astype(np.float64)).astype(np.float32))
@@ -211,8 +211,8 @@ def test_qwen_tiny_fidelity(qwen_tiny, fmt, tmp_path) -> None:
     0.5 7% / 0.68. So: agreement >= 45% (v2) / 50% (v3), cosine >= 0.94 / 0.95,
     and no further than 0.03 in cosine below the weights-only yardstick.
     """
-    from pyaisvc.export.common import export_model
-    from pyaisvc.export.qwen import torch_model_source
+    from pyaisvc.model.export.common import export_model
+    from pyaisvc.model.export.qwen import torch_model_source
 
     model, ids, want = qwen_tiny
     out = tmp_path / "QWEN"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pyaisvc.qemu import Guest, QemuConfig
+from pyaisvc.guest.qemu import Guest, QemuConfig
 
 LINE = re.compile(r"fswrite: (\d+) writes in (\d+) us \((\d+) us per write\)")
 WRITES = 300

@@ -30,8 +30,8 @@ from pathlib import Path
 import fscorrupt as fc
 import pytest
 
-from pyaisvc import fscheck, fsimg
-from pyaisvc.qemu import GuestCrashed, GuestError, GuestTimeout
+from pyaisvc.guest.qemu import GuestCrashed, GuestError, GuestTimeout
+from pyaisvc.image import fscheck, fsimg
 
 SEED = int(os.environ.get("AISVC_FUZZ_SEED", "20261201"))
 CASES_PER_CLASS = 8

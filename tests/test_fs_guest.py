@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyaisvc import fscheck, fsimg
-from pyaisvc.qemu import Guest, QemuConfig
+from pyaisvc.guest.qemu import Guest, QemuConfig
+from pyaisvc.image import fscheck, fsimg
 
 BIG_BYTES = 300 * 1024 * 1024 + 1234   # >= 300 MB, and not a whole number of blocks
 SEED = 20261129

@@ -16,7 +16,7 @@ from pathlib import Path
 import fscorrupt as fc
 import pytest
 
-from pyaisvc import fscheck
+from pyaisvc.image import fscheck
 
 pytestmark = pytest.mark.guest
 

@@ -1,4 +1,4 @@
-"""Host unit tests of the image builder (pyaisvc.fsimg): no QEMU needed."""
+"""Host unit tests of the image builder (pyaisvc.image.fsimg): no QEMU needed."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pyaisvc import cheader, fscheck, fsimg
+from pyaisvc import cheader
 from pyaisvc.cli import main as cli_main
+from pyaisvc.image import fscheck, fsimg
 
 LAYOUT = fsimg.load_layout()
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import fscorrupt as fc
 import pytest
 
-from pyaisvc import fscheck, fsimg
 from pyaisvc.cli import main as cli_main
+from pyaisvc.image import fscheck, fsimg
 
 LAYOUT = fsimg.load_layout()
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""The fuzzers on a Dask cluster (pyaisvc.fuzzcluster; `make fuzz-syscalls CLUSTER=`).
+"""The fuzzers on a Dask cluster (pyaisvc.cluster.fuzz; `make fuzz-syscalls CLUSTER=`).
 
 On loopback, a scheduler and two workers (one guest resource each) run the
 long system-call fuzzer's tests, made short (AISVC_FUZZ_CALLS=40 calls per
@@ -23,7 +23,7 @@ import pytest
 import test_fs_fuzz
 from host.loopcluster import ROOT, loopback_cluster
 
-from pyaisvc import fuzzcluster
+from pyaisvc.cluster import fuzz as fuzzcluster
 
 pytestmark = pytest.mark.skipif(not importlib.util.find_spec("distributed"),
                                 reason="dask.distributed is not installed: run `make deps`")
@@ -70,11 +70,11 @@ def test_fuzzers_as_tasks(build, tmp_path: Path):
         cluster.add_worker("w2")
         cluster.wait_for(2)
         env = {**os.environ, "AISVC_FUZZ_CALLS": "40", "AISVC_FUZZ_SEED": "7"}
-        proc = subprocess.run([sys.executable, "-m", "pyaisvc.fuzzcluster", cluster.address,
+        proc = subprocess.run([sys.executable, "-m", "pyaisvc.cluster.fuzz", cluster.address,
                                "syscalls", "--seeds", "2"], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=1800)
         cases = [f"tests/test_fs_fuzz.py::test_fuzz_full[{c}]" for c in ("log-0", "bitmap-1")]
-        fs = subprocess.run([sys.executable, "-m", "pyaisvc.fuzzcluster", cluster.address, "fs",
+        fs = subprocess.run([sys.executable, "-m", "pyaisvc.cluster.fuzz", cluster.address, "fs",
                              *(a for c in cases for a in ("--test", c))], cwd=ROOT,
                             capture_output=True, text=True, timeout=1800)
     assert fs.returncode == 0, fs.stdout + fs.stderr[-3000:]

@@ -17,9 +17,16 @@ import pytest
 from host import kvcases as kc
 from host import llmcases as lc
 
-from pyaisvc import fsimg
-from pyaisvc.llmguest import MODELS, cached_positions, kv_counters
-from pyaisvc.qemu import VECTOR_CPU, VECTOR_QEMU, Guest, QemuConfig, default_qemu, qemu_version
+from pyaisvc.guest.llmguest import MODELS, cached_positions, kv_counters
+from pyaisvc.guest.qemu import (
+    VECTOR_CPU,
+    VECTOR_QEMU,
+    Guest,
+    QemuConfig,
+    default_qemu,
+    qemu_version,
+)
+from pyaisvc.image import fsimg
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow]
 RAM = MODELS["smol"].ram

@@ -17,7 +17,7 @@ from host import kvcases as kc
 from host import llmcases as lc
 from host.buildlock import build_lock
 
-from pyaisvc.llmguest import cached_positions, kv_counters
+from pyaisvc.guest.llmguest import cached_positions, kv_counters
 
 ROOT = lc.ROOT
 pytestmark = pytest.mark.slow

@@ -2,18 +2,20 @@
 
 Every ``import``/``from ... import`` of a pyaisvc module, also inside
 functions, is read with ``ast`` (no module is imported). A module may import
-modules of a lower layer, and modules of its own unit (pyaisvc.X and
-everything under it, e.g. all of pyaisvc.bench); never a higher layer, nor
-another unit of its own layer (chat does not borrow from bench). An import
-cycle fails anywhere. The layers, lowest first (README.md, "Layout", says
-the same):
+modules of a lower layer, and modules of its own unit (the entry of LAYERS
+it falls under: a module, or a package with everything under it, e.g. all
+of pyaisvc.bench); never a higher layer, nor another unit of its own layer
+(guest.chat does not borrow from bench). An import cycle fails anywhere.
+The folders group modules by role (model/, image/, guest/, cluster/); the
+layers cut across them. The layers, lowest first (README.md, "Layout",
+says the same):
 
-    0  errors, the package itself (its __version__)
-    1  refmath, quant, hfsources, cluster, cheader
-    2  assets, fsimg, tokenizer, symbolize, sampling
-    3  qemu, reference, modelimage, chattemplate, fscheck
-    4  export, llmguest, translate
-    5  bench, chat, fuzzcluster
+    0  errors, the package itself (its __version__), the folders' __init__
+    1  model.refmath, model.quant, model.hfsources, cluster.workers, cheader
+    2  model.assets, image.fsimg, model.tokenizer, guest.symbolize, model.sampling
+    3  guest.qemu, model.reference, image.modelimage, model.chattemplate, image.fscheck
+    4  model.export, guest.llmguest, model.translate
+    5  bench, guest.chat, cluster.fuzz
     6  serve
     7  commands
     8  cli
@@ -32,14 +34,15 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pyaisvc"
 # module (or package: all its modules) -> layer; the longest matching name wins
 LAYERS: dict[str, int] = {
     "pyaisvc": 0, "pyaisvc.errors": 0,
-    "pyaisvc.refmath": 1, "pyaisvc.quant": 1, "pyaisvc.hfsources": 1, "pyaisvc.cluster": 1,
-    "pyaisvc.cheader": 1,
-    "pyaisvc.assets": 2, "pyaisvc.fsimg": 2, "pyaisvc.tokenizer": 2,
-    "pyaisvc.symbolize": 2, "pyaisvc.sampling": 2,
-    "pyaisvc.qemu": 3, "pyaisvc.reference": 3, "pyaisvc.modelimage": 3,
-    "pyaisvc.chattemplate": 3, "pyaisvc.fscheck": 3,
-    "pyaisvc.export": 4, "pyaisvc.llmguest": 4, "pyaisvc.translate": 4,
-    "pyaisvc.bench": 5, "pyaisvc.chat": 5, "pyaisvc.fuzzcluster": 5,
+    "pyaisvc.model": 0, "pyaisvc.image": 0, "pyaisvc.guest": 0, "pyaisvc.cluster": 0,
+    "pyaisvc.model.refmath": 1, "pyaisvc.model.quant": 1, "pyaisvc.model.hfsources": 1,
+    "pyaisvc.cluster.workers": 1, "pyaisvc.cheader": 1,
+    "pyaisvc.model.assets": 2, "pyaisvc.image.fsimg": 2, "pyaisvc.model.tokenizer": 2,
+    "pyaisvc.guest.symbolize": 2, "pyaisvc.model.sampling": 2,
+    "pyaisvc.guest.qemu": 3, "pyaisvc.model.reference": 3, "pyaisvc.image.modelimage": 3,
+    "pyaisvc.model.chattemplate": 3, "pyaisvc.image.fscheck": 3,
+    "pyaisvc.model.export": 4, "pyaisvc.guest.llmguest": 4, "pyaisvc.model.translate": 4,
+    "pyaisvc.bench": 5, "pyaisvc.guest.chat": 5, "pyaisvc.cluster.fuzz": 5,
     "pyaisvc.serve": 6,
     "pyaisvc.commands": 7,
     "pyaisvc.cli": 8,
@@ -88,8 +91,9 @@ def layer(name: str) -> int | None:
 
 
 def unit(name: str) -> str:
-    """pyaisvc.bench.runner -> pyaisvc.bench: the module or package a module belongs to."""
-    return ".".join(name.split(".")[:2])
+    """pyaisvc.bench.load.run -> pyaisvc.bench: the entry of LAYERS a module falls under."""
+    return max((k for k in LAYERS if name == k or name.startswith(k + ".")), key=len,
+               default=name)
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
@@ -156,11 +160,21 @@ def test_the_checks_see_cycles_and_upward_imports(tmp_path: Path) -> None:
                                  "pyaisvc.commands.run"]
     assert upward_imports(graph) == ["pyaisvc.errors (layer 0) imports pyaisvc.commands.run "
                                      "(layer 7)"]
-    (pkg / "chat.py").write_text("from pyaisvc.bench import console\n")
+    (pkg / "guest").mkdir()
+    (pkg / "guest/__init__.py").write_text("")
+    (pkg / "guest/chat.py").write_text("from pyaisvc.bench import console\n")
     (pkg / "bench").mkdir()
     (pkg / "bench/__init__.py").write_text("")
     (pkg / "bench/console.py").write_text("from pyaisvc.bench import __name__\n")
     graph = import_graph(pkg)
     assert graph["pyaisvc.bench.console"] == {"pyaisvc.bench"}
-    assert "pyaisvc.chat (layer 5) imports pyaisvc.bench.console (layer 5)" in \
+    assert "pyaisvc.guest.chat (layer 5) imports pyaisvc.bench.console (layer 5)" in \
         upward_imports(graph)
+    # a folder groups modules by role, not into one unit: two of its modules of one
+    # layer still may not import each other
+    (pkg / "model").mkdir()
+    (pkg / "model/__init__.py").write_text("")
+    (pkg / "model/reference.py").write_text("from pyaisvc.model import chattemplate\n")
+    (pkg / "model/chattemplate.py").write_text("")
+    assert "pyaisvc.model.reference (layer 3) imports pyaisvc.model.chattemplate (layer 3)" in \
+        upward_imports(import_graph(pkg))

@@ -1,5 +1,5 @@
 """The runtime's thread pool in the guest: the same ids at 1, 2 and 4 threads, equal
-to pyaisvc.reference, for SmolLM2 and the tiny synthetic Qwen3.5.
+to pyaisvc.model.reference, for SmolLM2 and the tiny synthetic Qwen3.5.
 
 Each model serves its request file (tests/host/llmcases.py's prompts, crossing the
 8-position prefill batches) once per thread count, on 2 harts (1, 2 and 4 threads)
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from host import llmcases as lc
 
-from pyaisvc import fsimg
-from pyaisvc.llmguest import MODELS, timings
+from pyaisvc.guest.llmguest import MODELS, timings
+from pyaisvc.image import fsimg
 
 GEN = 4  # ids per request: decode steps enough to carry each state forward
 THREADS = (1, 2, 4)

@@ -1,4 +1,4 @@
-"""llmrun_smol / llmrun_qwen in the guest under QEMU, against pyaisvc.reference.
+"""llmrun_smol / llmrun_qwen in the guest under QEMU, against pyaisvc.model.reference.
 
 One image holds every UPROG, the real SmolLM2 in our format (/AI/SMOL) and the
 course's (/AI/SMOLC), the tiny synthetic Qwen3.5 in both (/AI/QWEN, /AI/QWENC),
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from host import llmcases as lc
 
-from pyaisvc import fsimg
-from pyaisvc.llmguest import MODELS, timings
+from pyaisvc.guest.llmguest import MODELS, timings
+from pyaisvc.image import fsimg
 
 GEN = 8
 STREAMED = 3  # prompts the --stream test runs (every prompt runs in test_smol_matches_reference)

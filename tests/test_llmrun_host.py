@@ -1,4 +1,4 @@
-"""The guest's LLM runtime built for the host (make llm-host) against pyaisvc.reference.
+"""The guest's LLM runtime built for the host (make llm-host) against pyaisvc.model.reference.
 
 The same C files as the guest's llmrun_smol / llmrun_qwen, compiled natively
 with tests/host/hostcompat.h standing in for user.h: the generated ids must
@@ -17,8 +17,8 @@ import pytest
 from host import llmcases as lc
 from host.buildlock import build_lock
 
-from pyaisvc.llmguest import timings
-from pyaisvc.sampling import SamplingOptions, lp_micro
+from pyaisvc.guest.llmguest import timings
+from pyaisvc.model.sampling import SamplingOptions, lp_micro
 
 ROOT = lc.ROOT
 GEN = 8
@@ -222,10 +222,10 @@ def test_wrong_program_and_dir(progs: dict[str, Path], tmp_path: Path) -> None:
 
 def test_math_matches_refmath(progs: dict[str, Path]) -> None:
     """llm_exp / llm_log / llm_sigmoid / llm_softplus / llm_silu_mul / llm_softmax_exps
-    equal pyaisvc.refmath bit for bit, and llm_order_key orders as the values do."""
+    equal pyaisvc.model.refmath bit for bit, and llm_order_key orders as the values do."""
     import numpy as np
 
-    from pyaisvc import refmath
+    from pyaisvc.model import refmath
 
     rng = np.random.default_rng(5)
     x = np.concatenate([
@@ -280,8 +280,8 @@ def test_head_takes_the_first_of_tied_maxima(progs: dict[str, Path], tmp_path: P
     import dataclasses
     import shutil
 
-    from pyaisvc.assets import load_assets, write_header_files
-    from pyaisvc.reference import Reference
+    from pyaisvc.model.assets import load_assets, write_header_files
+    from pyaisvc.model.reference import Reference
 
     good = lc.qwen_tiny_dir("v3")
     prompt = [1, 2, 3, 4]
@@ -399,7 +399,7 @@ def test_bad_sampling_values(progs: dict[str, Path], args: list[str], message: s
 
 
 def test_sampler_parse_decimal_matches_guest_rule() -> None:
-    from pyaisvc.sampling import SamplingError, parse_decimal
+    from pyaisvc.model.sampling import SamplingError, parse_decimal
 
     assert parse_decimal("0.8", "t") == 0.8
     assert parse_decimal("007.50", "t") == 7.5

@@ -1,5 +1,5 @@
-"""Model images (pyaisvc.modelimage, `pyaisvc image`, the Makefile's fs-smol.img rules)
-and the facts pyaisvc.llmguest reads from the kernel headers. Host only, no QEMU."""
+"""Model images (pyaisvc.image.modelimage, `pyaisvc image`, the Makefile's fs-smol.img rules)
+and the facts pyaisvc.guest.llmguest reads from the kernel headers. Host only, no QEMU."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from pyaisvc import fsimg
 from pyaisvc.bench.plan import KEYS
 from pyaisvc.cli import main as cli_main
-from pyaisvc.llmguest import MODELS, max_batch, max_prompt
-from pyaisvc.modelimage import build_model_image
-from pyaisvc.tokenizer import MODELS as TOKENIZERS
+from pyaisvc.guest.llmguest import MODELS, max_batch, max_prompt
+from pyaisvc.image import fsimg
+from pyaisvc.image.modelimage import build_model_image
+from pyaisvc.model.tokenizer import MODELS as TOKENIZERS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,4 +108,5 @@ def test_makefile_ram_defaults_are_the_model_tables() -> None:
         var = f"{spec.name.upper()}_RAM"
         out = subprocess.run(["make", "-s", "--no-print-directory", f"print-{var}"], cwd=ROOT,
                              capture_output=True, text=True).stdout.strip()
-        assert out == spec.ram, f"Makefile {var}={out}, pyaisvc.llmguest.MODELS says {spec.ram}"
+        assert out == spec.ram, \
+            f"Makefile {var}={out}, pyaisvc.guest.llmguest.MODELS says {spec.ram}"

@@ -19,7 +19,7 @@ import test_serve
 from host import llmcases as lc
 from test_serve import ENDS, N, Server, expected, reference, tok
 
-from pyaisvc.sampling import SamplingOptions, lp_micro
+from pyaisvc.model.sampling import SamplingOptions, lp_micro
 
 pytestmark = pytest.mark.guest
 server = test_serve.server  # test_serve's module fixture, here for this module: one guest
@@ -77,7 +77,7 @@ def reference_records(prompt: list[int], opts: SamplingOptions) -> tuple[list[in
 
 def test_chat_logprobs_are_the_references(server: Server) -> None:
     """Top 5 per token: the ids' texts and values equal the numpy reference's log-softmax
-    (pyaisvc.sampling.log_softmax, in millionths: exactly), the chosen token's value is
+    (pyaisvc.model.sampling.log_softmax, in millionths: exactly), the chosen token's value is
     its entry, and a stream carries the same entries in step with its text."""
     prompt = tok().encode(lc.smol_chat_text(QUESTION))
     ids, records = reference_records(prompt, SamplingOptions(logprobs=5))
@@ -109,7 +109,7 @@ def test_chat_logprobs_are_the_references(server: Server) -> None:
 
 def test_penalties_and_bias_are_the_numpy_samplers(server: Server) -> None:
     """Greedy and seeded completions with presence and frequency penalties and a logit
-    bias: the ids of pyaisvc.sampling over the reference's logits."""
+    bias: the ids of pyaisvc.model.sampling over the reference's logits."""
     prompt = lc.FRANCE["smol"]
     client = server.client()
     for temp, seed in (("0", 0), ("0.8", 11)):

@@ -11,9 +11,9 @@ import json
 import pytest
 from test_serve_host import PARIS, api_test
 
-from pyaisvc.chattemplate import render
+from pyaisvc.model.chattemplate import render
+from pyaisvc.model.tokenizer import load_tokenizer
 from pyaisvc.serve import frames
-from pyaisvc.tokenizer import load_tokenizer
 
 USER = {"role": "user", "content": "What is the capital of France?"}
 CHAT = {"model": "smol", "messages": [USER], "temperature": 0}

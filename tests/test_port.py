@@ -28,11 +28,11 @@ import host.llmcases as lc
 import numpy as np
 import pytest
 
-import pyaisvc.qemu
-from pyaisvc import fsimg
-from pyaisvc.llmguest import MODELS
-from pyaisvc.qemu import Guest, QemuConfig
-from pyaisvc.sampling import SamplingOptions, lp_micro
+import pyaisvc.guest.qemu
+from pyaisvc.guest.llmguest import MODELS
+from pyaisvc.guest.qemu import Guest, QemuConfig
+from pyaisvc.image import fsimg
+from pyaisvc.model.sampling import SamplingOptions, lp_micro
 from pyaisvc.serve import frames
 
 TRANSFER = 16 << 20  # bytes each way
@@ -49,7 +49,7 @@ def _argv_with_serialport(cfg: QemuConfig) -> list[str]:
     return [SERIALPORT if a == VIRTCONSOLE else a for a in _qemu_argv(cfg)]
 
 
-_qemu_argv = pyaisvc.qemu.qemu_argv
+_qemu_argv = pyaisvc.guest.qemu.qemu_argv
 
 
 def _pattern(n: int, seed: int) -> bytes:
@@ -70,8 +70,8 @@ class PortGuest:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.pending = b""
         try:
-            with pytest.MonkeyPatch.context() as mp:  # until pyaisvc.qemu boots one itself
-                mp.setattr(pyaisvc.qemu, "qemu_argv", _argv_with_serialport)
+            with pytest.MonkeyPatch.context() as mp:  # until pyaisvc.guest.qemu boots one itself
+                mp.setattr(pyaisvc.guest.qemu, "qemu_argv", _argv_with_serialport)
                 self.guest.boot(timeout=timeout)
             self.sock.connect(str(cfg.port_socket))
         except BaseException:

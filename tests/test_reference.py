@@ -1,4 +1,4 @@
-"""Unit tests of the reference arithmetic (pyaisvc/refmath.py, pyaisvc/reference.py).
+"""Unit tests of the reference arithmetic (pyaisvc/model/refmath.py, pyaisvc/model/reference.py).
 
 What is checked here is what the C runtime relies on: exp/log accuracy, the
 quantiser's edge cases, the exactness of the integer matrix products, and that
@@ -13,13 +13,13 @@ import math
 import numpy as np
 import pytest
 
-from pyaisvc import reference
-from pyaisvc import refmath as M
-from pyaisvc.assets import Assets, Config, Layer, layer_layout
-from pyaisvc.export.common import rope_table
-from pyaisvc.quant import group_scales
-from pyaisvc.quant import quantize as quantize_weights
-from pyaisvc.reference import Reference, ReferenceModelError, _Linear
+from pyaisvc.model import reference
+from pyaisvc.model import refmath as M
+from pyaisvc.model.assets import Assets, Config, Layer, layer_layout
+from pyaisvc.model.export.common import rope_table
+from pyaisvc.model.quant import group_scales
+from pyaisvc.model.quant import quantize as quantize_weights
+from pyaisvc.model.reference import Reference, ReferenceModelError, _Linear
 
 # ---------------------------------------------------------------- helpers
 
@@ -258,8 +258,8 @@ def test_reference_refuses_too_many_positions_and_bad_ids() -> None:
 
 
 def test_generate_cli_prints_the_references_tokens(tmp_path, capsys) -> None:
-    from pyaisvc.assets import write_assets
     from pyaisvc.cli import main
+    from pyaisvc.model.assets import write_assets
 
     a = tiny_assets(3, False)
     # Smol's tokenizer emits ids up to 49151: widen the tiny model's vocabulary.

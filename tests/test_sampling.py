@@ -1,4 +1,4 @@
-"""pyaisvc.sampling, the numpy twin of user/llm/sample.c: its rules on small
+"""pyaisvc.model.sampling, the numpy twin of user/llm/sample.c: its rules on small
 logits (the guest equality is tests/test_llmrun_host.py and
 tests/test_sampling_guest.py)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pyaisvc.sampling import Sampler, SamplingError, SamplingOptions, splitmix64
+from pyaisvc.model.sampling import Sampler, SamplingError, SamplingOptions, splitmix64
 
 
 def test_ties_go_to_the_lower_id_and_top_k_top_p_cut() -> None:

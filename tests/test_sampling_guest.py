@@ -1,6 +1,6 @@
 """Sampling and --stop in the guest (user/llm/sample.c, user/llm/session.c):
 llmrun_smol under QEMU draws exactly the reference's tokens for a seed
-(pyaisvc.sampling over pyaisvc.reference's logits), and stops at a --stop id
+(pyaisvc.model.sampling over pyaisvc.model.reference's logits), and stops at a --stop id
 with its timing line."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from host import llmcases as lc
 
-from pyaisvc.llmguest import MODELS, timings
-from pyaisvc.sampling import SamplingOptions, lp_micro
+from pyaisvc.guest.llmguest import MODELS, timings
+from pyaisvc.model.sampling import SamplingOptions, lp_micro
 
 GEN = 8
 pytestmark = pytest.mark.guest

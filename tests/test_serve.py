@@ -4,11 +4,11 @@ One server (a `pyaisvc serve` process on a free port, booting SmolLM2 in the
 guest) is shared by the module, so the guest boots once (twice with the
 test that kills QEMU). The tests run in file order, the destructive ones
 last. Every generated text is checked against the numpy reference
-(pyaisvc.reference): its greedy or seeded continuation of the same ids, cut
+(pyaisvc.model.reference): its greedy or seeded continuation of the same ids, cut
 after the first end-of-text / end-of-turn id and decoded:
 
 - the official `openai` client: a completion, the same streamed in pieces,
-  a chat completion (its prompt the hand-written template of pyaisvc.chat,
+  a chat completion (its prompt the hand-written template of pyaisvc.guest.chat,
   while the server renders the GGUF's Jinja template), usage and
   finish_reason, a seed that repeats the reference's draws, a stop string;
 - 8 concurrent streaming clients, each its own reference, while the worker
@@ -50,8 +50,8 @@ from host import llmcases as lc
 from host.buildlock import build_lock
 from host.serveproc import stop_server
 
-from pyaisvc.llmguest import MODELS, prepare
-from pyaisvc.tokenizer import load_tokenizer
+from pyaisvc.guest.llmguest import MODELS, prepare
+from pyaisvc.model.tokenizer import load_tokenizer
 
 pytestmark = pytest.mark.guest
 

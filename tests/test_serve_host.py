@@ -19,13 +19,13 @@ import httpx
 import pytest
 from host import llmcases as lc
 
-from pyaisvc.chattemplate import render
+from pyaisvc.model.chattemplate import render
+from pyaisvc.model.tokenizer import load_tokenizer
 from pyaisvc.serve import frames
 from pyaisvc.serve.app import Access, Limits, Service, create_app
 from pyaisvc.serve.gateway import Gateway, GuestDown, QueueFull
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.serve.text import TextStream
-from pyaisvc.tokenizer import load_tokenizer
 
 VOCAB, SEQ = 49152, 256
 PARIS = [7042, 30]  # " Paris."
@@ -267,7 +267,7 @@ def test_chat_and_serve_render_one_conversation_to_the_same_ids(tok) -> None:
     message those are the ids of SmolLM2's template written out by hand."""
     from pathlib import Path
 
-    from pyaisvc.chat import ChatConfig, ChatSession
+    from pyaisvc.guest.chat import ChatConfig, ChatSession
     from pyaisvc.serve.schemas import ChatRequest
 
     service = Service("smol", None, tok, Limits(VOCAB, SEQ, 255), Metrics())

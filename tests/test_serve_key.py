@@ -20,7 +20,7 @@ from host.buildlock import build_lock
 from host.serveproc import stop_server
 from test_serve import BOOT_SECONDS, FRANCE_TEXT, ROOT, Server, expected, free_port, reference
 
-from pyaisvc.llmguest import MODELS, prepare
+from pyaisvc.guest.llmguest import MODELS, prepare
 
 pytestmark = pytest.mark.guest
 

@@ -15,12 +15,12 @@ import httpx
 import pytest
 import uvicorn
 
+from pyaisvc.model.tokenizer import load_tokenizer
 from pyaisvc.serve import frames
 from pyaisvc.serve.app import Limits, Service, create_app
 from pyaisvc.serve.gateway import GuestDown
 from pyaisvc.serve.live import TableView
 from pyaisvc.serve.metrics import Metrics
-from pyaisvc.tokenizer import load_tokenizer
 
 FREE = " ".join(["0"] * 15)
 PLAIN = " 7 0 0 0"  # a slot's last fields: tenant 7 (its owner's pid), priority 0, not paused

@@ -2,7 +2,7 @@
 Playwright, against the real guest (SmolLM2, a worker of 4 places: --batch 4).
 
 The test types a message in the chat and reads the streamed reply from the page: it
-must be the reference's greedy reply (pyaisvc.reference over the chat template written
+must be the reference's greedy reply (pyaisvc.model.reference over the chat template written
 out by hand, cut at the end of turn). Then it fires a burst of 8 requests from the
 page and watches the 16 slots the page draws from the kernel's table: requests pass
 QUEUED -> RUNNING -> DONE, and the batch holds more than one at a time. A JavaScript
@@ -28,8 +28,8 @@ from host import llmcases as lc
 from host.buildlock import build_lock
 from host.serveproc import stop_server
 
-from pyaisvc.llmguest import MODELS, prepare
-from pyaisvc.tokenizer import load_tokenizer
+from pyaisvc.guest.llmguest import MODELS, prepare
+from pyaisvc.model.tokenizer import load_tokenizer
 
 pytestmark = pytest.mark.guest
 

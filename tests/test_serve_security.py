@@ -21,12 +21,12 @@ import pytest
 import uvicorn
 from test_serve_host import PARIS, FakeGateway, api_test, connect
 
+from pyaisvc.model.tokenizer import load_tokenizer
 from pyaisvc.serve import frames, live
 from pyaisvc.serve.app import Access, Limits, Service, create_app
 from pyaisvc.serve.bounds import header_deadline
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.serve.security import LOOPBACK_NAMES, host_name
-from pyaisvc.tokenizer import load_tokenizer
 
 JSON = {"content-type": "application/json"}
 COMPLETION = {"model": "smol", "prompt": "The capital of France is", "max_tokens": 2,

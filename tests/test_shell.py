@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from pyaisvc.qemu import PROMPT
+from pyaisvc.guest.qemu import PROMPT
 
 MAXLINE = 4096  # user/sh.c: the longest line sh accepts
 LS_LINE = re.compile(r"^(dir|file|dev) +(\d+) +(\d+) (.+)$")

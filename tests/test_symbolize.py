@@ -1,4 +1,4 @@
-"""Fault lines with their addresses as function and file:line (pyaisvc.symbolize, pyelftools).
+"""Fault lines with their addresses as function and file:line (pyaisvc.guest.symbolize, pyelftools).
 
 A planted fault: tests/progs/fault.c dereferences 0 in main; the kernel kills
 it naming only the pc, and `pyaisvc run` adds where that pc lies, which must
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pyaisvc.symbolize import explain, symbols
+from pyaisvc.guest.symbolize import explain, symbols
 
 ROOT = Path(__file__).resolve().parent.parent
 ADDR2LINE = shutil.which("riscv64-unknown-elf-addr2line") or shutil.which(

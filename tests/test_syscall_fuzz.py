@@ -11,7 +11,7 @@ A short run is part of the normal suite; `make fuzz-syscalls` runs the long
 one (AISVC_FUZZ_SYSCALLS=1: 8 x 125,000 = 1,000,000 calls on 1 and on 2 harts)
 and prints the figures. AISVC_FUZZ_SEED changes the seed, AISVC_FUZZ_CALLS the
 calls per process of the long run (`make fuzz-syscalls CLUSTER=` spreads seeds
-and harts over a Dask cluster: pyaisvc.fuzzcluster).
+and harts over a Dask cluster: pyaisvc.cluster.fuzz).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from pyaisvc import fscheck
-from pyaisvc.qemu import CONSOLE_AI_WORKER, Guest, QemuConfig
+from pyaisvc.guest.qemu import CONSOLE_AI_WORKER, Guest, QemuConfig
+from pyaisvc.image import fscheck
 
 pytestmark = pytest.mark.guest
 

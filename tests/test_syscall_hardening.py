@@ -28,7 +28,7 @@ import re
 
 import pytest
 
-from pyaisvc.qemu import CONSOLE_AI_WORKER
+from pyaisvc.guest.qemu import CONSOLE_AI_WORKER
 
 pytestmark = pytest.mark.guest
 

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from pyaisvc import tokenizer
 from pyaisvc.cli import main
-from pyaisvc.tokenizer import TokenizerError, load_smol_from_gguf, load_tokenizer
-from pyaisvc.translate import TokenIdError, decode_ids, encode_text, parse_ids
+from pyaisvc.model import tokenizer
+from pyaisvc.model.tokenizer import TokenizerError, load_smol_from_gguf, load_tokenizer
+from pyaisvc.model.translate import TokenIdError, decode_ids, encode_text, parse_ids
 
 PROMPT = "The capital of France is"
 EXPECTED = {  # docs/ASSET_FORMAT.md, section 8

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pyaisvc import fsimg
-from pyaisvc.qemu import CONSOLE_AI_WORKER
+from pyaisvc.guest.qemu import CONSOLE_AI_WORKER
+from pyaisvc.image import fsimg
 
 IMAGE_MIB = 512
 SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed$", re.M)

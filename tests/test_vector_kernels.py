@@ -1,6 +1,6 @@
 """The RVV matmul kernels (user/llm/kernels_rvv.S) give the scalar kernels' tokens.
 
-The guest runs with the vector extension (pyaisvc.qemu.VECTOR_CPU); llmrun serves
+The guest runs with the vector extension (pyaisvc.guest.qemu.VECTOR_CPU); llmrun serves
 the same requests with --kernels vector and --kernels scalar, and both id lists
 must equal the numpy reference, for SmolLM2 (our format and the course's, whose
 matrices have no group multipliers) and the tiny synthetic Qwen3.5 (whose small
@@ -18,9 +18,16 @@ from pathlib import Path
 import pytest
 from host import llmcases as lc
 
-from pyaisvc import fsimg
-from pyaisvc.llmguest import MODELS, timings
-from pyaisvc.qemu import VECTOR_CPU, VECTOR_QEMU, Guest, QemuConfig, default_qemu, qemu_version
+from pyaisvc.guest.llmguest import MODELS, timings
+from pyaisvc.guest.qemu import (
+    VECTOR_CPU,
+    VECTOR_QEMU,
+    Guest,
+    QemuConfig,
+    default_qemu,
+    qemu_version,
+)
+from pyaisvc.image import fsimg
 
 GEN = 8
 pytestmark = pytest.mark.guest

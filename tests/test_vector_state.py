@@ -1,6 +1,6 @@
 """The kernel keeps each process's vector state (RVV 1.0) apart: usertests' vecregs case.
 
-The guest gets the vector extension with pyaisvc.qemu.VECTOR_CPU, whatever QEMU
+The guest gets the vector extension with pyaisvc.guest.qemu.VECTOR_CPU, whatever QEMU
 chooses by default (QEMU 7.2 emulates V too, only slowly, and this case does
 almost no vector arithmetic). vecregs runs four processes that hold distinct
 contents in v0-v31 and distinct vl, vtype and vxrm while the timer interleaves
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyaisvc.qemu import VECTOR_CPU, Guest, QemuConfig
+from pyaisvc.guest.qemu import VECTOR_CPU, Guest, QemuConfig
 
 
 def run_vecregs(build, cpus: int, cpu: str) -> Guest:

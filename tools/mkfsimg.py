@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Build an aisvc file-system image: a thin wrapper over pyaisvc.fsimg.
+"""Build an aisvc file-system image: a thin wrapper over pyaisvc.image.fsimg.
 
     tools/mkfsimg.py --image build/fs.img [--size 512M] --add NAME=HOST ... --add-dir [T=]DIR
 

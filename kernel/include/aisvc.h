@@ -33,7 +33,7 @@
 
 // Where the models' assets lie in the guest's file system: init starts the
 // worker when either exists, which serves SmolLM2's if both do. The host
-// builds its images to these paths (pyaisvc.llmguest reads them here).
+// builds its images to these paths (pyaisvc.guest.llmguest reads them here).
 #define AI_SMOL_DIR "/AI/SMOL"
 #define AI_QWEN_DIR "/AI/QWEN"
 

@@ -1,6 +1,6 @@
 // On-disk layout of the aisvc file system, shared by the kernel and the
 // host's image builder and checker (pyaisvc/cheader.py reads the #defines
-// and structs below for pyaisvc/fsimg.py and fscheck.py, so this file is the
+// and structs below for pyaisvc/image/fsimg.py and fscheck.py, so this file is the
 // one place these facts live).
 //
 // The disk is an array of BSIZE-byte blocks:

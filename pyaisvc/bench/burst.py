@@ -30,9 +30,9 @@ from pyaisvc.bench.report import machine_line
 from pyaisvc.bench.runner import booted_machine, check_guests_fit, qemu_version
 from pyaisvc.bench.sample import Note
 from pyaisvc.bench.service import boot_worker
-from pyaisvc.llmguest import MODELS, prepare
-from pyaisvc.qemu import Guest, QemuConfig, default_qemu
-from pyaisvc.tokenizer import load_tokenizer
+from pyaisvc.guest.llmguest import MODELS, prepare
+from pyaisvc.guest.qemu import Guest, QemuConfig, default_qemu
+from pyaisvc.model.tokenizer import load_tokenizer
 
 N_BURST = 8  # aistress --bench submits 8 copies at once (AI_PERPROC)
 LINE = re.compile(r"^bench (\d+): reqid (\d+) n=(-?\d+) queued_us=(\d+) ttft_us=(\d+) "

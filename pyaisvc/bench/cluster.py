@@ -11,8 +11,8 @@ each repeat to each in turn); its samples name the worker and its CPU model.
 
 Same code everywhere: before anything is submitted every worker reports its
 checkout's commit and the sweep is refused, naming each worker at another
-commit or unable to load this code (pyaisvc.cluster); each task checks the
-commit again and that its image's content hash (pyaisvc.modelimage) equals
+commit or unable to load this code (pyaisvc.cluster.workers); each task checks the
+commit again and that its image's content hash (pyaisvc.image.modelimage) equals
 the client's.
 
 Nothing lost: the client appends each cell to the journal
@@ -48,7 +48,7 @@ from pyaisvc.bench.runner import (
     qemu_version,
 )
 from pyaisvc.bench.sample import Note, Sample
-from pyaisvc.cluster import (
+from pyaisvc.cluster.workers import (
     RESOURCE,
     WrongCode,
     check_workers,
@@ -60,8 +60,8 @@ from pyaisvc.cluster import (
     worker_code,
 )
 from pyaisvc.errors import AisvcError
-from pyaisvc.llmguest import MODELS, prepare
-from pyaisvc.modelimage import stored_digest
+from pyaisvc.guest.llmguest import MODELS, prepare
+from pyaisvc.image.modelimage import stored_digest
 
 TAIL_LINES = 25  # console lines kept of a failed cell, per guest
 

@@ -14,7 +14,7 @@ is:
 - ``failed``: a cell that failed on its last try, with the error and the tail
   of the guest's console; it is not done, so a resumed sweep runs it again.
 
-A load run (pyaisvc.bench.loadrun) writes the same kind of file with its own
+A load run (pyaisvc.bench.load.run) writes the same kind of file with its own
 lines after the plan: ``capacity`` (the requests/s measured for --load) and
 ``policy`` (one policy's every request, as the clients saw it).
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyaisvc.errors import AisvcError
-from pyaisvc.llmguest import max_prompt
+from pyaisvc.guest.llmguest import max_prompt
 
 MODES = ("cold", "service")
 # The opening of Charles Dickens, "A Tale of Two Cities" (1859), public domain:

@@ -27,7 +27,7 @@ import tomllib
 from pathlib import Path
 
 from pyaisvc.bench.matrix import BenchError
-from pyaisvc.llmguest import MODELS
+from pyaisvc.guest.llmguest import MODELS
 
 
 def _lengths(v: object) -> str | None:

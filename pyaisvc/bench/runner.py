@@ -10,7 +10,7 @@ to each in turn); every run of that model is one shell command in it:
   load_us, init_us, ttft_us and tpot_us.
 - service: the request goes through the kernel AI service (pyaisvc.bench.service).
 
-Images, request arguments and the timing line come from pyaisvc.llmguest.
+Images, request arguments and the timing line come from pyaisvc.guest.llmguest.
 
 The library draws nothing: progress goes to a callback and notes about
 set-up steps to another, and the CLI decides how to show them.
@@ -29,14 +29,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pyaisvc.assets import load_config
 from pyaisvc.bench.matrix import BenchError, Run, check_lengths, plan_runs, prompt_ids
 from pyaisvc.bench.sample import PROFILE_PARTS, Note, Sample
 from pyaisvc.bench.service import ServiceClient
 from pyaisvc.errors import AisvcError
-from pyaisvc.llmguest import MODELS, Prepared, id_args, kernels_ran, parse_output, prepare
-from pyaisvc.qemu import Guest, QemuConfig, cpu_option, default_qemu
-from pyaisvc.tokenizer import load_tokenizer
+from pyaisvc.guest.llmguest import MODELS, Prepared, id_args, kernels_ran, parse_output, prepare
+from pyaisvc.guest.qemu import Guest, QemuConfig, cpu_option, default_qemu
+from pyaisvc.model.assets import load_config
+from pyaisvc.model.tokenizer import load_tokenizer
 
 PROFILE = re.compile(r"^(\S+): profile phase=(prefill|decode) matmul_us=(\d+) attn_us=(\d+) "
                      r"other_us=(\d+) tokens=(\d+)\s*$", re.M)

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 from pyaisvc.bench.matrix import BenchError, Run
 from pyaisvc.bench.sample import Note, Sample
-from pyaisvc.llmguest import ModelSpec
-from pyaisvc.qemu import PROMPT, Guest
+from pyaisvc.guest.llmguest import ModelSpec
+from pyaisvc.guest.qemu import PROMPT, Guest
 
 # The worker's line at boot (user/ai/ai_daemon.c).
 DAEMON = re.compile(r"ai_daemon: pid (\d+) serving (\S+) \(.*\), load (\d+) ms, batch (\d+), "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from pyaisvc.errors import CommandError
-from pyaisvc.sampling import DEFAULT_TOP_K, DEFAULT_TOP_P, SamplingError, SamplingOptions
+from pyaisvc.model.sampling import DEFAULT_TOP_K, DEFAULT_TOP_P, SamplingError, SamplingOptions
 
 
 def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:

@@ -34,14 +34,14 @@ from pathlib import Path
 from tqdm import tqdm
 
 from pyaisvc.bench import burst, plots, report
-from pyaisvc.bench.loadplan import is_load_plan
+from pyaisvc.bench.load.plan import is_load_plan
 from pyaisvc.bench.matrix import BenchError, parse_lengths
 from pyaisvc.bench.plan import load_plan
 from pyaisvc.bench.runner import BenchConfig, BenchIncomplete, BenchResult, Progress, run_bench
 from pyaisvc.commands import bench_load
 from pyaisvc.errors import AisvcError, CommandError
-from pyaisvc.llmguest import MODELS, max_batch
-from pyaisvc.qemu import default_cpus
+from pyaisvc.guest.llmguest import MODELS, max_batch
+from pyaisvc.guest.qemu import default_cpus
 
 # Each matrix flag's default; a flag left out takes the --config file's value, then this.
 DEFAULTS: dict[str, object] = {

@@ -8,7 +8,7 @@
     pyaisvc bench --mode load --url http://127.0.0.1:8080 --policies fifo   # a running server
 
 For each policy a fresh `pyaisvc serve --sched POLICY` boots the guest and
-the same seeded workload (pyaisvc.bench.workload) is replayed against it
+the same seeded workload (pyaisvc.bench.load.workload) is replayed against it
 with streaming HTTP clients; the tables are printed and written to --out
 with one row per request, three plots and the run's journal (--resume
 OUT/journal.jsonl measures only the policies it lacks). docs/MEASURE.md
@@ -26,15 +26,15 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from pyaisvc.assets import AssetError, load_config
-from pyaisvc.bench import loadreport
-from pyaisvc.bench.loadplan import load_plan_file, seconds
-from pyaisvc.bench.loadrun import Setup, run_load
+from pyaisvc.bench.load import report as loadreport
+from pyaisvc.bench.load.plan import load_plan_file, seconds
+from pyaisvc.bench.load.run import Setup, run_load
+from pyaisvc.bench.load.workload import DEFAULT_LOAD, DEFAULT_REQUESTS, LoadPlan, check_plan
 from pyaisvc.bench.matrix import TEXT, BenchError
-from pyaisvc.bench.workload import DEFAULT_LOAD, DEFAULT_REQUESTS, LoadPlan, check_plan
 from pyaisvc.errors import AisvcError, CommandError
-from pyaisvc.llmguest import MODELS, max_prompt
-from pyaisvc.tokenizer import load_tokenizer
+from pyaisvc.guest.llmguest import MODELS, max_prompt
+from pyaisvc.model.assets import AssetError, load_config
+from pyaisvc.model.tokenizer import load_tokenizer
 
 # flag -> TOML key of the plan; the flags are added by add_arguments
 KEYS = ("policies", "prefill_chunk", "prefill_budget", "seed", "rate", "load", "users",
@@ -149,7 +149,7 @@ def run_load_mode(args: argparse.Namespace, check_out: Callable[[Path], None]) -
 
     try:
         if cluster is not None:
-            from pyaisvc.bench.loadcluster import run_load_cluster
+            from pyaisvc.bench.load.cluster import run_load_cluster
 
             result = run_load_cluster(setup, plan, str(cluster), journal,
                                       args.resume is not None, done, note)

@@ -10,7 +10,7 @@
 Builds what is missing, boots the guest, starts `llmrun_smol --stdin --stream
 --stop 0 --stop 2` (the end-of-text and end-of-turn ids: the guest ends a reply)
 and keeps it running (the model stays loaded). Each line is wrapped, after
-the conversation so far, in the model's chat template (pyaisvc/chattemplate.py),
+the conversation so far, in the model's chat template (pyaisvc/model/chattemplate.py),
 encoded and sent, and the reply printed as the guest generates it: each id
 is decoded as it arrives and the new text printed at once; the reply ends at
 the model's end-of-turn token. /stats prints the last request's timings,
@@ -29,14 +29,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from pyaisvc.assets import load_config
-from pyaisvc.chat import ChatConfig, ChatError, ChatSession
 from pyaisvc.commands import add_sampling_arguments, sampling_options
 from pyaisvc.errors import AisvcError, CommandError
-from pyaisvc.llmguest import MODELS, prepare
-from pyaisvc.qemu import default_cpus
-from pyaisvc.sampling import SamplingError
-from pyaisvc.tokenizer import load_tokenizer
+from pyaisvc.guest.chat import ChatConfig, ChatError, ChatSession
+from pyaisvc.guest.llmguest import MODELS, prepare
+from pyaisvc.guest.qemu import default_cpus
+from pyaisvc.model.assets import load_config
+from pyaisvc.model.sampling import SamplingError
+from pyaisvc.model.tokenizer import load_tokenizer
 
 HELP = ("commands: /stats (last request's timings), /reset (forget the conversation), /help, "
         "/quit (or Ctrl-D / Ctrl-C); Ctrl-C during a reply stops it")

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from pyaisvc.assets import DEFAULT_RUNTIME_SEQ_LEN
 from pyaisvc.errors import AisvcError, CommandError
-from pyaisvc.export.common import FORMAT_ALIASES, FORMATS
-from pyaisvc.export.qwen import export_qwen
-from pyaisvc.export.smol import export_smol
-from pyaisvc.llmguest import MODELS
+from pyaisvc.guest.llmguest import MODELS
+from pyaisvc.model.assets import DEFAULT_RUNTIME_SEQ_LEN
+from pyaisvc.model.export.common import FORMAT_ALIASES, FORMATS
+from pyaisvc.model.export.qwen import export_qwen
+from pyaisvc.model.export.smol import export_smol
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pyaisvc import fscheck, fsimg
 from pyaisvc.errors import CommandError
+from pyaisvc.image import fscheck, fsimg
 
 try:
     from tqdm import tqdm

@@ -18,7 +18,7 @@ backends boot `--cpus` harts (default: the host's cores, at most 4) and say on
 stderr how many, with the RAM. `--temp T`
 (with `--top-k`, `--top-p`, `--seed`) samples instead of taking the most likely
 token; the guest samples (user/llm/sample.c) and the reference draws the same
-tokens for the same seed (pyaisvc/sampling.py); so does the service's worker,
+tokens for the same seed (pyaisvc/model/sampling.py); so does the service's worker,
 which takes the decimals with at most 6 places (struct ai_opts).
 """
 
@@ -31,10 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyaisvc.assets import load_assets
 from pyaisvc.commands import add_sampling_arguments, sampling_options
 from pyaisvc.errors import CommandError
-from pyaisvc.llmguest import (
+from pyaisvc.guest.llmguest import (
     MODELS,
     check_assets,
     check_request,
@@ -44,10 +43,11 @@ from pyaisvc.llmguest import (
     seq_len,
     timing_line,
 )
-from pyaisvc.qemu import Guest, QemuConfig, default_cpus
-from pyaisvc.reference import Reference
-from pyaisvc.sampling import SamplingError, SamplingOptions
-from pyaisvc.tokenizer import load_tokenizer
+from pyaisvc.guest.qemu import Guest, QemuConfig, default_cpus
+from pyaisvc.model.assets import load_assets
+from pyaisvc.model.reference import Reference
+from pyaisvc.model.sampling import SamplingError, SamplingOptions
+from pyaisvc.model.tokenizer import load_tokenizer
 
 
 @dataclass

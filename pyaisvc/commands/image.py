@@ -7,7 +7,7 @@
 Every guest program (--add NAME=ELF, or all of the Makefile's UPROGS) at
 /NAME and each model's asset directory at its guest directory (/AI/SMOL,
 /AI/QWEN). Nothing is written when the image already holds exactly this
-content (pyaisvc.modelimage compares content hashes), so `make qemu-smol`
+content (pyaisvc.image.modelimage compares content hashes), so `make qemu-smol`
 calls it every time.
 """
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pyaisvc.commands.fsimg import progress_bar
 from pyaisvc.errors import AisvcError, CommandError
-from pyaisvc.llmguest import MODELS, uprogs
-from pyaisvc.modelimage import build_model_image
+from pyaisvc.guest.llmguest import MODELS, uprogs
+from pyaisvc.image.modelimage import build_model_image
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -5,7 +5,7 @@ written), runs CMD at the shell prompt, prints its output on stdout and the
 boot time on stderr, and shuts QEMU down; its exit status is CMD's in the
 guest (the shell's $?: 127 for a command that does not exist), so scripts
 can test it. A process the kernel kills for a fault gets one more stderr
-line: where its pc lies, as function and file:line (pyaisvc.symbolize).
+line: where its pc lies, as function and file:line (pyaisvc.guest.symbolize).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from pyaisvc.errors import CommandError
-from pyaisvc.qemu import (
+from pyaisvc.guest.qemu import (
     DEFAULT_RAM,
     KERNEL,
     Guest,

@@ -27,16 +27,16 @@ import socket
 import sys
 from pathlib import Path
 
-from pyaisvc import qemu
-from pyaisvc.assets import load_config
 from pyaisvc.errors import AisvcError, CommandError
-from pyaisvc.llmguest import MODELS, POLICIES, max_batch, max_chunk, max_prompt, prepare
+from pyaisvc.guest import qemu
+from pyaisvc.guest.llmguest import MODELS, POLICIES, max_batch, max_chunk, max_prompt, prepare
+from pyaisvc.model.assets import load_config
+from pyaisvc.model.tokenizer import load_tokenizer
 from pyaisvc.serve.app import BODY_SECONDS, Limits, Service, create_app
 from pyaisvc.serve.bounds import header_deadline, raise_open_files
 from pyaisvc.serve.engine import QUEUE_MAX, Engine, EngineConfig
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.serve.security import Access, is_loopback, server_names
-from pyaisvc.tokenizer import load_tokenizer
 
 HOST = "127.0.0.1"  # the default: loopback, where no key is needed
 KEY_ENV = "AISVC_API_KEY"

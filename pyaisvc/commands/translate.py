@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from pyaisvc.errors import CommandError
-from pyaisvc.tokenizer import MODELS
-from pyaisvc.translate import decode_ids, encode_text, format_ids, parse_ids
+from pyaisvc.model.tokenizer import MODELS
+from pyaisvc.model.translate import decode_ids, encode_text, format_ids, parse_ids
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ One request's path::
   after the guest died;
 - ``live``: the kernel's table as the page shows it (``TableView``);
 - ``text``: the generated text as it streams (UTF-8 safe, stop strings);
-  prompts are rendered by pyaisvc.chattemplate;
+  prompts are rendered by pyaisvc.model.chattemplate;
 - ``metrics``: the Prometheus metrics;
 - ``schemas``: every request and reply body; ``errors``: every refusal;
   ``service``: what the routes serve and the request's checks; ``shapes``:

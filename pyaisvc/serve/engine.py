@@ -37,7 +37,7 @@ from pathlib import Path
 import pexpect
 
 from pyaisvc.errors import AisvcError
-from pyaisvc.qemu import PANIC, Guest, GuestError, QemuConfig
+from pyaisvc.guest.qemu import PANIC, Guest, GuestError, QemuConfig
 from pyaisvc.serve import frames
 from pyaisvc.serve.gateway import Gateway, GuestDown, Submitted
 from pyaisvc.serve.metrics import Metrics

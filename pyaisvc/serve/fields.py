@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyaisvc.sampling import MAX_TOP_LOGPROBS
+from pyaisvc.model.sampling import MAX_TOP_LOGPROBS
 from pyaisvc.serve import errors
 from pyaisvc.serve.schemas import ChatRequest, CompletionRequest
 

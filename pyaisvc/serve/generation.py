@@ -33,7 +33,7 @@ import anyio
 from fastapi import Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from pyaisvc.chattemplate import stop_ids
+from pyaisvc.model.chattemplate import stop_ids
 from pyaisvc.serve import errors, frames
 from pyaisvc.serve.errors import ApiError
 from pyaisvc.serve.gateway import GuestDown, QueueFull, RequestFailed, Submitted

@@ -6,7 +6,7 @@ rest (pyaisvc.serve.service). The reply models are declared on the routes
 (``response_model``), so ``/openapi.json`` documents every reply, and
 FastAPI checks each reply against its model before it leaves. The limits
 come from the kernel's header (``AI_MAX_PREDICT``, ``AI_MAX_STOP`` in
-kernel/include/aisvc.h, through pyaisvc.llmguest).
+kernel/include/aisvc.h, through pyaisvc.guest.llmguest).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pyaisvc import cheader
-from pyaisvc.llmguest import max_predict, max_priority, max_stop
-from pyaisvc.sampling import BIAS_MAX, MAX_TOP_LOGPROBS, PENALTY_MAX
+from pyaisvc.guest.llmguest import max_predict, max_priority, max_stop
+from pyaisvc.model.sampling import BIAS_MAX, MAX_TOP_LOGPROBS, PENALTY_MAX
 from pyaisvc.serve.frames import MAX_BIAS
 
 MAX_TEXT = 32768  # characters of one prompt or message (the token limit is checked after)

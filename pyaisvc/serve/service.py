@@ -29,14 +29,14 @@ from typing import Any, Protocol
 
 from fastapi import Request
 
-from pyaisvc.chattemplate import TemplateFailed, render
-from pyaisvc.llmguest import max_predict
+from pyaisvc.guest.llmguest import max_predict
+from pyaisvc.model.chattemplate import TemplateFailed, render
+from pyaisvc.model.tokenizer import Tokenizer
 from pyaisvc.serve import errors, fields, frames
 from pyaisvc.serve.gateway import Submitted
 from pyaisvc.serve.live import TableFeed, TableView
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.serve.schemas import ChatRequest, CompletionRequest, Sampling
-from pyaisvc.tokenizer import Tokenizer
 
 DEFAULT_COMPLETION_TOKENS = 16  # OpenAI's default max_tokens for /v1/completions
 DEFAULT_TOP_K = 40

@@ -1,6 +1,6 @@
 """The generated text as it streams, UTF-8 safe, cut at stop ids and stop strings.
 
-(Chat prompts are rendered by pyaisvc.chattemplate, for every front end.)
+(Chat prompts are rendered by pyaisvc.model.chattemplate, for every front end.)
 
 ``TextStream`` turns the ids of one request into text piece by piece, as
 they arrive. The ids so far are decoded again after each arrival and only
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pyaisvc.tokenizer import Tokenizer
+from pyaisvc.model.tokenizer import Tokenizer
 
 PARTIAL = "\ufffd"  # what decoding gives for the bytes of an unfinished character
 

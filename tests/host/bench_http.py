@@ -39,12 +39,12 @@ import httpx  # noqa: E402
 import uvicorn  # noqa: E402
 
 from pyaisvc.bench.burst import parse_burst  # noqa: E402
-from pyaisvc.llmguest import MODELS, max_prompt, prepare, seq_len  # noqa: E402
-from pyaisvc.qemu import default_cpus, default_qemu  # noqa: E402
+from pyaisvc.guest.llmguest import MODELS, max_prompt, prepare, seq_len  # noqa: E402
+from pyaisvc.guest.qemu import default_cpus, default_qemu  # noqa: E402
+from pyaisvc.model.tokenizer import load_tokenizer  # noqa: E402
 from pyaisvc.serve.app import Limits, Service, create_app  # noqa: E402
 from pyaisvc.serve.engine import Engine, EngineConfig  # noqa: E402
 from pyaisvc.serve.metrics import Metrics  # noqa: E402
-from pyaisvc.tokenizer import load_tokenizer  # noqa: E402
 
 PROMPT = [504, 3575, 282, 4649, 314]
 CLIENTS = 8

@@ -38,13 +38,13 @@ sys.path.insert(0, str(ROOT))
 import uvicorn  # noqa: E402
 from openai import OpenAI  # noqa: E402
 
-from pyaisvc.assets import load_config  # noqa: E402
-from pyaisvc.llmguest import MODELS, max_prompt, prepare, seq_len  # noqa: E402
-from pyaisvc.qemu import default_cpus, default_qemu  # noqa: E402
+from pyaisvc.guest.llmguest import MODELS, max_prompt, prepare, seq_len  # noqa: E402
+from pyaisvc.guest.qemu import default_cpus, default_qemu  # noqa: E402
+from pyaisvc.model.assets import load_config  # noqa: E402
+from pyaisvc.model.tokenizer import load_tokenizer  # noqa: E402
 from pyaisvc.serve.app import Limits, Service, create_app  # noqa: E402
 from pyaisvc.serve.engine import Engine, EngineConfig  # noqa: E402
 from pyaisvc.serve.metrics import Metrics  # noqa: E402
-from pyaisvc.tokenizer import load_tokenizer  # noqa: E402
 
 SYSTEM = "You are a helpful assistant. Answer in one or two short sentences."
 QUESTIONS = ["What is the capital of France?", "What river flows through it?",

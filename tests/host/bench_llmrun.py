@@ -26,16 +26,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pyaisvc.llmguest import KERNEL, MODELS, timings, uprogs  # noqa: E402
-from pyaisvc.modelimage import build_model_image  # noqa: E402
-from pyaisvc.qemu import Guest, QemuConfig, default_qemu, qemu_version  # noqa: E402
+from pyaisvc.guest.llmguest import KERNEL, MODELS, timings, uprogs  # noqa: E402
+from pyaisvc.guest.qemu import Guest, QemuConfig, default_qemu, qemu_version  # noqa: E402
+from pyaisvc.image.modelimage import build_model_image  # noqa: E402
 
 PROFILE = re.compile(r"profile phase=(\w+) matmul_us=(\d+) attn_us=(\d+) other_us=(\d+) "
                      r"tokens=(\d+)")
 
 
 def prompt_ids(model: str, n: int) -> list[int]:
-    from pyaisvc.tokenizer import load_tokenizer
+    from pyaisvc.model.tokenizer import load_tokenizer
 
     text = (ROOT / "tests/data/heldout_en.txt").read_text()[:4000]
     return load_tokenizer(model).encode(text)[:n]

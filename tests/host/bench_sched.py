@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT / "tests/host"))
 
 from bench_llmrun import add_model_args, model_image, qemu_label  # noqa: E402
 
-from pyaisvc.llmguest import KERNEL  # noqa: E402
-from pyaisvc.qemu import Guest, QemuConfig  # noqa: E402
+from pyaisvc.guest.llmguest import KERNEL  # noqa: E402
+from pyaisvc.guest.qemu import Guest, QemuConfig  # noqa: E402
 
 LINE = re.compile(r"^aibench (\w+) (.*)$", re.M)
 

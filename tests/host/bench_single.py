@@ -31,8 +31,8 @@ from bench_llmrun import add_model_args, add_run_args, model_image, prompt_ids, 
 
 from pyaisvc.bench.matrix import Cell, Run  # noqa: E402
 from pyaisvc.bench.service import ServiceClient  # noqa: E402
-from pyaisvc.llmguest import KERNEL, MODELS  # noqa: E402
-from pyaisvc.qemu import Guest, QemuConfig  # noqa: E402
+from pyaisvc.guest.llmguest import KERNEL, MODELS  # noqa: E402
+from pyaisvc.guest.qemu import Guest, QemuConfig  # noqa: E402
 
 
 def quiet(_: str) -> None:

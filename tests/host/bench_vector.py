@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT / "tests/host"))
 
 from bench_llmrun import add_model_args, add_run_args, model_image, prompt_ids, qemu_label  # noqa: E402
 
-from pyaisvc.llmguest import KERNEL, MODELS, kernels_ran, parse_output  # noqa: E402
-from pyaisvc.qemu import Guest, QemuConfig  # noqa: E402
+from pyaisvc.guest.llmguest import KERNEL, MODELS, kernels_ran, parse_output  # noqa: E402
+from pyaisvc.guest.qemu import Guest, QemuConfig  # noqa: E402
 
 KERNELS = ("scalar", "vector")
 

@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT / "tests/host"))
 
 from bench_llmrun import probe_image, qemu_label  # noqa: E402
 
-from pyaisvc.llmguest import KERNEL  # noqa: E402
-from pyaisvc.qemu import Guest, GuestError, QemuConfig  # noqa: E402
+from pyaisvc.guest.llmguest import KERNEL  # noqa: E402
+from pyaisvc.guest.qemu import Guest, GuestError, QemuConfig  # noqa: E402
 
 LINE = re.compile(r"vprobe: (.+): (\d+) ps")
 

@@ -4,7 +4,7 @@
   once into build/llmtest/smol-course; ``smol_or_skip`` skips a test or a
   fixture of any scope without them) and the tiny synthetic Qwen3.5 in both
   formats (exported once per seed into build/llmtest/);
-- prompts, and the token ids pyaisvc.reference generates for them (cached in
+- prompts, and the token ids pyaisvc.model.reference generates for them (cached in
   build/llmtest/refcache.json, keyed by the asset files' sizes and times and
   the reference's code);
 - request lines that break each limit, with the message each must produce;
@@ -40,7 +40,7 @@ SMOL_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging F
 def smol_chat_text(message: str) -> str:
     """One user message in SmolLM2-Instruct's chat template, written out by hand (ChatML
     with its default system line), ready for the assistant's turn: the check on the
-    renderer (pyaisvc.chattemplate), which renders it from the GGUF's Jinja template."""
+    renderer (pyaisvc.model.chattemplate), which renders it from the GGUF's Jinja template."""
     return (f"<|im_start|>system\n{SMOL_SYSTEM}<|im_end|>\n<|im_start|>user\n{message}"
             "<|im_end|>\n<|im_start|>assistant\n")
 
@@ -85,7 +85,7 @@ def qwen_tiny_dir(fmt: str) -> Path:
 # ---------------------------------------------------------------- prompts
 
 def heldout_ids(model: str, n: int) -> list[int]:
-    from pyaisvc.tokenizer import load_tokenizer
+    from pyaisvc.model.tokenizer import load_tokenizer
 
     text = (ROOT / "tests/data/heldout_en.txt").read_text()[:6000]
     ids = load_tokenizer(model).encode(text)
@@ -109,20 +109,20 @@ def _key(assets: Path, prompt: list[int], n: int) -> str:
     """The assets' files (name, size, time), the reference's code and the request."""
     stamp = [(p.name, p.stat().st_size, p.stat().st_mtime_ns)
              for p in sorted(assets.glob("*.BIN"))]
-    code = hashlib.sha256(b"".join((ROOT / "pyaisvc" / f).read_bytes()
+    code = hashlib.sha256(b"".join((ROOT / "pyaisvc" / "model" / f).read_bytes()
                                    for f in ("reference.py", "refmath.py"))).hexdigest()
     return json.dumps([str(assets.resolve()), stamp, code, prompt, n])
 
 
 def until_stop(ids: list[int], stops: set[int]) -> list[int]:
     """ids up to and including the first stop id (all of them if none comes): what a
-    greedy run with those stop ids generates (pyaisvc.reference's generate(stop=...))."""
+    greedy run with those stop ids generates (pyaisvc.model.reference's generate(stop=...))."""
     cut = next((i + 1 for i, t in enumerate(ids) if t in stops), len(ids))
     return ids[:cut]
 
 
 def reference_ids(assets: Path, prompts: list[list[int]], n: int) -> list[list[int]]:
-    """pyaisvc.reference's greedy continuation of each prompt (n tokens), cached in a file
+    """pyaisvc.model.reference's greedy continuation of each prompt (n tokens), cached in a file
     the parallel workers share: the lock is held to read and to merge, not while the
     reference computes (minutes for SmolLM2), so a worker never waits for another's."""
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -133,8 +133,8 @@ def reference_ids(assets: Path, prompts: list[list[int]], n: int) -> list[list[i
     new = {}
     missing = [(k, p) for k, p in zip(keys, prompts, strict=True) if k not in cache]
     if missing:
-        from pyaisvc.assets import load_assets
-        from pyaisvc.reference import Reference
+        from pyaisvc.model.assets import load_assets
+        from pyaisvc.model.reference import Reference
 
         ref = Reference(load_assets(assets))
         new = {k: ref.generate(p, n) for k, p in missing}
@@ -163,9 +163,9 @@ def sampling_args(case: tuple[str, int, str, int]) -> list[str]:
 
 
 @functools.cache
-def reference_model(assets: Path):  # -> pyaisvc.reference.Reference, loaded once
-    from pyaisvc.assets import load_assets
-    from pyaisvc.reference import Reference
+def reference_model(assets: Path):  # -> pyaisvc.model.reference.Reference, loaded once
+    from pyaisvc.model.assets import load_assets
+    from pyaisvc.model.reference import Reference
 
     return Reference(load_assets(assets))
 
@@ -173,7 +173,7 @@ def reference_model(assets: Path):  # -> pyaisvc.reference.Reference, loaded onc
 def sampled_reference(assets: Path, prompt: list[int], n: int,
                       case: tuple[str, int, str, int]) -> list[int]:
     """The reference's continuation of prompt with the sampler of case."""
-    from pyaisvc.sampling import Sampler, parse_decimal
+    from pyaisvc.model.sampling import Sampler, parse_decimal
 
     temp, k, p, seed = case
     sampler = Sampler(parse_decimal(temp, "temp"), k, parse_decimal(p, "top-p"), seed)

@@ -2,7 +2,7 @@
 // of their bits, one per line) and prints the bits of the runtime's
 // llm_exp, llm_log (for x > 0, else 0), llm_sigmoid, llm_softplus, silu
 // (llm_silu_mul) and softmax's exp (llm_softmax_exps; for x <= 0, else 0)
-// of each, so the test can compare them bit for bit with pyaisvc.refmath,
+// of each, so the test can compare them bit for bit with pyaisvc.model.refmath,
 // and llm_order_key.
 //
 // `llm_mathcheck matmul` instead checks llm_matmul_rows on random int8

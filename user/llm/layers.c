@@ -1,6 +1,6 @@
 // Building blocks of the forward pass, shared by the Smol and Qwen models:
 // embedding, full attention with its int8 KV cache, the MLP and the output
-// head, each step as docs/ARITHMETIC.md writes it (and pyaisvc/reference.py
+// head, each step as docs/ARITHMETIC.md writes it (and pyaisvc/model/reference.py
 // computes it). A block works on n <= LLM_BATCH consecutive positions at
 // once: the matmuls take all of them together (faster: each weight byte is
 // decoded once for the batch), everything else runs per position, so each

@@ -1,7 +1,7 @@
 // The Qwen3.5 model: hybrid, LTY.BIN marks each layer as gated full
 // attention or Gated DeltaNet. The full attention, MLP and head are the
 // shared blocks of user/llm/layers.c; this file adds the Gated DeltaNet
-// layer, as pyaisvc/reference.py computes it, and the forward pass that
+// layer, as pyaisvc/model/reference.py computes it, and the forward pass that
 // llmrun_qwen and ai_daemon run (llm_model_qwen).
 
 #include "user/lib/user.h"

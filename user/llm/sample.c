@@ -1,7 +1,7 @@
 // Choosing the next token. Greedy (the default) is the first index of the
 // largest logit, as the runtime always did. With a temperature T > 0 the
 // token is drawn, and every step below is exact, so that a seed gives the
-// same ids as pyaisvc/sampling.py given the same logits (and the guest's
+// same ids as pyaisvc/model/sampling.py given the same logits (and the guest's
 // logits equal the reference's bit for bit, docs/ARITHMETIC.md):
 //
 //  0. Penalties and biases (OpenAI's definitions): id j's adjustment is
@@ -38,7 +38,7 @@
 // first maximum logit, S = the sum of exp(logit_i - m) over i = 0, 1, ...
 // in that order (our exp), lp_i = (logit_i - m) - log(S) (our log). The
 // top N are the first N ids of the order of step 1. Exact like the rest:
-// pyaisvc/sampling.py computes the same doubles.
+// pyaisvc/model/sampling.py computes the same doubles.
 #include "user/lib/user.h"
 #include "user/llm/kernels.h"
 #include "user/llm/sample.h"

@@ -1,7 +1,7 @@
 // Choosing the next token from the logits (user/llm/sample.c): greedy, or
 // sampled with temperature, top-k and top-p from a seeded generator, after
 // optional penalties and biases, so that a seed always gives the same ids,
-// equal to pyaisvc/sampling.py's; and, on request, each id's
+// equal to pyaisvc/model/sampling.py's; and, on request, each id's
 // log-probability with the most likely alternatives.
 #ifndef AISVC_LLM_SAMPLE_H
 #define AISVC_LLM_SAMPLE_H

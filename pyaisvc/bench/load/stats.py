@@ -1,4 +1,4 @@
-"""The statistics of a load run, from what the clients saw (pyaisvc.bench.loadclient).
+"""The statistics of a load run, from what the clients saw (pyaisvc.bench.load.client).
 
 Per request (times in seconds): TTFT = first chunk - sent; the times between
 tokens are the gaps between its chunks; its stall is its largest gap; its
@@ -25,7 +25,7 @@ import bisect
 import math
 from collections.abc import Iterable
 
-from pyaisvc.bench.loadclient import Outcome
+from pyaisvc.bench.load.client import Outcome
 
 Intervals = list[tuple[float, float]]
 Events = list[tuple[float, float]]  # (time, amount), in time order

@@ -6,7 +6,7 @@ boots its own `pyaisvc serve --sched POLICY` from its checkout and replays
 the same seeded workload on loopback, so the policies run side by side on
 different machines and never share cores. With ``load``, one task measures
 the capacity first (on a fifo server) and every policy then runs at the
-same rate. Every worker must be at the client's commit (pyaisvc.cluster);
+same rate. Every worker must be at the client's commit (pyaisvc.cluster.workers);
 each task checks again. Finished policies are journaled as they arrive, so
 ``--resume`` runs only the rest.
 
@@ -20,8 +20,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyaisvc.bench.loadclient import Done
-from pyaisvc.bench.loadrun import (
+from pyaisvc.bench.load.client import Done
+from pyaisvc.bench.load.run import (
     LoadResult,
     PolicyRun,
     Setup,
@@ -32,11 +32,11 @@ from pyaisvc.bench.loadrun import (
     open_journal,
     policy_run,
 )
-from pyaisvc.bench.loadserver import DEFAULT_POLICY, Server, serve_options
+from pyaisvc.bench.load.server import DEFAULT_POLICY, Server, serve_options
+from pyaisvc.bench.load.workload import LoadPlan
 from pyaisvc.bench.matrix import BenchError
 from pyaisvc.bench.sample import Note
-from pyaisvc.bench.workload import LoadPlan
-from pyaisvc.cluster import (
+from pyaisvc.cluster.workers import (
     RESOURCE,
     WrongCode,
     check_workers,

@@ -1,7 +1,7 @@
 """Work spread over a Dask cluster: reaching it, and the same code on every worker.
 
 ``pyaisvc bench --cluster`` (pyaisvc.bench.cluster) and the fuzzers'
-``CLUSTER=`` (pyaisvc.fuzzcluster) send tasks to workers started in clones
+``CLUSTER=`` (pyaisvc.cluster.fuzz) send tasks to workers started in clones
 of the repository with one unit of the ``guest`` resource each
 (``python -m dask worker ADDRESS --resources guest=1 --nthreads 1``): a
 task holds it while its guest runs, so one worker runs one guest at a time.

@@ -1,9 +1,9 @@
 """A load run: the same seeded workload against each policy, one after the other.
 
 For each policy a fresh `pyaisvc serve --sched POLICY` boots
-(pyaisvc.bench.loadserver), or the one server at ``url`` is used, and the
-workload (pyaisvc.bench.workload) is replayed over HTTP
-(pyaisvc.bench.loadclient). With ``load`` instead of a rate, the capacity
+(pyaisvc.bench.load.server), or the one server at ``url`` is used, and the
+workload (pyaisvc.bench.load.workload) is replayed over HTTP
+(pyaisvc.bench.load.client). With ``load`` instead of a rate, the capacity
 is measured first, on the first policy's server: CAPACITY_USERS users in a
 closed loop send CAPACITY_REQUESTS requests of the same mix (their own
 seeded stream); the capacity is the requests served per second, and the
@@ -26,12 +26,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pyaisvc.bench.journal import Journal
-from pyaisvc.bench.loadclient import Done, Outcome, run_closed, run_open, server_model
-from pyaisvc.bench.loadserver import Server, serve_options
+from pyaisvc.bench.load.client import Done, Outcome, run_closed, run_open, server_model
+from pyaisvc.bench.load.server import Server, serve_options
+from pyaisvc.bench.load.workload import LoadPlan, Request, open_loop
 from pyaisvc.bench.matrix import BenchError
 from pyaisvc.bench.runner import cpu_model
 from pyaisvc.bench.sample import Note
-from pyaisvc.bench.workload import LoadPlan, Request, open_loop
 
 CAPACITY_USERS = 8  # the gateway's window: the worker's batch kept full
 CAPACITY_REQUESTS = 16

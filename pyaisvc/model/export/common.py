@@ -3,7 +3,7 @@
 A model module (smol.py, qwen.py) describes its weights as a ModelSource: the
 Config (without a format version), the float32 embedding and final norm, and a
 function that returns one layer's float32 tensors under the asset names of
-pyaisvc.assets.layer_layout, already transformed (Qwen's +1 folded into the
+pyaisvc.model.assets.layer_layout, already transformed (Qwen's +1 folded into the
 norms, the conv weight as [conv_dim, kernel]). export_model turns that into an
 asset directory in the course format (v1/v2) or v3 (group-scaled), one layer
 at a time so a 0.8B model never sits in memory twice.
@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from pyaisvc import assets as A
 from pyaisvc.errors import AisvcError
-from pyaisvc.quant import GROUP_SIZE, QMat, dequantize, max_error, quantize
-from pyaisvc.reference import Reference
-from pyaisvc.tokenizer import load_tokenizer
+from pyaisvc.model import assets as A
+from pyaisvc.model.quant import GROUP_SIZE, QMat, dequantize, max_error, quantize
+from pyaisvc.model.reference import Reference
+from pyaisvc.model.tokenizer import load_tokenizer
 
 SAMPLE_PROMPT = "The capital of France is"
 SAMPLE_NEW_TOKENS = 8

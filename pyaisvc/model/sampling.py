@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pyaisvc.errors import AisvcError
-from pyaisvc.refmath import exp, log
+from pyaisvc.model.refmath import exp, log
 
 MASK64 = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15

@@ -54,7 +54,7 @@ def cache_root() -> Path:
     ~/.cache/aisvc (an installed package)."""
     if os.environ.get("AISVC_CACHE"):
         return Path(os.environ["AISVC_CACHE"])
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     if (repo / "Makefile").is_file():
         return repo / "build" / "cache"
     return Path.home() / ".cache" / "aisvc"

@@ -17,7 +17,7 @@
 
 Every top-level key is a flag of `pyaisvc bench --mode load` (dashes as
 underscores); a flag on the command line wins over the file. The defaults
-are pyaisvc.bench.workload's. A bad key is reported with its file and line.
+are pyaisvc.bench.load.workload's. A bad key is reported with its file and line.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ import re
 import tomllib
 from pathlib import Path
 
+from pyaisvc.bench.load.workload import RequestClass, Tenant
 from pyaisvc.bench.matrix import BenchError
 from pyaisvc.bench.plan import line_of, read_toml
-from pyaisvc.bench.workload import RequestClass, Tenant
-from pyaisvc.llmguest import POLICIES
+from pyaisvc.guest.llmguest import POLICIES
 
 DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s)?\s*$")
 

@@ -2,7 +2,7 @@
 
 ``qemu_argv()`` is the single source of the QEMU command line: the tests,
 ``pyaisvc run`` and the Makefile's ``qemu``/``qemu-gdb`` targets (through
-``python -m pyaisvc.qemu``, which execs it) all use it, so the options cannot
+``python -m pyaisvc.guest.qemu``, which execs it) all use it, so the options cannot
 drift apart.
 
 ``Guest`` owns one QEMU process and its console. ``run`` covers one shell
@@ -28,7 +28,7 @@ Every wait has a deadline. A wait that expires raises ``GuestTimeout``; QEMU
 exiting or the kernel printing ``panic:`` raises ``GuestCrashed``. Both carry
 the tail of the console transcript; a panic's message also says in which
 function and file:line each address of the kernel's fault lines lies
-(``explain()``, pyaisvc.symbolize), as ``pyaisvc run`` does for a user
+(``explain()``, pyaisvc.guest.symbolize), as ``pyaisvc run`` does for a user
 process killed by a fault. ``close()`` always stops QEMU, also after
 errors.
 """
@@ -50,8 +50,8 @@ from pathlib import Path
 
 import pexpect
 
-from pyaisvc import symbolize
 from pyaisvc.errors import AisvcError
+from pyaisvc.guest import symbolize
 
 PROMPT = "$ "
 BANNER = re.compile(r"aisvc: (\d+) harts, (\d+) MiB RAM")
@@ -358,8 +358,8 @@ class Guest:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m pyaisvc.qemu`: exec QEMU with qemu_argv() (used by make qemu)."""
-    p = argparse.ArgumentParser(prog="python -m pyaisvc.qemu", description=main.__doc__)
+    """`python -m pyaisvc.guest.qemu`: exec QEMU with qemu_argv() (used by make qemu)."""
+    p = argparse.ArgumentParser(prog="python -m pyaisvc.guest.qemu", description=main.__doc__)
     p.add_argument("--qemu", default=default_qemu(),
                    help=f"the QEMU binary (default: ${QEMU_ENV} or {QEMU_NAME})")
     p.add_argument("--cpu", help="-cpu value (default: RVV on QEMU >= 10); 'default': none")
@@ -384,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         check_files(cfg)
     except GuestError as e:
-        print(f"pyaisvc.qemu: {e}", file=sys.stderr)
+        print(f"pyaisvc.guest.qemu: {e}", file=sys.stderr)
         return 1
     print(f"*** QEMU: {cfg.cpus} harts, {cfg.ram} RAM (make: CPUS=, RAM= to change); "
           "Ctrl-A x quits", file=sys.stderr)

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pyaisvc import assets as A
-from pyaisvc.export.common import (
+from pyaisvc.model import assets as A
+from pyaisvc.model.export.common import (
     ExportError,
     ExportResult,
     ModelSource,
@@ -34,8 +34,8 @@ from pyaisvc.export.common import (
     assets_source,
     export_model,
 )
-from pyaisvc.export.synthetic import build_synthetic_qwen, synthetic_info
-from pyaisvc.hfsources import env_offline
+from pyaisvc.model.export.synthetic import build_synthetic_qwen, synthetic_info
+from pyaisvc.model.hfsources import env_offline
 
 _PLUS_ONE = ("input_norm", "post_norm", "q_norm", "k_norm")
 _HF_NAMES = {

@@ -5,7 +5,7 @@ is checked before it is used to find something else. It reports every
 inconsistency it finds, naming the inode or block; it reads each directory
 once (cycles cost nothing) and keeps one bit per block, so it stays fast and
 small on any input. The layout (block size, structs, inode types) is the
-kernel's, from pyaisvc.fsimg.load_layout().
+kernel's, from pyaisvc.image.fsimg.load_layout().
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pyaisvc.fsimg import FsImageError, Layout, blocks_for, load_layout
+from pyaisvc.image.fsimg import FsImageError, Layout, blocks_for, load_layout
 
 MAX_PROBLEMS = 10000  # lines check_image reports at most; the rest are counted
 

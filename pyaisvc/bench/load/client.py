@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from pyaisvc.bench.load.workload import LoadPlan, Request, user_requests
 from pyaisvc.bench.matrix import BenchError
-from pyaisvc.bench.workload import LoadPlan, Request, user_requests
 
 TIMEOUT = httpx.Timeout(connect=30.0, read=1800.0, write=30.0, pool=None)  # a long queue
 

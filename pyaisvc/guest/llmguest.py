@@ -13,7 +13,7 @@
   directory's runtime_seq_len and ``check_request()`` both limits, on the
   host, before any guest boots;
 - ``prepare()``: kernel, guest programs and an image holding them and a model
-  (pyaisvc.modelimage, the recipe ``make qemu-smol`` uses too);
+  (pyaisvc.image.modelimage, the recipe ``make qemu-smol`` uses too);
 - ``id_args()``: prompt ids as shell arguments; ``parse_output()``,
   ``timings()`` and ``timing_pattern()``: the ids and the timing line llmrun
   prints after each request (user/llm/runtime.c), whose format is written
@@ -33,13 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyaisvc import cheader
-from pyaisvc.assets import AssetError, load_config
 from pyaisvc.errors import AisvcError
-from pyaisvc.modelimage import build_model_image
-from pyaisvc.qemu import KERNEL
+from pyaisvc.guest.qemu import KERNEL
+from pyaisvc.image.modelimage import build_model_image
+from pyaisvc.model.assets import AssetError, load_config
 
 IMAGE_DIR = Path("build/bench")
-AI_DAEMON_DIR = Path(__file__).resolve().parent.parent / "user" / "ai"
+AI_DAEMON_DIR = Path(__file__).resolve().parents[2] / "user" / "ai"
 ARG_CHARS = 900  # ids per quoted argument stay below MAXARGLEN (1024, kernel/include/param.h)
 IDS_LINE = re.compile(r"^\d+( \d+)*$")
 TIMING_FIELDS = ("load_us", "init_us", "ttft_us", "tpot_us", "prompt", "gen")
@@ -190,7 +190,7 @@ def prepare(root: Path, spec: ModelSpec, assets: Path | None = None,
     builds ``build/bench/fs-MODEL-KEY.img`` with every guest program at /NAME and
     the assets at the model's guest directory. KEY names the asset directory, so
     two asset sets never share an image; the image is rebuilt when its content
-    changes (pyaisvc.modelimage)."""
+    changes (pyaisvc.image.modelimage)."""
     _make(root, "kernel", "uprogs")
     assets = check_assets(root, spec, assets, flag)
     key = hashlib.sha256(str(assets.resolve()).encode()).hexdigest()[:8]

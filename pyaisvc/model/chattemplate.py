@@ -19,7 +19,7 @@ from jinja2.exceptions import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from pyaisvc.errors import AisvcError
-from pyaisvc.tokenizer import Tokenizer
+from pyaisvc.model.tokenizer import Tokenizer
 
 END_OF_TURN = "<|im_end|>"
 END_OF_TEXT = "<|endoftext|>"

@@ -3,7 +3,7 @@
 ``ChatSession`` boots the guest, starts ``llmrun_smol --stdin --stream`` (or
 ``llmrun_qwen``) at the shell and keeps it running, so the model is loaded
 once. Each message, after the earlier turns, is rendered in the model's own
-chat template (pyaisvc.chattemplate, the renderer ``pyaisvc serve`` uses
+chat template (pyaisvc.model.chattemplate, the renderer ``pyaisvc serve`` uses
 too), encoded on the host, sent as one ``<predict> <id0> <id1> ...`` line, and the generated ids
 that come back are cut at the end-of-turn token and decoded::
 
@@ -56,12 +56,12 @@ from pathlib import Path
 
 import pexpect
 
-from pyaisvc.assets import DEFAULT_RUNTIME_SEQ_LEN
-from pyaisvc.chattemplate import conversation, render, stop_ids
 from pyaisvc.errors import AisvcError
-from pyaisvc.llmguest import MODELS, max_prompt, timing_fields, timing_pattern
-from pyaisvc.qemu import PROMPT, Guest, QemuConfig, default_qemu
-from pyaisvc.tokenizer import Tokenizer
+from pyaisvc.guest.llmguest import MODELS, max_prompt, timing_fields, timing_pattern
+from pyaisvc.guest.qemu import PROMPT, Guest, QemuConfig, default_qemu
+from pyaisvc.model.assets import DEFAULT_RUNTIME_SEQ_LEN
+from pyaisvc.model.chattemplate import conversation, render, stop_ids
+from pyaisvc.model.tokenizer import Tokenizer
 
 # One id at the very start of the unread console output (pexpect searches its
 # whole buffer, so \A is where the last match ended), then what follows it: a
@@ -111,7 +111,7 @@ def chat_text(tok: Tokenizer, message: str) -> str:
 
 def conversation_text(tok: Tokenizer, turns: list[tuple[str, str]], message: str) -> str:
     """Earlier (message, reply) turns, then message, in the model's chat template, ready
-    for the assistant's turn (pyaisvc.chattemplate.render)."""
+    for the assistant's turn (pyaisvc.model.chattemplate.render)."""
     return render(tok, conversation(turns, message))
 
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pyaisvc.assets import Assets, Config, QMat
 from pyaisvc.errors import AisvcError
-from pyaisvc.refmath import (
+from pyaisvc.model.assets import Assets, Config, QMat
+from pyaisvc.model.refmath import (
     GS,
     MULT_ONE,
     QVec,
@@ -34,7 +34,7 @@ from pyaisvc.refmath import (
     softmax_exp,
     softplus,
 )
-from pyaisvc.sampling import Sampler
+from pyaisvc.model.sampling import Sampler
 
 ATT_W_MAX = 32767.0  # attention weights are re-quantised to [0, 32767] per value group
 L2NORM_EPS = 1e-6  # Gated DeltaNet q/k l2norm (transformers' l2norm default)

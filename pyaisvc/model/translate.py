@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from pyaisvc.errors import AisvcError
-from pyaisvc.tokenizer import Tokenizer, load_tokenizer
+from pyaisvc.model.tokenizer import Tokenizer, load_tokenizer
 
 
 class TokenIdError(AisvcError):

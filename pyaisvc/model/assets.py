@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from pyaisvc.errors import AisvcError
-from pyaisvc.quant import GROUP_SIZE, QMat
+from pyaisvc.model.quant import GROUP_SIZE, QMat
 
 __all__ = [
     "AssetError", "Config", "QMat", "Layer", "Assets", "load_assets", "write_assets",

@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
-from pyaisvc.export.common import ExportError
-from pyaisvc.hfsources import env_offline
+from pyaisvc.model.export.common import ExportError
+from pyaisvc.model.hfsources import env_offline
 
 _COMMON = dict(hidden_act="silu", rms_norm_eps=1e-6, tie_word_embeddings=True,
                linear_conv_kernel_dim=4, vocab_size=248320,

@@ -20,7 +20,7 @@ An output length is drawn up to the class's maximum or what the model's
 context leaves after the prompt, whichever is less.
 
 The plan's defaults live in ``DEFAULT_CLASSES``, ``DEFAULT_TENANTS`` and
-``LoadPlan``'s fields; pyaisvc.bench.loadplan reads a TOML plan over them.
+``LoadPlan``'s fields; pyaisvc.bench.load.plan reads a TOML plan over them.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pyaisvc.bench.matrix import BenchError
-from pyaisvc.llmguest import POLICIES, max_chunk  # the kernel's, as `serve` takes them
+from pyaisvc.guest.llmguest import POLICIES, max_chunk  # the kernel's, as `serve` takes them
 
 
 @dataclass(frozen=True)

@@ -2,14 +2,14 @@
 
 The one recipe behind ``make qemu-smol``/``qemu-qwen``/``qemu-llm`` (through
 ``pyaisvc image``) and ``pyaisvc bench``/``generate``/``chat`` (through
-``pyaisvc.llmguest.prepare``)::
+``pyaisvc.guest.llmguest.prepare``)::
 
     build_model_image(Path("build/fs-smol.img"), {"sh": Path("build/user/_sh"), ...},
                       {"AI/SMOL": Path("models/SMOL")})
 
 An image is rebuilt when the content hash of what it would hold differs from
 the one stored beside it (IMAGE.hash): every file's bytes and its path in the
-image, every directory, and the builder itself (this module, pyaisvc/fsimg.py
+image, every directory, and the builder itself (this module, pyaisvc/image/fsimg.py
 and the kernel headers it reads the layout from). Hashing bytes, not sizes
 and times, is what makes replacing models/SMOL with older files rebuild the
 image. Each file's hash is cached in the stamp under its (size, mtime_ns,
@@ -28,7 +28,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from pyaisvc import cheader, fsimg
+from pyaisvc import cheader
+from pyaisvc.image import fsimg
 
 # The code and headers that decide the bytes of an image besides its content.
 RECIPE = (Path(__file__), Path(fsimg.__file__), Path(cheader.__file__),

@@ -1,14 +1,14 @@
 """The long fuzzers on a Dask cluster: ``make fuzz-syscalls CLUSTER=ADDRESS`` and
 ``make fuzz-fs CLUSTER=ADDRESS``.
 
-    python -m pyaisvc.fuzzcluster tcp://lab01:8786 syscalls --seeds 4
-    python -m pyaisvc.fuzzcluster tcp://lab01:8786 fs
+    python -m pyaisvc.cluster.fuzz tcp://lab01:8786 syscalls --seeds 4
+    python -m pyaisvc.cluster.fuzz tcp://lab01:8786 fs
 
 The fuzzers are pytest tests (tests/test_syscall_fuzz.py: one 1,000,000-call
 run per hart count; tests/test_fs_fuzz.py: one corrupted image per case).
 The client collects their test ids here (``pytest --collect-only`` with the
 suite's environment) and makes each (seed, test id) one Dask task that holds
-a worker's guest resource (pyaisvc.cluster): the syscall fuzzer's seeds x
+a worker's guest resource (pyaisvc.cluster.workers): the syscall fuzzer's seeds x
 harts, the file-system fuzzer's image cases. A task runs that one test with
 pytest in the worker's checkout, after the same checks as a benchmark cell:
 the worker's commit is the client's, and the guest programs and kernel it
@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyaisvc.cluster import (
+from pyaisvc.cluster.workers import (
     RESOURCE,
     ClusterError,
     WrongCode,
@@ -226,8 +226,8 @@ def run_fuzz(address: str, name: str, seeds: list[int], tests: list[str] | None 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m pyaisvc.fuzzcluster ADDRESS syscalls|fs`: exit 0 when every test passed."""
-    p = argparse.ArgumentParser(prog="python -m pyaisvc.fuzzcluster", description=main.__doc__)
+    """`python -m pyaisvc.cluster.fuzz ADDRESS syscalls|fs`: exit 0 when every test passed."""
+    p = argparse.ArgumentParser(prog="python -m pyaisvc.cluster.fuzz", description=main.__doc__)
     p.add_argument("address", help="the Dask scheduler, e.g. tcp://lab01:8786")
     p.add_argument("suite", choices=SUITES)
     p.add_argument("--seeds", type=int, default=1,

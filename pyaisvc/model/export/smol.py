@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pyaisvc import assets as A
-from pyaisvc.export.common import (
+from pyaisvc.model import assets as A
+from pyaisvc.model.export.common import (
     ExportError,
     ExportResult,
     ModelSource,
@@ -21,7 +21,7 @@ from pyaisvc.export.common import (
     assets_source,
     export_model,
 )
-from pyaisvc.hfsources import (
+from pyaisvc.model.hfsources import (
     cache_root,
     default_gguf,
     env_offline,

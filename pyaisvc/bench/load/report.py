@@ -18,9 +18,9 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from pyaisvc.bench import loadstats as st
-from pyaisvc.bench.loadclient import Outcome
-from pyaisvc.bench.loadrun import LoadResult, plan_record
+from pyaisvc.bench.load import stats as st
+from pyaisvc.bench.load.client import Outcome
+from pyaisvc.bench.load.run import LoadResult, plan_record
 from pyaisvc.bench.plots import set_title
 
 

@@ -16,7 +16,7 @@ ones. The image is written as a sparse file; file contents are copied with
 os.copy_file_range in large pieces, so an 800 MB image builds in seconds.
 Every image holds /console, the device init opens.
 
-Checking an image's consistency (an fsck) is pyaisvc.fscheck's job.
+Checking an image's consistency (an fsck) is pyaisvc.image.fscheck's job.
 """
 
 from __future__ import annotations

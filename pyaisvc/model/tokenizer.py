@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pyaisvc.errors import AisvcError
-from pyaisvc.hfsources import (
+from pyaisvc.model.hfsources import (
     cache_root,
     default_gguf,
     env_offline,
@@ -156,7 +156,7 @@ def _load_smol_or_say_how() -> Tokenizer:
 
 
 # Model name -> its tokenizer's loader. These names are the models pyaisvc knows;
-# pyaisvc.llmguest.MODELS describes the same models in the guest.
+# pyaisvc.guest.llmguest.MODELS describes the same models in the guest.
 _LOADERS: dict[str, Callable[[], Tokenizer]] = {
     "smol": _load_smol_or_say_how,
     "qwen": _QwenTokenizer,

@@ -1,0 +1,1 @@
+"""The link to the guest: QEMU, the models in the guest, the chat over its console."""

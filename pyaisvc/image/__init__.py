@@ -1,0 +1,1 @@
+"""The guest's disk image: building it, checking it, images with a model."""

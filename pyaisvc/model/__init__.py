@@ -1,0 +1,2 @@
+"""The model on the host: weights and their formats, the reference forward pass,
+sampling, the tokenizer, the chat template."""
