@@ -21,7 +21,7 @@
 // llmrun_qwen (CFG.BIN's model_kind, read by the runtime's loader, picks
 // which), registers with the kernel as the worker, then serves forever,
 // up to B requests at once (iteration-level, "continuous" batching; B is
-// AI_BATCH = 8 unless --batch says otherwise; --batch 1 serves one
+// AI_BATCH (kernel/include/aisvc.h) unless --batch says otherwise; --batch 1 serves one
 // request at a time, for comparison). With --ready-fd, one byte
 // is written to fd N once registered, and N closed: init waits for it
 // before starting the shell. If the model cannot be loaded, it says so
@@ -87,7 +87,6 @@
 #include "user/llm/smol.h"
 #include "user/llm/qwen.h"
 
-#define AI_BATCH       8          // B: requests the worker runs at once (<= LLM_MAXCACHE)
 #define RESIZE_US      10000000UL // measure the pool again after this long, when idle
 #define RESIZE_SOON_US 1000000UL  // the first wait after a count below the harts
 
