@@ -25,6 +25,7 @@
 
 static uint64 rng;
 
+// A number in [0, n) from the process's generator.
 static int
 rnd(int n)
 {
@@ -42,6 +43,8 @@ static struct req reqs[MAXREQ];
 static char out[AI_RESULT_MAX + 1];
 static char line[AI_RESULT_MAX + AI_MAX_PROMPT * 11 + 64];
 
+// Writes request k of process proc to fd as one line: R with its prompt
+// and result (out), or E with its error n.
 static void
 put_line(int fd, int proc, int k, struct req *r, int n)
 {
@@ -158,6 +161,8 @@ bench(int argc, char **argv)
   return 0;
 }
 
+// Runs the stress (or --bench) as the usage says; exit status 1 if a
+// request failed or the table is not empty at the end, 2 for bad arguments.
 int
 main(int argc, char **argv)
 {
