@@ -10,8 +10,8 @@
 static void
 sched_args(struct ai_sched *s)
 {
-  static const char *names[] = { "fifo", "priority", "shortest", "fair", "", "lottery", "fifoX",
-    "FIFO" };
+  static const char *names[] = { AI_SCHED_FIFO, AI_SCHED_PRIORITY, AI_SCHED_SHORTEST, AI_SCHED_FAIR,
+    "", "lottery", "fifoX", "FIFO" };
   static const int chunks[] = { 0, 1, 4, AI_CHUNK_MAX, AI_CHUNK_MAX + 1, -1, 0x7fffffff };
 
   memset(s, 0, sizeof(*s));
