@@ -18,6 +18,8 @@ from typing import Any
 from pyaisvc.errors import AisvcError
 
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "kernel" / "include"
+SOURCE_ROOT = INCLUDE_DIR.parent.parent  # where #include "kernel/include/aisvc.h" starts
+_INCLUDE = re.compile(r'^#include[ \t]+"([^"\n]+)"', re.M)
 
 
 class CHeaderError(AisvcError):
@@ -126,12 +128,25 @@ def add_defines(body: str, defines: dict[str, int]) -> None:
             pass  # macros with arguments (IBLOCK) and non-numbers are not needed
 
 
+def header_defines(path: Path) -> dict[str, int]:
+    """The integer ``#define``s of the header at path, after those of the headers it
+    includes by their place in the source tree (``#include "kernel/include/aisvc.h"``),
+    so that a definition may name another header's."""
+    body = read_header(path)
+    defines: dict[str, int] = {}
+    for name in _INCLUDE.findall(body):
+        if (SOURCE_ROOT / name).is_file():
+            defines.update(header_defines(SOURCE_ROOT / name))
+    add_defines(body, defines)
+    return defines
+
+
 @functools.cache
 def header_define(header: str, name: str, include_dir: Path = INCLUDE_DIR) -> int:
-    """The integer value of ``#define name`` in kernel/include/<header>, e.g.
-    header_define("aisvc.h", "AI_MAX_PROMPT"); CHeaderError if it is not there."""
-    defines: dict[str, int] = {}
-    add_defines(read_header(include_dir / header), defines)
+    """The integer value of ``#define name`` in kernel/include/<header> (or the headers
+    it includes), e.g. header_define("aisvc.h", "AI_MAX_PROMPT"); CHeaderError if it is
+    not there."""
+    defines = header_defines(include_dir / header)
     if name not in defines:
         raise CHeaderError(f"{include_dir / header}: no integer #define {name}; "
                            "run from an unmodified source tree")
@@ -147,3 +162,15 @@ def header_string(header: str, name: str, include_dir: Path = INCLUDE_DIR) -> st
         raise CHeaderError(f"{include_dir / header}: no string #define {name}; "
                            "run from an unmodified source tree")
     return m.group(1)
+
+
+def header_strings(header: str, prefix: str, include_dir: Path = INCLUDE_DIR) -> tuple[str, ...]:
+    """The strings of every ``#define PREFIX... "..."`` in kernel/include/<header>, in
+    their order, e.g. header_strings("aisvc.h", "AI_SCHED_"); CHeaderError if there are
+    none."""
+    body = read_header(include_dir / header)
+    found = re.findall(rf'^#define[ \t]+{re.escape(prefix)}\w*[ \t]+"([^"\n]*)"', body, re.M)
+    if not found:
+        raise CHeaderError(f"{include_dir / header}: no string #define {prefix}...; "
+                           "run from an unmodified source tree")
+    return tuple(found)

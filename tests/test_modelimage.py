@@ -12,7 +12,7 @@ import pytest
 
 from pyaisvc.bench.plan import KEYS
 from pyaisvc.cli import main as cli_main
-from pyaisvc.guest.llmguest import MODELS, max_batch, max_prompt
+from pyaisvc.guest.llmguest import MODELS, POLICIES, max_batch, max_prompt
 from pyaisvc.image import fsimg
 from pyaisvc.image.modelimage import build_model_image
 from pyaisvc.model.tokenizer import MODELS as TOKENIZERS
@@ -90,9 +90,24 @@ def test_prompt_limit_is_the_kernels() -> None:
 
 
 def test_batch_limit_is_the_workers() -> None:
-    source = (ROOT / "user/ai/ai_daemon.c").read_text()
-    m = re.search(r"^#define\s+AI_BATCH\s+(\d+)", source, re.M)
+    """AI_BATCH has one definition, in the kernel's header, that the worker uses."""
+    header = (ROOT / "kernel/include/aisvc.h").read_text()
+    m = re.search(r"^#define\s+AI_BATCH\s+(\d+)", header, re.M)
     assert m is not None and max_batch() == int(m.group(1)) == 8
+    daemon = (ROOT / "user/ai/ai_daemon.c").read_text()
+    assert "AI_BATCH" in daemon and not re.search(r"^#define\s+AI_BATCH\b", daemon, re.M)
+
+
+def test_policy_names_are_the_kernels() -> None:
+    """The host's policy names are the kernel's: each sched_*.c names itself by its
+    AI_SCHED_ string of aisvc.h, and every such string is a policy's."""
+    assert POLICIES == ("fifo", "priority", "shortest", "fair")  # docs/SCHEDULING.md
+    used = set()
+    for path in sorted((ROOT / "kernel/ai").glob("sched_*.c")):
+        m = re.search(r"\.name\s*=\s*AI_SCHED_(\w+)\s*,", path.read_text())
+        assert m is not None, f"{path.name} does not name itself by an AI_SCHED_ string"
+        used.add(m.group(1).lower())
+    assert used == set(POLICIES)
 
 
 def test_every_model_list_is_the_model_table() -> None:

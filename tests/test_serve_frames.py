@@ -159,3 +159,10 @@ async def _pair():
 
     a, b = socket.socketpair()
     return (await asyncio.open_connection(sock=a)), (await asyncio.open_connection(sock=b))
+
+
+def test_rid_limit_is_the_kernels_reqid_limit() -> None:
+    """gateway.h defines the host's highest rid as the kernel's highest reqid (read
+    through its #include of aisvc.h): both 2^31-1, as docs/GATEWAY.md says."""
+    from pyaisvc import cheader
+    assert frames.RID_MAX == cheader.header_define("aisvc.h", "AI_REQID_MAX") == 2**31 - 1

@@ -153,7 +153,7 @@ fair_yields(struct ai_slot *r, struct ai_slot *w)
 }
 
 const struct ai_policy sched_fair = {
-  .name = "fair",
+  .name = AI_SCHED_FAIR,
   .whole_prompt = 1,
   .pick = fair_pick,
   .key = fair_key,

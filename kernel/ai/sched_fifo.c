@@ -45,7 +45,7 @@ fifo_yields(struct ai_slot *r, struct ai_slot *w)
 }
 
 const struct ai_policy sched_fifo = {
-  .name = "fifo",
+  .name = AI_SCHED_FIFO,
   .pick = fifo_pick,
   .key = fifo_key,
   .yields = fifo_yields,

@@ -42,7 +42,7 @@ priority_yields(struct ai_slot *r, struct ai_slot *w)
 }
 
 const struct ai_policy sched_priority = {
-  .name = "priority",
+  .name = AI_SCHED_PRIORITY,
   .whole_prompt = 1,
   .pick = priority_pick,
   .key = priority_key,

@@ -68,7 +68,7 @@ shortest_yields(struct ai_slot *r, struct ai_slot *w)
 }
 
 const struct ai_policy sched_shortest = {
-  .name = "shortest",
+  .name = AI_SCHED_SHORTEST,
   .whole_prompt = 1,
   .pick = shortest_pick,
   .key = shortest_key,

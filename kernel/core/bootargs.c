@@ -44,6 +44,7 @@ bootargs_init(uint64 fdt)
   }
 }
 
+// Does s hold a dot (a kernel word, e.g. ai.reqid_max)?
 static int
 has_dot(const char *s)
 {

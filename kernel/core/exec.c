@@ -36,6 +36,8 @@ flags2perm(int flags)
   return perm;
 }
 
+// Is elf the header of a RISC-V 64-bit little-endian executable this
+// kernel can load (at most 64 program headers)?
 static int
 elf_ok(struct elfhdr *elf)
 {

@@ -45,6 +45,7 @@ struct fdt_scan {
   uint32 bootargs_len;  // its length in the blob, NUL included
 };
 
+// The 32-bit big-endian number at p.
 static uint32
 be32(const void *p)
 {
@@ -62,12 +63,15 @@ cells(const uchar *p, int cells)
   return v;
 }
 
+// Does s begin with pre?
 static int
 prefix(const char *s, const char *pre)
 {
   return strncmp(s, pre, strlen(pre)) == 0;
 }
 
+// Enters node name: notes the memory, cpus and chosen nodes, and counts
+// the cpu@ nodes under cpus.
 static void
 begin_node(struct fdt_scan *s, const char *name)
 {
@@ -82,6 +86,7 @@ begin_node(struct fdt_scan *s, const char *name)
     s->nharts++;
 }
 
+// Leaves the current node.
 static void
 end_node(struct fdt_scan *s)
 {
@@ -90,6 +95,9 @@ end_node(struct fdt_scan *s)
   s->depth--;
 }
 
+// Property name (len bytes of value val) of the current node: the root's
+// cell sizes, the first memory node's reg (base and size), chosen's
+// bootargs.
 static void
 property(struct fdt_scan *s, const char *name, const uchar *val, uint32 len)
 {

@@ -46,6 +46,9 @@ probe(void)
   return base + size;
 }
 
+// Hart 0 sets up every subsystem and starts the first process; the
+// others wait for it, then turn on paging, traps and interrupts. Each
+// ends in the scheduler.
 void
 main(void)
 {

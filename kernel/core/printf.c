@@ -21,6 +21,7 @@ static struct {
 
 static const char digits[] = "0123456789abcdef";
 
+// Prints x in base (10 or 16), as signed if sign.
 static void
 printint(uint64 x, int base, int sign)
 {

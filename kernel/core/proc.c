@@ -133,6 +133,7 @@ myproc(void)
   return p;
 }
 
+// A new process id.
 static int
 allocpid(void)
 {

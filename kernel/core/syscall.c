@@ -30,6 +30,7 @@ fetchstr(uint64 addr, char *buf, int max)
   return copyinstr(myproc()->pagetable, buf, addr, max);
 }
 
+// The current system call's argument register n (a0..a5).
 static uint64
 argraw(int n)
 {

@@ -9,6 +9,7 @@
 #include "kernel/include/sysinfo.h"
 #include "kernel/include/defs.h"
 
+// exit(status): ends the calling process; never returns.
 uint64
 sys_exit(void)
 {
@@ -18,18 +19,21 @@ sys_exit(void)
   exit(n);
 }
 
+// getpid(): the caller's process id.
 uint64
 sys_getpid(void)
 {
   return myprocess()->pid;
 }
 
+// fork(): the child's pid, 0 in the child, or a negative errno.
 uint64
 sys_fork(void)
 {
   return fork();
 }
 
+// wait(status): waits for a child to exit; see wait() in proc.c.
 uint64
 sys_wait(void)
 {
@@ -77,6 +81,7 @@ sys_sleep(void)
   return 0;
 }
 
+// kill(pid): see kill() in proc.c.
 uint64
 sys_kill(void)
 {

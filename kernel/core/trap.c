@@ -34,6 +34,7 @@ void kernelvec(void);
 
 enum { INTR_NONE, INTR_DEVICE, INTR_TIMER };
 
+// Arms this hart's timer interrupt for the next scheduling tick (SCHED_HZ).
 static void
 timer_arm(void)
 {
@@ -59,6 +60,8 @@ uptime_ticks(void)
   return r_time() / (TIMEBASE_HZ / TICK_HZ);
 }
 
+// A timer interrupt: hart 0 advances ticks and wakes its sleepers; every
+// hart arms its next tick.
 static void
 clockintr(void)
 {

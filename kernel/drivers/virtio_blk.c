@@ -64,6 +64,7 @@ static struct disk {
   struct virtio_blk_req req[VIRTQ_MAX]; // headers, by head descriptor
 } disk;
 
+// The device's 64-bit register at off (two 32-bit reads, low word first).
 static uint64
 rd64(int off)
 {

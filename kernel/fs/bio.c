@@ -48,6 +48,7 @@ struct {
 // so the disk can DMA into it at its virtual address.
 static uchar bufdata[NBUF][BSIZE] __attribute__((aligned(PGSIZE)));
 
+// The hash chain of the cache for block blockno of dev.
 static struct buf **
 bucket(uint dev, uint blockno)
 {

@@ -255,6 +255,7 @@ struct unfreed {
   const char *why; // what was wrong with it
 };
 
+// Notes in u that block b could not be freed, and why (the first one's kept).
 static void
 note_unfreed(struct unfreed *u, uint b, const char *why)
 {

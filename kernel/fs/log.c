@@ -280,6 +280,9 @@ end_op(void)
   }
 }
 
+// Commits the current transaction, if it wrote anything: its blocks to
+// the log, the header (the commit point), the blocks home, the header
+// cleared; a disk flush between each so the order holds on disk.
 static void
 commit(void)
 {

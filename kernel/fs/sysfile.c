@@ -66,6 +66,7 @@ fdalloc(struct file **f, int *fd, int n)
   return k == n ? 0 : -EMFILE;
 }
 
+// dup(fd): a new descriptor for fd's file.
 uint64
 sys_dup(void)
 {
@@ -99,6 +100,7 @@ argrw(struct file **f, uint64 *p, int *n)
   return 0;
 }
 
+// read(fd, buf, n): the bytes read into buf, 0 at the end.
 uint64
 sys_read(void)
 {
@@ -113,6 +115,7 @@ sys_read(void)
   return r;
 }
 
+// write(fd, buf, n): the bytes written from buf.
 uint64
 sys_write(void)
 {
@@ -127,6 +130,7 @@ sys_write(void)
   return r;
 }
 
+// close(fd): frees the descriptor.
 uint64
 sys_close(void)
 {
@@ -147,6 +151,7 @@ sys_close(void)
   return 0;
 }
 
+// fstat(fd, st): fd's file's struct stat into st.
 uint64
 sys_fstat(void)
 {
@@ -201,6 +206,7 @@ bad:
   return r;
 }
 
+// link(old, new): new names old's inode (not a directory).
 uint64
 sys_link(void)
 {
@@ -309,6 +315,7 @@ out:
   return r;
 }
 
+// unlink(path): removes the name (a directory only if empty).
 uint64
 sys_unlink(void)
 {
@@ -402,6 +409,50 @@ devclose(struct inode *ip)
     devsw[ip->major].close();
 }
 
+// Looks up path for an open per omode (no O_CREATE, or a read-only file
+// system) and locks it into *ipp. Returns 0, or a negative errno with
+// nothing held: -EROFS for a creation or a write on a read-only file
+// system, -EISDIR for a directory opened to write.
+static int
+open_existing(char *path, int omode, struct inode **ipp)
+{
+  struct inode *ip;
+  int r;
+
+  if ((r = namei_err(path, &ip)) < 0)
+    return r == -ENOENT && (omode & O_CREATE) ? -EROFS : r;
+  if ((r = ilock(ip)) < 0) {
+    iunlockput(ip);
+    return r;
+  }
+  if (ip->type == T_DIR && omode != O_RDONLY) {
+    iunlockput(ip);
+    return -EISDIR;
+  }
+  if (fs_readonly() && ip->type != T_DEVICE && (omode & (O_WRONLY | O_RDWR | O_TRUNC))) {
+    iunlockput(ip);
+    return -EROFS;
+  }
+  *ipp = ip;
+  return 0;
+}
+
+// For a locked device inode: its driver's open (devsw's open hook).
+// Returns 0 (also for any other inode), or a negative errno: -EINVAL for
+// a major number out of range, -ENXIO for an absent driver (no read and
+// no write), or the driver's refusal.
+static int
+devopen(struct inode *ip)
+{
+  if (ip->type != T_DEVICE)
+    return 0;
+  if (ip->major < 0 || ip->major >= NDEV)
+    return -EINVAL;
+  if (!devsw[ip->major].read && !devsw[ip->major].write)
+    return -ENXIO;
+  return devsw[ip->major].open ? devsw[ip->major].open() : 0;
+}
+
 // Opens the inode at path per omode. Caller is inside a transaction.
 // Returns the new descriptor or a negative errno: -ENXIO for a device
 // file whose driver is absent (no read and no write in devsw), or the
@@ -413,34 +464,13 @@ do_open(char *path, int omode)
   struct file *f;
   int fd, r;
 
-  if ((omode & O_CREATE) && !fs_readonly()) {
-    if ((r = create(path, T_FILE, 0, 0, &ip)) < 0)
-      return r;
-  } else {
-    if ((r = namei_err(path, &ip)) < 0)
-      return r == -ENOENT && (omode & O_CREATE) ? -EROFS : r;
-    if ((r = ilock(ip)) < 0) {
-      iunlockput(ip);
-      return r;
-    }
-    if (ip->type == T_DIR && omode != O_RDONLY) {
-      iunlockput(ip);
-      return -EISDIR;
-    }
-    if (fs_readonly() && ip->type != T_DEVICE && (omode & (O_WRONLY | O_RDWR | O_TRUNC))) {
-      iunlockput(ip);
-      return -EROFS;
-    }
-  }
-  if (ip->type == T_DEVICE && (ip->major < 0 || ip->major >= NDEV)) {
-    iunlockput(ip);
-    return -EINVAL;
-  }
-  if (ip->type == T_DEVICE && !devsw[ip->major].read && !devsw[ip->major].write) {
-    iunlockput(ip);
-    return -ENXIO;
-  }
-  if (ip->type == T_DEVICE && devsw[ip->major].open && (r = devsw[ip->major].open()) < 0) {
+  if ((omode & O_CREATE) && !fs_readonly())
+    r = create(path, T_FILE, 0, 0, &ip);
+  else
+    r = open_existing(path, omode, &ip);
+  if (r < 0)
+    return r;
+  if ((r = devopen(ip)) < 0) {
     iunlockput(ip);
     return r;
   }
@@ -469,6 +499,7 @@ do_open(char *path, int omode)
   return fd;
 }
 
+// open(path, omode): a new descriptor (see do_open).
 uint64
 sys_open(void)
 {
@@ -484,6 +515,7 @@ sys_open(void)
   return r;
 }
 
+// mkdir(path): a new empty directory.
 uint64
 sys_mkdir(void)
 {
@@ -502,6 +534,7 @@ sys_mkdir(void)
   return r;
 }
 
+// mknod(path, major, minor): a new device file (major below NDEV).
 uint64
 sys_mknod(void)
 {
@@ -525,6 +558,7 @@ sys_mknod(void)
   return r;
 }
 
+// chdir(path): path, a directory, becomes the process's working directory.
 uint64
 sys_chdir(void)
 {
@@ -555,6 +589,7 @@ sys_chdir(void)
   return 0;
 }
 
+// pipe(fds): a new pipe; its read and write descriptors into fds[0], fds[1].
 uint64
 sys_pipe(void)
 {

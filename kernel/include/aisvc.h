@@ -18,10 +18,18 @@
 #define AI_PENALTY_MAX (2 * AI_MICRO)        // |presence|, |frequency| at most 2
 #define AI_BIAS_MAX    (100 * AI_MICRO)      // |bias| at most 100
 #define AI_RESULT_MAX  (AI_MAX_PREDICT * 11) // "id id ...": 10 digits + space each
-#define AI_REQID_MAX   0x7fffffff            // reqids run 1..2^31-1, then wrap, skipping live ones
+#define AI_REQID_MAX   2147483647            // reqids run 1..2^31-1, then wrap, skipping live ones
 #define AI_PRIO_MAX    100                   // struct ai_opts' priority: 0 (default) .. AI_PRIO_MAX
 #define AI_CHUNK_MAX   8                     // most positions in one worker step (aichunk=N)
 #define AI_POLICY_LEN  12                    // a policy's name, NUL included (struct ai_sched)
+#define AI_BATCH       8 // most requests ai_daemon runs at once (--batch, aibatch=B)
+
+// The policies' names (ai_sched, aisched=NAME), each the .name of its
+// kernel/ai/sched_NAME.c; the host reads them here (pyaisvc.llmguest).
+#define AI_SCHED_FIFO     "fifo"
+#define AI_SCHED_PRIORITY "priority"
+#define AI_SCHED_SHORTEST "shortest"
+#define AI_SCHED_FAIR     "fair"
 
 // The policies' constants (kernel/ai/sched_*.c; docs/AI_SERVICE.md section
 // 10 states what each guarantees with them).
@@ -203,7 +211,7 @@ struct ai_table_view {
 // The scheduler's settings (ai_sched): read by anyone, set by the holder
 // of the AI worker right (docs/AI_SERVICE.md section 11).
 struct ai_sched {
-  char policy[AI_POLICY_LEN]; // "fifo", "priority", "shortest" or "fair"; "" keeps it
+  char policy[AI_POLICY_LEN]; // an AI_SCHED_ name; "" keeps it
   int chunk;                  // positions per worker step, 1..AI_CHUNK_MAX; 0 keeps it
   int prefill; // prompt positions of a step in which a request decodes, 1..AI_CHUNK_MAX
                // (AI_CHUNK_MAX: the step's budget alone bounds them); 0 keeps it
@@ -252,7 +260,8 @@ ai_strerror(int err)
     [AIE_BADARG - 100] "invalid argument",
     [AIE_NOMEM - 100] "out of kernel memory",
     [AIE_PERM - 100] "not entitled to the AI worker role (no worker right)",
-    [AIE_POLICY - 100] "no such scheduling policy (fifo, priority, shortest, fair)",
+    [AIE_POLICY - 100] "no such scheduling policy (" AI_SCHED_FIFO ", " AI_SCHED_PRIORITY
+                       ", " AI_SCHED_SHORTEST ", " AI_SCHED_FAIR ")",
     [AIE_PRIORITY - 100] "priority out of range (0.." AI_STR(AI_PRIO_MAX) ")",
     [AIE_CHUNK - 100] "step or prompt budget out of range (1.." AI_STR(AI_CHUNK_MAX) " positions)",
   };

@@ -8,7 +8,8 @@
 - ``max_prompt()``, ``max_predict()``, ``max_stop()``: the most prompt ids,
   generated ids and stop ids of one request, read from AI_MAX_PROMPT,
   AI_MAX_PREDICT and AI_MAX_STOP in kernel/include/aisvc.h, and
-  ``max_batch()`` the worker's batch limit, AI_BATCH in user/ai/ai_daemon.c;
+  ``max_batch()`` the worker's batch limit, AI_BATCH there too, and
+  ``POLICIES`` the scheduling policies' names, its AI_SCHED_ strings;
   ``seq_len()`` the asset
   directory's runtime_seq_len and ``check_request()`` both limits, on the
   host, before any guest boots;
@@ -39,7 +40,6 @@ from pyaisvc.image.modelimage import build_model_image
 from pyaisvc.model.assets import AssetError, load_config
 
 IMAGE_DIR = Path("build/bench")
-AI_DAEMON_DIR = Path(__file__).resolve().parents[2] / "user" / "ai"
 ARG_CHARS = 900  # ids per quoted argument stay below MAXARGLEN (1024, kernel/include/param.h)
 IDS_LINE = re.compile(r"^\d+( \d+)*$")
 TIMING_FIELDS = ("load_us", "init_us", "ttft_us", "tpot_us", "prompt", "gen")
@@ -106,14 +106,16 @@ def max_chunk() -> int:
     return cheader.header_define("aisvc.h", "AI_CHUNK_MAX")
 
 
-POLICIES = ("fifo", "priority", "shortest", "fair")  # kernel/ai/sched_*.c (aisched=NAME)
+# The scheduling policies' names (aisched=NAME): the AI_SCHED_ strings of
+# kernel/include/aisvc.h, each the name of its kernel/ai/sched_*.c.
+POLICIES = cheader.header_strings("aisvc.h", "AI_SCHED_")
 
 
 @functools.cache
 def max_batch() -> int:
     """The most requests the AI worker runs in one forward pass: AI_BATCH in
-    user/ai/ai_daemon.c (its --batch takes 1..AI_BATCH)."""
-    return cheader.header_define("ai_daemon.c", "AI_BATCH", AI_DAEMON_DIR)
+    kernel/include/aisvc.h (ai_daemon's --batch takes 1..AI_BATCH)."""
+    return cheader.header_define("aisvc.h", "AI_BATCH")
 
 
 # ---------------------------------------------------------------- images

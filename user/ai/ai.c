@@ -59,6 +59,7 @@ static char outbuf[AI_RESULT_MAX + 1];
 
 static const char *states[] = { "free", "queued", "running", "done", "failed" };
 
+// Prints what error r is, after what, if r is one; returns r.
 static int
 report(const char *what, int r)
 {
@@ -235,6 +236,8 @@ has_options(const struct request *q)
   return memcmp(&q->opts, &none, sizeof(none)) != 0;
 }
 
+// Prints a request's status, one line for its state and two for its sizes
+// and times.
 static void
 print_status(struct ai_status *st)
 {
@@ -252,6 +255,7 @@ print_status(struct ai_status *st)
   printf("  cached %d (prompt positions taken from the worker's KV cache)\n", st->cached);
 }
 
+// Prints the service's counts (ai_info).
 static void
 print_info(void)
 {
@@ -385,6 +389,7 @@ top(char **w, int n)
 
 static void run(char **w, int n);
 
+// Runs the command w[0..n) in a child, waits for it.
 static void
 child(char **w, int n)
 {
@@ -644,6 +649,9 @@ split(char *line, char **w, int max)
   return n;
 }
 
+// ai [CMD ARGS]: runs the command, or without one reads commands at the
+// prompt ai> until quit, exit or the end of input. Exit status 2 for an
+// unknown option.
 int
 main(int argc, char **argv)
 {

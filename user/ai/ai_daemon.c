@@ -21,7 +21,7 @@
 // llmrun_qwen (CFG.BIN's model_kind, read by the runtime's loader, picks
 // which), registers with the kernel as the worker, then serves forever,
 // up to B requests at once (iteration-level, "continuous" batching; B is
-// AI_BATCH = 8 unless --batch says otherwise; --batch 1 serves one
+// AI_BATCH (kernel/include/aisvc.h) unless --batch says otherwise; --batch 1 serves one
 // request at a time, for comparison). With --ready-fd, one byte
 // is written to fd N once registered, and N closed: init waits for it
 // before starting the shell. If the model cannot be loaded, it says so
@@ -87,7 +87,6 @@
 #include "user/llm/smol.h"
 #include "user/llm/qwen.h"
 
-#define AI_BATCH       8          // B: requests the worker runs at once (<= LLM_MAXCACHE)
 #define RESIZE_US      10000000UL // measure the pool again after this long, when idle
 #define RESIZE_SOON_US 1000000UL  // the first wait after a count below the harts
 
@@ -437,77 +436,113 @@ serve(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s)
   }
 }
 
-int
-main(int argc, char **argv)
+// The daemon's options (see the top of the file).
+struct options {
+  int ready_fd;    // -1: none
+  int batch;       // B: places at most, 1..AI_BATCH
+  int kv_blocks;   // the KV pool's blocks; 0: a share of the free memory
+  int reuse;       // prefix reuse on
+  const char *dir; // the model's assets
+};
+
+// Reads argv into o. Returns 0, or -1 after the usage line (after the
+// option, if one is unknown).
+static int
+parse_options(int argc, char **argv, struct options *o)
 {
-  static struct llm_runtime rt;
-  static struct llm_session s;
-  int ready_fd = -1, batch = AI_BATCH, kv_blocks = 0, reuse = 1, i = 1;
+  int i = 1;
+  *o = (struct options){ -1, AI_BATCH, 0, 1, 0 };
   for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
     if (strcmp(argv[i], "--ready-fd") == 0)
-      ready_fd = atoi(argv[i + 1]);
+      o->ready_fd = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--batch") == 0)
-      batch = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--kv-blocks") == 0 && (kv_blocks = atoi(argv[i + 1])) > 0)
+      o->batch = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--kv-blocks") == 0 && (o->kv_blocks = atoi(argv[i + 1])) > 0)
       ;
     else if (strcmp(argv[i], "--prefix-cache") == 0 && strcmp(argv[i + 1], "on") == 0)
-      reuse = 1;
+      o->reuse = 1;
     else if (strcmp(argv[i], "--prefix-cache") == 0 && strcmp(argv[i + 1], "off") == 0)
-      reuse = 0;
+      o->reuse = 0;
     else
       break;
   }
   if (i < argc && argv[i][0] == '-') {
     fprintf(2, "ai_daemon: unknown option %s\n", argv[i]);
-    batch = 0;
+    o->batch = 0;
   }
-  if (batch < 1 || batch > AI_BATCH) {
+  if (o->batch < 1 || o->batch > AI_BATCH) {
     fprintf(2,
         "usage: ai_daemon [--ready-fd FD] [--batch 1..%d] [--kv-blocks N] "
         "[--prefix-cache on|off] [ASSET_DIR]\n",
         AI_BATCH);
-    return 2;
+    return -1;
   }
-  if (!ai_right(0)) { // say so before loading a model for nothing
+  o->dir = i < argc ? argv[i] : default_dir();
+  return 0;
+}
+
+// Loads o's model into rt and s with its caches, KV pool and sampler
+// workspace, and sets places: o's batch, fewer if memory or the pool's
+// full windows do not allow it (said so). Idles if the model cannot be
+// loaded. Returns the model.
+static const struct llm_model *
+load(const struct options *o, struct llm_runtime *rt, struct llm_session *s)
+{
+  const struct llm_model *md = model_for(o->dir);
+  if (md == 0 || llm_session_init(s, rt, o->dir, md->model_kind) < 0)
+    idle(o->ready_fd);
+  places = llm_session_add_caches(s, rt, o->batch);
+  if (places < o->batch)
+    fprintf(2, "ai_daemon: memory for %d of %d KV caches: serving %d at once\n", places, o->batch,
+        places);
+  if (llm_session_pool(s, rt, o->kv_blocks, o->reuse, 0) < 0)
+    idle(o->ready_fd);
+  int window = window_blocks(rt);
+  if (places > s->pool.nblocks / window) {
+    places = s->pool.nblocks / window;
+    fprintf(
+        2, "ai_daemon: the kv pool holds %d full windows: serving %d at once\n", places, places);
+  }
+  if (llm_sampler_alloc(&work, rt->cfg.vocab_size) < 0)
+    fprintf(2,
+        "ai_daemon: no memory for the sampler: sampled requests will fail "
+        "(out of memory); boot with more RAM to serve them\n");
+  return md;
+}
+
+// Parses the options, checks the worker right (before loading a model
+// for nothing), loads the model, sizes the pool, registers, says so (and
+// signals ready_fd), then serves. Exit status 2 for bad options, 1 if it
+// cannot register.
+int
+main(int argc, char **argv)
+{
+  static struct llm_runtime rt;
+  static struct llm_session s;
+  struct options o;
+  if (parse_options(argc, argv, &o) < 0)
+    return 2;
+  if (!ai_right(0)) {
     fprintf(2,
         "ai_daemon: cannot register: %s; only the ai_daemon that init starts may "
         "serve (docs/AI_SERVICE.md, rule 13)\n",
         ai_strerror(AIE_PERM));
     return 1;
   }
-  const char *dir = i < argc ? argv[i] : default_dir();
   llm_prog = "ai_daemon";
-  const struct llm_model *md = model_for(dir);
-  if (md == 0 || llm_session_init(&s, &rt, dir, md->model_kind) < 0)
-    idle(ready_fd);
-  places = llm_session_add_caches(&s, &rt, batch);
-  if (places < batch)
-    fprintf(
-        2, "ai_daemon: memory for %d of %d KV caches: serving %d at once\n", places, batch, places);
-  if (llm_session_pool(&s, &rt, kv_blocks, reuse, 0) < 0)
-    idle(ready_fd);
-  int window = window_blocks(&rt);
-  if (places > s.pool.nblocks / window) {
-    places = s.pool.nblocks / window;
-    fprintf(
-        2, "ai_daemon: the kv pool holds %d full windows: serving %d at once\n", places, places);
-  }
-  if (llm_sampler_alloc(&work, rt.cfg.vocab_size) < 0)
-    fprintf(2,
-        "ai_daemon: no memory for the sampler: sampled requests will fail "
-        "(out of memory); boot with more RAM to serve them\n");
+  const struct llm_model *md = load(&o, &rt, &s);
   harts = nharts();
   size_pool(harts); // as many threads as the machine runs at once
   if (register_worker(&rt.cfg) < 0)
     return 1;
   printf("ai_daemon: pid %d serving %s (vocab %d, runtime_seq_len %d), load %lu ms, batch %d, "
          "kernels %s, threads %d\n",
-      getpid(), dir, rt.cfg.vocab_size, rt.cfg.runtime_seq_len, s.tm.init_us / 1000, places,
+      getpid(), o.dir, rt.cfg.vocab_size, rt.cfg.runtime_seq_len, s.tm.init_us / 1000, places,
       llm_kernels_name(), llm_pool_threads());
   kv_report(&s, 0);
-  if (ready_fd >= 0) {
-    write(ready_fd, "r", 1);
-    close(ready_fd);
+  if (o.ready_fd >= 0) {
+    write(o.ready_fd, "r", 1);
+    close(o.ready_fd);
   }
   serve(md, &rt, &s);
   return 0;

@@ -226,9 +226,9 @@ parse_adjust(char **w, int n, int i, struct ai_opts *o)
 {
   uint64 x;
 
-  if (i + 4 > n || parse_signed(w[i], 0x7fffffff, &o->presence_micro) < 0 ||
-      parse_signed(w[i + 1], 0x7fffffff, &o->frequency_micro) < 0 ||
-      parse_num(w[i + 2], 0x7fffffff, &x) < 0)
+  if (i + 4 > n || parse_signed(w[i], GW_INT_MAX, &o->presence_micro) < 0 ||
+      parse_signed(w[i + 1], GW_INT_MAX, &o->frequency_micro) < 0 ||
+      parse_num(w[i + 2], GW_INT_MAX, &x) < 0)
     return -1;
   o->logprobs = x;
   if (parse_num(w[i + 3], AI_MAX_BIAS, &x) < 0)
@@ -238,7 +238,7 @@ parse_adjust(char **w, int n, int i, struct ai_opts *o)
   for (int b = 0; b < o->nbias; b++, i += 2) {
     uint64 id;
     if (i + 2 > n || parse_num(w[i], 0xffffffff, &id) < 0 ||
-        parse_signed(w[i + 1], 0x7fffffff, &o->bias[b].micro) < 0)
+        parse_signed(w[i + 1], GW_INT_MAX, &o->bias[b].micro) < 0)
       return -1;
     o->bias[b].id = id;
   }
@@ -263,8 +263,8 @@ parse_submit(char **w, int n, struct submit *s, const char **why)
 
   memset(s, 0, sizeof(*s));
   // rid predict temp_micro top_k top_p_micro seed tenant priority
-  static const uint64 max[8] = { GW_RID_MAX, 0x7fffffff, 0xffffffff, 0xffffffff, 0xffffffff,
-    0xffffffffffffffffULL, 0x7fffffff, 0x7fffffff };
+  static const uint64 max[8] = { GW_RID_MAX, GW_INT_MAX, 0xffffffff, 0xffffffff, 0xffffffff,
+    0xffffffffffffffffULL, GW_INT_MAX, GW_INT_MAX };
   for (i = 0; i < 8; i++) {
     if (1 + i >= n || parse_num(w[1 + i], max[i], &v[i]) < 0 || (i == 0 && v[0] == 0)) {
       *why = i == 0 ? "malformed: no rid (1.." GW_STR(GW_RID_MAX) ")"

@@ -7,9 +7,12 @@
 #ifndef AISVC_GATEWAY_H
 #define AISVC_GATEWAY_H
 
-#define GW_VERSION   4                   // the protocol's version, in the R frame
-#define GW_LINE_MAX  4096                // longest frame, newline included
-#define GW_RID_MAX   2147483647          // the host's rids run 1..GW_RID_MAX (2^31-1)
+#include "kernel/include/aisvc.h"
+
+#define GW_VERSION   4            // the protocol's version, in the R frame
+#define GW_LINE_MAX  4096         // longest frame, newline included
+#define GW_RID_MAX   AI_REQID_MAX // the host's rids run 1..GW_RID_MAX, as the kernel's reqids
+#define GW_INT_MAX   2147483647   // a signed field's largest value (2^31-1)
 #define GW_NONCE_MAX 9223372036854775807 // a hello's nonce: 0..GW_NONCE_MAX (2^63-1)
 
 // The gateway's own codes in X frames; every other code is the kernel's AIE_*.

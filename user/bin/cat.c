@@ -24,6 +24,8 @@ copy(int fd, const char *name)
   return 0;
 }
 
+// cat [FILE...]: each file in turn (none: the standard input) to the
+// standard output; exit status 1 if one could not be read.
 int
 main(int argc, char *argv[])
 {

@@ -5,6 +5,7 @@
 
 static char buf[8192];
 
+// echo [WORD...]: the words and a newline, in one write.
 int
 main(int argc, char *argv[])
 {

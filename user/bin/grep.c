@@ -61,6 +61,7 @@ compile(const char *re, struct pattern *p)
   return 0;
 }
 
+// Does item it match the character c?
 static int
 same(struct item *it, char c)
 {
@@ -91,6 +92,8 @@ matchat(struct pattern *p, int k, const char *s, const char *end)
   return !p->eol || s == end;
 }
 
+// Does p match somewhere in the line [line, end) (only at its start if p
+// is anchored)?
 static int
 match(struct pattern *p, const char *line, const char *end)
 {
@@ -106,6 +109,7 @@ match(struct pattern *p, const char *line, const char *end)
   }
 }
 
+// The first newline in [s, end), or 0.
 static char *
 findnl(char *s, char *end)
 {
@@ -158,6 +162,8 @@ grep(int fd, const char *name, const char *what)
   }
 }
 
+// grep PATTERN [FILE...]: exit status 0 if a line matched, 1 if none did,
+// 2 for an error.
 int
 main(int argc, char *argv[])
 {

@@ -214,6 +214,9 @@ backoff(struct service *s)
   return RESPAWN_TICKS << (s->failures - 1);
 }
 
+// Starts service s (unless it gave up or is not wanted): after a backoff
+// if it failed or died at once, forks and execs it (without the AI worker
+// right unless it is the AI worker); with notify, waits for its ready byte.
 static void
 start(struct service *s)
 {
@@ -272,6 +275,9 @@ ended(struct service *s, int status)
         s->path, s->failures);
 }
 
+// init [WORD...]: opens the console, makes /port, takes the boot words
+// (see above), then starts every service and restarts those that end,
+// forever.
 int
 main(int argc, char *argv[])
 {

@@ -2,6 +2,7 @@
 
 #include "user/lib/user.h"
 
+// kill PID...: exit status 1 if a pid could not be killed.
 int
 main(int argc, char *argv[])
 {

@@ -2,6 +2,7 @@
 
 #include "user/lib/user.h"
 
+// ln OLD NEW: exit status 1 if the link could not be made.
 int
 main(int argc, char *argv[])
 {

@@ -7,6 +7,7 @@
 #include "kernel/include/fs.h"
 #include "kernel/include/param.h"
 
+// The word for a file type.
 static const char *typename(int type)
 {
   switch (type) {
@@ -17,6 +18,7 @@ static const char *typename(int type)
   return "?";
 }
 
+// One line of the listing: type, inode number, size, name.
 static void
 show(struct stat *st, const char *name)
 {
@@ -58,6 +60,8 @@ listdir(int fd, const char *dir)
   return status;
 }
 
+// Lists path (a directory's entries, or the file itself); 1 if it could
+// not be listed, else 0.
 static int
 ls(const char *path)
 {
@@ -80,6 +84,7 @@ ls(const char *path)
   return status;
 }
 
+// ls [PATH...]: exit status 1 if a path could not be listed.
 int
 main(int argc, char *argv[])
 {

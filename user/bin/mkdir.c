@@ -2,6 +2,7 @@
 
 #include "user/lib/user.h"
 
+// mkdir DIR...: exit status 1 if one could not be made.
 int
 main(int argc, char *argv[])
 {

@@ -2,6 +2,7 @@
 
 #include "user/lib/user.h"
 
+// rm PATH...: exit status 1 if one could not be removed.
 int
 main(int argc, char *argv[])
 {

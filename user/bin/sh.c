@@ -382,6 +382,8 @@ readline(void)
   return n > MAXLINE ? -2 : n;
 }
 
+// sh [FILE]: runs the lines of FILE, or of the standard input (with a
+// prompt and job control at the console), until its end.
 int
 main(int argc, char *argv[])
 {

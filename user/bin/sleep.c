@@ -3,6 +3,7 @@
 
 #include "user/lib/user.h"
 
+// sleep SECONDS: exit status 1 for a bad or missing number.
 int
 main(int argc, char *argv[])
 {

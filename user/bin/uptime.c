@@ -2,6 +2,7 @@
 
 #include "user/lib/user.h"
 
+// uptime: the time since boot.
 int
 main(void)
 {

@@ -46,6 +46,7 @@ report(struct counts *c, const char *name)
     printf("%ld %ld %ld\n", c->lines, c->words, c->bytes);
 }
 
+// wc [FILE...]: exit status 1 if a file could not be read.
 int
 main(int argc, char *argv[])
 {

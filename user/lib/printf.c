@@ -23,6 +23,7 @@ struct out {
   int nbuf;
 };
 
+// Writes o's buffered bytes out (a descriptor's output only).
 static void
 flush(struct out *o)
 {
@@ -31,6 +32,8 @@ flush(struct out *o)
   o->nbuf = 0;
 }
 
+// Adds c to o's output: buffered for a descriptor, else into dst while
+// room is left; total counts every character either way.
 static void
 putch(struct out *o, char c)
 {
@@ -55,6 +58,8 @@ struct field {
   int zero; // '0' flag (numbers only)
 };
 
+// Prints field f padded to its width: spaces before or after, or zeros
+// after the prefix.
 static void
 putfield(struct out *o, struct field *f)
 {
@@ -138,6 +143,7 @@ ftoa(char *buf, double d, int prec)
   return n;
 }
 
+// Prints d (%f) with prec decimals as field f: nan, inf, sign.
 static void
 fmtfloat(struct out *o, struct field *f, double d, int prec)
 {
@@ -162,6 +168,8 @@ fmtfloat(struct out *o, struct field *f, double d, int prec)
   putfield(o, f);
 }
 
+// Prints the next argument of ap, an int (long with lng) in conversion
+// conv (d or i, u, x or X, p: 16 hex digits), as field f.
 static void
 fmtint(struct out *o, struct field *f, char conv, int lng, va_list *ap)
 {
@@ -241,6 +249,7 @@ convert(struct out *o, const char *fmt, va_list *ap)
   return fmt + 1;
 }
 
+// Prints fmt with the arguments ap into o.
 static void
 vformat(struct out *o, const char *fmt, va_list ap)
 {

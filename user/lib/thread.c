@@ -33,6 +33,7 @@ static struct {
 } stacks[MAXUTHREADS];
 static struct mutex stacks_lock;
 
+// A new thread starts here: it runs s's function and exits with its result.
 static void __attribute__((noreturn)) uthread_entry(struct ustart *s)
 {
   thread_exit(s->fn(s->arg));
@@ -93,6 +94,7 @@ uthread_join(int tid, uint64 *result)
   return 0;
 }
 
+// Takes m, sleeping on its futex while another thread holds it.
 void
 mutex_lock(struct mutex *m)
 {
@@ -109,6 +111,7 @@ mutex_lock(struct mutex *m)
   }
 }
 
+// Releases m, waking one waiter if any.
 void
 mutex_unlock(struct mutex *m)
 {
@@ -116,6 +119,7 @@ mutex_unlock(struct mutex *m)
     futex_wake(&m->word, 1);
 }
 
+// Makes b a barrier for n threads.
 void
 barrier_init(struct barrier *b, int n)
 {

@@ -181,6 +181,7 @@ atoi(const char *s)
   return (int)strtol(s, 0, 10);
 }
 
+// The value of digit c in bases up to 36 (0-9, a-z, A-Z), else 99.
 static int
 digitval(char c)
 {

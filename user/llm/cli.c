@@ -566,62 +566,81 @@ batch_add(const int *ids, int count, int predict)
   return 0;
 }
 
-// Serve the kept requests at most `batch` at once (FIFO admission; a
-// finished request's cache goes to the next one at once), then print
-// their id lines and timing lines in input order, and with --profile the
-// batch's profile lines.
-static int
-serve_batch(
-    const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s, int batch, int quiet)
+// The requests serve_batch runs: req[0..n) in admission order, req[i]
+// the one of breqs[who[i]].
+struct batch_run {
+  struct llm_req req[LLM_MAXCACHE];
+  int who[LLM_MAXCACHE];
+  int n;
+};
+
+// One of the session's first ncache caches that no running request holds.
+static struct llm_cache *
+batch_free_cache(struct llm_session *s, const struct batch_run *br, int ncache)
 {
-  struct llm_req req[LLM_MAXCACHE], *run[LLM_MAXCACHE];
-  int who[LLM_MAXCACHE], nrun = 0, next = 0;
-  int ncache = llm_session_add_caches(s, rt, batch);
-  for (int i = 0; i < LLM_MAXCACHE; i++)
-    run[i] = &req[i];
-  llm_pool_profile(s->tm.profile);
-  uint64 t0 = time_us();
-  while (next < nbreq || nrun > 0) {
-    while (nrun < ncache && next < nbreq) { // admit, in input order
-      struct breq *b = &breqs[next];
-      struct llm_cache *kv = 0;
-      for (int c = 0; c < ncache && kv == 0; c++) { // one no running request holds
-        kv = &s->kv[c];
-        for (int i = 0; i < nrun; i++)
-          if (req[i].kv == kv)
-            kv = 0;
-      }
-      if (llm_req_start(rt, &req[nrun], kv, b->ids, b->n, b->predict) == 0) {
-        b->cached = req[nrun].cached;
-        req[nrun].sampler = s->sampler; // greedy here: its --stop ids only
-        who[nrun++] = next;
-      }
-      next++;
-    }
-    if (nrun == 0)
-      break;
-    llm_batch_step(md, rt, s, run, nrun);
-    uint64 now = time_us() - t0;
-    for (int i = 0; i < nrun; i++) {
-      struct breq *b = &breqs[who[i]];
-      if (req[i].gen == 1 && b->first_us == 0)
-        b->first_us = now;
-      if (!req[i].done)
-        continue;
-      b->gen = req[i].gen;
-      memmove(b->ids + b->n, req[i].kv->seq + b->n, b->gen * sizeof(int));
-      b->end_us = now;
-      b->ok = 1;
-      llm_req_end(&req[i]);
-      for (int j = i; j + 1 < nrun; j++) { // keep the others in order
-        req[j] = req[j + 1];
-        who[j] = who[j + 1];
-      }
-      nrun--;
-      i--;
-    }
+  struct llm_cache *kv = 0;
+  for (int c = 0; c < ncache && kv == 0; c++) {
+    kv = &s->kv[c];
+    for (int i = 0; i < br->n; i++)
+      if (br->req[i].kv == kv)
+        kv = 0;
   }
-  uint64 end = time_us();
+  return kv;
+}
+
+// Admits the kept requests from breqs[next] on, in input order, while
+// fewer than ncache run (one that cannot start is passed over). Returns
+// the next one to admit.
+static int
+batch_admit(
+    struct llm_runtime *rt, struct llm_session *s, struct batch_run *br, int ncache, int next)
+{
+  while (br->n < ncache && next < nbreq) {
+    struct breq *b = &breqs[next];
+    struct llm_req *r = &br->req[br->n];
+    if (llm_req_start(rt, r, batch_free_cache(s, br, ncache), b->ids, b->n, b->predict) == 0) {
+      b->cached = r->cached;
+      r->sampler = s->sampler; // greedy here: its --stop ids only
+      br->who[br->n++] = next;
+    }
+    next++;
+  }
+  return next;
+}
+
+// After a step at `now` us from the batch's start: notes each request's
+// first id; a finished one keeps its ids and times in breqs and leaves
+// (its cache free for the next one), the others keep their order.
+static void
+batch_collect(struct batch_run *br, uint64 now)
+{
+  for (int i = 0; i < br->n; i++) {
+    struct llm_req *r = &br->req[i];
+    struct breq *b = &breqs[br->who[i]];
+    if (r->gen == 1 && b->first_us == 0)
+      b->first_us = now;
+    if (!r->done)
+      continue;
+    b->gen = r->gen;
+    memmove(b->ids + b->n, r->kv->seq + b->n, b->gen * sizeof(int));
+    b->end_us = now;
+    b->ok = 1;
+    llm_req_end(r);
+    for (int j = i; j + 1 < br->n; j++) {
+      br->req[j] = br->req[j + 1];
+      br->who[j] = br->who[j + 1];
+    }
+    br->n--;
+    i--;
+  }
+}
+
+// Prints the served requests' id lines and (unless quiet) timing lines in
+// input order, and with --profile the batch's profile lines for the span
+// us it took.
+static void
+batch_print(struct llm_session *s, int quiet, uint64 span)
+{
   int positions = 0;
   for (int k = 0; k < nbreq; k++) {
     struct breq *b = &breqs[k];
@@ -634,7 +653,34 @@ serve_batch(
     positions += b->n + b->gen - 1; // the last id is never fed back
   }
   if (s->tm.profile)
-    llm_profile_lines(&s->tm, "batch", end - t0, positions);
+    llm_profile_lines(&s->tm, "batch", span, positions);
+}
+
+// Serve the kept requests at most `batch` at once (FIFO admission; a
+// finished request's cache goes to the next one at once), then print
+// their id lines and timing lines in input order, and with --profile the
+// batch's profile lines.
+static int
+serve_batch(
+    const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s, int batch, int quiet)
+{
+  static struct batch_run br;
+  struct llm_req *run[LLM_MAXCACHE];
+  int next = 0;
+  int ncache = llm_session_add_caches(s, rt, batch);
+  for (int i = 0; i < LLM_MAXCACHE; i++)
+    run[i] = &br.req[i];
+  br.n = 0;
+  llm_pool_profile(s->tm.profile);
+  uint64 t0 = time_us();
+  while (next < nbreq || br.n > 0) {
+    next = batch_admit(rt, s, &br, ncache, next);
+    if (br.n == 0)
+      break;
+    llm_batch_step(md, rt, s, run, br.n);
+    batch_collect(&br, time_us() - t0);
+  }
+  batch_print(s, quiet, time_us() - t0);
   return 0;
 }
 

@@ -142,6 +142,8 @@ llm_sigmoid(double x)
 #define SMEXP_STEP_BITS 8  // exp on [-16, 0]
 static int32 sig_table[TABLE_N + 2], smexp_table[TABLE_N + 2];
 
+// Fills t[0..TABLE_N] with f at TABLE_LO + k / 2^step_bits in Q30, and
+// one more entry equal to the last (for the interpolation at the end).
 static void
 table_fill(int32 *t, double (*f)(double), int step_bits)
 {

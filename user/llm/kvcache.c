@@ -360,6 +360,7 @@ llm_kv_init(struct llm_kvpool *p, const struct llm_config *g, int n_full, int nb
   return 0;
 }
 
+// Frees p's buffers and clears p.
 void
 llm_kv_free(struct llm_kvpool *p)
 {

@@ -20,6 +20,7 @@ struct quant_step {
   int xstride;
 };
 
+// Pool step (struct quant_step): quantizes the activation groups [lo, hi).
 static void
 quant_groups(void *arg, int lo, int hi, int t)
 {
@@ -50,6 +51,8 @@ struct mm_step {
   double *x;
 };
 
+// Pool step (struct mm_step): rows [lo, hi) of the outputs' matmuls, counted
+// across the outputs in turn, each row added to x when x is set.
 static void
 mm_rows(void *arg, int lo, int hi, int t)
 {
@@ -123,6 +126,7 @@ struct norm_step {
   double eps;
 };
 
+// Pool step (struct norm_step): rmsnorm of positions [lo, hi) into xn.
 static void
 norm_positions(void *arg, int lo, int hi, int t)
 {
@@ -378,6 +382,8 @@ struct gate_up_step {
   int hid;
 };
 
+// Pool step (struct gate_up_step): rows [lo, hi) of gate and up for every
+// position, then silu(gate) * up into xn.
 static void
 gate_up_silu(void *arg, int lo, int hi, int t)
 {
@@ -427,6 +433,8 @@ beats(int64 kc, int c, int64 kb, int b)
   return b < 0 || kc > kb || (kc == kb && c < b);
 }
 
+// Pool step (struct head_step): the logits' rows [lo, hi) for each
+// position, and thread t's best id so far for each (ties to the lower id).
 static void
 head_rows(void *arg, int lo, int hi, int t)
 {

@@ -6,6 +6,7 @@
 #include "user/llm/cli.h"
 #include "user/llm/qwen.h"
 
+// llmrun_qwen: the runtime's command line (user/llm/cli.c) for Qwen.
 int
 main(int argc, char **argv)
 {

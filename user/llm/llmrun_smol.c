@@ -6,6 +6,7 @@
 #include "user/llm/cli.h"
 #include "user/llm/smol.h"
 
+// llmrun_smol: the runtime's command line (user/llm/cli.c) for SmolLM2.
 int
 main(int argc, char **argv)
 {

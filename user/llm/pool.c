@@ -214,6 +214,9 @@ measure_windows(int t)
   }
 }
 
+// Worker thread t of the pool: measures its windows while the pool
+// calibrates, then runs its chunks of every new step, sleeping between
+// them, until the pool keeps fewer than t + 1 threads.
 static uint64
 worker(void *arg)
 {

@@ -2,7 +2,7 @@
 // through the kernel AI service.
 //
 //   aistress [NPROC [NREQ [SEED [MAXPROMPT [MAXPREDICT]]]]]   (8 8 1 12 8)
-//   aistress --bench PREDICT ID...     one process queues 8 copies at once
+//   aistress --bench PREDICT ID...     one process queues AI_PERPROC copies at once
 //
 // Each process submits its NREQ requests (each with a random priority, as
 // one of three tenants, so that every scheduling policy reorders and
@@ -25,6 +25,7 @@
 
 static uint64 rng;
 
+// A number in [0, n) from the process's generator.
 static int
 rnd(int n)
 {
@@ -42,6 +43,8 @@ static struct req reqs[MAXREQ];
 static char out[AI_RESULT_MAX + 1];
 static char line[AI_RESULT_MAX + AI_MAX_PROMPT * 11 + 64];
 
+// Writes request k of process proc to fd as one line: R with its prompt
+// and result (out), or E with its error n.
 static void
 put_line(int fd, int proc, int k, struct req *r, int n)
 {
@@ -130,19 +133,22 @@ collect(int proc, int *ok, int *bad)
   unlink(name);
 }
 
+// --bench: one process queues AI_PERPROC copies of the prompt at once (the
+// most it may own), then prints each one's times and the span from the
+// first submit to the last finish.
 static int
 bench(int argc, char **argv)
 {
-  static struct ai_status st[8];
+  static struct ai_status st[AI_PERPROC];
   struct req *r = &reqs[0];
   r->predict = atoi(argv[2]);
   r->count = argc - 3 < AI_MAX_PROMPT ? argc - 3 : AI_MAX_PROMPT;
   for (int i = 0; i < r->count; i++)
     r->ids[i] = atoi(argv[3 + i]);
-  int id[8];
-  for (int k = 0; k < 8; k++)
+  int id[AI_PERPROC];
+  for (int k = 0; k < AI_PERPROC; k++)
     id[k] = ai_submit(r->ids, r->count, r->predict);
-  for (int k = 0; k < 8; k++) {
+  for (int k = 0; k < AI_PERPROC; k++) {
     while (ai_query(id[k], &st[k]) == 0 && st[k].state < AI_DONE)
       sleep(1);
     int n = ai_wait(id[k], out, sizeof(out));
@@ -150,11 +156,13 @@ bench(int argc, char **argv)
         k, id[k], n, st[k].queued_us, st[k].ttft_us, st[k].total_us,
         st[k].first_time - st[k].start_time, out);
   }
-  printf("bench: 8 requests, first submit to last finish %lu ms\n",
-      (st[7].finish_time - st[0].submit_time) / 1000);
+  printf("bench: %d requests, first submit to last finish %lu ms\n", AI_PERPROC,
+      (st[AI_PERPROC - 1].finish_time - st[0].submit_time) / 1000);
   return 0;
 }
 
+// Runs the stress (or --bench) as the usage says; exit status 1 if a
+// request failed or the table is not empty at the end, 2 for bad arguments.
 int
 main(int argc, char **argv)
 {

@@ -31,6 +31,10 @@ volatile int sstc_ok;
 // Set if misa has the vector extension (kernel/core/vector.c).
 volatile int misa_vector;
 
+// Every hart starts here in machine mode (entry.S, on its stack0 slice):
+// hands interrupts and exceptions to S-mode, opens all memory to it,
+// enables Sstc and the counters, notes hart 0's device tree, then mret
+// into main in S-mode with paging off and tp = hartid.
 void
 start(uint64 hartid, uint64 dtb)
 {
