@@ -7,9 +7,10 @@ For each start the host notes when each event happened, from the moment it
 started QEMU (or, from the pool, asked for the restore):
 
 - ``qemu``: QEMU's monitor opens (QEMU started);
-- ``kernel``: the shell's prompt (kernel boot to init; cold boot only);
+- ``kernel``: the kernel's banner (cold boot only);
 - ``model load``: the worker's load time, as ai_daemon prints it (cold only);
-- ``worker``: the rest until ai_daemon says it serves (cold only);
+- ``worker``: the rest from the banner until ai_daemon says it serves
+  (the kernel's boot to init, init, the worker's start; cold only);
 - ``restore``: the device state read back (clones);
 - ``gateway``: the gateway answers the hello (docs/GATEWAY.md);
 - ``first token``: the first id of a greedy request.
@@ -32,7 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyaisvc.guest.qemu import Guest, GuestError, QemuConfig
+from pyaisvc.guest.qemu import BANNER, Guest, GuestError, QemuConfig
 from pyaisvc.guest.template import store
 from pyaisvc.guest.template.clone import Clone, Pool, start_clone
 from pyaisvc.guest.template.qmp import Qmp
@@ -79,6 +80,15 @@ def first_token(sock_path: Path, deadline: float) -> tuple[float, float]:
         return ready, time.monotonic()
 
 
+def _console_events(g: Guest, deadline: float) -> tuple[float, float, float]:
+    """When the kernel's banner and ai_daemon's serving line came (init starts the gateway
+    and the shell after it), and the load time the line says (ms)."""
+    g.expect([BANNER.pattern], deadline, "the kernel's banner")
+    t_banner = time.monotonic()
+    g.expect([SERVING], deadline, "ai_daemon's serving line")
+    return t_banner, time.monotonic(), float(g.match.group(1))
+
+
 def cold_start(cfg: QemuConfig, timeout: float = 300.0) -> Start:
     """One cold boot (throw-away overlay), its phases measured."""
     d = Path(tempfile.mkdtemp(prefix="aisvc-coldstart-"))
@@ -89,16 +99,13 @@ def cold_start(cfg: QemuConfig, timeout: float = 300.0) -> Start:
         g.spawn(timeout)
         Qmp.connect(d / "qmp.sock", t0 + 20).close()
         t_qemu = time.monotonic()
-        g.expect([r"\$ "], t0 + timeout, "the shell prompt")
-        t_prompt = time.monotonic()
-        g.expect([SERVING], t0 + timeout, "ai_daemon's serving line")
-        t_worker, load = time.monotonic(), float(g.match.group(1))
+        t_banner, t_worker, load = _console_events(g, t0 + timeout)
         t_ready, t_token = first_token(d / "gw.sock", t0 + timeout)
     finally:
         g.close()
         shutil.rmtree(d, ignore_errors=True)
-    worker = (t_worker - t_prompt) * 1000
-    return Start(WAYS[0], {"qemu": (t_qemu - t0) * 1000, "kernel": (t_prompt - t_qemu) * 1000,
+    worker = max(0.0, t_worker - t_banner) * 1000
+    return Start(WAYS[0], {"qemu": (t_qemu - t0) * 1000, "kernel": (t_banner - t_qemu) * 1000,
                            "model load": min(load, worker), "worker": max(0.0, worker - load),
                            "gateway": (t_ready - t_worker) * 1000,
                            "first token": (t_token - t_ready) * 1000})
