@@ -26,6 +26,7 @@ import logging
 import os
 import shutil
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -224,8 +225,10 @@ def test_a_refused_state_cold_boots_and_serves(template: store.Template, assets:
         starter.close()
 
 
-def test_engine_recovers_a_killed_guest_with_a_clone(template: store.Template,
-                                                     assets: Path) -> None:
+def test_engine_recovers_a_killed_guest_with_a_clone(template: store.Template, assets: Path,
+                                                     tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # every clone's directory here
     greedy = lc.reference_ids(assets, [lc.FRANCE["smol"]], N)[0]
     c = template.cfg
     metrics = Metrics()
@@ -261,4 +264,5 @@ def test_engine_recovers_a_killed_guest_with_a_clone(template: store.Template,
               if m.name == "aisvc_guest_starts" for s in m.samples if s.name.endswith("_total")}
     assert starts.get("clone", 0) + starts.get("pool", 0) == 2, starts
     assert starts.get("pool", 0) >= 1, starts  # the recovery took a waiting QEMU
-    assert dirs and not any(d.exists() for d in dirs), "a clone's directory outlived it"
+    assert dirs and dirs[0].parent == tmp_path
+    assert not list(tmp_path.glob("aisvc-clone-*")), "a clone's directory (or the pool's) leaked"

@@ -208,12 +208,13 @@ def _check_port(host: str, port: int) -> None:
 
 
 async def _serve(engine: Engine, app, args: argparse.Namespace, title: str) -> None:
-    """Boots the guest (engine.start), then serves app on --host:--port until the server
+    """Starts the guest (engine.start), then serves app on --host:--port until the server
     stops; QEMU is stopped however it ends."""
     import uvicorn
 
     cpus = args.cpus
-    print(f"serve: booting the guest ({cpus} hart(s)) ...", file=sys.stderr, flush=True)
+    how = "booting" if args.cold_boot else "starting (from its template)"
+    print(f"serve: {how} the guest ({cpus} hart(s)) ...", file=sys.stderr, flush=True)
     try:
         await engine.start()
         ready = engine.ready
