@@ -169,6 +169,8 @@ def test_a_changed_kernel_or_image_is_another_template(template: store.Template,
     with open(kernel, "ab") as f:
         f.write(b"\0")
     assert store.key(cfg) != template.key
+    with pytest.raises(store.TemplateMissing, match="no template .* yet"):
+        store.load(cfg, template.dir.parent)  # so ensure() cold boots and saves a new one
     assert store.key(dataclasses.replace(template.cfg, append="aicache=0")) != template.key
     image = tmp_path / "image"
     shutil.copyfile(template.cfg.image or "", image)

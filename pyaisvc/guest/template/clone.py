@@ -62,9 +62,10 @@ class Clone(Guest):
             self.spawn()
             assert self.cfg.qmp_socket is not None
             self.qmp = Qmp.connect(self.cfg.qmp_socket, start + MONITOR_SECONDS)
-        except (OSError, subprocess.SubprocessError, QmpError) as e:
+        except (OSError, subprocess.SubprocessError, QmpError, GuestError) as e:
             self.close()
-            raise GuestError(f"a clone of {self.template.dir.name} did not start: {e}",
+            why = str(e).splitlines()[0] if str(e) else repr(e)
+            raise GuestError(f"a clone of {self.template.dir.name} did not start: {why}",
                              self.transcript) from e
         self.phases["qemu"] = time.monotonic() - start
 
