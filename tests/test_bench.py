@@ -402,3 +402,26 @@ def test_guests_up_together_must_fit_the_host():
     with pytest.raises(BenchError, match="2 guests up together need 6144 MiB of RAM and "
                                          "the host has 6000 MiB available: pass fewer"):
         check_guests_fit(["3G", "3G"], avail=6000)
+
+
+def test_coldstart_table_takes_each_ways_medians(tmp_path: Path):
+    from pyaisvc.bench import coldstart as cs
+
+    starts = [cs.Start("cold boot", {"qemu": q, "model load": 600.0, "first token": 200.0})
+              for q in (100.0, 300.0, 200.0)]
+    starts += [cs.Start("clone from the pool", {"restore": r, "gateway": 10.0})
+               for r in (20.0, 40.0, 30.0)]
+    med = cs.median_phases(starts)
+    assert med == {"cold boot": {"qemu": 200.0, "model load": 600.0, "first token": 200.0},
+                   "clone from the pool": {"restore": 30.0, "gateway": 10.0}}
+    mem = [{"rss": 3, "pss": 2, "private": 1, "shared": 2}]
+    text = cs.markdown(starts, mem, "2 hart(s)")
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()
+            if line.startswith("| ")}
+    # phases in PHASES' order, empty where a way has none; the total's median and range
+    assert rows["cold boot"] == "| cold boot | 200 |  | 600 |  |  |  | 200 | 1000 | 900-1100 |"
+    assert rows["clone from the pool"] == \
+        "| clone from the pool |  |  |  |  | 30 | 10 |  | 40 | 30-50 |"
+    assert "| 1 | 3 | 2 | 1 | 2 |" in text
+    cs.plot(starts, tmp_path / "c.png")
+    assert (tmp_path / "c.png").stat().st_size > 1000

@@ -52,6 +52,21 @@ def test_bench_refuses_an_unwritable_out_before_measuring(tmp_path, capsys, monk
     assert "pass --out with a directory you can write" in err
 
 
+def test_bench_coldstart_refuses_a_bad_repeat_or_out_before_booting(tmp_path, capsys,
+                                                                     monkeypatch):
+    from pyaisvc.bench import coldstart
+
+    monkeypatch.setattr(coldstart, "run", lambda *a, **k: pytest.fail("bench measured"))
+    rc, out, err = _cli(["bench", "--mode", "coldstart", "--repeat", "0",
+                         "--out", str(tmp_path / "r")], capsys)
+    assert rc == 1 and out == "" and err.count("\n") == 1, err
+    assert "--repeat must be at least 1" in err
+    (tmp_path / "file").write_text("not a directory")
+    rc, out, err = _cli(["bench", "--mode", "coldstart",
+                         "--out", str(tmp_path / "file" / "results")], capsys)
+    assert rc == 1 and "pass --out with a directory you can write" in err, err
+
+
 class _FakeGuest:
     """Stands in for pyaisvc.guest.qemu.Guest: boots at once, serves `ok` cold runs, then
     fails the way `failure` says (an exception instance or class)."""

@@ -14,7 +14,7 @@ says the same):
     1  model.refmath, model.quant, model.hfsources, cluster.workers, cheader
     2  model.assets, image.fsimg, model.tokenizer, guest.symbolize, model.sampling
     3  guest.qemu, model.reference, image.modelimage, model.chattemplate, image.fscheck
-    4  model.export, guest.llmguest, model.translate
+    4  model.export, guest.llmguest, model.translate, guest.template
     5  bench, guest.chat, cluster.fuzz
     6  serve
     7  commands
@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
     "pyaisvc.guest.qemu": 3, "pyaisvc.model.reference": 3, "pyaisvc.image.modelimage": 3,
     "pyaisvc.model.chattemplate": 3, "pyaisvc.image.fscheck": 3,
     "pyaisvc.model.export": 4, "pyaisvc.guest.llmguest": 4, "pyaisvc.model.translate": 4,
+    "pyaisvc.guest.template": 4,
     "pyaisvc.bench": 5, "pyaisvc.guest.chat": 5, "pyaisvc.cluster.fuzz": 5,
     "pyaisvc.serve": 6,
     "pyaisvc.commands": 7,

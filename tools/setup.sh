@@ -6,9 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # clang-format: `make lint` checks the C style; gdb-multiarch: `make qemu-gdb`;
-# chromium: tests/test_serve_page.py drives pyaisvc serve's page in it (Playwright).
-APT_PKGS=(gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf qemu-system-misc unzip zip
-  clang-format gdb-multiarch chromium)
+# chromium: tests/test_serve_page.py drives pyaisvc serve's page in it (Playwright);
+# qemu-utils: qemu-img makes the disk layers of guest templates and their clones
+# (pyaisvc/guest/template.py, docs/COLDSTART.md).
+APT_PKGS=(gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf qemu-system-misc qemu-utils
+  unzip zip clang-format gdb-multiarch chromium)
 VENV=${VENV:-.venv}
 
 # QEMU 10 or later: the guest then gets the vector extension and the LLM

@@ -9,6 +9,7 @@
     pyaisvc bench --cluster tcp://lab01:8786 --cpus 1,2    # the cells as Dask tasks
     pyaisvc bench --cluster tcp://lab01:8786 --cpus 1,2 --resume OUT/journal.jsonl
     pyaisvc bench --mode load --policies fifo,fair --load 0.8   # commands/bench_load.py
+    pyaisvc bench --mode coldstart --repeat 5   # boot, clone, clone from the pool by phase
 
 Builds what is missing (kernel, guest programs, image), boots the guest once
 per model, runs every (prompt length, generated length) cell --repeat times
@@ -33,15 +34,16 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from pyaisvc.bench import burst, plots, report
+from pyaisvc.bench import burst, coldstart, plots, report
 from pyaisvc.bench.load.plan import is_load_plan
 from pyaisvc.bench.matrix import BenchError, parse_lengths
 from pyaisvc.bench.plan import load_plan
 from pyaisvc.bench.runner import BenchConfig, BenchIncomplete, BenchResult, Progress, run_bench
 from pyaisvc.commands import bench_load
 from pyaisvc.errors import AisvcError, CommandError
-from pyaisvc.guest.llmguest import MODELS, max_batch
-from pyaisvc.guest.qemu import default_cpus
+from pyaisvc.guest.llmguest import MODELS, max_batch, prepare
+from pyaisvc.guest.qemu import QemuConfig, default_cpus
+from pyaisvc.guest.template import store as template_store
 
 # Each matrix flag's default; a flag left out takes the --config file's value, then this.
 DEFAULTS: dict[str, object] = {
@@ -59,11 +61,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(docs/bench-example.toml); flags given here win")
     parser.add_argument("--model", choices=(*MODELS, "both"),
                         help="which model(s) to measure (default smol)")
-    parser.add_argument("--mode", choices=("cold", "service", "both", "load"),
+    parser.add_argument("--mode", choices=("cold", "service", "both", "load", "coldstart"),
                         help="cold: a fresh llmrun process per run (loads every time); "
                              "service: the resident AI worker; both: side by side "
                              "(default cold); load: scheduling policies under a seeded "
-                             "mixed workload over HTTP (the options below)")
+                             "mixed workload over HTTP (the options below); coldstart: a "
+                             "guest's start by phase, booted and cloned from its template "
+                             "(docs/COLDSTART.md)")
     parser.add_argument("--prompt-lens", metavar="N,N,...",
                         help="prompt lengths in tokens (default 8,16,32)")
     parser.add_argument("--gen-lens", metavar="N,N,...",
@@ -185,6 +189,33 @@ def _run_burst(args: argparse.Namespace, out: Path) -> int:
     return 0
 
 
+def _run_coldstart(args: argparse.Namespace, out: Path) -> int:
+    """bench --mode coldstart: each way of starting the SmolLM2 guest --repeat times
+    (pyaisvc.bench.coldstart), written as coldstart.md, coldstart.json and
+    coldstart.png into out; the table on stdout."""
+    if args.repeat < 1:
+        raise CommandError("bench: --repeat must be at least 1")
+    check_out(out)
+    spec = MODELS["smol"]
+    try:
+        cpus = parse_lengths(args.cpus, "--cpus")[0] if args.cpus else default_cpus()
+        p = prepare(Path("."), spec, args.assets_smol)
+        cfg = QemuConfig(kernel=p.kernel, image=p.image, ram=args.ram or spec.ram, cpus=cpus)
+        starts, mem = coldstart.run(cfg, args.repeat, template_store.ROOT,
+                                    lambda t: print(f"bench: {t}", file=sys.stderr))
+    except (AisvcError, BenchError) as e:
+        raise CommandError(f"bench: {e}") from e
+    text = coldstart.markdown(starts, mem, f"{cpus} hart(s), {cfg.ram}, shared host")
+    (out / "coldstart.md").write_text(text)
+    (out / "coldstart.json").write_text(json.dumps(
+        {"starts": [{"way": s.way, "phases_ms": s.phases} for s in starts], "memory_kib": mem},
+        indent=1))
+    coldstart.plot(starts, out / "coldstart.png")
+    sys.stdout.write(text)
+    print(f"bench: wrote coldstart.md, coldstart.json, coldstart.png to {out}/", file=sys.stderr)
+    return 0
+
+
 def _out_dir(args: argparse.Namespace) -> Path:
     """Where the results go: --out, the resumed journal's directory, or a fresh
     build/bench/results-TIME; CommandError for --resume without a cluster."""
@@ -204,6 +235,8 @@ def run(args: argparse.Namespace) -> int:
         return bench_load.run_load_mode(args, check_out)
     apply_plan(args)
     out = _out_dir(args)
+    if args.mode == "coldstart":
+        return _run_coldstart(args, out)
     if args.burst:
         if args.cluster is not None:
             raise CommandError("bench: --burst runs on this machine only; leave out --cluster")

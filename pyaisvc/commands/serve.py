@@ -101,6 +101,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"{m.ram} for {m.name}" for m in MODELS.values()) + ")")
     parser.add_argument("--qemu", default=qemu.default_qemu(),
                         help=f"the QEMU binary (default: ${qemu.QEMU_ENV} or {qemu.QEMU_NAME})")
+    parser.add_argument("--cold-boot", action="store_true",
+                        help="boot every guest; by default each starts as a clone of the "
+                        "machine's template, saved once with the model loaded "
+                        "(docs/COLDSTART.md)")
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="log every request and the guest's life")
 
@@ -150,7 +154,8 @@ def run(args: argparse.Namespace) -> int:
                         max_prompt=max_prompt())
         metrics = Metrics()
         engine = Engine(EngineConfig(p.kernel, p.image, args.ram or spec.ram, cpus, args.qemu,
-                                     queue_max=args.queue, append=append), metrics)
+                                     queue_max=args.queue, append=append,
+                                     cold_boot=args.cold_boot), metrics)
         service = Service(args.model, engine, tok, limits, metrics, burst=args.enable_burst)
         app = create_app(service, access, args.body_timeout)
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill PID: as Ctrl-C
@@ -203,12 +208,13 @@ def _check_port(host: str, port: int) -> None:
 
 
 async def _serve(engine: Engine, app, args: argparse.Namespace, title: str) -> None:
-    """Boots the guest (engine.start), then serves app on --host:--port until the server
+    """Starts the guest (engine.start), then serves app on --host:--port until the server
     stops; QEMU is stopped however it ends."""
     import uvicorn
 
     cpus = args.cpus
-    print(f"serve: booting the guest ({cpus} hart(s)) ...", file=sys.stderr, flush=True)
+    how = "booting" if args.cold_boot else "starting (from its template)"
+    print(f"serve: {how} the guest ({cpus} hart(s)) ...", file=sys.stderr, flush=True)
     try:
         await engine.start()
         ready = engine.ready

@@ -158,6 +158,14 @@ class QemuConfig:
     # The gateway port's host end (docs/GATEWAY.md): a Unix socket QEMU listens on,
     # None for no port. The port is a virtio serial port on virtio-mmio bus 1.
     port_socket: Path | None = None
+    # Templates and clones (pyaisvc/guest/template/, docs/COLDSTART.md): the guest RAM
+    # in this file (a memory-backend-file), mapped shared (the template writes it) or
+    # privately (a clone: pages read on first touch, writes copy-on-write).
+    ram_file: Path | None = None
+    ram_shared: bool = False
+    disk_format: str = "raw"  # the image's format: "qcow2" for a template's disk layers
+    qmp_socket: Path | None = None  # a QMP monitor on this Unix socket, None for none
+    incoming: bool = False  # -incoming defer: wait for migrate-incoming over QMP
 
 
 def cpu_option(cfg: QemuConfig) -> str:
@@ -167,9 +175,10 @@ def cpu_option(cfg: QemuConfig) -> str:
 
 def qemu_argv(cfg: QemuConfig) -> list[str]:
     """The QEMU command line for cfg."""
+    machine = "virt" if cfg.ram_file is None else "virt,memory-backend=ram0"
     argv = [
         cfg.qemu,
-        "-machine", "virt",
+        "-machine", machine,
         "-bios", "none",  # the kernel starts in M-mode itself (kernel/arch/riscv/start.c)
         "-kernel", str(cfg.kernel),
         "-m", cfg.ram,
@@ -181,8 +190,12 @@ def qemu_argv(cfg: QemuConfig) -> list[str]:
     cpu = cpu_option(cfg)
     if cpu != QEMU_DEFAULT_CPU:
         argv += ["-cpu", cpu]
+    if cfg.ram_file is not None:
+        share = "on" if cfg.ram_shared else "off"
+        argv += ["-object", f"memory-backend-file,id=ram0,size={cfg.ram},"
+                 f"mem-path={cfg.ram_file},share={share}"]
     if cfg.image is not None:
-        drive = f"file={cfg.image},if=none,format=raw,id=x0"
+        drive = f"file={cfg.image},if=none,format={cfg.disk_format},id=x0"
         if cfg.snapshot:
             drive += ",snapshot=on"
         argv += ["-drive", drive, "-device", "virtio-blk-device,drive=x0,bus=virtio-mmio-bus.0"]
@@ -194,6 +207,10 @@ def qemu_argv(cfg: QemuConfig) -> list[str]:
                  "-device", "virtserialport,chardev=gw0"]
     if cfg.append:
         argv += ["-append", cfg.append]
+    if cfg.qmp_socket is not None:
+        argv += ["-qmp", f"unix:{cfg.qmp_socket},server=on,wait=off"]
+    if cfg.incoming:
+        argv += ["-incoming", "defer"]
     if cfg.gdb_port is not None:
         argv += ["-S", "-gdb", f"tcp::{cfg.gdb_port}"]
     return argv
@@ -239,15 +256,19 @@ class Guest:
         """Everything the console printed so far, without carriage returns."""
         return self.log.getvalue().replace("\r", "")
 
-    def boot(self, timeout: float = 60.0) -> float:
-        """Starts QEMU and waits for the shell prompt; returns the seconds it took."""
+    def spawn(self, timeout: float = 60.0) -> None:
+        """Starts QEMU with its console on a terminal this object reads (no wait)."""
         check_files(self.cfg)
         argv = qemu_argv(self.cfg)
-        start = time.monotonic()
         self.child = pexpect.spawn(argv[0], argv[1:], encoding="utf-8",
                                    codec_errors="replace", timeout=timeout)
         self.child.logfile_read = self.log
         self.child.delaybeforesend = None
+
+    def boot(self, timeout: float = 60.0) -> float:
+        """Starts QEMU and waits for the shell prompt; returns the seconds it took."""
+        start = time.monotonic()
+        self.spawn(timeout)
         deadline = start + timeout
         try:
             self.expect([BANNER.pattern], min(deadline, start + BANNER_SECONDS),

@@ -1,9 +1,13 @@
 """The guest behind the server: boot, the gateway connection, health, reboot.
 
-``Engine.start()`` boots the guest under QEMU with the gateway port on a
-Unix socket in a directory of its own, waits for the shell, connects to the
-socket and says hello until the gateway answers (init starts the gateway
-once the worker has loaded the model, so the answer means both are up).
+``Engine.start()`` starts the guest under QEMU with the gateway port on a
+Unix socket: by default a clone of the machine's template (saved once with
+the model loaded; a cold boot makes it when there is none:
+pyaisvc.guest.template.starter, docs/COLDSTART.md), with ``cold_boot`` a
+boot that waits for the shell. It connects to the socket and says hello
+until the gateway answers (init starts the gateway once the worker has
+loaded the model, so the answer means both are up); the log and the
+metrics say how the guest started and each phase's time.
 Then a supervisor task keeps it so:
 
 - it reads the gateway's frames (``Gateway.run``) and polls the table
@@ -14,8 +18,9 @@ Then a supervisor task keeps it so:
   not read) and watches it for a kernel panic;
 - when the connection ends (QEMU exited or was killed) or the kernel
   panicked, the live requests end with ``GuestDown`` (503), ``state`` says
-  ``down``, the old QEMU is stopped and a fresh guest booted; failed boots
-  are retried, a few seconds apart, until ``close()``.
+  ``down``, the old QEMU is stopped and a fresh guest started (a clone from
+  the pool of waiting QEMUs); failed starts are retried, a few seconds
+  apart, until ``close()``.
 
 ``submit()`` hands a request to the current gateway; while the guest is
 not up it raises ``GuestDown`` at once.
@@ -38,6 +43,8 @@ import pexpect
 
 from pyaisvc.errors import AisvcError
 from pyaisvc.guest.qemu import PANIC, Guest, GuestError, QemuConfig
+from pyaisvc.guest.template import store as template_store
+from pyaisvc.guest.template.starter import Starter
 from pyaisvc.serve import frames
 from pyaisvc.serve.gateway import Gateway, GuestDown, Submitted
 from pyaisvc.serve.metrics import Metrics
@@ -60,6 +67,8 @@ class EngineConfig:
     boot_timeout: float = 300.0  # seconds to the shell prompt
     ready_timeout: float = 300.0  # seconds from the prompt to the gateway's R frame
     append: str = ""  # the guest's boot arguments, e.g. aibatch=4 (the worker's places)
+    cold_boot: bool = False  # boot every guest, never start one from the template
+    template_root: Path = template_store.ROOT  # where templates are kept
 
 
 class _Console:
@@ -111,6 +120,10 @@ class Engine:
         self._console: _Console | None = None
         self._on_lost: Callable[[str], object] = lambda why: None  # from the console thread
         self._dir: Path | None = None
+        c = cfg
+        self._starter = Starter(QemuConfig(kernel=c.kernel, image=c.image, ram=c.ram,
+                                           cpus=c.cpus, qemu=c.qemu, append=c.append),
+                                use_template=not c.cold_boot, root=c.template_root)
         self._supervisor: asyncio.Task[None] | None = None
         # the last requests' E frames, each with time.monotonic() when it came
         self.ended: collections.deque[tuple[float, frames.End]] = collections.deque(
@@ -181,23 +194,24 @@ class Engine:
         if self.gateway is not None:
             self.gateway.close("the server is stopping")
         self._stop_guest()
+        self._starter.close()
 
     # ------------------------------------------------------------ the guest's life
 
     async def _bring_up(self) -> Gateway:
-        """Boots a guest with the gateway port on a fresh socket, starts its console thread
-        and connects to its gateway; the Gateway once its R frame came. GuestError when
-        the boot or the gateway fails."""
+        """Starts a guest (a clone of the template, or a cold boot: Starter) with the gateway
+        port on a fresh socket, starts its console thread and connects to its gateway; the
+        Gateway once its R frame came. GuestError when the start or the gateway fails."""
         self._dir = Path(tempfile.mkdtemp(prefix="aisvc-serve-"))
-        sock = self._dir / "gateway.sock"
         c = self.cfg
-        guest = self.guest = Guest(QemuConfig(kernel=c.kernel, image=c.image, ram=c.ram,
-                                              cpus=c.cpus, snapshot=True, qemu=c.qemu,
-                                              port_socket=sock, append=c.append))
         self.metrics.guest_boots.inc()
-        log.info("booting the guest (QEMU, %d hart(s), %s, boot arguments '%s')", c.cpus, c.ram,
-                 c.append)
-        await asyncio.to_thread(guest.boot, c.boot_timeout)
+        log.info("starting the guest (%s, %d hart(s), %s, boot arguments '%s')",
+                 "cold boot" if c.cold_boot else "from its template", c.cpus, c.ram, c.append)
+        started = time.monotonic()
+        guest = self.guest = await asyncio.to_thread(self._starter.start, self._dir,
+                                                     c.boot_timeout)
+        sock = guest.cfg.port_socket
+        assert sock is not None
         loop = asyncio.get_running_loop()
         self._on_lost = lambda why: loop.call_soon_threadsafe(self._lost, guest, why)
         self._console = _Console(guest, self._on_lost)
@@ -211,11 +225,24 @@ class Engine:
             raise GuestError(f"{e}: is the AI worker up and /gateway in the image (run `make "
                              "all`)?", guest.transcript) from e
         gw.on_end = self._ended
+        self._started(started)
         self.gateway, self.state, self.why_down = gw, "up", ""
         self.metrics.guest_up.set(1)
         log.info("the gateway is ready: vocab %d, seq_len %d, window %d (QEMU pid %s)",
                  gw.ready.vocab, gw.ready.seq_len, gw.window, self.qemu_pid)
         return gw
+
+    def _started(self, since: float) -> None:
+        """Logs how the guest started and each phase's seconds, into the metrics too."""
+        record = self._starter.last
+        if record is None:
+            return
+        now = time.monotonic()
+        phases = {**record.phases, "gateway": now - since - sum(record.phases.values()),
+                  "total": now - since}
+        self.metrics.saw_start(record.kind, phases)
+        log.info("the guest started: %s (%s)", record.kind,
+                 ", ".join(f"{p} {s * 1000:.0f} ms" for p, s in phases.items()))
 
     def _lost(self, guest: Guest, why: str) -> None:
         """The console thread saw QEMU exit or the kernel panic (unless that guest is
@@ -246,7 +273,7 @@ class Engine:
             self.state, self.why_down = "down", str(gw.down or "the gateway's reader failed")
             for gauge in (self.metrics.guest_up, self.metrics.live, self.metrics.queue_depth):
                 gauge.set(0)
-            log.warning("%s; booting a fresh guest", self.why_down)
+            log.warning("%s; starting a fresh guest", self.why_down)
             await asyncio.to_thread(self._stop_guest)
             while True:
                 try:

@@ -78,8 +78,16 @@ class Metrics:
                                         registry=r)
         self.guest_up = Gauge("aisvc_guest_up", "1 while the guest and its gateway serve",
                               registry=r)
-        self.guest_boots = Counter("aisvc_guest_boots", "guests booted (the first and every "
-                                   "reboot after a guest died)", registry=r)
+        self.guest_boots = Counter("aisvc_guest_boots", "guests started (the first and every "
+                                   "restart after a guest died), however they started",
+                                   registry=r)
+        self.guest_starts = Counter("aisvc_guest_starts", "guests started by how: cold (a "
+                                    "boot), clone (restored from the template), pool (restored "
+                                    "into a QEMU already waiting)", ["start"], registry=r)
+        self.guest_start_seconds = Gauge("aisvc_guest_start_seconds", "the phases of the last "
+                                         "start of each kind: boot (cold), qemu and restore "
+                                         "(clones), gateway (to the hello's answer), total",
+                                         ["start", "phase"], registry=r)
         for outcome in OUTCOMES:
             for endpoint in ("completions", "chat"):
                 self.requests.labels(endpoint, outcome)
@@ -102,6 +110,12 @@ class Metrics:
                                             {"prompt": 0, "generated": 0})
                     row[sample.labels["kind"]] = int(sample.value)
         return served
+
+    def saw_start(self, kind: str, phases: dict[str, float]) -> None:
+        """One guest started (kind: cold, clone or pool) with phases' seconds."""
+        self.guest_starts.labels(kind).inc()
+        for phase, seconds in phases.items():
+            self.guest_start_seconds.labels(kind, phase).set(seconds)
 
     def saw_info(self, used: int, queued: int, running: int) -> None:
         """The kernel's table at a glance (an I frame) into the gauges; the running maximum
