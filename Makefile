@@ -353,10 +353,11 @@ LLM_SRCS := $(addprefix $(U)/llm/,$(addsuffix .c,$(LLM_RUNTIME)))
 LLM_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(LLM_SRCS)) $(BUILD)/user/llm/kernels_rvv.o
 LLM_HDRS := $(addprefix $(U)/llm/,$(addsuffix .h,$(LLM_RUNTIME) $(LLM_MODELS)))
 HOSTCC   ?= gcc
-SMOL_RAM ?= 512M
-# Qwen: a 0.8B model is held twice (ai_daemon + llmrun_qwen), repacked for RVV
-# on QEMU 10; 2G does not hold both (pyaisvc/guest/llmguest.py).
-QWEN_RAM ?= 3G
+# A model's default guest RAM is pyaisvc.guest.llmguest.MODELS' (why each is
+# what it is, there), asked only when a target boots it.
+model_ram = $(shell $(PYTHON) -c 'from pyaisvc.guest.llmguest import MODELS; print(MODELS["$(1)"].ram)')
+SMOL_RAM ?= $(call model_ram,smol)
+QWEN_RAM ?= $(call model_ram,qwen)
 
 $(BUILD)/user/_llmrun_%: $(BUILD)/user/llm/llmrun_%.o $(BUILD)/user/llm/%.o \
 		$(LLM_OBJS) $(UPROG_LIBS) $(U)/lib/user.ld

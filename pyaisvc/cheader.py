@@ -39,6 +39,8 @@ class CStruct:
     codec: struct.Struct
 
     def unpack(self, data: bytes, offset: int = 0) -> dict[str, Any]:
+        """The struct's fields from data at offset (an array field as a list, a char array as
+        bytes)."""
         values = list(self.codec.unpack_from(data, offset))
         out: dict[str, Any] = {}
         for ctype, fname, count in self.fields:
@@ -49,6 +51,8 @@ class CStruct:
         return out
 
     def pack(self, **values: Any) -> bytes:
+        """The struct's bytes from the field values given (missing ones zero, arrays zero-
+        padded)."""
         flat: list[Any] = []
         for ctype, fname, count in self.fields:
             v = values.get(fname, b"" if ctype == "char" and count else 0)
@@ -100,6 +104,8 @@ def eval_int(expr: str, defines: dict[str, int]) -> int:
                   lambda m: str(struct.calcsize(_CTYPES[m.group(1)])), expr)
 
     def ev(node: ast.expr) -> int:
+        """The value of the expression node; ValueError for anything but numbers, known names
+        and the operators of _BINOPS."""
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
             return node.value
         if isinstance(node, ast.Name) and node.id in defines:

@@ -41,6 +41,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error in one line naming the verb."""
 
     def error(self, message: str) -> NoReturn:
+        """Exits with status 2 and message, naming the flags the verb accepts when an unknown
+        one was given, and pointing at --help."""
         if "unrecognized arguments" in message or "invalid choice" in message:
             flags = sorted({o for a in self._actions for o in a.option_strings
                             if o.startswith("--") and o != "--help"})
@@ -61,6 +63,7 @@ def one_line(verb: str | None, message: str) -> str:
 
 
 def _command_module(verb: str):
+    """The commands/ module of verb, imported when the verb runs."""
     module_name, _ = _COMMANDS[verb]
     return importlib.import_module(f"pyaisvc.commands.{module_name}")
 
@@ -80,11 +83,15 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
 
 
 def _verb_parser(parser: argparse.ArgumentParser, verb: str) -> argparse.ArgumentParser:
+    """The sub-parser of verb."""
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return sub.choices[verb]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """`pyaisvc VERB ...`: runs the verb and returns its exit status; an AisvcError (or a
+    missing program) is one line on stderr and status 1; no verb prints the help (2); Ctrl-C
+    gives 130."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(args_list)
     args, extra = parser.parse_known_args(args_list)

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from host import llmcases as lc
 
+from pyaisvc.guest.llmguest import LlmGuestError, service_ids
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -66,3 +68,18 @@ def test_generate_rejects_a_bad_sampling_value_before_booting() -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert proc.stderr == ("pyaisvc generate: --top-p: '2' is not above 0 and at most 1\n")
+
+
+def test_service_ids_reads_ai_gen_and_its_refusals() -> None:
+    """`ai gen`'s ids line (user/ai/ai.c: stream, then the logprob lines), and the tool's
+    error lines (report: "WHAT: error -N: ai_strerror's text") as a refusal."""
+    ids = [7042, 30, 198, 198]  # the README's greedy continuation of "The capital of France is"
+    assert service_ids("7042 30 198 198\r\n") == ids
+    lp = "logprob i=0 id=7042 lp=-0.512345 top=7042:-0.512345"
+    assert service_ids(f"7042 30 198 198\r\n{lp}\r\n") == ids
+    for out in ("submit: error -102: token id not below the model's vocab size\r\n",
+                "\r\nstream: error -108: no AI worker (no model installed)\r\n",
+                "7042 30\r\nwait: error -111: the AI worker died while running the request\r\n",
+                ""):
+        with pytest.raises(LlmGuestError, match="^the AI service refused the request"):
+            service_ids(out)

@@ -114,7 +114,7 @@ def test_every_model_list_is_the_model_table() -> None:
     """The tokenizers, the guest's model table and a bench plan's "model" key name the
     same models."""
     assert tuple(MODELS) == TOKENIZERS == ("smol", "qwen")
-    accept, _ = KEYS["model"]
+    accept = KEYS["model"].convert
     assert [accept(m) for m in (*MODELS, "both", "llama")] == [*MODELS, "both", None]
 
 

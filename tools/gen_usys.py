@@ -20,6 +20,8 @@ IN_USER_MODE = {"time_us"}
 
 
 def stubs(header_text: str) -> str:
+    """usys.S's text: one stub per SYS_name of header_text (but IN_USER_MODE's); SystemExit when
+    it defines none."""
     names = [m.group(1) for m in DEFINE.finditer(header_text) if m.group(1) not in IN_USER_MODE]
     if not names:
         raise SystemExit("gen_usys.py: no '#define SYS_name N' lines found")
@@ -35,6 +37,7 @@ def stubs(header_text: str) -> str:
 
 
 def main(argv: list[str]) -> int:
+    """Writes the stubs of the header argv[1] to stdout: 0, or 2 with the usage line."""
     if len(argv) != 2:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2

@@ -1,8 +1,8 @@
-"""Bursts through the kernel AI service: 8 requests submitted at once.
+"""Bursts through the kernel AI service: AI_PERPROC requests (aisvc.h) submitted at once.
 
 The worker (``ai_daemon``) runs up to B requests per forward pass
 (docs/AI_SERVICE.md section 9). A burst is measured in the guest by
-``aistress --bench G ID...``: one process submits 8 copies of the prompt at
+``aistress --bench G ID...``: one process submits N_BURST copies of the prompt at
 once, then prints, in arrival order, one line per request with the kernel's
 timestamps (from submit) and its ids, and a summary line::
 
@@ -30,11 +30,11 @@ from pyaisvc.bench.report import machine_line
 from pyaisvc.bench.runner import booted_machine, check_guests_fit, qemu_version
 from pyaisvc.bench.sample import Note
 from pyaisvc.bench.service import boot_worker
-from pyaisvc.guest.llmguest import MODELS, prepare
+from pyaisvc.guest.llmguest import MODELS, max_per_process, prepare
 from pyaisvc.guest.qemu import Guest, QemuConfig, default_qemu
 from pyaisvc.model.tokenizer import load_tokenizer
 
-N_BURST = 8  # aistress --bench submits 8 copies at once (AI_PERPROC)
+N_BURST = max_per_process()  # aistress --bench submits as many copies as one process may own
 LINE = re.compile(r"^bench (\d+): reqid (\d+) n=(-?\d+) queued_us=(\d+) ttft_us=(\d+) "
                   r"total_us=(\d+) prefill\+1_us=(\d+): ([\d ]*)\r?$", re.M)
 SUMMARY = re.compile(r"^bench: (\d+) requests, first submit to last finish (\d+) ms", re.M)
@@ -88,7 +88,7 @@ def parse_burst(out: str, gen: int, batch: int, harts: int) -> Burst:
 
 def run_burst(guest: Guest, prompt: list[int], gen: int, batch: int, harts: int,
               note: Note, timeout: float, machine: str = "") -> Burst:
-    """One burst of 8 requests (prompt, gen ids each) on a guest whose worker batches
+    """One burst of N_BURST requests (prompt, gen ids each) on a guest whose worker batches
     `batch` requests; machine describes the guest (for the report)."""
     w = boot_worker(guest.transcript)
     if w is None:
@@ -190,7 +190,8 @@ def markdown(bursts: list[Burst], command: str) -> str:
     spans = {(g[0].harts, g[0].batch): statistics.median(b.span_ms for b in g) for g in groups}
     fewest = min(b.harts for b in bursts)
     several = any(b.harts != fewest for b in bursts)
-    lines += ["", "| burst | ran | all 8 done (ms) | 8th / 1st TTFT | vs B=1 (same harts) |"
+    lines += ["", f"| burst | ran | all {N_BURST} done (ms) | {N_BURST}th / 1st TTFT | "
+              "vs B=1 (same harts) |"
               + (f" vs B=1, {fewest} harts |" if several else ""),
               "|---|---|---|---|---|" + ("---|" if several else "")]
     for g, b in zip(groups, medians, strict=True):

@@ -28,9 +28,8 @@ This module imports Dask only inside its functions: a local run never loads it.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyaisvc.bench.journal import Done, Journal
@@ -49,18 +48,14 @@ from pyaisvc.bench.runner import (
 )
 from pyaisvc.bench.sample import Note, Sample
 from pyaisvc.cluster.workers import (
-    RESOURCE,
     WrongCode,
-    check_workers,
-    connect,
-    git_commit,
-    guest_workers,
+    client_commit,
     mismatch,
-    uncommitted,
+    run_on_workers,
     worker_code,
 )
 from pyaisvc.errors import AisvcError
-from pyaisvc.guest.llmguest import MODELS, prepare
+from pyaisvc.guest.llmguest import MODELS, Prepared, prepare
 from pyaisvc.image.modelimage import stored_digest
 
 TAIL_LINES = 25  # console lines kept of a failed cell, per guest
@@ -70,10 +65,12 @@ class CellFailed(BenchError):
     """A cell failed in the guest; ``tail`` is the end of each guest's console."""
 
     def __init__(self, message: str, tail: str = "") -> None:
+        """The error message, with tail the end of each guest's console."""
         super().__init__(message)
         self.tail = tail
 
     def __reduce__(self):  # crosses from the worker to the client by pickle
+        """How pickle rebuilds the error on the client, its tail included."""
         return (CellFailed, (str(self), self.tail))
 
 
@@ -112,6 +109,7 @@ class Failure:
 # ---------------------------------------------------------------- on the worker
 
 def _tail(consoles: list[str]) -> str:
+    """The last TAIL_LINES lines of each guest's console, the guests one after the other."""
     return "\n".join("\n".join(c.rstrip().splitlines()[-TAIL_LINES:]) for c in consoles if c)
 
 
@@ -174,6 +172,111 @@ def _assets_for_workers(assets: Path | None, root: Path) -> str | None:
         return str(assets)
 
 
+@dataclass
+class _Sweep:
+    """A sweep as the client keeps it: its plan, the runs of every cell in a local run's
+    order, what is done (the journal's cells and those that arrive) and what failed."""
+
+    cfg: BenchConfig
+    address: str
+    commit: str
+    prepared: dict[str, Prepared]
+    prompts: dict[str, dict[int, list[int]]]
+    runs: list[Run]
+    done: Done
+    started: str  # UTC, ISO 8601
+    t_start: float  # time.monotonic() at the start
+    failures: list[Failure] = field(default_factory=list)
+    journal: Journal | None = None
+
+    def cells(self) -> list[Cell]:
+        """Every cell of the plan, in a local run's order."""
+        return list(dict.fromkeys(r.cell for r in self.runs))
+
+    def weight(self, cell: Cell) -> float:
+        """The cell's share of the whole sweep's time (its runs' weights)."""
+        return sum(r.weight for r in self.runs if r.cell == cell)
+
+    def progress(self, todo: list[Cell]) -> Progress:
+        """The progress before the cells of todo run."""
+        cells = self.cells()
+        return Progress(len(cells) - len(todo), len(cells),
+                        sum(self.weight(c) for c in cells if c not in todo),
+                        sum(self.weight(c) for c in cells), "")
+
+    def task(self, cell: Cell) -> tuple[Callable[[CellTask], CellDone], CellTask, str]:
+        """run_cell, the cell's task and its key prefix (for run_on_workers)."""
+        cfg = self.cfg
+        task = CellTask(cell, tuple(r for r in self.runs if r.cell == cell), self.commit,
+                        stored_digest(self.prepared[cell.model].image) or "none",
+                        _assets_for_workers(cfg.assets.get(cell.model), cfg.root),
+                        tuple(cfg.cpus), cfg.ram, cfg.profile)
+        return run_cell, task, f"bench-{cell.label.replace(' ', '-')}"
+
+    def record(self, cell: Cell, fut, note: Note) -> str:
+        """Journals the cell's ended future: its samples, or its failure (noted, kept in
+        failures); returns the progress label."""
+        assert self.journal is not None
+        if fut.status != "finished":
+            exc = fut.exception() if fut.status == "error" else None
+            failure = Failure(cell, str(exc) if exc else f"the task was {fut.status}",
+                              getattr(exc, "tail", ""))
+            self.journal.failed(cell, failure.error, failure.tail)
+            self.failures.append(failure)
+            note(f"{cell.label}: failed twice; the other cells go on (its error and "
+                 "console follow at the end)")
+            return f"{cell.label} failed"
+        got: CellDone = fut.result()
+        self.journal.cell(cell, got.worker, got.cpu, list(got.samples), got.machine)
+        self.done.samples.extend(got.samples)
+        self.done.machines.setdefault(cell.model, got.machine)
+        self.done.workers[got.worker] = got.cpu
+        return f"{cell.label} on {got.worker}"
+
+    def result(self) -> BenchResult:
+        """Every sample so far in a local run's order, for the models that have any."""
+        cfg = self.cfg
+        order = {(r.cell, r.repeat): i for i, r in enumerate(self.runs)}
+        ordered = sorted(self.done.samples, key=lambda s: (
+            order[(Cell(s.model, s.mode, s.prompt_len, s.gen_len), s.repeat)],
+            cfg.cpus.index(s.harts)))
+        models = [m for m in cfg.models if m in self.done.machines]
+        return BenchResult(
+            BenchConfig(models, cfg.modes, cfg.prompt_lens, cfg.gen_lens, cfg.repeat, cfg.cpus,
+                        cfg.ram, cfg.assets, cfg.root, cfg.qemu, cfg.profile),
+            ordered, self.done.machines, self.prompts,
+            {m: str(self.prepared[m].assets) for m in models},
+            {m: self.prepared[m].title for m in models}, self.started,
+            time.monotonic() - self.t_start,
+            {"cluster": self.address, "commit": self.commit, "workers": self.done.workers})
+
+
+def _open_sweep(cfg: BenchConfig, address: str, journal_path: Path, resume: bool,
+                note: Note) -> tuple[_Sweep, list[Cell]]:
+    """The sweep (its images prepared, the journal to resume opened) and its cells still to
+    run; a new journal is only checked for, so that a refusal leaves none behind."""
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    t_start = time.monotonic()
+    commit = client_commit(cfg.root, note)
+    prepared, prompts = _prepare_all(cfg, note)
+    journal = None
+    if resume:
+        journal, done = Journal.resume(journal_path, sweep_plan(cfg, commit))
+    else:
+        Journal.check_new(journal_path)
+        done = Done()
+    runs = plan_runs(cfg.models, cfg.modes, cfg.prompt_lens, cfg.gen_lens, cfg.repeat, prompts,
+                     {m: p.size_mb for m, p in prepared.items()})
+    sweep = _Sweep(cfg, address, commit, prepared, prompts, runs, done, started, t_start,
+                   journal=journal)
+    cells = sweep.cells()
+    todo = [c for c in cells if c not in done.cells]
+    if resume:
+        note(f"resuming {journal_path}: {len(cells) - len(todo)} of {len(cells)} cells done, "
+             f"{len(todo)} to run")
+    return sweep, todo
+
+
 def run_cluster(cfg: BenchConfig, address: str, journal_path: Path, resume: bool = False,
                 progress: Callable[[Progress], None] | None = None,
                 note: Note | None = None) -> tuple[BenchResult, list[Failure]]:
@@ -182,93 +285,28 @@ def run_cluster(cfg: BenchConfig, address: str, journal_path: Path, resume: bool
     every cell's samples (the journal's and the new ones, in a local run's order) and
     the cells that failed twice. Ctrl-C: BenchIncomplete with what the journal holds."""
     note = note or (lambda _: None)
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    t_start = time.monotonic()
-    commit = git_commit(cfg.root.resolve())
-    if uncommitted(cfg.root.resolve()):
-        note(f"this checkout has uncommitted changes; the workers run their checkouts at "
-             f"commit {commit[:12]} without them (commit first to measure them)")
-    prepared, prompts = _prepare_all(cfg, note)
-    plan = sweep_plan(cfg, commit)
-    if resume:
-        journal, done = Journal.resume(journal_path, plan)
-    else:  # created once the workers passed their checks, so a refusal leaves none behind
-        Journal.check_new(journal_path)
-        done = Done()
-    runs = plan_runs(cfg.models, cfg.modes, cfg.prompt_lens, cfg.gen_lens, cfg.repeat, prompts,
-                     {m: p.size_mb for m, p in prepared.items()})
-    order = {(r.cell, r.repeat): i for i, r in enumerate(runs)}
-    cells = list(dict.fromkeys(r.cell for r in runs))
-    todo = [c for c in cells if c not in done.cells]
-    if resume:
-        note(f"resuming {journal_path}: {len(cells) - len(todo)} of {len(cells)} cells done, "
-             f"{len(todo)} to run")
-    weight = {c: sum(r.weight for r in runs if r.cell == c) for c in cells}
-    state = Progress(len(cells) - len(todo), len(cells),
-                     sum(weight[c] for c in cells if c in done.cells),
-                     sum(weight.values()), "")
-    samples, machines, workers = list(done.samples), dict(done.machines), dict(done.workers)
-    failures: list[Failure] = []
+    sweep, todo = _open_sweep(cfg, address, journal_path, resume, note)
+    state = sweep.progress(todo)
 
-    def result() -> BenchResult:
-        ordered = sorted(samples, key=lambda s: (
-            order[(Cell(s.model, s.mode, s.prompt_len, s.gen_len), s.repeat)],
-            cfg.cpus.index(s.harts)))
-        models = [m for m in cfg.models if m in machines]
-        return BenchResult(
-            BenchConfig(models, cfg.modes, cfg.prompt_lens, cfg.gen_lens, cfg.repeat, cfg.cpus,
-                        cfg.ram, cfg.assets, cfg.root, cfg.qemu, cfg.profile),
-            ordered, machines, prompts, {m: str(prepared[m].assets) for m in models},
-            {m: prepared[m].title for m in models}, started, time.monotonic() - t_start,
-            {"cluster": address, "commit": commit, "workers": workers})
+    def start(_client) -> None:
+        """Creates the journal once the workers passed their checks (a resumed one is open)."""
+        if sweep.journal is None:
+            sweep.journal = Journal.create(journal_path, sweep_plan(cfg, sweep.commit))
 
-    if not todo:
-        return result(), failures
-    from distributed import as_completed
+    def finished(cell: Cell, fut) -> None:
+        """Journals the ended cell and reports the progress."""
+        state.label = sweep.record(cell, fut, note)
+        state.done += 1
+        state.done_weight += sweep.weight(cell)
+        if progress:
+            progress(state)
 
-    client = connect(address)
     try:
-        check_workers(client, commit)
-        if not resume:
-            journal = Journal.create(journal_path, plan)
-        note(f"{len(todo)} cell(s) to {len(guest_workers(client))} worker(s) at {address}")
-        futures = {}
-        for cell in todo:
-            task = CellTask(cell, tuple(r for r in runs if r.cell == cell), commit,
-                            stored_digest(prepared[cell.model].image) or "none",
-                            _assets_for_workers(cfg.assets.get(cell.model), cfg.root),
-                            tuple(cfg.cpus), cfg.ram, cfg.profile)
-            key = f"bench-{cell.label.replace(' ', '-')}-{uuid.uuid4().hex[:8]}"
-            fut = client.submit(run_cell, task, key=key, resources={RESOURCE: 1}, retries=1,
-                                pure=False)
-            futures[fut] = cell
-        for fut in as_completed(futures, loop=client.loop):
-            cell = futures[fut]
-            if fut.status != "finished":
-                exc = fut.exception() if fut.status == "error" else None
-                failure = Failure(cell, str(exc) if exc else f"the task was {fut.status}",
-                                  getattr(exc, "tail", ""))
-                journal.failed(cell, failure.error, failure.tail)
-                failures.append(failure)
-                note(f"{cell.label}: failed twice; the other cells go on (its error and "
-                     "console follow at the end)")
-                state.label = f"{cell.label} failed"
-            else:
-                got: CellDone = fut.result()
-                journal.cell(cell, got.worker, got.cpu, list(got.samples), got.machine)
-                samples.extend(got.samples)
-                machines.setdefault(cell.model, got.machine)
-                workers[got.worker] = got.cpu
-                state.label = f"{cell.label} on {got.worker}"
-            state.done += 1
-            state.done_weight += weight[cell]
-            if progress:
-                progress(state)
+        run_on_workers(address, sweep.commit, todo, sweep.task, finished, "cell(s)", note,
+                       start, retries=1)
     except KeyboardInterrupt as e:
         raise BenchIncomplete(f"interrupted (after {state.done} of {state.total} cells); "
                               f"{journal_path} keeps them: run the same command with "
-                              f"--resume {journal_path} to measure only the rest", result(),
-                              True) from e
-    finally:
-        client.close(timeout=10)
-    return result(), failures
+                              f"--resume {journal_path} to measure only the rest",
+                              sweep.result(), True) from e
+    return sweep.result(), sweep.failures

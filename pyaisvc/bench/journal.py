@@ -35,6 +35,7 @@ from pyaisvc.bench.sample import Sample
 
 
 def cell_key(cell: Cell) -> list[object]:
+    """The cell as the journal writes it: [model, mode, prompt_len, gen_len]."""
     return [cell.model, cell.mode, cell.prompt_len, cell.gen_len]
 
 
@@ -49,6 +50,7 @@ class Done:
 
 
 def _sample(d: dict) -> Sample:
+    """A Sample from its journal record."""
     return Sample(**{**d, "ids": tuple(d["ids"])})
 
 
@@ -56,6 +58,7 @@ class Journal:
     """An open journal; append one line per cell with ``cell`` and ``failed``."""
 
     def __init__(self, path: Path) -> None:
+        """The journal at path (already there: see create and resume)."""
         self.path = path
 
     @staticmethod
@@ -112,6 +115,8 @@ class Journal:
         self._append(record)
 
     def _append(self, record: dict[str, object]) -> None:
+        """Appends record as one JSON line and syncs it to disk, so a crash loses no finished
+        cell."""
         with self.path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
             f.flush()
@@ -119,8 +124,11 @@ class Journal:
 
     def cell(self, cell: Cell, worker: str, cpu: str, samples: list[Sample],
              machine: Machine) -> None:
+        """Journals a finished cell: the worker and CPU that measured it, its machine and
+        samples."""
         self._append({"kind": "cell", "cell": cell_key(cell), "worker": worker, "cpu": cpu,
                       "machine": asdict(machine), "samples": [asdict(s) for s in samples]})
 
     def failed(self, cell: Cell, error: str, tail: str) -> None:
+        """Journals a cell that failed on its last try, with its error and console tail."""
         self._append({"kind": "failed", "cell": cell_key(cell), "error": error, "tail": tail})

@@ -56,6 +56,7 @@ class Cell:
 
     @property
     def label(self) -> str:
+        """The cell in words, e.g. "smol cold prompt=8 gen=16"."""
         return f"{self.model} {self.mode} prompt={self.prompt_len} gen={self.gen_len}"
 
 

@@ -73,6 +73,8 @@ def _series(samples: list[Sample], x_of: str, metric: str) -> tuple[list[int], l
 
 
 def _figure(name: str, n: int):
+    """A figure with one axes per model (one for all models for name "load_time"), sized for the
+    plot name; matplotlib on the Agg backend."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -84,6 +86,7 @@ def _figure(name: str, n: int):
 
 
 def _save(fig, path: Path) -> None:
+    """Saves fig to path and closes it."""
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
@@ -104,6 +107,8 @@ def _label(ax, result: BenchResult, model: str, metric: str, xticks: list[int],
 
 
 def plot_ttft(result: BenchResult, path: Path) -> None:
+    """PNG: TTFT (ms) against the prompt length, one panel per model, a line per mode and hart
+    count (median, with the range)."""
     models = result.config.models
     fig, axes = _figure("ttft", len(models))
     for ax, model in zip(axes[0], models, strict=True):
@@ -118,6 +123,8 @@ def plot_ttft(result: BenchResult, path: Path) -> None:
 
 
 def plot_tpot(result: BenchResult, path: Path) -> None:
+    """PNG: TPOT (ms) against the generated length, one panel per model, a line per mode, hart
+    count and prompt length."""
     models = result.config.models
     fig, axes = _figure("tpot", len(models))
     for ax, model in zip(axes[0], models, strict=True):
@@ -137,6 +144,8 @@ def plot_tpot(result: BenchResult, path: Path) -> None:
 
 
 def plot_load(result: BenchResult, path: Path) -> None:
+    """PNG: Model Loading Time (s) per model, one bar per mode and hart count (median, with the
+    range)."""
     models, keys = result.config.models, _series_keys(result)
     fig, axes = _figure("load_time", len(models))
     ax = axes[0][0]

@@ -54,6 +54,7 @@ class CellSummary:
 
 
 def stat(values: list[float]) -> Stat:
+    """Median, min, max and count of values."""
     return Stat(float(statistics.median(values)), float(min(values)), float(max(values)),
                 len(values))
 
@@ -85,6 +86,8 @@ def machine_line(m: Machine, harts: list[int] | None = None) -> str:
 
 
 def write_csv(path: Path, samples: list[Sample]) -> None:
+    """Writes samples to path as CSV (CSV_FIELDS; ids space-separated, profile fields blank
+    where not profiled)."""
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(CSV_FIELDS)
@@ -97,6 +100,8 @@ def write_csv(path: Path, samples: list[Sample]) -> None:
 
 
 def to_json(result: BenchResult) -> dict:
+    """The whole result as JSON data: when and where it ran, the matrix, machines, assets,
+    prompts, every sample and each cell's statistics."""
     cfg = result.config
     return {
         "started": result.started,
@@ -119,6 +124,7 @@ def to_json(result: BenchResult) -> dict:
 def _ms(s: Stat) -> str:
     """Median (min-max) in milliseconds; the median alone for one run."""
     def f(us: float) -> str:
+        """Microseconds as milliseconds with one decimal."""
         return f"{us / 1000:.1f}"
 
     return f(s.median) if s.n == 1 or s.min == s.max else f"{f(s.median)} ({f(s.min)}-{f(s.max)})"

@@ -265,6 +265,8 @@ class BenchIncomplete(BenchError):
     ``interrupted`` says whether it was Ctrl-C."""
 
     def __init__(self, message: str, partial: BenchResult, interrupted: bool) -> None:
+        """The error message; partial holds what was measured, interrupted says whether Ctrl-C
+        ended it."""
         super().__init__(message)
         self.partial, self.interrupted = partial, interrupted
 
@@ -288,6 +290,7 @@ def run_bench(cfg: BenchConfig, progress: Callable[[Progress], None] | None = No
     machines: dict[str, Machine] = {}
 
     def result(models: list[str]) -> BenchResult:
+        """The result so far for models, with the host's name, CPU and load averages."""
         host = {"name": cfg.host or socket.gethostname(), "cpu": cpu_model(),
                 "cpus": os.cpu_count(), "loadavg_start": round(load_start, 2),
                 "loadavg_end": round(os.getloadavg()[0], 2)}

@@ -69,6 +69,8 @@ class ServiceClient:
     """Runs requests through the AI service of one booted guest."""
 
     def __init__(self, guest: Guest, spec: ModelSpec, note: Note) -> None:
+        """A client of the AI worker that booted in guest, serving spec's model; BenchError when
+        no worker started or it serves another model. Its load time is the worker's."""
         self.guest, self.spec = guest, spec
         w = boot_worker(guest.transcript)
         if w is None:
@@ -83,6 +85,8 @@ class ServiceClient:
              f"({w.ran})")
 
     def run(self, run: Run, timeout: float) -> Sample:
+        """One run through the ai tool (submit, poll, wait) as a Sample with the kernel's
+        timings; BenchError when the ids or the prompt length differ from the run's."""
         c = run.cell
         deadline = time.monotonic() + timeout
         ran = self._ran()

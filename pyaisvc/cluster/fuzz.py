@@ -30,23 +30,21 @@ import re
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pyaisvc.cluster.workers import (
-    RESOURCE,
     ClusterError,
     WrongCode,
-    check_workers,
     checkout,
-    connect,
     git_commit,
     mismatch,
+    run_on_workers,
     worker_code,
 )
 from pyaisvc.errors import AisvcError
+from pyaisvc.guest.qemu import TAIL_CHARS
 
 
 @dataclass(frozen=True)
@@ -65,7 +63,6 @@ SUITES = {
     "fs": Suite("tests/test_fs_fuzz.py", {"AISVC_FUZZ_FS": "1"}, 1800, 20261201),
 }
 BUILT = ("kernel", "uprogs", "testprogs")  # what the fuzzers boot, made before hashing
-TAIL_CHARS = 3000
 # What a failed test's output says happened (the fuzzer's own lines, the Guest's errors).
 LEAK = re.compile(r"^fuzz: leak: .*$", re.M)
 SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed$", re.M)
@@ -195,8 +192,6 @@ def run_fuzz(address: str, name: str, seeds: list[int], tests: list[str] | None 
              root: Path | None = None) -> list[FuzzResult]:
     """Every (seed, test) of the suite as a task on the cluster; the results as they come.
     tests: the ids to run (default: all that pytest collects)."""
-    from distributed import as_completed
-
     suite = SUITES[name]
     # the client's AISVC_FUZZ_* settings (e.g. AISVC_FUZZ_CALLS) go to every task
     env = {**{k: v for k, v in os.environ.items() if k.startswith("AISVC_FUZZ_")}, **suite.env}
@@ -204,25 +199,29 @@ def run_fuzz(address: str, name: str, seeds: list[int], tests: list[str] | None 
     commit = git_commit(root)
     tests = tests or collect(root, suite)
     digest = build_digest(root)
-    client = connect(address)
-    try:
-        check_workers(client, commit)
-        futures = [client.submit(run_test, FuzzTask(t, s, env, commit, digest,
-                                                     suite.timeout_s),
-                                 key=f"fuzz-{name}-{s}-{uuid.uuid4().hex[:8]}",
-                                 resources={RESOURCE: 1}, pure=False)
-                   for s in seeds for t in tests]
-        print(f"fuzz-{name}: {len(futures)} task(s) ({len(seeds)} seed(s) x {len(tests)} "
-              f"test(s)) to the workers at {address}", file=sys.stderr)
-        results = []
-        for fut in as_completed(futures, loop=client.loop):
-            results.append(fut.result())  # WrongCode and lost tasks end the run
-            r = results[-1]
-            print(f"fuzz-{name}: {'passed' if r.passed else 'FAILED'} {r.test} seed {r.seed} "
-                  f"on {r.worker} ({len(results)}/{len(futures)})", file=sys.stderr)
-        return results
-    finally:
-        client.close(timeout=10)
+    runs = [(s, t) for s in seeds for t in tests]
+    results: list[FuzzResult] = []
+
+    def say(line: str) -> None:
+        """Prints line on stderr under the suite's name."""
+        print(f"fuzz-{name}: {line}", file=sys.stderr)
+
+    def task(run: tuple[int, str]) -> tuple[Callable[[FuzzTask], FuzzResult], FuzzTask, str]:
+        """run_test, the run's task and its key prefix (for run_on_workers)."""
+        seed, test = run
+        return (run_test, FuzzTask(test, seed, env, commit, digest, suite.timeout_s),
+                f"fuzz-{name}-{seed}")
+
+    def finished(_run: tuple[int, str], fut) -> None:
+        """Keeps the ended test's result and says how it went."""
+        r: FuzzResult = fut.result()  # WrongCode and lost tasks end the run
+        results.append(r)
+        say(f"{'passed' if r.passed else 'FAILED'} {r.test} seed {r.seed} on {r.worker} "
+            f"({len(results)}/{len(runs)})")
+
+    run_on_workers(address, commit, runs, task, finished,
+                   f"task(s) ({len(seeds)} seed(s) x {len(tests)} test(s))", say)
+    return results
 
 
 def main(argv: Sequence[str] | None = None) -> int:

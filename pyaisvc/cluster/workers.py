@@ -12,6 +12,12 @@ commit (``git rev-parse HEAD``) and refuses the work with one line per
 worker at another commit, or unable to load this code, naming it and both
 commits; each task checks again (``mismatch``) on the worker itself.
 
+``run_on_workers`` is the client's side every cluster run shares: connect,
+check the workers' commit, submit one task per item still to do (each
+holding one unit of the resource) and hand each back as it ends; what the
+items are, how they are journaled and what a failure means stays with the
+caller.
+
 Dask is imported inside the functions that need it, so importing this
 module costs nothing where no cluster is used.
 """
@@ -21,13 +27,17 @@ from __future__ import annotations
 import socket
 import subprocess
 import time
+import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pyaisvc
 from pyaisvc.errors import AisvcError
 
 RESOURCE = "guest"  # the worker resource a task holds: one guest per worker at a time
 WORKER_WAIT_S = 60.0  # how long a client waits for a first worker with the resource
+T = TypeVar("T")
 
 
 class ClusterError(AisvcError):
@@ -52,6 +62,16 @@ def git_commit(root: Path) -> str:
                            "cluster runs the same commit everywhere and needs a clone of the "
                            "repository")
     return proc.stdout.strip()
+
+
+def client_commit(root: Path, note: Callable[[str], None]) -> str:
+    """The commit the workers must run: HEAD of the checkout at root (ClusterError when it
+    is none); notes when the checkout has changes the workers will not see."""
+    commit = git_commit(root.resolve())
+    if uncommitted(root.resolve()):
+        note(f"this checkout has uncommitted changes; the workers run their checkouts at "
+             f"commit {commit[:12]} without them (commit first to measure them)")
+    return commit
 
 
 def uncommitted(root: Path) -> bool:
@@ -142,3 +162,38 @@ def check_workers(client, commit: str) -> None:
             bad.append(why)
     if bad:
         raise WrongCode("; ".join(bad))
+
+
+def submit_task(client, fn: Callable[[Any], Any], arg: object, key: str, retries: int = 0):
+    """The future of fn(arg) run on one worker holding one unit of RESOURCE, under a key
+    that starts with key and is unique; a failed try is run again up to retries times."""
+    return client.submit(fn, arg, key=f"{key}-{uuid.uuid4().hex[:8]}",
+                         resources={RESOURCE: 1}, retries=retries, pure=False)
+
+
+def run_on_workers(address: str, commit: str, todo: Sequence[T],
+                   task: Callable[[T], tuple[Callable[[Any], Any], object, str]],
+                   finished: Callable[[T, Any], None], what: str,
+                   note: Callable[[str], None], start: Callable[[Any], None] | None = None,
+                   retries: int = 0) -> None:
+    """Runs one task per item of todo on the cluster at address; nothing when todo is empty.
+    Connects (ClusterError), refuses workers not at commit (WrongCode), then calls
+    start(client) (a journal to create, a first task to wait for), notes how many `what`
+    go to how many workers, submits task(item) = (function, argument, key prefix) for each
+    item and calls finished(item, future) as each future ends, finished or not, in the
+    order they end. The client is closed on every way out."""
+    if not todo:
+        return
+    from distributed import as_completed
+
+    client = connect(address)
+    try:
+        check_workers(client, commit)
+        if start is not None:
+            start(client)
+        note(f"{len(todo)} {what} to {len(guest_workers(client))} worker(s) at {address}")
+        futures = {submit_task(client, *task(item), retries=retries): item for item in todo}
+        for fut in as_completed(futures, loop=client.loop):
+            finished(futures[fut], fut)
+    finally:
+        client.close(timeout=10)

@@ -246,6 +246,7 @@ def run(args: argparse.Namespace) -> int:
     bar = None
 
     def note(text: str) -> None:
+        """Prints text on stderr (above the progress bar when there is one)."""
         (bar.write if bar is not None else lambda t: print(t, file=sys.stderr))(f"bench: {text}")
 
     def progress(p: Progress) -> None:

@@ -42,6 +42,9 @@ KEYS = ("policies", "prefill_chunk", "prefill_budget", "seed", "rate", "load", "
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The load mode's flags of `pyaisvc bench`: the policies, the scheduling budgets, the
+    arrivals (rate, load or users), how many or how long, the seed, the SLOs and a running
+    server's --url."""
     g = parser.add_argument_group("--mode load (docs/MEASURE.md, \"Load\")")
     g.add_argument("--policies", metavar="P,P,...",
                    help="the kernel's scheduling policies to compare, each on a fresh server "
@@ -99,6 +102,9 @@ def _setting(args: argparse.Namespace, file: dict[str, object], key: str) -> obj
 
 def _setup(args: argparse.Namespace, plan: LoadPlan, file: dict[str, object],
            out: Path) -> Setup:
+    """The run's Setup: SmolLM2's prompt text and runtime_seq_len, one hart count, the RAM and
+    --url (the command line's, else the plan file's); CommandError when the plan does not fit
+    the model or a setting is bad."""
     spec = MODELS["smol"]
     try:
         seq_len = load_config((spec.assets / "CFG.BIN").read_bytes()).runtime_seq_len
@@ -141,9 +147,11 @@ def run_load_mode(args: argparse.Namespace, check_out: Callable[[Path], None]) -
                unit="req", desc="load")
 
     def note(text: str) -> None:
+        """Prints text on stderr above the progress bar."""
         bar.write(f"bench: {text}", file=sys.stderr)
 
     def done(o) -> None:
+        """Counts the finished request o on the progress bar."""
         bar.set_description(f"load {o.policy}", refresh=False)
         bar.update(1)
 

@@ -35,12 +35,14 @@ from pyaisvc.commands import add_sampling_arguments, sampling_options
 from pyaisvc.errors import CommandError
 from pyaisvc.guest.llmguest import (
     MODELS,
+    LlmGuestError,
     check_assets,
     check_request,
     id_args,
     parse_output,
     prepare,
     seq_len,
+    service_ids,
     timing_line,
 )
 from pyaisvc.guest.qemu import Guest, QemuConfig, default_cpus
@@ -125,10 +127,10 @@ def _run_service(req: Request) -> Result:
         output = guest.run(f"ai gen {flags} {n_new} {' '.join(map(str, prompt))}",
                            timeout=120 + 10 * (len(prompt) + n_new))
         wall = time.monotonic() - t0
-    first = output.strip().splitlines()[0] if output.strip() else ""
-    if "error" in output or not first.replace(" ", "").isdigit():
-        raise CommandError(f"generate: the AI service refused the request: {output.strip()}")
-    ids = [int(v) for v in first.split()]
+    try:
+        ids = service_ids(output)
+    except LlmGuestError as e:
+        raise CommandError(f"generate: {e}") from None
     return Result(ids, f"service: {len(prompt)} prompt + {len(ids)} new tokens streamed "
                        f"through the AI service in {wall:.2f} s (host wall clock)")
 

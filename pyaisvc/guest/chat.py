@@ -140,6 +140,8 @@ class ChatSession:
     """One guest with the model loaded and the conversation so far; a context manager."""
 
     def __init__(self, cfg: ChatConfig, tok: Tokenizer) -> None:
+        """A chat with cfg's model in a guest not yet booted (start(), or use it as a context
+        manager); tok encodes and decodes the turns."""
         self.cfg, self.tok = cfg, tok
         self.prog = MODELS[cfg.model].program
         self.guest = Guest(QemuConfig(kernel=cfg.kernel, image=cfg.image, ram=cfg.ram,
@@ -152,6 +154,7 @@ class ChatSession:
         self._stop_flags = " ".join(f"--stop {i}" for i in sorted(self._stops))
 
     def __enter__(self) -> ChatSession:
+        """The session started (guest booted, program waiting); closed when the start fails."""
         try:
             self.start()
         except BaseException:
@@ -160,10 +163,12 @@ class ChatSession:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Ends the program and stops QEMU."""
         self.close()
 
     @property
     def qemu_pid(self) -> int | None:
+        """The QEMU process's id while it runs, else None."""
         return self.guest.child.pid if self.guest.child is not None else None
 
     def start(self) -> None:
@@ -212,6 +217,7 @@ class ChatSession:
         shown = ""
 
         def on_ids(ids: list[int]) -> None:
+            """Passes on the text the ids so far add to what was shown."""
             nonlocal shown
             piece = new_text(self.tok, ids, shown)
             if piece and on_text is not None:

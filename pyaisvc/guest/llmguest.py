@@ -58,7 +58,7 @@ class ModelSpec:
     program: str  # the guest program that runs it
     guest_dir: str  # where the image holds its assets (the program's default; aisvc.h)
     assets: Path  # default host asset directory
-    ram: str  # default guest RAM (the Makefile's SMOL_RAM / QWEN_RAM)
+    ram: str  # default guest RAM (also the Makefile's SMOL_RAM / QWEN_RAM)
     make_assets: str  # the make target that provides `assets`
 
 
@@ -106,6 +106,12 @@ def max_chunk() -> int:
     return cheader.header_define("aisvc.h", "AI_CHUNK_MAX")
 
 
+@functools.cache
+def max_per_process() -> int:
+    """The most live requests one process may own: AI_PERPROC in kernel/include/aisvc.h."""
+    return cheader.header_define("aisvc.h", "AI_PERPROC")
+
+
 # The scheduling policies' names (aisched=NAME): the AI_SCHED_ strings of
 # kernel/include/aisvc.h, each the name of its kernel/ai/sched_*.c.
 POLICIES = cheader.header_strings("aisvc.h", "AI_SCHED_")
@@ -132,6 +138,8 @@ class Prepared:
 
 
 def _make(root: Path, *targets: str, hint: str = "fix the build first") -> None:
+    """Runs `make targets` in root; LlmGuestError with the end of its output and hint when it
+    fails."""
     proc = subprocess.run(["make", *targets], cwd=root, capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr)[-3000:]
@@ -280,6 +288,16 @@ def kernels_ran(output: str, prog: str | None = None) -> list[str]:
 def timing_line(prog: str, fields: dict[str, int]) -> str:
     """The timing line as prog prints it."""
     return f"{prog}: timing " + " ".join(f"{k}={fields[k]}" for k in TIMING_FIELDS)
+
+
+def service_ids(output: str) -> list[int]:
+    """The ids `ai gen` printed at the guest's shell (its first line; logprob lines may
+    follow); LlmGuestError quoting the output when the service refused the request (an
+    "error" line from the tool, or no ids first)."""
+    first = output.strip().splitlines()[0] if output.strip() else ""
+    if "error" in output or not first.replace(" ", "").isdigit():
+        raise LlmGuestError(f"the AI service refused the request: {output.strip()}")
+    return [int(v) for v in first.split()]
 
 
 def parse_output(output: str, prog: str, gen: int) -> tuple[dict[str, int], tuple[int, ...]]:

@@ -62,7 +62,7 @@ PANIC = "panic: "
 BANNER_SECONDS = 20.0
 # init's line when the shell cannot be started, e.g. in too little RAM.
 SHELL_FAILED = r"init: cannot run /sh: ([^\r\n]*)"
-TAIL_CHARS = 3000
+TAIL_CHARS = 3000  # how much of a console's (or a test's) end an error quotes
 QEMU_EXIT_KEYS = "\x01x"  # Ctrl-A x: QEMU's -nographic monitor escape for "quit"
 QEMU_ENV = "AISVC_QEMU"  # the QEMU binary to use, when set
 QEMU_NAME = "qemu-system-riscv64"
@@ -128,6 +128,8 @@ class GuestError(AisvcError):
     """The guest misbehaved; the message ends with the console's last lines."""
 
     def __init__(self, message: str, transcript: str = "") -> None:
+        """The error message, followed by the last TAIL_CHARS of the console when there is one
+        (kept whole in transcript)."""
         tail = transcript[-TAIL_CHARS:]
         text = message if not tail else f"{message}\n--- console (last lines) ---\n{tail}"
         super().__init__(text)
@@ -231,6 +233,7 @@ class Guest:
     """One booted guest. Use as a context manager: entering boots, leaving closes."""
 
     def __init__(self, cfg: QemuConfig) -> None:
+        """A guest for cfg, not yet started (boot(), or use it as a context manager)."""
         self.cfg = cfg
         self.child: pexpect.spawn | None = None
         self.log = io.StringIO()
@@ -241,6 +244,7 @@ class Guest:
         self.last_status: int | None = None  # the shell's $? after the last run()
 
     def __enter__(self) -> Guest:
+        """The guest booted to its shell prompt; QEMU closed when the boot fails."""
         try:
             self.boot()
         except BaseException:
@@ -249,6 +253,7 @@ class Guest:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Stops QEMU."""
         self.close()
 
     @property
@@ -341,6 +346,7 @@ class Guest:
         build = Path(self.cfg.kernel).resolve().parent.parent
 
         def elf_for(name: str) -> Path | None:
+            """The built ELF of program name (a guest program's, or a test program's), or None."""
             found = [build / d / f"_{name}" for d in ("user", "tests")]
             return next((p for p in found if p.is_file()), None)
 

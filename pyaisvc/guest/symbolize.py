@@ -44,6 +44,7 @@ class Location:
     line: int = 0
 
     def __str__(self) -> str:
+        """"function (file:line)", with ?? and "no line information" for what is not known."""
         where = f"{self.file}:{self.line}" if self.file else "no line information"
         return f"{self.function or '??'} ({where})"
 
@@ -52,6 +53,7 @@ class Symbols:
     """An ELF's function symbols and DWARF line table, for address lookups."""
 
     def __init__(self, elf: Path) -> None:
+        """The function symbols and line rows of the ELF at elf, sorted by address for lookup."""
         with open(elf, "rb") as f:
             e = ELFFile(f)
             self._funcs = sorted(_functions(e))
@@ -89,6 +91,7 @@ class Symbols:
 
 
 def _functions(e: ELFFile) -> list[tuple[int, int, str]]:
+    """(address, size, name) of every function symbol of e that has an address."""
     out = []
     for sec in e.iter_sections():
         if isinstance(sec, SymbolTableSection):
@@ -141,6 +144,8 @@ def _file_name(files, dirs, index: int, v5: bool, base: str) -> str:
 
 @functools.cache
 def _load(path: str, mtime_ns: int) -> Symbols | None:
+    """The symbols of the ELF at path, cached per modification time (a rebuilt file is read
+    again); None when it cannot be read."""
     try:
         return Symbols(Path(path))
     except (OSError, ELFError):

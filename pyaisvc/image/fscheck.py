@@ -33,12 +33,15 @@ class _Checker:
     """
 
     def __init__(self, f: Any, nbytes: int, layout: Layout, limit: int) -> None:
+        """A checker of the image open as f (nbytes long) for layout, keeping at most limit
+        problems."""
         self.f, self.ly, self.limit = f, layout, limit
         self.file_blocks = nbytes // layout.BSIZE
         self.problems: list[str] = []
         self.dropped = 0
 
     def bad(self, msg: str) -> None:
+        """Records the problem msg (counted only, once limit are kept)."""
         if len(self.problems) < self.limit:
             self.problems.append(msg)
         else:
@@ -98,6 +101,8 @@ class _Checker:
         return True
 
     def log_header(self) -> None:
+        """Checks the log header, when the log region itself is sane: its count within the log,
+        every entry a block from the inode table to the end of the image."""
         ly, sb = self.ly, self.sb
         if not self.log_ok:
             return
@@ -141,9 +146,11 @@ class _Checker:
             self.bad(f"inode {ly.ROOTINO}: the root is not an allocated directory")
 
     def in_data(self, b: int) -> bool:
+        """Whether block b lies in the data area."""
         return self.datastart <= b < self.size
 
     def ptrs(self, bno: int) -> tuple[int, ...]:
+        """The block numbers held in the indirect block bno."""
         return struct.unpack(f"<{self.ly.NINDIRECT}I", self.block(bno))
 
     def block_map(self, inum: int, report: bool) -> Iterator[tuple[int, int]]:
@@ -173,6 +180,8 @@ class _Checker:
                         yield base + i * ly.NINDIRECT + j, b
 
     def _ok(self, inum: int, b: int, where: str, report: bool) -> bool:
+        """Whether block b, which inode inum names at where, lies in the data area; reports it
+        when not and report is set."""
         if self.in_data(b):
             return True
         if report:
@@ -329,6 +338,8 @@ class _Checker:
                 self.bad(f"inode {d}: directory without '.' or '..'")
 
     def links(self) -> None:
+        """Checks every allocated inode is in a directory and that its nlink counts the entries
+        naming it (and the .. of its subdirectories)."""
         ly = self.ly
         for inum, ino in self.inode.items():
             refs = self.named.get(inum, 0) + self.dotdot.get(inum, 0)
@@ -341,6 +352,8 @@ class _Checker:
                 self.bad(f"inode {inum}: nlink {ino['nlink']}, expected {refs}")
 
     def run(self) -> None:
+        """The whole pass: superblock (nothing more when it is bad), log, inodes, blocks,
+        bitmap, directories, link counts."""
         if not self.superblock():
             return
         self.log_header()

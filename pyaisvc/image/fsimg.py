@@ -57,6 +57,7 @@ class Layout:
     dirent: CStruct
 
     def __getattr__(self, name: str) -> int:
+        """The named constant (e.g. BSIZE, DIRSIZ) from the headers; AttributeError if none."""
         try:
             return self.defines[name]
         except KeyError:
@@ -64,10 +65,12 @@ class Layout:
 
     @property
     def ipb(self) -> int:
+        """Inodes per block."""
         return self.BSIZE // self.dinode.codec.size
 
     @property
     def bpb(self) -> int:
+        """Bitmap bits per block."""
         return self.BSIZE * 8
 
 
@@ -104,6 +107,7 @@ class Node:
 
     @property
     def is_dir(self) -> bool:
+        """Whether the node is a directory (neither a host file nor a device)."""
         return self.host is None and not self.major
 
 
@@ -116,6 +120,8 @@ def parse_size(text: str) -> int:
 
 
 def _split_path(target: str, layout: Layout) -> list[str]:
+    """The path's components for an image file name such as /bin/NAME; FsImageError for an empty
+    name, '.' or '..', or a component longer than DIRSIZ."""
     parts = [p for p in target.split("/") if p]
     if not parts:
         raise FsImageError(f"bad name {target!r}: give a file name such as /bin/NAME")
@@ -133,6 +139,7 @@ class Tree:
     """The directory tree to pack, built from --add and --add-dir requests."""
 
     def __init__(self, layout: Layout) -> None:
+        """An empty tree for layout: only the root and the console device."""
         self.layout = layout
         self.root = Node("/")
         # The console device is part of every image, so that init finds it
@@ -140,6 +147,8 @@ class Tree:
         self.root.children[CONSOLE_NAME] = Node(CONSOLE_NAME, major=CONSOLE_MAJOR)
 
     def _dir(self, parts: list[str], target: str) -> Node:
+        """The directory at parts, made with any directories missing on the way; FsImageError
+        when one of them is already a file (target names it)."""
         node = self.root
         for p in parts:
             node = node.children.setdefault(p, Node(p))
@@ -207,6 +216,8 @@ def _nindirect(nblocks: int, layout: Layout) -> int:
 
 
 def _node_bytes(node: Node, layout: Layout) -> int:
+    """How many bytes node takes in the image: a directory's entries (with . and ..) or a file's
+    size."""
     if node.is_dir:
         return (len(node.children) + 2) * layout.dirent.codec.size
     return node.size
@@ -224,6 +235,8 @@ class Geometry:
 
 
 def _geometry(size: int, ninodes: int, layout: Layout) -> Geometry:
+    """Where each region of an image of size blocks and ninodes inodes begins: boot block,
+    superblock, log, inodes, bitmap, data."""
     nlog = layout.LOGBLOCKS + 1
     inodestart = 2 + nlog
     bmapstart = inodestart + blocks_for(ninodes, layout.ipb)
@@ -262,16 +275,20 @@ class _Writer:
     """Writes one image: allocates blocks in order and records the inodes."""
 
     def __init__(self, fd: int, geo: Geometry, layout: Layout) -> None:
+        """A writer of the image open at fd with geometry geo; data blocks are allocated from
+        geo.datastart on."""
         self.fd, self.geo, self.layout = fd, geo, layout
         self.next_block = geo.datastart
         self.inodes: dict[int, bytes] = {}
 
     def alloc(self, n: int) -> int:
+        """The first of n consecutive new data blocks."""
         first = self.next_block
         self.next_block += n
         return first
 
     def write_block(self, bno: int, data: bytes) -> None:
+        """Writes data at block bno of the image."""
         os.pwrite(self.fd, data, bno * self.layout.BSIZE)
 
     def place(self, nblocks: int) -> tuple[list[int], int]:
@@ -300,14 +317,18 @@ class _Writer:
         return addrs, first
 
     def _write_ptrs(self, bno: int, ptrs: list[int]) -> None:
+        """Writes the block numbers ptrs as the indirect block bno."""
         self.write_block(bno, struct.pack(f"<{len(ptrs)}I", *ptrs))
 
     def add_inode(self, inum: int, itype: int, size: int, addrs: list[int], nlink: int,
                   major: int = 0) -> None:
+        """Records inode inum, written to the inode table by finish()."""
         self.inodes[inum] = self.layout.dinode.pack(type=itype, major=major, nlink=nlink,
                                                     size=size, addrs=addrs)
 
     def finish(self, ninodes: int) -> None:
+        """Writes the inode table, the bitmap (every block up to the last allocated one in use)
+        and the superblock for ninodes inodes."""
         ly, geo = self.layout, self.geo
         isize = ly.dinode.codec.size
         table = bytearray(blocks_for(ninodes, ly.ipb) * ly.BSIZE)
@@ -329,6 +350,9 @@ class _Writer:
 
 def _copy_into(fd: int, host: Path, offset: int, done: int, total: int,
                progress: Progress | None) -> int:
+    """Copies the host file into the image file fd at byte offset (copy_file_range, else reads
+    and writes), reporting done + the bytes so far of total to progress; returns the new
+    done. FsImageError when the file shrinks meanwhile."""
     with open(host, "rb") as src:
         left = host.stat().st_size
         pos = 0
@@ -349,6 +373,8 @@ def _copy_into(fd: int, host: Path, offset: int, done: int, total: int,
 
 
 def _dir_bytes(node: Node, parent: Node, layout: Layout) -> bytes:
+    """The directory node's blocks' content: its entries ., .. (parent) and its children by
+    name."""
     entries = [(node.inum, "."), (parent.inum, "..")]
     entries += [(c.inum, c.name) for c in sorted(node.children.values(), key=lambda n: n.name)]
     return b"".join(layout.dirent.pack(inum=i, name=n.encode()) for i, n in entries)
@@ -437,6 +463,8 @@ class Image:
     """Read access to an image: inodes, directories, file contents."""
 
     def __init__(self, path: str | Path, layout: Layout | None = None) -> None:
+        """Opens the image at path for reading; FsImageError when it cannot be opened or its
+        superblock is not an aisvc file system's."""
         self.layout = ly = layout or load_layout()
         self.path = Path(path)
         try:
@@ -450,12 +478,15 @@ class Image:
                                f"{self.sb['magic']:#x} or version {self.sb['version']})")
 
     def close(self) -> None:
+        """Closes the image file."""
         self.f.close()
 
     def __enter__(self) -> Image:
+        """The open image itself (closed on leaving the block)."""
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Closes the image file."""
         self.close()
 
     def _block(self, bno: int) -> bytes:
@@ -465,11 +496,13 @@ class Image:
         return data + bytes(self.layout.BSIZE - len(data))
 
     def inode(self, inum: int) -> dict[str, object]:
+        """The on-disk inode inum's fields."""
         ly = self.layout
         raw = self._block(inum // ly.ipb + int(self.sb["inodestart"]))
         return ly.dinode.unpack(raw, (inum % ly.ipb) * ly.dinode.codec.size)
 
     def _ptrs(self, bno: int) -> list[int]:
+        """The block numbers held in the indirect block bno."""
         return list(struct.unpack(f"<{self.layout.NINDIRECT}I", self._block(bno)))
 
     def blocks(self, ino: dict[str, object]) -> list[int]:
@@ -508,6 +541,7 @@ class Image:
             i = j
 
     def read_file(self, inum: int) -> bytes:
+        """The whole contents of inode inum."""
         return b"".join(self.read_chunks(inum))
 
     def entries(self, inum: int) -> list[tuple[str, int]]:

@@ -54,6 +54,7 @@ def _entries(node: fsimg.Node, path: str) -> Iterator[tuple[str, Path | None]]:
 
 
 def _file_key(st: os.stat_result) -> list[int]:
+    """What tells whether a file changed without reading it: size, times and inode."""
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
@@ -84,10 +85,12 @@ def content_hash(tree: fsimg.Tree, cache: dict[str, list], fresh: dict[str, list
 
 
 def _stamp_path(image: Path) -> Path:
+    """Where the image's content hash is stored: IMAGE.hash beside it."""
     return image.with_name(image.name + ".hash")
 
 
 def _read_stamp(image: Path) -> dict:
+    """The image's stored stamp, or {} when there is none or it is not JSON."""
     try:
         stamp = json.loads(_stamp_path(image).read_text())
     except (OSError, ValueError):

@@ -80,14 +80,18 @@ class Config:
 
     @property
     def has_gate(self) -> bool:
+        """Whether the FFN has a gate projection (flags bit 0)."""
         return bool(self.flags & 1)
 
     @property
     def has_qk_norm(self) -> bool:
+        """Whether queries and keys are normalised per head (flags bit 1)."""
         return bool(self.flags & 2)
 
     @property
     def conv_dim(self) -> int:
+        """Channels of the linear-attention layers' convolution: the keys' twice (q and k) plus
+        the values'."""
         return (2 * self.linear_num_k_heads * self.linear_key_head_dim
                 + self.linear_num_v_heads * self.linear_value_head_dim)
 
@@ -128,6 +132,8 @@ def pack_config(c: Config) -> bytes:
 
 
 def _unpack_config(data: bytes, name: str) -> Config:
+    """The Config in CFG.BIN's bytes of any supported version (1-3); AssetError naming the file
+    (name) and the field for a bad magic, version or size."""
     if len(data) < 8:
         raise AssetError(f"{name}: size {len(data)} bytes, too short for magic and version")
     magic, version = struct.unpack_from("<2I", data)
@@ -158,11 +164,14 @@ def _unpack_config(data: bytes, name: str) -> Config:
 
 
 def _require(ok: bool, name: str, fld: str, msg: str) -> None:
+    """AssetError "name: field fld: msg" unless ok."""
     if not ok:
         raise AssetError(f"{name}: field {fld}: {msg}")
 
 
 def _validate_config(c: Config, name: str = "CFG.BIN") -> None:
+    """AssetError naming the first field of c that the runtime cannot use (a size not above 0, a
+    flag or kind it does not know, shapes that do not fit each other)."""
     positive = ["dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "head_dim",
                 "vocab_size", "seq_len", "runtime_seq_len", "rotary_dim"]
     for f in positive:
@@ -238,11 +247,14 @@ def layer_layout(c: Config, kind: int) -> list[tuple[str, str, tuple[int, ...]]]
 
 
 def _qmat_bytes(c: Config, rows: int, cols: int) -> int:
+    """Bytes of a rows x cols quantised matrix: its row scales, the v3 group multipliers, the
+    int8 values."""
     mult = rows * (cols // GROUP_SIZE) * 2 if c.version == 3 else 0
     return rows * 4 + mult + rows * cols
 
 
 def _tensor_bytes(c: Config, kind: str, shape: tuple[int, ...]) -> int:
+    """Bytes of one tensor of kind "qmat" (quantised) or float32, of the given shape."""
     return _qmat_bytes(c, *shape) if kind == "qmat" else 4 * int(np.prod(shape))
 
 
@@ -266,6 +278,8 @@ class _Source:
     """A directory or a zip holding SMOL/ or QWEN/: name -> bytes-like buffer."""
 
     def __init__(self, path: Path):
+        """The assets at path, a directory or a zip (with CFG.BIN under one folder); AssetError
+        saying what to run when it is neither or holds no config."""
         self.path = path
         self._zip: zipfile.ZipFile | None = None
         self._prefix = ""
@@ -284,6 +298,7 @@ class _Source:
         self._prefix = min(cfgs, key=len)[: -len("CFG.BIN")]
 
     def exists(self, name: str) -> bool:
+        """Whether the source holds the file name."""
         if self._zip is None:
             return (self.path / name).is_file()
         try:
@@ -293,6 +308,7 @@ class _Source:
             return False
 
     def size(self, name: str) -> int:
+        """The size in bytes of the file name."""
         if self._zip is None:
             return os.path.getsize(self.path / name)
         return self._zip.getinfo(self._prefix + name).file_size
@@ -310,18 +326,22 @@ class _Reader:
     """Cuts typed views out of one file's buffer, in order."""
 
     def __init__(self, buf: np.ndarray, c: Config):
+        """A reader of buf from its start, shaped by config c."""
         self.buf, self.c, self.off = buf, c, 0
 
     def take(self, dtype: type, count: int, shape: tuple[int, ...]) -> np.ndarray:
+        """The next count items of dtype as an array of shape (a view of the buffer)."""
         n = np.dtype(dtype).itemsize * count
         view = self.buf[self.off:self.off + n].view(dtype).reshape(shape)
         self.off += n
         return view
 
     def f32(self, shape: tuple[int, ...]) -> np.ndarray:
+        """The next float32 tensor of shape."""
         return self.take(np.float32, int(np.prod(shape)), shape)
 
     def qmat(self, rows: int, cols: int) -> QMat:
+        """The next rows x cols quantised matrix: scales, the v3 group multipliers, values."""
         scales = self.f32((rows,))
         mult = None
         if self.c.version == 3:
@@ -331,6 +351,8 @@ class _Reader:
 
 
 def _read_lty(src: _Source, c: Config) -> list[int] | None:
+    """The layer kinds from LTY.BIN (0 attention, 1 linear attention), None when absent for a
+    Smol model; AssetError when Qwen lacks it or it does not fit the config."""
     if not src.exists("LTY.BIN"):
         if c.model_kind == 1:
             raise AssetError("LTY.BIN: missing; it is required for Qwen (model_kind 1) assets")
@@ -385,6 +407,7 @@ def load_assets(path: str | os.PathLike[str]) -> Assets:
 
 
 def _read_info(src: _Source) -> dict | None:
+    """INFO.TXT as JSON, or None when it is absent or not JSON."""
     if not src.exists("INFO.TXT"):
         return None
     try:
@@ -396,6 +419,8 @@ def _read_info(src: _Source) -> dict | None:
 # ---------------------------------------------------------------- writing
 
 def _qmat_blob(m: QMat, c: Config, name: str) -> list[bytes]:
+    """The file parts of quantised matrix m as config c stores it (scales, v3 multipliers,
+    values); AssetError naming name when m's scheme is not c's version's."""
     if (m.mult is None) != (c.version != 3):
         raise AssetError(f"{name}: quantised with the wrong scheme for CFG version {c.version}")
     parts = [np.ascontiguousarray(m.scales, "<f4").tobytes()]
@@ -406,10 +431,12 @@ def _qmat_blob(m: QMat, c: Config, name: str) -> list[bytes]:
 
 
 def _f32_blob(a: np.ndarray) -> bytes:
+    """a as little-endian float32 bytes."""
     return np.ascontiguousarray(a, "<f4").tobytes()
 
 
 def _write(out: Path, name: str, parts: list[bytes]) -> int:
+    """Writes parts to out/name in order; returns the file's size."""
     with open(out / name, "wb") as f:
         for p in parts:
             f.write(p)
@@ -453,6 +480,7 @@ def write_info(out_dir: Path, info: dict) -> None:
 
 
 def config_dict(c: Config) -> dict:
+    """The config's fields as a dict (field name -> value)."""
     return asdict(c)
 
 

@@ -34,6 +34,7 @@ class QMat:
 
     @property
     def shape(self) -> tuple[int, int]:
+        """(rows, cols)."""
         return int(self.q.shape[0]), int(self.q.shape[1])
 
     @property
@@ -43,12 +44,14 @@ class QMat:
 
 
 def _row_chunks(rows: int, cols: int):
+    """Slices of rows that hold about _CHUNK_ELEMS elements each."""
     step = max(1, _CHUNK_ELEMS // max(cols, 1))
     for start in range(0, rows, step):
         yield slice(start, min(rows, start + step))
 
 
 def _check_matrix(w: np.ndarray) -> np.ndarray:
+    """w as a float32 matrix; ValueError when it is not 2-D or holds NaN or infinity."""
     w = np.asarray(w)
     if w.ndim != 2:
         raise ValueError(f"quantise: expected a 2-D matrix, got shape {w.shape}")

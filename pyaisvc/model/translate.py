@@ -66,6 +66,7 @@ def decode_ids(ids: list[int], model: str, tokenizer_file: str | None = None,
 
 
 def check_ids(ids: list[int], vocab_size: int, field: str) -> None:
+    """TokenIdError naming field and the first id outside 0..vocab_size-1."""
     for n, value in enumerate(ids, 1):
         if value < 0:
             raise TokenIdError(f"{field}: item {n} {value} is negative (ids start at 0)")

@@ -63,6 +63,8 @@ Done = Callable[[Outcome], None]  # called as each request ends
 
 
 def _body(req: Request, model: str, priority: bool) -> dict[str, object]:
+    """The streaming completion request's body for req (its priority only for the priority
+    policy)."""
     body: dict[str, object] = {"model": model, "prompt": list(req.prompt),
                                "max_tokens": req.max_tokens, "temperature": 0, "stream": True,
                                "stream_options": {"include_usage": True}, "user": req.tenant}
@@ -113,6 +115,7 @@ async def send(client: httpx.AsyncClient, req: Request, out: Outcome, model: str
 
 
 def _outcome(policy: str, req: Request) -> Outcome:
+    """An empty Outcome for req under policy, filled in as it is sent and answered."""
     return Outcome(policy, req.index, req.cls, req.tenant, req.priority, len(req.prompt),
                    req.max_tokens, req.user, req.arrival)
 
@@ -126,6 +129,7 @@ async def run_open(url: str, model: str, policy: str, requests: list[Request],
         t0 = time.monotonic()
 
         async def one(req: Request, out: Outcome) -> None:
+            """Sends req at its arrival time and reports its outcome to done."""
             await asyncio.sleep(max(0.0, t0 + (req.arrival or 0.0) - time.monotonic()))
             await send(client, req, out, model, priority, t0)
             done(out)
@@ -147,6 +151,8 @@ async def run_closed(url: str, model: str, policy: str, plan: LoadPlan, text: li
         t0 = time.monotonic()
 
         async def user(u: int) -> None:
+            """User u's loop: sends its next request when the last is answered, until the plan's
+            count or duration is reached."""
             nonlocal sent
             for req in user_requests(plan, u, text, seq_len):
                 if plan.requests is not None and sent >= plan.requests:

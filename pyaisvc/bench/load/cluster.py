@@ -16,7 +16,6 @@ Dask is imported only inside the functions that use it.
 from __future__ import annotations
 
 import tempfile
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,14 +36,11 @@ from pyaisvc.bench.load.workload import LoadPlan
 from pyaisvc.bench.matrix import BenchError
 from pyaisvc.bench.sample import Note
 from pyaisvc.cluster.workers import (
-    RESOURCE,
     WrongCode,
-    check_workers,
-    connect,
-    git_commit,
-    guest_workers,
+    client_commit,
     mismatch,
-    uncommitted,
+    run_on_workers,
+    submit_task,
     worker_code,
 )
 
@@ -91,6 +87,19 @@ def run_capacity_task(task: PolicyTask) -> float:
         return measure_capacity(setup, srv.url, task.plan, lambda _: None)
 
 
+def _measure_capacity_first(client, task: PolicyTask, result: LoadResult, journal,
+                            note: Note) -> None:
+    """The plan's capacity measured on a worker (task names no policy) when the journal
+    holds none: the rate every policy then runs at, journaled."""
+    if task.plan.load is None or result.capacity is not None:
+        return
+    note("measuring the capacity on a worker")
+    result.capacity = submit_task(client, run_capacity_task, task, "load-capacity").result()
+    result.rate = task.plan.load * result.capacity
+    journal.append({"kind": "capacity", "capacity": result.capacity})
+    note(f"capacity {result.capacity:.3f} requests/s")
+
+
 def run_load_cluster(setup: Setup, plan: LoadPlan, address: str, journal_path: Path,
                      resume: bool, done: Done, note: Note) -> LoadResult:
     """The policies the journal does not hold, one task each on the cluster at address;
@@ -99,43 +108,27 @@ def run_load_cluster(setup: Setup, plan: LoadPlan, address: str, journal_path: P
         raise BenchError("--url and --cluster exclude each other: the workers boot their own "
                          "servers")
     check_policies(setup, plan, journal_path, resume)
-    commit = git_commit(setup.root.resolve())
-    if uncommitted(setup.root.resolve()):
-        note(f"this checkout has uncommitted changes; the workers run commit {commit[:12]}")
+    commit = client_commit(setup.root, note)
     journal, result = open_journal(journal_path, plan, resume)
     todo = [p for p in plan.policies if p not in {r.policy for r in result.runs}]
-    if not todo:
-        return result
-    from distributed import as_completed
 
-    client = connect(address)
-    try:
-        check_workers(client, commit)
+    def task(policy: str) -> PolicyTask:
+        """The worker's task for policy at the rate known now."""
+        return PolicyTask(policy, plan, result.rate, commit, tuple(setup.text),
+                          setup.seq_len, setup.cpus, setup.ram)
 
-        def task(policy: str) -> PolicyTask:
-            return PolicyTask(policy, plan, result.rate, commit, tuple(setup.text),
-                              setup.seq_len, setup.cpus, setup.ram)
+    def finished(_policy: str, fut) -> None:
+        """Journals the measured policy and counts its requests."""
+        run: PolicyRun = fut.result()
+        journal_policy(journal, run, result.rate)
+        result.runs.append(run)
+        for o in run.outcomes:
+            done(o)
+        note(f"{run.policy}: measured on {run.host}")
 
-        def submit(fn, policy: str):
-            return client.submit(fn, task(policy), key=f"load-{policy}-{uuid.uuid4().hex[:8]}",
-                                 resources={RESOURCE: 1}, pure=False)
-
-        if plan.load is not None and result.capacity is None:
-            note("measuring the capacity on a worker")
-            result.capacity = submit(run_capacity_task, "capacity").result()
-            result.rate = plan.load * result.capacity
-            journal.append({"kind": "capacity", "capacity": result.capacity})
-            note(f"capacity {result.capacity:.3f} requests/s")
-        note(f"{len(todo)} policies to {len(guest_workers(client))} worker(s) at {address}")
-        futures = {submit(run_policy_task, p): p for p in todo}
-        for fut in as_completed(futures, loop=client.loop):
-            run: PolicyRun = fut.result()
-            journal_policy(journal, run, result.rate)
-            result.runs.append(run)
-            for o in run.outcomes:
-                done(o)
-            note(f"{run.policy}: measured on {run.host}")
-    finally:
-        client.close(timeout=10)
+    run_on_workers(address, commit, todo,
+                   lambda p: (run_policy_task, task(p), f"load-{p}"), finished, "policies",
+                   note, lambda client: _measure_capacity_first(client, task("capacity"),
+                                                                result, journal, note))
     in_plan_order(result)
     return result

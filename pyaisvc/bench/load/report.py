@@ -25,20 +25,27 @@ from pyaisvc.bench.plots import set_title
 
 
 def summary_rows(result: LoadResult) -> list[dict[str, object]]:
+    """The summary rows of every policy of result (per class and "all"), as stats.policy_rows
+    gives them under the plan's SLOs."""
     p = result.plan
     return [r for run in result.runs
             for r in st.policy_rows(run.policy, run.outcomes, p.slo_ttft, p.slo_tbt)]
 
 
 def tenant_rows(result: LoadResult) -> list[dict[str, object]]:
+    """The per-tenant rows of every policy of result (stats.tenant_rows)."""
     return [r for run in result.runs for r in st.tenant_rows(run.policy, run.outcomes)]
 
 
 def request_row(o: Outcome, slo_ttft: float, slo_tbt: float) -> dict[str, object]:
+    """One request's row of requests.csv: what it asked, its times in ms (client and kernel),
+    how it ended and whether it met the SLOs."""
     def ms(x: float | None) -> float | None:
+        """Seconds as milliseconds with one decimal; None stays None."""
         return None if x is None else round(x * 1000, 1)
 
     def us(x: int | None) -> float | None:
+        """Microseconds as milliseconds with one decimal; None stays None."""
         return None if x is None else round(x / 1000, 1)
 
     return {"policy": o.policy, "index": o.index, "user": o.user, "class": o.cls,
@@ -53,6 +60,7 @@ def request_row(o: Outcome, slo_ttft: float, slo_tbt: float) -> dict[str, object
 
 
 def _csv(path: Path, rows: list[dict[str, object]]) -> None:
+    """Writes rows to path as CSV, the columns every row's keys in their first order."""
     keys = list(dict.fromkeys(k for r in rows for k in r))
     with path.open("w", newline="") as f:
         w = csv.DictWriter(f, keys)
@@ -61,10 +69,13 @@ def _csv(path: Path, rows: list[dict[str, object]]) -> None:
 
 
 def _cell(v: object) -> str:
+    """A table cell: "-" for None, a float in %g."""
     return "-" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def _arrivals(result: LoadResult) -> str:
+    """How the requests arrived (closed loop or Poisson at which rate), how many or for how
+    long, and the seed, in words."""
     p = result.plan
     if p.users is not None:
         how = f"closed loop, {p.users} users"
@@ -78,6 +89,8 @@ def _arrivals(result: LoadResult) -> str:
 
 
 def markdown(result: LoadResult, command: str) -> str:
+    """The load report: the plan in words, then one summary table row per policy and class, and
+    the tenants' table."""
     p = result.plan
     mix = ", ".join(f"{c.name} (prompt {c.prompt[0]}-{c.prompt[1]}, new {c.new[0]}-{c.new[1]}, "
                     f"weight {c.weight:g})" for c in p.classes)
@@ -116,6 +129,8 @@ def markdown(result: LoadResult, command: str) -> str:
 
 
 def to_json(result: LoadResult, command: str) -> dict:
+    """The whole run as JSON data: the plan, rate and capacity, the summary and tenant rows, and
+    every policy's requests."""
     return {"command": command, "plan": plan_record(result.plan), "rate": result.rate,
             "capacity": result.capacity, "summary": summary_rows(result),
             "tenants": tenant_rows(result),
@@ -139,6 +154,7 @@ def write_all(out: Path, result: LoadResult, command: str) -> dict[str, Path]:
 
 
 def _pyplot():
+    """matplotlib's pyplot on the Agg backend (imported only when a plot is drawn)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -177,6 +193,7 @@ def write_plots(out: Path, result: LoadResult) -> dict[str, Path]:
 
 
 def _finish(fig, ax, path: Path, plt) -> None:
+    """Grid and legend on ax, then fig saved to path and closed."""
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()

@@ -76,6 +76,7 @@ def plan_record(plan: LoadPlan) -> dict[str, object]:
 
 
 def _outcome(d: dict) -> Outcome:
+    """An Outcome from its journal record."""
     return Outcome(**d)
 
 
@@ -114,6 +115,8 @@ def policy_run(setup: Setup, plan: LoadPlan, policy: str, rate: float | None,
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
     def run_at(url: str) -> tuple[list[Outcome], float | None]:
+        """The outcomes of the policy's run on the server at url and the rate it ran at (asking
+        the capacity first when the plan gives a load)."""
         at = rate
         if capacity is not None:
             at = plan.load * capacity(url)
@@ -157,12 +160,15 @@ def open_journal(path: Path, plan: LoadPlan, resume: bool) -> tuple[Journal, Loa
 
 
 def journal_policy(journal: Journal, run: PolicyRun, rate: float | None) -> None:
+    """Journals one finished policy: its server, start, host, the rate it ran at and every
+    request's outcome."""
     journal.append({"kind": "policy", "policy": run.policy, "rate": rate, "server": run.server,
                     "started": run.started, "host": run.host,
                     "outcomes": [asdict(o) for o in run.outcomes]})
 
 
 def in_plan_order(result: LoadResult) -> None:
+    """Puts result's runs in the plan's order of policies."""
     result.runs.sort(key=lambda r: result.plan.policies.index(r.policy))
 
 
@@ -189,6 +195,7 @@ def run_load(setup: Setup, plan: LoadPlan, journal_path: Path, resume: bool, don
         ask = None
         if plan.load is not None and result.capacity is None:
             def ask(url: str) -> float:
+                """The capacity measured on the server at url, journaled."""
                 result.capacity = measure_capacity(setup, url, plan, note)
                 journal.append({"kind": "capacity", "capacity": result.capacity})
                 note(f"capacity {result.capacity:.3f} requests/s")

@@ -62,6 +62,7 @@ def serve_options(root: Path, policy: str, chunk: int | None,
 
 
 def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -72,6 +73,8 @@ class Server:
 
     def __init__(self, root: Path, options: list[str], cpus: int | None, ram: str | None,
                  log: Path) -> None:
+        """Starts `pyaisvc serve` for SmolLM2 in root on a free port with options (and cpus and
+        ram when given), its output going to log."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
@@ -84,6 +87,7 @@ class Server:
             self.proc = subprocess.Popen(cmd, cwd=root, stdout=out, stderr=subprocess.STDOUT)
 
     def tail(self) -> str:
+        """The last 15 lines of the server's log."""
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-15:])
 
     def wait_healthy(self, timeout: float = BOOT_TIMEOUT) -> None:
@@ -104,6 +108,7 @@ class Server:
                          f"(log {self.log}):\n{self.tail()}")
 
     def stop(self) -> None:
+        """Stops the server as Ctrl-C does, killing it when it has not stopped in 60 s."""
         if self.proc.poll() is not None:
             return
         self.proc.send_signal(signal.SIGINT)
@@ -114,7 +119,9 @@ class Server:
             self.proc.wait()
 
     def __enter__(self) -> Server:
+        """The running server (stopped on leaving the block)."""
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Stops the server."""
         self.stop()

@@ -51,10 +51,12 @@ def jain(xs: list[float]) -> float | None:
 
 
 def ttft(o: Outcome) -> float | None:
+    """Seconds from o's send to its first chunk; None when none came."""
     return None if o.first is None else o.first - o.sent
 
 
 def gaps(o: Outcome) -> list[float]:
+    """The times between o's consecutive chunks, in seconds."""
     return [b - a for a, b in zip(o.chunks, o.chunks[1:], strict=False)]
 
 
@@ -64,10 +66,13 @@ def tpot(o: Outcome) -> float | None:
 
 
 def e2e(o: Outcome) -> float | None:
+    """Seconds from o's send to its end; None unless it ended ok."""
     return None if o.end is None or o.status != "ok" else o.end - o.sent
 
 
 def meets_slo(o: Outcome, slo_ttft: float, slo_tbt: float) -> bool:
+    """Whether o ended ok within both SLOs: TTFT at most slo_ttft and mean time between chunks
+    at most slo_tbt (seconds)."""
     t, g = ttft(o), tpot(o)
     return o.status == "ok" and t is not None and t <= slo_ttft and (g is None or g <= slo_tbt)
 
@@ -84,6 +89,7 @@ def service_events(o: Outcome) -> Events:
 
 
 def _union(iv: Intervals) -> Intervals:
+    """The union of the intervals iv, as sorted disjoint intervals."""
     out: Intervals = []
     for a, b in sorted(iv):
         if out and a <= out[-1][1]:
@@ -94,6 +100,7 @@ def _union(iv: Intervals) -> Intervals:
 
 
 def _intersect(x: Intervals, y: Intervals) -> Intervals:
+    """The intersection of two sets of disjoint intervals."""
     out = []
     for a, b in x:
         for c, d in y:
@@ -104,6 +111,7 @@ def _intersect(x: Intervals, y: Intervals) -> Intervals:
 
 
 def cumulative(ev: Events) -> tuple[list[float], list[float]]:
+    """The events in time order and the running sum of their amounts after each."""
     times, sums, total = [], [], 0.0
     for t, amount in sorted(ev):
         total += amount
@@ -145,6 +153,7 @@ def tenant_service(outs: list[Outcome]) -> tuple[dict[str, Events], dict[str, In
 
 
 def _ms(x: float | None) -> float | None:
+    """Seconds as milliseconds with one decimal; None stays None."""
     return None if x is None else round(x * 1000, 1)
 
 
@@ -179,6 +188,7 @@ def class_row(outs: list[Outcome], span: float, slo_ttft: float,
 
 
 def _round(x: float | None) -> float | None:
+    """x with one decimal; None stays None."""
     return None if x is None else round(x, 1)
 
 
@@ -206,6 +216,8 @@ def policy_rows(policy: str, outs: list[Outcome], slo_ttft: float,
 
 
 def _jain_of(tenants: list[str], served: dict[str, float]) -> float | None:
+    """Jain's index of the tokens served to each of tenants (0 for one served nothing), to 4
+    places; None when it is undefined."""
     j = jain([served.get(t, 0.0) for t in tenants])
     return None if j is None else round(j, 4)
 

@@ -82,6 +82,7 @@ class LoadPlan:
 
     @property
     def open_loop(self) -> bool:
+        """Whether requests arrive by the clock (Poisson), not from a fixed number of users."""
         return self.users is None
 
 
@@ -149,6 +150,9 @@ def check_plan(plan: LoadPlan, seq_len: int, max_prompt: int, text_len: int) -> 
 
 
 def _check_class(c: RequestClass, most_prompt: int, seq_len: int) -> None:
+    """BenchError when class c's ranges are not 1 <= lo <= hi, its prompts exceed most_prompt,
+    its longest prompt leaves no room for its fewest new ids in seq_len positions, or its
+    weight is not above 0."""
     for what, (lo, hi) in (("prompt", c.prompt), ("new", c.new)):
         if not 1 <= lo <= hi:
             raise BenchError(f"class {c.name}: {what} = [{lo}, {hi}] must be two whole "

@@ -101,9 +101,11 @@ class _Quantiser:
     """Quantises for one config and records the largest error when asked."""
 
     def __init__(self, c: A.Config, report: bool):
+        """A quantiser for config c; with report, the error of each matrix is kept in errors."""
         self.c, self.report, self.errors = c, report, []
 
     def __call__(self, w: np.ndarray, label: str) -> QMat:
+        """w quantised for the config's version; its error recorded under label when reporting."""
         m = quantize(w, self.c.version)
         if self.report:
             self.errors.append(QuantReport(label, m.shape, max_error(w, m),
@@ -112,6 +114,8 @@ class _Quantiser:
 
 
 def _layer_assets(src: ModelSource, i: int, quant: _Quantiser) -> A.Layer:
+    """Layer i of src as assets: each tensor of the layer's layout, quantised where it is a
+    matrix; ExportError when src lacks one."""
     kind = src.layer_types[i]
     floats = src.layer(i)
     t: dict[str, np.ndarray | QMat] = {}
@@ -175,16 +179,22 @@ def export_model(src: ModelSource, out_dir: Path, zip_path: Path | None, fmt: st
 
 
 class _Stepper:
+    """Counts the export's steps for the progress callback."""
+
     def __init__(self, progress: Progress | None, total: int):
+        """A step counter of total steps reporting to progress, when given."""
         self.progress, self.total, self.done = progress, total, 0
 
     def __call__(self, label: str) -> None:
+        """One step done (label names it): tells progress, when given."""
         self.done += 1
         if self.progress is not None:
             self.progress(self.done, self.total, label)
 
 
 def build_info(src: ModelSource, c: A.Config, fmt: str, sizes: dict[str, int]) -> dict:
+    """INFO.TXT's content: the format, where the weights came from, the config, the layer kinds
+    and the files' sizes."""
     return {
         "format": {"version": c.version, "name": "course" if fmt == "course" else
                    "aisvc group-scaled (docs/ARITHMETIC.md, Format version 3)"},
@@ -236,6 +246,7 @@ def assets_source(path: Path) -> ModelSource:
     a = A.load_assets(path)
 
     def layer(i: int) -> dict[str, np.ndarray]:
+        """Layer i's tensors as float32 (quantised ones dequantised exactly)."""
         t = a.layers[i].t
         return {k: (dequantize(v) if isinstance(v, A.QMat) else np.array(v, np.float32))
                 for k, v in t.items()}

@@ -82,6 +82,7 @@ def qwen_config(tc) -> tuple[A.Config, list[int]]:
 
 
 def _plus_one(w: np.ndarray) -> np.ndarray:
+    """w + 1 in float32 (Qwen3.5 stores its norm weights less one)."""
     return (w.astype(np.float32) + np.float32(1.0)).astype(np.float32)
 
 
@@ -90,6 +91,8 @@ def qwen_source(c: A.Config, kinds: list[int], get: Callable[[str], np.ndarray],
     """A ModelSource over HF tensor names without prefix ("layers.3.mlp.up_proj.weight")."""
 
     def layer(i: int) -> dict[str, np.ndarray]:
+        """Layer i's tensors by the assets' names, in float32 (norms plus one, the convolution's
+        kernel as rows)."""
         out = {}
         for name, _, _ in A.layer_layout(c, kinds[i]):
             w = get(f"layers.{i}.{_HF_NAMES[name]}")
@@ -109,6 +112,7 @@ def qwen_source(c: A.Config, kinds: list[int], get: Callable[[str], np.ndarray],
 # ---------------------------------------------------------------- sources
 
 def _strip(name: str) -> str | None:
+    """The checkpoint's tensor name without its model prefix, or None when it has neither."""
     for p in ("model.language_model.", "model."):
         if name.startswith(p):
             return name[len(p):]
@@ -147,6 +151,8 @@ def checkpoint_source(ckpt: Path) -> ModelSource:
             raise ExportError(f"{ckpt}: untied lm_head; the asset format needs tied embeddings")
 
     def get(name: str) -> np.ndarray:
+        """The checkpoint's tensor name in float32; ExportError when no safetensors file holds
+        it."""
         if name not in where:
             raise ExportError(f"{ckpt}: tensor {name} not found in the safetensors files")
         with safe_open(str(where[name]), framework="pt") as h:

@@ -45,6 +45,7 @@ def load_smol_hf(gguf: Path | None = None, checkpoint: Path | None = None, cache
 
 
 def _from_pretrained(where: str, **kw):
+    """transformers' causal LM from where (a directory or a hub name) in float32, in eval mode."""
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(where, dtype="float32", **kw)
@@ -77,6 +78,7 @@ def _load_gguf_cached(gguf: Path):
 
 
 def _np(t) -> np.ndarray:
+    """A torch tensor as a float32 numpy array."""
     return t.detach().to("cpu").float().numpy()
 
 
@@ -106,6 +108,7 @@ def smol_source(model, info: dict) -> ModelSource:
     c = smol_config(model.config)
 
     def layer(i: int) -> dict[str, np.ndarray]:
+        """Layer i's tensors by the assets' names."""
         p = f"model.layers.{i}."
         names = {"input_norm": "input_layernorm", "post_norm": "post_attention_layernorm",
                  "q_proj": "self_attn.q_proj", "k_proj": "self_attn.k_proj",

@@ -44,6 +44,7 @@ NORM_STD = 0.1  # spread of the RMSNorm weights around their "1 + w" centre
 
 
 def synthetic_config(preset: str):
+    """transformers' Qwen3.5 text config for the preset; ExportError for an unknown one."""
     env_offline()
     from transformers import Qwen3_5TextConfig
 
@@ -54,6 +55,8 @@ def synthetic_config(preset: str):
 
 
 def _reinit(model, seed: int) -> None:
+    """Fills model's weights with seeded random values scaled so that the activations and logits
+    stay in a realistic range (norms near their centres, the embedding rows near EMB_GAIN)."""
     import torch
 
     gen = torch.Generator().manual_seed(seed)
@@ -93,6 +96,7 @@ def build_synthetic_qwen(preset: str, seed: int = 0):
 
 
 def synthetic_info(preset: str, seed: int) -> dict:
+    """INFO.TXT's source for a synthetic model: preset, seed and the scales, marked not trained."""
     return {"model": f"Qwen3.5 synthetic ({preset})", "synthetic": True, "preset": preset,
             "seed": seed, "emb_gain": EMB_GAIN, "norm_std": NORM_STD,
             "note": "random weights from transformers' Qwen3_5ForCausalLM; not a trained model"}
