@@ -213,7 +213,7 @@ def smol_assets() -> Path:
 
 @pytest.fixture(scope="module")
 def gateway(build, smol_assets, tmp_path_factory) -> Iterator[PortGuest]:
-    tree = build.program_tree(testprogs=("portecho",))
+    tree = build.program_tree(testprogs=("portecho", "memhog"))
     tree.add_dir("AI/SMOL", smol_assets)
     image = tmp_path_factory.mktemp("gw") / "gw.img"
     fsimg.build_image(image, tree)
@@ -525,3 +525,28 @@ def test_gateway_survives_random_bytes_and_long_lines(gateway: PortGuest,
     gateway.send_frame(_submit(62, lc.FRANCE["smol"], GEN))
     ids, end = _collect(gateway, {62})[62]
     assert ids == want and end[:3] == ["E", "62", "length"], (ids, end)
+
+
+@pytest.mark.guest
+def test_gateway_stream_out_of_memory_cancels_its_request(gateway: PortGuest) -> None:
+    """memhog takes every free page while a request streams: the gateway's next
+    ai_stream fails for lack of kernel memory, a code that does not end the request.
+    Its thread answers X rid 116 and cancels the request (it must neither block in
+    ai_wait under held_lock nor leave the request behind): the request never completes,
+    and once memhog lets go the table is empty again."""
+    before = _info(gateway)["completed"]
+    gateway.send_frame(_submit(80, lc.FRANCE["smol"], 240))
+    assert gateway.frame()[:2] == ["T", "80"]  # it streams
+    gateway.guest.send_line("memhog 30")  # 3 s of every free page
+    while (words := gateway.frame())[0] == "T":
+        pass
+    if words[0] == "E":
+        pytest.skip("the stream never ran short of memory: memhog lost every race for a page")
+    assert words[:3] == ["X", "80", "116"], words
+    gateway.guest.expect(["memhog: done"], time.monotonic() + 120, "memhog to let go")
+    deadline = time.monotonic() + 30
+    while (info := _info(gateway))["used"] != 0:
+        assert time.monotonic() < deadline, f"the request was left behind: {info}"
+        time.sleep(0.5)
+    assert info["completed"] == before, info  # cancelled, not run to its end
+    assert _info(gateway)["worker_pid"] > 0
