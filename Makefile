@@ -250,7 +250,7 @@ $(addprefix $(BUILD)/user/_,$(TEST_PROGS)): $(BUILD)/user/_%: $(BUILD)/user/test
 $(BUILD)/user/_usertests $(BUILD)/user/_threadtests: $(BUILD)/user/tests/harness.o
 # aitest and fuzz are each one program in several files, by topic.
 $(BUILD)/user/_aitest: $(addprefix $(BUILD)/user/tests/,aitest_common.o aitest_real.o \
-	aitest_worker.o aitest_sched.o)
+	aitest_worker.o aitest_sched.o aitest_resume.o)
 $(BUILD)/user/_fuzz: $(addprefix $(BUILD)/user/tests/,fuzz_call.o fuzz_worker.o fuzz_fs.o \
 	fuzz_proc.o fuzz_ai.o)
 $(addprefix $(BUILD)/user/_,ai gateway): $(BUILD)/user/_%: $(BUILD)/user/ai/%.o $(UPROG_LIBS) $(U)/lib/user.ld
@@ -258,7 +258,7 @@ $(addprefix $(BUILD)/user/_,ai gateway): $(BUILD)/user/_%: $(BUILD)/user/ai/%.o 
 
 # Guest programs used only by the kernel's pytest tests (tests/progs/NAME.c
 # -> build/tests/_NAME); the tests pack them into images of their own.
-TESTPROGS := fault sbrkbig fpmix fswrite spin tlbprobe vprobe portecho jobzero
+TESTPROGS := fault sbrkbig fpmix fswrite spin tlbprobe vprobe portecho jobzero memhog
 TESTPROG_ELFS := $(addprefix $(BUILD)/tests/_,$(TESTPROGS))
 .PHONY: testprogs
 testprogs: $(TESTPROG_ELFS)

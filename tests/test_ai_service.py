@@ -79,6 +79,13 @@ RULES = [  # one or more aitest cases must cover each of these
     "table: done: out of the batch", "table: after the wait the slot is free",
     "table: 200 snapshots while a batch runs", "table: the batch holds our 8 running",
     "bad: ai_table with a bad pointer", "bad: ai_table with a size below the view's",
+    # the window per process and tenant (rule 6), paused requests under a full queue and
+    # fair's floor (section 11; user/tests/aitest_resume.c)
+    "window: one more for that tenant gets AIE_WOULDBLOCK",
+    "window: another tenant's requests of the same process fill the table",
+    "window: the full table answers AIE_FULL", "full table: an owner of requests gets AIE_FULL",
+    "resume: fifo: 6 paused", "resume: priority: 6 paused", "resume: shortest: 6 paused",
+    "resume: fair: 6 paused", "fair: a returning tenant starts at the backlogged",
     # the worker right (rule 13)
     "right: a process that dropped the worker right gets AIE_PERM",
     "right: the refusals registered nobody", "right: the parent keeps it",

@@ -5,7 +5,9 @@
 //   aitest_common.c  results, requests, children, ai_table snapshots
 //   aitest_real.c    phases 2 and 4: with the real ai_daemon
 //   aitest_worker.c  phase 3: aitest as the worker, every state and rule
-//   aitest_sched.c   phase 3's scheduling policies
+//   aitest_sched.c   phase 3's scheduling policies, and its simulated worker
+//   aitest_resume.c  the window per tenant, paused requests under a full
+//                    queue, fair's floor for a returning tenant
 #ifndef AISVC_AITEST_H
 #define AISVC_AITEST_H
 
@@ -110,5 +112,37 @@ void fairness(void);
 void worker_rules(void);
 // The scheduling policies (aitest_sched.c).
 void scheduling(void);
+// Its simulated worker, which plans and steps as ai_daemon does, for the
+// cases in aitest_resume.c too: the requests it holds, its last plan, the
+// weighted tokens it served tenants 1 and 2.
+struct held {
+  int reqid, count, predict, tenant, fed, gen;
+};
+extern uint32 LONGP[AI_MAX_PROMPT]; // a long prompt of small ids
+extern struct held hs[AI_NSLOT];
+extern int nhs;
+extern struct ai_plan plan;
+extern uint64 served[2];
+// Sets the policy and the step budget (0 keeps it); ai_sched's answer.
+int set_sched(const char *name, int chunk);
+// Submits n ids of LONGP to generate predict, with a tenant and a priority.
+int sub_tp(int n, int predict, int tenant, int priority);
+// As ai_daemon admits: ai_take while fewer than caches are held; how many.
+int sim_admit(int places, int caches);
+// One step as ai_daemon's (plan, run, report); the plan's run count or error.
+int sim_step(int places, int caches);
+// Collects every request aitest submitted that is done (ai_wait).
+void collect(void);
+// Steps until nothing is held or queued; the steps run.
+int sim_drain(int places, int caches);
+// Steps until nothing is held: whether tenants 1 and 2 stayed within fair's
+// bound of each other while both had requests held (tenant 1 counted from
+// a0); *worst is their largest difference.
+int fair_gap(int places, int caches, uint64 a0, int *worst);
+// The window per tenant, paused requests under a full queue, and fair's
+// floor for a returning tenant (aitest_resume.c).
+void tenant_window(void);
+void resume_full(const char *policy);
+void fair_return(void);
 
 #endif

@@ -208,7 +208,7 @@ ownership(void)
 }
 
 // AI_PERPROC live requests per process: one more gets AIE_WOULDBLOCK at
-// once, others may still submit; an owner of requests gets AIE_WOULDBLOCK
+// once, others may still submit; an owner of requests gets AIE_FULL
 // from a full table rather than sleep.
 void
 cap(void)
@@ -232,8 +232,8 @@ cap(void)
   filler_start(&g, AI_NSLOT - 2 * AI_PERPROC + 1);
   t0 = time_us();
   int r = used() == AI_NSLOT ? ai_submit(P, 3, 1) : -1;
-  result("full table: an owner of requests gets AIE_WOULDBLOCK, not sleep",
-      r == -AIE_WOULDBLOCK && time_us() - t0 < 1000000, r);
+  result("full table: an owner of requests gets AIE_FULL, not sleep",
+      r == -AIE_FULL && time_us() - t0 < 1000000, r);
   filler_stop(&f);
   filler_stop(&g);
   drain();
