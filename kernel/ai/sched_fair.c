@@ -7,8 +7,9 @@
 //   A tenant that becomes backlogged starts at the least counter of the
 //   tenants backlogged already (0 if none): idle time earns no credit, and
 //   a newcomer is never behind the others by more than they are behind
-//   each other. A tenant with no request left is forgotten. The counters
-//   start afresh when the policy is chosen.
+//   each other. A tenant with no request left is idle: its counter is no
+//   floor for the others, and its entry is forgotten once a newcomer
+//   needs the room. The counters start afresh when the policy is chosen.
 // - key: the tenant's counter: the least served tenant's requests start
 //   first (pick; ties in submit order) and get the step's prefill
 //   positions first.
@@ -62,7 +63,9 @@ forget_idle(struct ai_slot *except)
   ntn = kept;
 }
 
-// The least counter of the tenants but id, 0 if none.
+// The least counter of the backlogged tenants but id, 0 if none. An idle
+// tenant's entry may stay until a newcomer needs its room, but its counter
+// is no floor: it would give a returning tenant credit for idle time.
 static uint64
 least_served(int id)
 {
@@ -70,7 +73,7 @@ least_served(int id)
   int any = 0;
 
   for (int i = 0; i < ntn; i++)
-    if (tn[i].id != id && (!any || tn[i].served < least)) {
+    if (tn[i].id != id && backlogged(tn[i].id, 0) && (!any || tn[i].served < least)) {
       least = tn[i].served;
       any = 1;
     }

@@ -38,7 +38,7 @@ priority_key(struct ai_slot *s)
 static int
 priority_yields(struct ai_slot *r, struct ai_slot *w)
 {
-  return sched_first(w, r);
+  return slot_first(w, r);
 }
 
 const struct ai_policy sched_priority = {

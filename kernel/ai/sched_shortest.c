@@ -64,7 +64,7 @@ shortest_key(struct ai_slot *s)
 static int
 shortest_yields(struct ai_slot *r, struct ai_slot *w)
 {
-  return sched_first(w, r);
+  return slot_first(w, r);
 }
 
 const struct ai_policy sched_shortest = {
