@@ -151,6 +151,7 @@ extreme(struct ai_slot **s, int n, int p, int want_first)
   return x;
 }
 
+// Pauses running s at this step boundary, counting it (slot and table).
 static void
 plan_pause(struct ai_slot *s)
 {

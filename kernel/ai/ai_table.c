@@ -156,6 +156,7 @@ ai_init(void)
   }
 }
 
+// Microseconds since boot.
 uint64
 now_us(void)
 {
@@ -165,6 +166,7 @@ now_us(void)
 // ---------------------------------------------------------------- the FIFO
 // It never overflows: every entry is a different slot.
 
+// Queues slot i at the FIFO's tail.
 static void
 fifo_push(int i)
 {
@@ -172,6 +174,7 @@ fifo_push(int i)
   ai.nqueued++;
 }
 
+// Queues slot i at the FIFO's head (it runs next under fifo).
 static void
 fifo_push_front(int i)
 {
@@ -424,6 +427,7 @@ slot_abandon(struct ai_slot *s)
   slot_free(s);
 }
 
+// to - from, or 0 while either time is unknown (0) or they are out of order.
 static uint64
 span(uint64 from, uint64 to)
 {
@@ -600,6 +604,7 @@ slot_logprob(struct ai_slot *s, const struct ai_logprob *r)
   return 0;
 }
 
+// Writes v in decimal at dst (no NUL); returns the digits written.
 static int
 put_uint(char *dst, uint32 v)
 {

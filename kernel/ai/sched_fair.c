@@ -107,6 +107,8 @@ places_of(int id)
   return n;
 }
 
+// arrive: a tenant that becomes backlogged with s starts no lower than
+// the least counter of the backlogged others.
 static void
 fair_arrive(struct ai_slot *s)
 {
@@ -118,30 +120,36 @@ fair_arrive(struct ai_slot *s)
     t->served = least;
 }
 
+// charge: s's tenant was served prompt positions and gen ids, weighted.
 static void
 fair_charge(struct ai_slot *s, int prompt, int gen)
 {
   tenant_of(s)->served += (uint64)prompt * AI_FAIR_WPROMPT + (uint64)gen * AI_FAIR_WGEN;
 }
 
+// reset: the policy was chosen: every counter starts afresh.
 static void
 fair_reset(void)
 {
   ntn = 0;
 }
 
+// pick: the least served tenant's queued request, ties in submit order.
 static int
 fair_pick(int places)
 {
   return sched_least_queued();
 }
 
+// key: s's tenant's counter.
 static int64
 fair_key(struct ai_slot *s)
 {
   return (int64)tenant_of(s)->served;
 }
 
+// yields: running r gives its place to waiting w of another tenant that
+// runs two places fewer and is not ahead, or is behind by the slack.
 static int
 fair_yields(struct ai_slot *r, struct ai_slot *w)
 {
