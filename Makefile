@@ -248,6 +248,7 @@ $(addprefix $(BUILD)/user/_,$(TEST_PROGS)): $(BUILD)/user/_%: $(BUILD)/user/test
 	$(LINK_UPROG)
 # The self-tests share their runner (user/tests/harness.c).
 $(BUILD)/user/_usertests $(BUILD)/user/_threadtests: $(BUILD)/user/tests/harness.o
+$(BUILD)/user/_aitest: $(BUILD)/user/tests/aitest_resume.o
 $(addprefix $(BUILD)/user/_,ai gateway): $(BUILD)/user/_%: $(BUILD)/user/ai/%.o $(UPROG_LIBS) $(U)/lib/user.ld
 	$(LINK_UPROG)
 

@@ -150,6 +150,37 @@ def test_paused_request_resumes_token_exact(build, image, reference, qwen_dir, c
         assert "panic" not in g.transcript
 
 
+def test_held_requests_fit_the_kv_pool(build, image, reference) -> None:
+    """aikv=16: the KV pool holds one window of 256 positions, so the worker serves one
+    request at a time and holds no more than one (a cache each would let it hold 8).
+    Three long requests of rising priority under `priority`: a 150-id prompt runs; the
+    two more urgent ones, sent once it decodes, wait in the queue rather than pausing it
+    (its blocks kept) and running out of blocks; none fails, and each gets the
+    reference's ids."""
+    long = lc.qwen_prompts()[4]
+    reqs = [(long, 100, 0), (long[5:10], 100, 40), (long[10:15], 100, 80)]
+    with boot(build, image, 2, VECTOR_CPU, "aisched=priority aikv=16") as g:
+        assert "the kv pool holds 1 full windows: serving 1 at once" in g.transcript, \
+            g.transcript
+        for k, (prompt, predict, priority) in enumerate(reqs):
+            g.run(f"ai call --priority {priority} {predict} {' '.join(map(str, prompt))} "
+                  f"> /r{k}.txt & echo started", timeout=120)
+            deadline = time.monotonic() + 300
+            while k == 0 and not re.search(r"RUNNING .* [1-9]\d*/100 ", g.run(
+                    "ai top -n 1", timeout=120)):  # its prompt is in the pool: it decodes
+                assert time.monotonic() < deadline, g.transcript[-2000:]
+        deadline = time.monotonic() + 900
+        outs = ["", "", ""]
+        while not all(outs) and time.monotonic() < deadline:
+            g.run("sleep 10", timeout=120)
+            outs = [g.run(f"cat /r{k}.txt", timeout=120).strip() for k in range(3)]
+        for (prompt, predict, _), out in zip(reqs, outs, strict=True):
+            want = " ".join(map(str, reference.generate(prompt, predict)))
+            assert out.splitlines()[0] == want, out
+        assert "slots 0/16 used" in g.run("ai info")
+        assert "panic" not in g.transcript
+
+
 def test_switching_policy_under_load_loses_nothing(build, image, reference) -> None:
     """`ai sched` (with the worker right: aiworker=console) switches the policy and
     the budget as often as the shell can while aistress runs: every request ends,

@@ -392,15 +392,15 @@ MALFORMED = [
     ("S 47 8 0 0 0 0 0 0 0 0 0 0 0 0", 47, 100),  # no prompt
     ("S 48 8 0 0 0 0 0 0 0 0 0 0 0 300 5", 48, 100),  # nprompt above 255
     ("S  49 8 0 0 0 0 0 0 0 0 0 0 0 1 5", 0, 200),  # two spaces
-    ("S 50 8 0 0 0 0 0 0 0 0 0 0 0 1 5 ", 0, 200),  # a trailing space
+    ("S 50 8 0 0 0 0 0 0 0 0 0 0 0 1 5 ", 50, 200),  # a trailing space (its rid is read)
     ("S 60 8 0 0 0 0 2147483648 0 0 0 0 0 0 1 5", 60, 200),  # a tenant beyond 2^31-1
     ("S 61 8 0 0 0 0 0 101 0 0 0 0 0 1 5", 61, 120),  # the kernel's priority limit
     ("C", 0, 200),
     ("C 51", 51, 203),
     ("I 1", 0, 200),
     ("\x00\x01\x7f\xff binary", 0, 200),
-    ("S 52 8 0 0 0 0 0 0 0 0 0 0 0 1 5\r", 0, 200),
-    ("S 53 " + "1 " * 3000, 0, 200),  # over GW_LINE_MAX
+    ("S 52 8 0 0 0 0 0 0 0 0 0 0 0 1 5\r", 52, 200),  # a byte that is not printable
+    ("S 53 " + "1 " * 3000, 53, 200),  # over GW_LINE_MAX
     ("S 54 8 0 0 0 0 0 0 0 x 0 0 0 1 5", 54, 200),  # a penalty that is not a number
     ("S 55 8 0 0 0 0 0 0 0 0 0 0 9 1 5", 55, 200),  # nbias above 8
     ("S 56 8 0 0 0 0 0 0 0 0 0 0 2 7 1", 56, 200),  # a bias pair missing
@@ -422,6 +422,35 @@ def test_gateway_refuses_malformed_frames(gateway: PortGuest, smol_assets: Path)
     gateway.send_frame(_submit(60, lc.FRANCE["smol"], GEN))
     ids, end = _collect(gateway, {60})[60]
     assert ids == want and end[:3] == ["E", "60", "length"], (ids, end)
+    assert _info(gateway)["used"] == 0
+
+
+def _longest_submit(rid: int, prompt: list[int], extra: str = "") -> str:
+    """The longest legal S frame (user/ai/gateway.h, GW_S_WORDS_MAX words): one id to
+    generate, a tenant and a priority, 4 stop ids, both penalties 0, 8 biases of 0
+    (the ids unchanged), 255 prompt ids; extra words after them make it longer."""
+    stops = " ".join(str(1 + k) for k in range(frames.MAX_STOP))
+    biases = " ".join(f"{100 + k} 0" for k in range(frames.MAX_BIAS))
+    return (f"S {rid} 1 0 0 0 0 100007 9 {frames.MAX_STOP} {stops} 0 0 0 {frames.MAX_BIAS} "
+            f"{biases} {len(prompt)} {' '.join(map(str, prompt))}{extra}")
+
+
+@pytest.mark.guest
+def test_gateway_takes_the_longest_legal_submit(gateway: PortGuest, smol_assets: Path) -> None:
+    """An S frame with every list at its longest (290 words) is served, its id the
+    reference's; one word more is refused with X naming its rid, so the host fails that
+    request at once."""
+    prompt = lc.heldout_ids("smol", frames.MAX_PROMPT)
+    line = _longest_submit(70, prompt)
+    words = 1 + 8 + 1 + frames.MAX_STOP + 4 + 2 * frames.MAX_BIAS + 1 + frames.MAX_PROMPT
+    assert len(line.split(" ")) == words == 290 and len(line) < frames.LINE_MAX
+    want = lc.reference_ids(smol_assets, [prompt], 1)[0]
+    gateway.send_frame(line)
+    ids, end = _collect(gateway, {70})[70]
+    assert end[:4] == ["E", "70", "stop" if 1 <= want[0] <= frames.MAX_STOP else "length", "1"], end
+    assert ids == want, (ids, want)
+    gateway.send_frame(_longest_submit(71, prompt, " 5"))
+    assert gateway.frame()[:3] == ["X", "71", "200"]
     assert _info(gateway)["used"] == 0
 
 

@@ -17,8 +17,8 @@
 #include "kernel/ai/ai_table.h"
 
 // Takes a free slot (sleeping while there is none, if the caller owns no
-// request) and queues the request in it. Returns the reqid or a negative
-// code. ai.lock held.
+// request; -AIE_FULL at once if it owns some) and queues the request in
+// it. Returns the reqid or a negative code. ai.lock held.
 static int
 submit_locked(const struct submission *q)
 {
@@ -31,8 +31,8 @@ submit_locked(const struct submission *q)
       return err;
     if ((s = slot_unused()) != 0)
       return slot_queue(s, q);
-    if (owned_count(myprocess()->pid) > 0) // "No deadlock in submit", ai_table.c
-      return -AIE_WOULDBLOCK;
+    if (owned_count(myprocess()->pid, 0) > 0) // "No deadlock in submit", ai_table.c
+      return -AIE_FULL;
     if (killed(p))
       return -AIE_INTR;
     sleep(&ai.freed, &ai.lock);
@@ -60,8 +60,8 @@ opts_valid(const struct ai_opts *o)
 // Queues count prompt ids at user address tokens, to generate predict at
 // most, with the struct ai_opts at user address opts (0: greedy, no stop
 // ids). Returns the reqid (> 0) or a negative AIE_ code. Blocks while the
-// table is full (AIE_WOULDBLOCK instead if the caller owns requests).
-// Takes and releases ai.lock.
+// table is full (AIE_FULL instead if the caller owns requests). A request
+// that names no tenant is the caller's pid's. Takes and releases ai.lock.
 int
 ai_submit(uint64 tokens, int count, int predict, uint64 opts)
 {
@@ -80,6 +80,8 @@ ai_submit(uint64 tokens, int count, int predict, uint64 opts)
     return -AIE_BADARG;
   if (q.opts.priority < 0 || q.opts.priority > AI_PRIO_MAX)
     return -AIE_PRIORITY;
+  if (q.opts.tenant == 0)
+    q.opts.tenant = myprocess()->pid;
   q.count = count;
   q.predict = predict;
   acquire(&ai.lock);

@@ -44,9 +44,13 @@
 // lab's trade between time between tokens and first-token time. A whole
 // prompt (above) is not bounded so.
 //
-// ai_take starts a queued request while fewer than W run; beyond that,
-// while the worker has a free cache, only if some running request yields
-// to it: it then starts paused, and the next plan swaps it in.
+// ai_take starts a queued request while the worker holds fewer than W
+// requests: a place a paused request will take back at the next plan is
+// not free, so a paused request resumes however full the queue stays, and
+// after a switch (a lower budget, another policy) the held requests run
+// before new ones. Beyond that, while the worker has a free cache, it
+// starts one only if some held request yields to it: it then starts
+// paused, and the next plan swaps it in.
 //
 // The settings (ai_sched): the policy, fifo at boot (init passes the boot
 // argument aisched=NAME), the step budget, chunk positions per step,
@@ -67,26 +71,7 @@
 static const struct ai_policy *policies[] = { &sched_fifo, &sched_priority, &sched_shortest,
   &sched_fair };
 
-// Boot: fifo, the largest step, no prompt budget but the step's.
-void
-sched_init(void)
-{
-  ai.policy = &sched_fifo;
-  ai.chunk = AI_CHUNK_MAX;
-  ai.prefill = AI_CHUNK_MAX;
-}
-
-// Whether a runs before b under the policy: the lower key, ties in submit
-// order.
-int
-sched_first(struct ai_slot *a, struct ai_slot *b)
-{
-  int64 ka = ai.policy->key(a), kb = ai.policy->key(b);
-
-  return ka != kb ? ka < kb : a->seq < b->seq;
-}
-
-// The queued slot that runs first (sched_first), or -1 if none is queued.
+// The queued slot that runs first (slot_first), or -1 if none is queued.
 int
 sched_least_queued(void)
 {
@@ -94,7 +79,7 @@ sched_least_queued(void)
 
   for (int k = 0; k < ai.nqueued; k++) {
     int i = fifo_at(k);
-    if (best < 0 || sched_first(&ai.slot[i], &ai.slot[best]))
+    if (best < 0 || slot_first(&ai.slot[i], &ai.slot[best]))
       best = i;
   }
   return best;
@@ -107,16 +92,15 @@ held(struct ai_slot *s)
   return s->state == AI_RUNNING && s->runner == ai.worker;
 }
 
-// The worker's requests that run (not paused), and all it holds.
-static void
-count_held(int *running, int *all)
+// The requests the worker holds, running or paused.
+static int
+held_count(void)
 {
-  *running = *all = 0;
+  int n = 0;
+
   for (struct ai_slot *s = ai.slot; s < &ai.slot[AI_NSLOT]; s++)
-    if (held(s)) {
-      (*all)++;
-      *running += !s->paused;
-    }
+    n += held(s);
+  return n;
 }
 
 // The requests run at once by a worker with `places` places.
@@ -128,22 +112,24 @@ width(int places)
 
 // ai_take's choice for a worker with `places` places: the queued slot to
 // start, or -1; *paused says whether it starts paused (the design comment
-// above).
+// above). A place the worker's held requests do not fill is free; one
+// that a paused request will take back at the next plan is not, so a
+// paused request resumes however many wait in the queue.
 int
 sched_take(int places, int *paused)
 {
-  int running, all, i = ai.policy->pick(places);
+  int all, i = ai.policy->pick(places);
 
   if (i < 0)
     return -1;
-  count_held(&running, &all);
+  all = held_count();
   *paused = 0;
-  if (running < width(places))
+  if (all < width(places))
     return i;
   if (all >= ai.caches)
     return -1;
   for (struct ai_slot *r = ai.slot; r < &ai.slot[AI_NSLOT]; r++)
-    if (held(r) && !r->paused && ai.policy->yields(r, &ai.slot[i])) {
+    if (held(r) && ai.policy->yields(r, &ai.slot[i])) {
       *paused = 1;
       return i;
     }
@@ -160,11 +146,12 @@ extreme(struct ai_slot **s, int n, int p, int want_first)
   int x = -1;
 
   for (int k = 0; k < n; k++)
-    if (s[k]->paused == p && (x < 0 || sched_first(s[k], s[x]) == want_first))
+    if (s[k]->paused == p && (x < 0 || slot_first(s[k], s[x]) == want_first))
       x = k;
   return x;
 }
 
+// Pauses running s at this step boundary, counting it (slot and table).
 static void
 plan_pause(struct ai_slot *s)
 {
@@ -183,7 +170,7 @@ swap_one(struct ai_slot **s, int n)
       continue;
     int r = -1;
     for (int k = 0; k < n; k++)
-      if (!s[k]->paused && ai.policy->yields(s[k], s[w]) && (r < 0 || sched_first(s[r], s[k])))
+      if (!s[k]->paused && ai.policy->yields(s[k], s[w]) && (r < 0 || slot_first(s[r], s[k])))
         r = k;
     if (r >= 0) {
       plan_pause(s[r]);
@@ -219,7 +206,7 @@ order(struct ai_slot **s, struct ai_plan_entry *e, int n)
   for (int i = 1; i < n; i++)
     for (int k = i; k > 0; k--) {
       struct ai_slot *a = s[k - 1], *b = s[k];
-      int before = a->paused != b->paused ? b->paused < a->paused : sched_first(b, a);
+      int before = a->paused != b->paused ? b->paused < a->paused : slot_first(b, a);
       if (!before)
         break;
       s[k - 1] = b;

@@ -46,13 +46,19 @@
 //   wait for itself, and several such submitters for each other (each
 //   holding done results the others need). Hence submit sleeps on a full
 //   table only when the caller owns no request; a caller that owns some
-//   gets AIE_WOULDBLOCK at once and should wait for one of its own first.
+//   gets AIE_FULL at once and should wait for one of its own first.
 //   Sleepers then hold no slots, and every held slot is freed by a process
 //   that is not asleep in submit.
-// - Besides, a process may own at most AI_PERPROC (< AI_NSLOT) live
-//   requests (queued, running, or finished and not yet waited for): the
-//   next submit gets AIE_WOULDBLOCK even if slots are free, so one process
-//   cannot fill the table.
+// - Besides, a process may own at most AI_PERPROC live requests (queued,
+//   running, or finished and not yet waited for) for one tenant: the next
+//   submit for that tenant gets AIE_WOULDBLOCK even if slots are free. A
+//   request's tenant is its submitter's pid unless it names one, so a
+//   process that names none cannot fill the table; the gateway, one
+//   process serving many HTTP users, names each user's tenant and may own
+//   AI_PERPROC requests per user, up to the table's AI_NSLOT, so that the
+//   policy sees every waiting request of every user (docs/AI_SERVICE.md,
+//   rule 6). A full table answers AIE_FULL to a submitter that owns
+//   requests (above), so the two refusals are told apart.
 // - "No worker": while no worker is registered, submit fails at once with
 //   AIE_NOWORKER, so a new request never waits for a worker that may not
 //   come (an image without models, or a daemon that cannot load). Requests
@@ -128,7 +134,13 @@
 #include "kernel/include/defs.h"
 #include "kernel/ai/ai_table.h"
 
-struct ai_table ai = { .lock = { 0, "ai", 0 }, .seq = 1, .reqid_max = AI_REQID_MAX };
+// At boot: fifo, the largest step, no prompt budget but the step's (ai_sched.c).
+struct ai_table ai = { .lock = { 0, "ai", 0 },
+  .seq = 1,
+  .reqid_max = AI_REQID_MAX,
+  .policy = &sched_fifo,
+  .chunk = AI_CHUNK_MAX,
+  .prefill = AI_CHUNK_MAX };
 
 // Boot, before any process: the boot argument ai.reqid_max=N (AI_NSLOT <
 // N <= AI_REQID_MAX) makes reqids wrap after N instead, so that tests can
@@ -142,9 +154,9 @@ ai_init(void)
     ai.reqid_max = max;
     printf("ai: reqids wrap after %d (ai.reqid_max)\n", ai.reqid_max);
   }
-  sched_init();
 }
 
+// Microseconds since boot.
 uint64
 now_us(void)
 {
@@ -154,6 +166,7 @@ now_us(void)
 // ---------------------------------------------------------------- the FIFO
 // It never overflows: every entry is a different slot.
 
+// Queues slot i at the FIFO's tail.
 static void
 fifo_push(int i)
 {
@@ -161,6 +174,7 @@ fifo_push(int i)
   ai.nqueued++;
 }
 
+// Queues slot i at the FIFO's head (it runs next under fifo).
 static void
 fifo_push_front(int i)
 {
@@ -179,15 +193,25 @@ fifo_pos(int i)
   return -1;
 }
 
+// Whether slot a runs before slot b under the policy in force: the lower
+// key (the policy's own rank, struct ai_policy), ties in submit order.
+int
+slot_first(struct ai_slot *a, struct ai_slot *b)
+{
+  int64 ka = ai.policy->key(a), kb = ai.policy->key(b);
+
+  return ka != kb ? ka < kb : a->seq < b->seq;
+}
+
 // Queued slot i's place in the policy's order (0 = next): how many queued
-// slots run before it (sched_first).
+// slots run before it (slot_first).
 static int
 queue_rank(int i)
 {
   int n = 0;
 
   for (int k = 0; k < ai.nqueued; k++)
-    n += sched_first(&ai.slot[fifo_at(k)], &ai.slot[i]);
+    n += slot_first(&ai.slot[fifo_at(k)], &ai.slot[i]);
   return n;
 }
 
@@ -291,14 +315,15 @@ slot_unused(void)
   return 0;
 }
 
-// Live requests (orphans not counted) that process pid owns.
+// Live requests (orphans not counted) that process pid owns: all of them
+// (tenant 0) or those for that tenant.
 int
-owned_count(int pid)
+owned_count(int pid, int tenant)
 {
   int n = 0;
 
   for (struct ai_slot *s = ai.slot; s < &ai.slot[AI_NSLOT]; s++)
-    if (s->state != AI_FREE && s->owner == pid)
+    if (s->state != AI_FREE && s->owner == pid && (tenant == 0 || s->opts.tenant == tenant))
       n++;
   return n;
 }
@@ -328,8 +353,9 @@ reqid_next(void)
 
 // ---------------------------------------------------------------- the caller's side
 
-// Checks request q of the calling process against the worker's model and
-// the per-process limit. Returns 0 or a negative code.
+// Checks request q of the calling process (its tenant set) against the
+// worker's model and the bound of live requests per process and tenant.
+// Returns 0 or a negative code.
 int
 submit_check(const struct submission *q)
 {
@@ -346,14 +372,13 @@ submit_check(const struct submission *q)
       return -AIE_TOKEN;
   if (q->count + q->predict > ai.seq_len)
     return -AIE_TOOLONG;
-  if (owned_count(myprocess()->pid) >= AI_PERPROC)
+  if (owned_count(myprocess()->pid, q->opts.tenant) >= AI_PERPROC)
     return -AIE_WOULDBLOCK;
   return 0;
 }
 
 // Free slot s takes request q of the calling process: QUEUED at the FIFO's
-// tail, with a new reqid, its tenant (the caller's pid unless q names
-// one), and the worker is woken. Returns the reqid.
+// tail, with a new reqid, and the worker is woken. Returns the reqid.
 int
 slot_queue(struct ai_slot *s, const struct submission *q)
 {
@@ -364,8 +389,6 @@ slot_queue(struct ai_slot *s, const struct submission *q)
   s->count = q->count;
   s->predict = q->predict;
   s->opts = q->opts;
-  if (s->opts.tenant == 0)
-    s->opts.tenant = s->owner;
   s->seq = ai.seq;
   s->submit_time = now_us();
   memmove(s->prompt, q->ids, q->count * sizeof(uint32));
@@ -404,6 +427,7 @@ slot_abandon(struct ai_slot *s)
   slot_free(s);
 }
 
+// to - from, or 0 while either time is unknown (0) or they are out of order.
 static uint64
 span(uint64 from, uint64 to)
 {
@@ -580,6 +604,7 @@ slot_logprob(struct ai_slot *s, const struct ai_logprob *r)
   return 0;
 }
 
+// Writes v in decimal at dst (no NUL); returns the digits written.
 static int
 put_uint(char *dst, uint32 v)
 {

@@ -71,7 +71,8 @@ struct ai_slot *slot_find(int reqid, int orphans_too);
 struct ai_slot *slot_owned(int reqid, int *err);
 struct ai_slot *slot_running(int reqid, int *err);
 struct ai_slot *slot_unused(void);
-int owned_count(int pid);
+int owned_count(int pid, int tenant);
+int slot_first(struct ai_slot *a, struct ai_slot *b);
 int fifo_oldest(void);
 int fifo_at(int k);
 int running_count(int pid);
@@ -122,8 +123,6 @@ extern const struct ai_policy sched_fifo, sched_priority, sched_shortest, sched_
 
 // ai_sched.c: what the policies share.
 int sched_least_queued(void);
-int sched_first(struct ai_slot *a, struct ai_slot *b);
 int sched_take(int places, int *paused);
-void sched_init(void);
 
 #endif

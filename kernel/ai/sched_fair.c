@@ -7,8 +7,9 @@
 //   A tenant that becomes backlogged starts at the least counter of the
 //   tenants backlogged already (0 if none): idle time earns no credit, and
 //   a newcomer is never behind the others by more than they are behind
-//   each other. A tenant with no request left is forgotten. The counters
-//   start afresh when the policy is chosen.
+//   each other. A tenant with no request left is idle: its counter is no
+//   floor for the others, and its entry is forgotten once a newcomer
+//   needs the room. The counters start afresh when the policy is chosen.
 // - key: the tenant's counter: the least served tenant's requests start
 //   first (pick; ties in submit order) and get the step's prefill
 //   positions first.
@@ -62,7 +63,9 @@ forget_idle(struct ai_slot *except)
   ntn = kept;
 }
 
-// The least counter of the tenants but id, 0 if none.
+// The least counter of the backlogged tenants but id, 0 if none. An idle
+// tenant's entry may stay until a newcomer needs its room, but its counter
+// is no floor: it would give a returning tenant credit for idle time.
 static uint64
 least_served(int id)
 {
@@ -70,7 +73,7 @@ least_served(int id)
   int any = 0;
 
   for (int i = 0; i < ntn; i++)
-    if (tn[i].id != id && (!any || tn[i].served < least)) {
+    if (tn[i].id != id && backlogged(tn[i].id, 0) && (!any || tn[i].served < least)) {
       least = tn[i].served;
       any = 1;
     }
@@ -104,6 +107,8 @@ places_of(int id)
   return n;
 }
 
+// arrive: a tenant that becomes backlogged with s starts no lower than
+// the least counter of the backlogged others.
 static void
 fair_arrive(struct ai_slot *s)
 {
@@ -115,30 +120,36 @@ fair_arrive(struct ai_slot *s)
     t->served = least;
 }
 
+// charge: s's tenant was served prompt positions and gen ids, weighted.
 static void
 fair_charge(struct ai_slot *s, int prompt, int gen)
 {
   tenant_of(s)->served += (uint64)prompt * AI_FAIR_WPROMPT + (uint64)gen * AI_FAIR_WGEN;
 }
 
+// reset: the policy was chosen: every counter starts afresh.
 static void
 fair_reset(void)
 {
   ntn = 0;
 }
 
+// pick: the least served tenant's queued request, ties in submit order.
 static int
 fair_pick(int places)
 {
   return sched_least_queued();
 }
 
+// key: s's tenant's counter.
 static int64
 fair_key(struct ai_slot *s)
 {
   return (int64)tenant_of(s)->served;
 }
 
+// yields: running r gives its place to waiting w of another tenant that
+// runs two places fewer and is not ahead, or is behind by the slack.
 static int
 fair_yields(struct ai_slot *r, struct ai_slot *w)
 {

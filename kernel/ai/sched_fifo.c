@@ -17,6 +17,8 @@
 #include "kernel/include/defs.h"
 #include "kernel/ai/ai_table.h"
 
+// pick: the oldest queued request whose owner runs fewer than half the
+// places, else the oldest (with no limit given, the oldest).
 static int
 fifo_pick(int places)
 {
@@ -32,12 +34,14 @@ fifo_pick(int places)
   return fifo_oldest();
 }
 
+// key: the start order.
 static int64
 fifo_key(struct ai_slot *s)
 {
   return (int64)s->started;
 }
 
+// yields: never.
 static int
 fifo_yields(struct ai_slot *r, struct ai_slot *w)
 {

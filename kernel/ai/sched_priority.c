@@ -23,22 +23,25 @@
 #include "kernel/include/defs.h"
 #include "kernel/ai/ai_table.h"
 
+// pick: the queued request with the least key, ties in submit order.
 static int
 priority_pick(int places)
 {
   return sched_least_queued();
 }
 
+// key: submit time - priority x AI_AGING_US.
 static int64
 priority_key(struct ai_slot *s)
 {
   return (int64)s->submit_time - (int64)s->opts.priority * AI_AGING_US;
 }
 
+// yields: to a waiting request that ranks first.
 static int
 priority_yields(struct ai_slot *r, struct ai_slot *w)
 {
-  return sched_first(w, r);
+  return slot_first(w, r);
 }
 
 const struct ai_policy sched_priority = {

@@ -49,22 +49,25 @@ bitlen(int n)
   return l;
 }
 
+// pick: the queued request with the least key, ties in submit order.
 static int
 shortest_pick(int places)
 {
   return sched_least_queued();
 }
 
+// key: submit time + AI_SHORT_US << the bit length of the remaining work.
 static int64
 shortest_key(struct ai_slot *s)
 {
   return (int64)s->submit_time + ((int64)AI_SHORT_US << bitlen(remaining(s)));
 }
 
+// yields: to a waiting request that ranks first.
 static int
 shortest_yields(struct ai_slot *r, struct ai_slot *w)
 {
-  return sched_first(w, r);
+  return slot_first(w, r);
 }
 
 const struct ai_policy sched_shortest = {

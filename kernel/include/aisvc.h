@@ -8,7 +8,7 @@
 #include "types.h"
 
 #define AI_NSLOT       16                    // request slots in the kernel's table
-#define AI_PERPROC     8                     // live requests one process may own (< AI_NSLOT)
+#define AI_PERPROC     8                     // live requests one process may own per tenant
 #define AI_MAX_PROMPT  255                   // most prompt ids per request
 #define AI_MAX_PREDICT 255                   // most generated ids per request
 #define AI_MAX_STOP    4                     // stop ids per request (struct ai_opts)
@@ -56,8 +56,8 @@
 #define AIE_TOOSMALL 107 // out_cap below result_len; the result is kept
 #define AIE_NOWORKER 108 // no AI worker (no model on this system)
 #define AIE_INTR     109 // interrupted: the caller was killed
-// AIE_WOULDBLOCK: the caller owns AI_PERPROC requests, or owns some and the
-// table is full: wait for one first.
+// AIE_WOULDBLOCK: the caller owns AI_PERPROC live requests for the request's
+// tenant (its own pid's unless it names one): wait for one of them first.
 #define AIE_WOULDBLOCK 110
 #define AIE_WORKERDIED 111 // the worker died while running the request
 #define AIE_RUNTIME    112 // the model runtime refused or failed the request
@@ -71,6 +71,7 @@
 #define AIE_POLICY   119 // no scheduling policy of that name (ai_sched)
 #define AIE_PRIORITY 120 // priority out of range (struct ai_opts: 0..AI_PRIO_MAX)
 #define AIE_CHUNK    121 // step or prompt budget out of range (ai_sched: 1..AI_CHUNK_MAX)
+#define AIE_FULL     122 // the table is full and the caller owns requests: wait for one first
 
 // Progress and timing of one request (ai_query). Times are microseconds
 // since boot, 0 while the event has not happened; the *_us spans are
@@ -244,7 +245,8 @@ ai_strerror(int err)
     [AIE_TOOSMALL - 100] "output buffer too small (result kept)",
     [AIE_NOWORKER - 100] "no AI worker (no model installed)",
     [AIE_INTR - 100] "interrupted (killed)",
-    [AIE_WOULDBLOCK - 100] "would block: wait for one of this process's requests first",
+    [AIE_WOULDBLOCK - 100] "would block: this tenant's " AI_STR(
+        AI_PERPROC) " requests are live; wait for one first",
     [AIE_WORKERDIED - 100] "the AI worker died while running the request",
     [AIE_RUNTIME - 100] "the model runtime failed the request",
     [AIE_NOTWORKER - 100] "not the registered AI worker",
@@ -255,6 +257,7 @@ ai_strerror(int err)
     [AIE_POLICY - 100] "no such scheduling policy (fifo, priority, shortest, fair)",
     [AIE_PRIORITY - 100] "priority out of range (0.." AI_STR(AI_PRIO_MAX) ")",
     [AIE_CHUNK - 100] "step or prompt budget out of range (1.." AI_STR(AI_CHUNK_MAX) " positions)",
+    [AIE_FULL - 100] "the table is full: wait for one of this process's requests first",
   };
   if (err < 0)
     err = -err;

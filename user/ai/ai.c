@@ -261,7 +261,7 @@ print_info(void)
   printf("worker pid %d%s, vocab %d, runtime_seq_len %d, %d completed\n", in.worker_pid,
       in.worker_seen ? "" : " (none since boot)", in.vocab, in.seq_len, in.completed);
   printf("slots %d/%d used: %d queued, %d running (%d orphaned), %d done, %d failed; "
-         "at most %d per process\n",
+         "at most %d per process and tenant\n",
       in.used, in.nslot, in.queued, in.running, in.orphans, in.done, in.failed, in.perproc);
   printf("%d pauses by the scheduling policy since boot\n", in.pauses);
 }

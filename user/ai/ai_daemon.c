@@ -205,6 +205,16 @@ window_blocks(const struct llm_runtime *rt)
   return (rt->cfg.runtime_seq_len + LLM_KV_BLOCK - 1) / LLM_KV_BLOCK;
 }
 
+// Requests the daemon may hold, running or paused: a cache each, and no
+// more than the pool has full windows for, so that every held request can
+// grow to its window (what ai_plan's caches says to the kernel).
+static int
+holdable(const struct llm_session *s, const struct llm_runtime *rt)
+{
+  int windows = s->pool.nblocks / window_blocks(rt);
+  return s->ncache < windows ? s->ncache : windows;
+}
+
 // Tell the kernel the KV pool's counters and, for a request u (or 0),
 // how much of its prompt came from the pool (ai_query, ai_table and
 // ai top show them).
@@ -285,15 +295,15 @@ next_request(struct ai_job *job)
   return ai_next(job);
 }
 
-// Take requests while a cache is free: sleep for one if none is held,
-// never block otherwise. Exits when this process is no longer the worker.
-// Then, if every cache is held and at least B requests, one spare cache
-// for a request that preempts (design comment).
+// Take requests while one more may be held (holdable): sleep for one if
+// none is held, never block otherwise. Exits when this process is no
+// longer the worker. Then, if every cache is held and at least B
+// requests, one spare cache for a request that preempts (design comment).
 static void
 admit_all(struct llm_runtime *rt, struct llm_session *s)
 {
   static struct ai_job job;
-  while (nrun < s->ncache) {
+  while (nrun < holdable(s, rt)) {
     int r = next_request(&job);
     if (r == -AIE_NOTWORKER) {
       fprintf(2, "ai_daemon: no longer the worker; exiting\n");
@@ -363,12 +373,12 @@ report(struct running *u)
 // and returns how many of them run this step; the step's budget goes to
 // s. If the kernel refuses the plan, the first B held run, oldest first.
 static int
-plan(struct llm_session *s)
+plan(const struct llm_runtime *rt, struct llm_session *s)
 {
   static struct ai_plan p;
   static struct running was[LLM_MAXKV];
   p.places = places;
-  p.caches = s->ncache;
+  p.caches = holdable(s, rt);
   p.n = nrun;
   for (int i = 0; i < nrun; i++) {
     p.e[i].reqid = run[i].reqid;
@@ -395,7 +405,7 @@ static void
 step(const struct llm_model *md, struct llm_runtime *rt, struct llm_session *s)
 {
   struct llm_req *rq[LLM_MAXKV];
-  int n = plan(s);
+  int n = plan(rt, s);
   for (int i = 0; i < nrun; i++) {
     run[i].r.sampler = &run[i].g; // run[] moves: point at its place now
     rq[i] = &run[i].r;
@@ -486,9 +496,8 @@ main(int argc, char **argv)
         2, "ai_daemon: memory for %d of %d KV caches: serving %d at once\n", places, batch, places);
   if (llm_session_pool(&s, &rt, kv_blocks, reuse, 0) < 0)
     idle(ready_fd);
-  int window = window_blocks(&rt);
-  if (places > s.pool.nblocks / window) {
-    places = s.pool.nblocks / window;
+  if (places > holdable(&s, &rt)) {
+    places = holdable(&s, &rt);
     fprintf(
         2, "ai_daemon: the kv pool holds %d full windows: serving %d at once\n", places, places);
   }

@@ -10,8 +10,11 @@
 // sends its ids in T frames as the worker produces them (each id's
 // log-probability record first, in an L frame, if asked), and
 // ends it with one E frame (timings from ai_query, then ai_wait frees the
-// kernel's slot) or one X frame. At most AI_PERPROC requests are live, as
-// many as the kernel lets one process own, so the worker batches them.
+// kernel's slot) or one X frame. At most GW_LIVE_MAX (the kernel's table)
+// requests are live; each carries its HTTP user's tenant, and the kernel
+// lets one process own AI_PERPROC live requests per tenant
+// (docs/AI_SERVICE.md rule 6), so the policy sees every user's requests
+// and the worker batches them.
 //
 // Every frame line is written whole under out_lock (one write per line),
 // so the threads' frames never interleave. The gateway's own requests,
@@ -19,20 +22,21 @@
 // requests, is what send_kernel_table sends for V): a rid is live from its
 // S until its thread has collected it (then C for it is refused with
 // GW_NOT_LIVE), and a cancel and that collection never race (the thread
-// checks the cancelled flag under the lock).
+// checks the cancelled flag under the lock). No call that may block is
+// made under held_lock, which the main thread takes for every frame.
 //
 // Anything the host sends is checked at one place, handle_line and the
 // parsers it calls: a frame that is not exactly right is answered with X
 // (a GW_* code of gateway.h or the kernel's AIE_* code) and skipped; the
-// gateway goes on. It holds no AI worker right (init drops it).
+// gateway goes on. A refused S frame's X names its rid whenever the rid
+// can be read, so the host fails that request at once. It holds no AI
+// worker right (init drops it).
 
 #include "user/lib/user.h"
 #include "kernel/include/fcntl.h"
 #include "kernel/include/aisvc.h"
 #include "user/ai/gateway.h"
 
-// an S frame at most, plus one
-#define MAX_WORDS    (12 + AI_MAX_STOP + 2 * AI_MAX_BIAS + AI_MAX_PROMPT + 1)
 #define FRAME_ID_LEN 11 // " 4294967295": a space and an id
 
 // One request the gateway holds (or a free entry).
@@ -47,9 +51,9 @@ struct live {
 };
 
 static int port;
-static struct mutex out_lock;        // one frame line at a time on the port
-static struct mutex held_lock;       // held[]
-static struct live held[AI_PERPROC]; // the gateway's own requests, by entry
+static struct mutex out_lock;         // one frame line at a time on the port
+static struct mutex held_lock;        // held[]
+static struct live held[GW_LIVE_MAX]; // the gateway's own requests, by entry
 
 // Writes one frame line (without its newline) to the port, whole.
 static void
@@ -104,7 +108,7 @@ send_logprob(int rid, const struct ai_logprob *r)
 static void
 send_logprobs(struct live *l, int from, int k)
 {
-  static struct ai_logprob lp[AI_PERPROC][AI_MAX_PREDICT]; // one row per entry of held[]
+  static struct ai_logprob lp[GW_LIVE_MAX][AI_MAX_PREDICT]; // one row per entry of held[]
   struct ai_logprob *rec = lp[l - held];
   int n = 0, got;
 
@@ -138,6 +142,25 @@ send_end(struct live *l, const char *finish, int gen, struct ai_status *st)
   send_line(line);
 }
 
+// Collects request l once its stream returned k <= 0 (0: done, every id
+// read): with held_lock held, so it never blocks: ai_wait (which frees
+// the kernel's slot) only once ai_query says the request ended; one whose
+// stream failed while it runs (k a code of the call, as out of memory) is
+// cancelled. Returns 0 with its status in *st, or the code for its X.
+static int
+collect_end(struct live *l, int k, struct ai_status *st)
+{
+  char text[AI_RESULT_MAX + 1];
+
+  memset(st, 0, sizeof(*st));
+  if (ai_query(l->reqid, st) < 0 || (st->state != AI_DONE && st->state != AI_FAILED)) {
+    ai_cancel(l->reqid);
+    return k < 0 ? -k : AIE_NOREQ;
+  }
+  int r = ai_wait(l->reqid, text, sizeof(text));
+  return r < 0 ? -r : 0;
+}
+
 // Follows request l (a thread of its own): its ids in T frames as they
 // come, then its end. The entry becomes ENDED before the last frame goes
 // out, so the host may reuse the rid as soon as it reads that frame; the
@@ -148,9 +171,8 @@ stream(void *arg)
   struct live *l = arg;
   uint32 ids[AI_MAX_PREDICT], last = 0;
   char line[16 + AI_MAX_PREDICT * FRAME_ID_LEN];
-  char text[AI_RESULT_MAX + 1];
   struct ai_status st;
-  int from = 0, k, r = 0;
+  int from = 0, k, code = 0;
 
   while ((k = ai_stream(l->reqid, ids, from, AI_MAX_PREDICT)) > 0) {
     send_logprobs(l, from, k);
@@ -162,19 +184,16 @@ stream(void *arg)
   }
   mutex_lock(&held_lock);
   int cancelled = l->cancelled;
-  if (cancelled) {
+  if (cancelled)
     st = l->at_cancel; // ai_cancel freed the kernel's slot
-  } else {
-    memset(&st, 0, sizeof(st));
-    ai_query(l->reqid, &st);
-    r = ai_wait(l->reqid, text, sizeof(text)); // collects it: frees the kernel's slot
-  }
+  else
+    code = collect_end(l, k, &st);
   l->state = ENDED;
   mutex_unlock(&held_lock);
   if (cancelled)
     send_end(l, "cancel", from, &st);
-  else if (k < 0 || r < 0)
-    send_error(l->rid, k < 0 ? -k : -r, ai_strerror(k < 0 ? k : r));
+  else if (code)
+    send_error(l->rid, code, ai_strerror(code));
   else
     send_end(l, finish_word(l, last, from), from, &st);
   return 0;
@@ -226,7 +245,7 @@ parse_adjust(char **w, int n, int i, struct ai_opts *o)
 {
   uint64 x;
 
-  if (i + 4 > n || parse_signed(w[i], 0x7fffffff, &o->presence_micro) < 0 ||
+  if (i + GW_S_ADJUST > n || parse_signed(w[i], 0x7fffffff, &o->presence_micro) < 0 ||
       parse_signed(w[i + 1], 0x7fffffff, &o->frequency_micro) < 0 ||
       parse_num(w[i + 2], 0x7fffffff, &x) < 0)
     return -1;
@@ -234,7 +253,7 @@ parse_adjust(char **w, int n, int i, struct ai_opts *o)
   if (parse_num(w[i + 3], AI_MAX_BIAS, &x) < 0)
     return -1;
   o->nbias = x;
-  i += 4;
+  i += GW_S_ADJUST;
   for (int b = 0; b < o->nbias; b++, i += 2) {
     uint64 id;
     if (i + 2 > n || parse_num(w[i], 0xffffffff, &id) < 0 ||
@@ -252,20 +271,18 @@ struct submit {
   uint32 prompt[AI_MAX_PROMPT];
 };
 
-// Parses the S frame's words w[0..n) (w[0] is "S") into s. Returns 0, or
-// an error code with *why set (s->rid is then the rid, or 0 if it could
+// The S frame's numbers before nstop, w[1..GW_S_HEAD): rid predict
+// temp_micro top_k top_p_micro seed tenant priority, into s. Returns 0, or
+// GW_MALFORMED with *why set (s->rid is then the rid, or 0 if it could
 // not be read).
 static int
-parse_submit(char **w, int n, struct submit *s, const char **why)
+parse_head(char **w, int n, struct submit *s, const char **why)
 {
-  uint64 v[8], x;
-  int i;
+  static const uint64 max[GW_S_HEAD - 1] = { GW_RID_MAX, 0x7fffffff, 0xffffffff, 0xffffffff,
+    0xffffffff, 0xffffffffffffffffULL, 0x7fffffff, 0x7fffffff };
+  uint64 v[GW_S_HEAD - 1];
 
-  memset(s, 0, sizeof(*s));
-  // rid predict temp_micro top_k top_p_micro seed tenant priority
-  static const uint64 max[8] = { GW_RID_MAX, 0x7fffffff, 0xffffffff, 0xffffffff, 0xffffffff,
-    0xffffffffffffffffULL, 0x7fffffff, 0x7fffffff };
-  for (i = 0; i < 8; i++) {
+  for (int i = 0; i < GW_S_HEAD - 1; i++) {
     if (1 + i >= n || parse_num(w[1 + i], max[i], &v[i]) < 0 || (i == 0 && v[0] == 0)) {
       *why = i == 0 ? "malformed: no rid (1.." GW_STR(GW_RID_MAX) ")"
                     : "malformed: a field is not a number in range";
@@ -281,23 +298,35 @@ parse_submit(char **w, int n, struct submit *s, const char **why)
   s->opts.seed = v[5];
   s->opts.tenant = v[6];   // 0: the gateway's pid (the kernel's default)
   s->opts.priority = v[7]; // the kernel checks the range (AIE_PRIORITY)
-  if (9 >= n || parse_num(w[9], AI_MAX_STOP, &x) < 0) {
-    *why = "malformed: nstop is not 0.." AI_STR(AI_MAX_STOP);
-    return GW_MALFORMED;
+  return 0;
+}
+
+// The S frame's nstop and stop ids, from w[GW_S_HEAD] on, into o.
+// Returns the index after them, or -1 if they are malformed.
+static int
+parse_stops(char **w, int n, struct ai_opts *o)
+{
+  int i = GW_S_HEAD;
+  uint64 x;
+
+  if (i >= n || parse_num(w[i], AI_MAX_STOP, &x) < 0)
+    return -1;
+  o->nstop = x;
+  for (int k = 0; k < o->nstop; k++) {
+    if (++i >= n || parse_num(w[i], 0xffffffff, &x) < 0)
+      return -1;
+    o->stop[k] = x;
   }
-  s->opts.nstop = x;
-  for (i = 0; i < s->opts.nstop; i++) {
-    if (10 + i >= n || parse_num(w[10 + i], 0xffffffff, &x) < 0) {
-      *why = "malformed: a stop id is missing or not a number";
-      return GW_MALFORMED;
-    }
-    s->opts.stop[i] = x;
-  }
-  i = parse_adjust(w, n, 10 + s->opts.nstop, &s->opts);
-  if (i < 0) {
-    *why = "malformed: presence frequency logprobs nbias (id bias)... after the stop ids";
-    return GW_MALFORMED;
-  }
+  return i + 1;
+}
+
+// The S frame's last words, nprompt and the prompt ids from w[i] on, into
+// s. Returns 0, or an error code with *why set.
+static int
+parse_prompt(char **w, int n, int i, struct submit *s, const char **why)
+{
+  uint64 x;
+
   if (i >= n || parse_num(w[i], 0xffffffff, &x) < 0) {
     *why = "malformed: nprompt is missing or not a number";
     return GW_MALFORMED;
@@ -321,6 +350,28 @@ parse_submit(char **w, int n, struct submit *s, const char **why)
   return 0;
 }
 
+// Parses the S frame's words w[0..n) (w[0] is "S"; gateway.h gives their
+// order) into s. Returns 0, or an error code with *why set (s->rid is
+// then the rid, or 0 if it could not be read).
+static int
+parse_submit(char **w, int n, struct submit *s, const char **why)
+{
+  int i, code;
+
+  memset(s, 0, sizeof(*s));
+  if ((code = parse_head(w, n, s, why)) != 0)
+    return code;
+  if ((i = parse_stops(w, n, &s->opts)) < 0) {
+    *why = "malformed: nstop is not 0.." AI_STR(AI_MAX_STOP) ", or a stop id is not a number";
+    return GW_MALFORMED;
+  }
+  if ((i = parse_adjust(w, n, i, &s->opts)) < 0) {
+    *why = "malformed: presence frequency logprobs nbias (id bias)... after the stop ids";
+    return GW_MALFORMED;
+  }
+  return parse_prompt(w, n, i, s, why);
+}
+
 // Joins the thread of an ENDED entry (it has sent its last frame or is
 // about to), making the entry FREE. Only the main thread calls it, with
 // no lock held: no other thread changes an ENDED entry.
@@ -335,7 +386,7 @@ reap(struct live *l)
 static struct live *
 find_live(int rid)
 {
-  for (int i = 0; i < AI_PERPROC; i++)
+  for (int i = 0; i < GW_LIVE_MAX; i++)
     if (held[i].state == LIVE && held[i].rid == rid)
       return &held[i];
   return 0;
@@ -346,7 +397,7 @@ find_live(int rid)
 // them all in its queue when it next takes a batch, rather than starting
 // one request's step while the others are still being read. Only the main
 // thread touches them.
-static struct submit pending[AI_PERPROC];
+static struct submit pending[GW_LIVE_MAX];
 static int npending;
 
 // Submits one parsed request and starts its thread; X for a rid that is
@@ -358,15 +409,16 @@ submit_one(struct submit *s)
   int code, live = 0;
 
   mutex_lock(&held_lock);
-  for (int i = 0; i < AI_PERPROC; i++) {
+  for (int i = 0; i < GW_LIVE_MAX; i++) {
     live += held[i].state == LIVE;
     if (held[i].state != LIVE && (!l || l->state != FREE))
       l = &held[i];
   }
-  code = find_live(s->rid) ? GW_RID_LIVE : live >= AI_PERPROC ? GW_FULL : 0;
+  code = find_live(s->rid) ? GW_RID_LIVE : live >= GW_LIVE_MAX ? GW_FULL : 0;
   mutex_unlock(&held_lock);
   if (code) {
-    send_error(s->rid, code, code == GW_RID_LIVE ? "rid is already live" : "window full");
+    send_error(s->rid, code,
+        code == GW_RID_LIVE ? "rid is already live" : "all " GW_STR(GW_LIVE_MAX) " are live");
     return;
   }
   if (l->state == ENDED)
@@ -410,7 +462,7 @@ do_submit(char **w, int n)
   const char *why;
   int code;
 
-  if (npending == AI_PERPROC)
+  if (npending == GW_LIVE_MAX)
     submit_pending();
   struct submit *s = &pending[npending];
   if ((code = parse_submit(w, n, s, &why)) != 0) {
@@ -445,8 +497,10 @@ do_cancel(char **w, int n)
     send_error(rid, GW_NOT_LIVE, "rid is not live");
 }
 
-// R: the gateway is ready; the model's limits and the window, and the
-// nonce of the hello it answers (none when it says so by itself at start).
+// R: the gateway is ready; the model's limits, the window (the live
+// requests it holds per tenant: the kernel's AI_PERPROC; GW_LIVE_MAX in
+// all), and the nonce of the hello it answers (none when it says so by
+// itself at start).
 static void
 send_ready(const char *nonce)
 {
@@ -503,7 +557,7 @@ rid_of_reqid(int reqid)
   int rid = 0;
 
   mutex_lock(&held_lock);
-  for (int i = 0; i < AI_PERPROC && reqid != 0; i++)
+  for (int i = 0; i < GW_LIVE_MAX && reqid != 0; i++)
     if (held[i].state != FREE && held[i].reqid == reqid)
       rid = held[i].rid;
   mutex_unlock(&held_lock);
@@ -540,18 +594,39 @@ send_kernel_table(void)
   send_line(line);
 }
 
+// The rid of line when it is an S frame whose rid can be read ("S rid"
+// and a space or the end, rid 1..GW_RID_MAX), else 0: what a refusal of
+// the whole line names, so that the host fails that request at once.
+static int
+frame_rid(const char *line)
+{
+  char word[12];
+  uint64 rid;
+  int k = 0;
+
+  if (line[0] != 'S' || line[1] != ' ')
+    return 0;
+  for (line += 2; *line && *line != ' ' && k < (int)sizeof(word) - 1; line++)
+    word[k++] = *line;
+  word[k] = 0;
+  if ((*line && *line != ' ') || parse_num(word, GW_RID_MAX, &rid) < 0)
+    return 0;
+  return rid;
+}
+
 // Handles one frame line (no newline, NUL-terminated, only printable
-// ASCII checked by the caller).
+// ASCII checked by the caller). No frame has more words than the longest
+// S frame (GW_S_WORDS_MAX).
 static void
 handle_line(char *line)
 {
-  static char *w[MAX_WORDS];
-  int n = 0;
+  static char *w[GW_S_WORDS_MAX];
+  int n = 0, rid = frame_rid(line);
   char *p = line;
 
   for (;;) { // words separated by exactly one space
-    if (n == MAX_WORDS || *p == 0 || *p == ' ') {
-      send_error(0, GW_MALFORMED, "malformed: empty word or too many words");
+    if (n == GW_S_WORDS_MAX || *p == 0 || *p == ' ') {
+      send_error(rid, GW_MALFORMED, "malformed: empty word or too many words");
       return;
     }
     w[n++] = p;
@@ -578,6 +653,10 @@ handle_line(char *line)
     send_error(0, GW_MALFORMED, "malformed: unknown frame");
 }
 
+// Opens /port, says R, then reads the host's bytes for ever: each line a
+// frame for handle_line (one too long, or with a byte that is not
+// printable ASCII, refused whole), and the S frames of each read
+// submitted together after it. Exits if the port fails.
 int
 main(int argc, char *argv[])
 {
@@ -604,9 +683,10 @@ main(int argc, char *argv[])
       if (c == '\n') {
         buf[len] = 0;
         if (skipping)
-          send_error(0, GW_MALFORMED, "malformed: line longer than " GW_STR(GW_LINE_MAX) " bytes");
+          send_error(frame_rid(buf), GW_MALFORMED,
+              "malformed: line longer than " GW_STR(GW_LINE_MAX) " bytes");
         else if (bad)
-          send_error(0, GW_MALFORMED, "malformed: a byte that is not printable ASCII");
+          send_error(frame_rid(buf), GW_MALFORMED, "malformed: a byte that is not printable ASCII");
         else
           handle_line(buf);
         len = skipping = bad = 0;

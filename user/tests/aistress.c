@@ -91,7 +91,9 @@ worker_proc(int proc, int nreq, int seed, int maxprompt, int maxpredict, int voc
   }
   for (int k = 0; k < nreq; k++) {
     struct req *r = &reqs[k];
-    while ((r->reqid = ai_submit_opts(r->ids, r->count, r->predict, &r->opts)) == -AIE_WOULDBLOCK &&
+    while (
+        ((r->reqid = ai_submit_opts(r->ids, r->count, r->predict, &r->opts)) == -AIE_WOULDBLOCK ||
+            r->reqid == -AIE_FULL) &&
         nout > 0)
       finish_one(fd, proc, outq, &nout);
     if (r->reqid > 0)
