@@ -88,7 +88,7 @@ def test_random_bytes_and_long_lines_from_the_guest_are_dropped() -> None:
         fake = JunkGateway(window=2, script=[7042, 30], delay=0.01)
         gw, run, _ = await connect(fake, queue_max=4)
         for _ in range(3):
-            evs = await drain(await gw.submit([1], 2, frames.Options(), []))
+            evs = await drain(await gw.admit(frames.request([1], 2, frames.Options(), [])))
             assert [e.ids for e in evs[:-1]] == [(7042,), (30,)]
             assert isinstance(evs[-1], frames.End) and evs[-1].finish == "length"
         assert gw.live == 0 and gw.window == 2 and gw.down is None
@@ -115,16 +115,16 @@ def test_a_lost_end_frame_ends_its_request_and_a_bad_id_fails_its_own() -> None:
     async def main() -> None:
         fake = LosingGateway(window=1, script=[5], delay=0.01)
         gw, run, _ = await connect(fake, queue_max=4, lost_after=0.5)
-        lost = await gw.submit([1], 3, frames.Options(), [])
+        lost = await gw.admit(frames.request([1], 3, frames.Options(), []))
         with pytest.raises(GuestDown, match="sent nothing"):
             await asyncio.wait_for(drain(lost), 5)
         await asyncio.sleep(0.1)
         assert "C 1" in fake.seen  # the guest is told too
-        bad = await gw.submit([1], 3, frames.Options(), [])  # its window place came back
+        bad = await gw.admit(frames.request([1], 3, frames.Options(), []))  # its place came back
         with pytest.raises(RequestFailed, match="vocabulary"):
             await asyncio.wait_for(drain(bad), 5)
         bad.cancel()
-        good = await asyncio.wait_for(gw.submit([1], 2, frames.Options(), []), 5)
+        good = await asyncio.wait_for(gw.admit(frames.request([1], 2, frames.Options(), [])), 5)
         evs = await drain(good)
         assert isinstance(evs[-1], frames.End) and gw.live == 0
         run.cancel()

@@ -11,9 +11,9 @@ worker batched. The ``aisvc_kv_*`` gauges are the worker's KV cache from the
 same frame (docs/KVCACHE.md): its pool's blocks by state, its evictions and
 its hit ratio (prompt positions taken from the cache of all it looked up,
 since the worker started); ``aisvc_prompt_tokens_cached`` counts this
-server's requests' cached prompt ids (the E frames).
-worker batched. ``aisvc_tenant_*`` split the TTFT and the ids served by the
-request's ``user`` (the kernel's tenant: docs/SCHEDULING.md).
+server's requests' cached prompt ids (the E frames). ``aisvc_tenant_*``
+split the TTFT and the ids served by the request's ``user`` (the kernel's
+tenant: docs/SCHEDULING.md).
 """
 
 from __future__ import annotations

@@ -159,7 +159,7 @@ class DetokenizeRequest(_Body):
 
 
 class BurstRequest(_Body):
-    n: int = Field(8, ge=1, le=MAX_BURST, description="requests fired at once")
+    n: int = Field(MAX_BURST, ge=1, le=MAX_BURST, description="requests fired at once")
     prompt: Text = "Once upon a time"
     max_tokens: int = Field(16, ge=1, le=MAX_PREDICT)
 

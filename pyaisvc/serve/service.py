@@ -57,8 +57,7 @@ class Backend(Protocol):
 
     async def table(self) -> frames.Table: ...
 
-    async def submit(self, prompt: list[int], predict: int, opts: frames.Options,
-                     stops: list[int]) -> Submitted: ...
+    async def enqueue(self, request: frames.Request) -> Submitted: ...
 
 
 @dataclass(frozen=True)
