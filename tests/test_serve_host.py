@@ -452,6 +452,43 @@ def test_bad_requests_are_400s_naming_the_field() -> None:
     api_test(PARIS, window=4, queue_max=4, body=body)
 
 
+def test_numbers_and_maps_beyond_any_field_are_400s_in_openais_shape() -> None:
+    """Integers wider than 64 bits anywhere in the body (beyond Python's 4,300-digit limit
+    too), a logit_bias key of 5,000 digits, and maps beyond their sizes: 400 in OpenAI's
+    error shape, each message short, nothing sent to the guest; then the server serves."""
+    big = "9" * 5000
+    many = ", ".join(f'"{i}": 1' for i in range(10000))
+    head = '{"model": "smol", "prompt": '
+    cases = [
+        (head + '"x", "logit_bias": {"' + big + '": 1}}', "logit_bias"),
+        (head + '"x", "logit_bias": {"' + big + '": 500}}', "logit_bias"),
+        (head + '"x", "max_tokens": ' + big + "}", None),
+        (head + '"x", "seed": ' + "1" * 21 + "}", None),
+        (head + "[" + big + "]}", None),
+        (head + '"x", "temperature": -' + big + "}", None),
+        (head + '"x", "logit_bias": {' + many + "}}", "logit_bias"),
+    ]
+    chat = {"model": "smol", "messages": [{"role": "user", "content": "hi"}],
+            "metadata": {str(i): "v" for i in range(17)}}
+
+    async def body(client, engine, fake):
+        for text, param in cases:
+            r = await client.post("/v1/completions", content=text,
+                                  headers={"content-type": "application/json"})
+            assert r.status_code == 400, (text[:80], r.text[:200])
+            err = r.json()["error"]
+            assert err["param"] == param and len(err["message"]) < 200, err
+        r = await client.post("/v1/chat/completions", json=chat)
+        assert r.status_code == 400 and r.json()["error"]["param"] == "metadata", r.text
+        assert not any(s.startswith("S") for s in fake.seen)
+        r = await client.post("/v1/completions", json={
+            "model": "smol", "prompt": "x", "max_tokens": 2, "seed": 2**64 - 1,
+            "logit_bias": {"49151": 1}})
+        assert r.status_code == 200, r.text
+
+    api_test(PARIS, window=4, queue_max=4, body=body)
+
+
 def test_a_full_queue_is_429_with_retry_after() -> None:
     async def body(client, engine, fake):
         fake.delay = 0.05

@@ -43,6 +43,7 @@ DEFAULT_TOP_K = 40
 MICRO = 1_000_000  # 1.0 in struct ai_opts' millionths (AI_MICRO)
 STREAMS_MAX = 32  # clients of the table's stream at once
 TENANT_BASE = 100_000  # the first user's tenant id (Service.tenant)
+KEY_SHOWN = 24  # characters of a refused logit_bias key that its message shows
 
 
 class Backend(Protocol):
@@ -216,15 +217,15 @@ def options(req: CompletionRequest | ChatRequest, vocab: int) -> frames.Options:
 
 
 def logit_bias(req: Sampling, vocab: int) -> tuple[tuple[int, int], ...]:
-    """The request's logit_bias as (id, millionths) pairs, ids ascending; ApiError naming
-    the field for a key that is not a token id below vocab, or more than the kernel takes."""
+    """The request's logit_bias (at most MAX_BIAS keys: the schema's) as (id, millionths)
+    pairs, ids ascending; ApiError naming the field for a key that is not a token id below
+    vocab (its length checked before it is read as a number)."""
     pairs = []
     for key, bias in (req.logit_bias or {}).items():
-        if not (key.isascii() and key.isdigit()) or int(key) >= vocab:
-            raise errors.bad_field(f"logit_bias: key {key!r} is not a token id below the "
+        if not (key.isascii() and key.isdigit() and len(key) <= len(str(vocab))) or \
+                int(key) >= vocab:
+            shown = key if len(key) <= KEY_SHOWN else f"{key[:KEY_SHOWN]}... ({len(key)} chars)"
+            raise errors.bad_field(f"logit_bias: key {shown!r} is not a token id below the "
                                    f"vocabulary size {vocab}", "logit_bias")
         pairs.append((int(key), round(bias * MICRO)))
-    if len(pairs) > frames.MAX_BIAS:
-        raise errors.bad_field(f"logit_bias: {len(pairs)} ids; this server takes at most "
-                               f"{frames.MAX_BIAS}", "logit_bias")
     return tuple(sorted(pairs))
