@@ -91,6 +91,15 @@ class Metrics:
         self.kv_evictions.set(info.kv_evictions)
         self.kv_hit_ratio.set(info.kv_hits / info.kv_prompt if info.kv_prompt else 0.0)
 
+    def forget_tenant(self, user: str) -> None:
+        """Drops user's aisvc_tenant_* series (its tenant went to another user)."""
+        for metric, labels in ((self.tenant_ttft, (user,)), (self.tenant_tokens, (user, "prompt")),
+                               (self.tenant_tokens, (user, "generated"))):
+            try:
+                metric.remove(*labels)
+            except KeyError:
+                pass  # no request of user got that far
+
     def tenant_served(self) -> dict[str, dict[str, int]]:
         """The ids served so far by tenant (aisvc_tenant_tokens): {user: {"prompt": n,
         "generated": m}}, "-" for the requests without a user."""

@@ -37,12 +37,12 @@ from pyaisvc.serve.gateway import Submitted
 from pyaisvc.serve.live import TableFeed, TableView
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.serve.schemas import ChatRequest, CompletionRequest, Sampling
+from pyaisvc.serve.tenants import NO_USER, TENANTS_MAX, Tenants
 
 DEFAULT_COMPLETION_TOKENS = 16  # OpenAI's default max_tokens for /v1/completions
 DEFAULT_TOP_K = 40
 MICRO = 1_000_000  # 1.0 in struct ai_opts' millionths (AI_MICRO)
 STREAMS_MAX = 32  # clients of the table's stream at once
-TENANT_BASE = 100_000  # the first user's tenant id (Service.tenant)
 KEY_SHOWN = 24  # characters of a refused logit_bias key that its message shows
 
 
@@ -82,7 +82,7 @@ class Plan:
     include_usage: bool
     logprobs: int | None = None  # alternatives per token in the reply; None: no logprobs
     echo: str = ""  # completions' echo: the prompt's text, which the reply's text begins with
-    user: str = "-"  # the tenant's name in the metrics: the request's user, "-" without one
+    user: str = NO_USER  # the tenant's label in the metrics (tenants.Tenants.of)
 
 
 @dataclass
@@ -97,19 +97,13 @@ class Service:
     table_view: TableView = field(init=False)
     table_feed: TableFeed = field(init=False)  # one poller for every stream client
     burst_lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
-    tenants: dict[str, int] = field(init=False, default_factory=dict)  # user -> tenant id
+    tenants_max: int = TENANTS_MAX  # users with a tenant of their own at once
+    tenants: Tenants = field(init=False)  # user -> tenant id, bounded
 
     def __post_init__(self) -> None:
+        self.tenants = Tenants(self.tenants_max, forget=self.metrics.forget_tenant)
         self.table_view = TableView(self.engine, self.tenants, self.metrics.tenant_served)
         self.table_feed = TableFeed(self.table_view, self.streams_max)
-
-    def tenant(self, user: str | None) -> int:
-        """The kernel's tenant id for the request's user: TENANT_BASE + n for the n-th user
-        seen since the server started (above the guest's pids, which are its processes'
-        default tenants); 0 without a user (the gateway's pid: one tenant)."""
-        if not user:
-            return 0
-        return self.tenants.setdefault(user, TENANT_BASE + len(self.tenants))
 
     def plan(self, req: CompletionRequest | ChatRequest) -> Plan:
         """The checked request, ready for the guest; ApiError (400 naming the field, or 404
@@ -125,13 +119,13 @@ class Service:
         for i, s in enumerate(stops):
             unicode_text(s, f"stop.{i}")
         echo = isinstance(req, CompletionRequest) and req.echo
-        opts = replace(options(req, self.limits.vocab), tenant=self.tenant(req.user),
+        tenant, label = self.tenants.of(req.user)
+        opts = replace(options(req, self.limits.vocab), tenant=tenant,
                        priority=req.priority or 0)
         return Plan(endpoint, ids, predict, opts, stops, req.stream,
                     bool(req.stream_options and req.stream_options.include_usage),
                     fields.logprobs(req),
-                    self.tok.decode(ids, skip_special_tokens=True) if echo else "",
-                    req.user or "-")
+                    self.tok.decode(ids, skip_special_tokens=True) if echo else "", label)
 
     def prompt_ids(self, req: CompletionRequest | ChatRequest) -> list[int]:
         """The request's prompt as ids: the chat in the model's template, the text encoded,
