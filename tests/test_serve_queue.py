@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import pytest
-from test_serve_host import FakeGateway, connect, drain
+from test_serve_host import PARIS, SEQ, VOCAB, FakeEngine, FakeGateway, connect, drain
 
+from pyaisvc.model.tokenizer import load_tokenizer
 from pyaisvc.serve import frames
+from pyaisvc.serve.app import Limits, Service, create_app
 from pyaisvc.serve.hostqueue import Places, QueueFull
+from pyaisvc.serve.metrics import Metrics
 
 A, B, C = 100_000, 100_001, 100_002  # tenants as pyaisvc serve numbers its users
 
@@ -180,6 +184,28 @@ def test_a_not_now_refusal_sends_the_request_again(name) -> None:
         assert isinstance(evs[2], frames.End) and evs[2].finish == "length"
         assert len([s for s in fake.seen if s.startswith("S ")]) == 3
         assert gw.live == 0 and gw.places.live == 0
+        run.cancel()
+
+    asyncio.run(main())
+
+
+def test_a_frame_the_gateway_refuses_as_malformed_fails_its_request_at_once() -> None:
+    """The gateway answers an S frame it refuses with X rid 200 (protocol 5 names the rid
+    of every S frame it can read): the client gets 500 (the server built the frame
+    wrongly) at once, not a 503 or a hang, and the next request is served."""
+    async def main():
+        fake = RefusingGateway(frames.GW_MALFORMED, 1, window=8, script=PARIS, delay=0.01)
+        gw, run, _ = await connect(fake, queue_max=4)
+        service = Service("smol", FakeEngine(gw), load_tokenizer("smol"),
+                          Limits(VOCAB, SEQ, 255), Metrics())
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(service)),
+                                     base_url="http://localhost") as client:
+            req = {"model": "smol", "prompt": "x", "max_tokens": 2}
+            r = await asyncio.wait_for(client.post("/v1/completions", json=req), 10)
+            assert r.status_code == 500, r.text
+            assert r.json()["error"]["code"] == "frame_refused"
+            r = await asyncio.wait_for(client.post("/v1/completions", json=req), 10)
+            assert r.status_code == 200 and r.json()["choices"][0]["text"] == " Paris."
         run.cancel()
 
     asyncio.run(main())

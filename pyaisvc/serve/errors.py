@@ -154,6 +154,13 @@ def _shown(part: str) -> str:
     return part if len(part) <= LOC_SHOWN else f"{part[:LOC_SHOWN]}..."
 
 
+def frame_refused(why: object) -> ApiError:
+    """500: the gateway refused the S frame this server built (a bug of the server's)."""
+    return ApiError(500, f"the guest's gateway refused the frame this server built: {why}; "
+                    "this is a bug in pyaisvc serve: report it with the server's log", None,
+                    "server_error", "frame_refused")
+
+
 def validation_error(exc: RequestValidationError) -> ApiError:
     """The first problem pydantic found, as a 400 naming the field."""
     err = exc.errors()[0]

@@ -256,9 +256,13 @@ async def _stream(run: Run, shape: Shape, model: str) -> AsyncIterator[bytes]:
 
 def _failure(m: Metrics, endpoint: str, e: GuestDown | RequestFailed) -> ApiError:
     """The refusal for a request the guest failed after taking it, counted: 400 when the
-    kernel named the request itself as bad, else 503."""
+    kernel named the request itself as bad, 500 when the gateway refused the frame as
+    malformed (the server built it wrongly), else 503."""
     if isinstance(e, RequestFailed) and e.is_request_error:
         m.requests.labels(endpoint, "bad_request").inc()
         return errors.bad_field(str(e), None)
+    if isinstance(e, RequestFailed) and e.code == frames.GW_MALFORMED:
+        m.requests.labels(endpoint, "failed").inc()
+        return errors.frame_refused(e)
     m.requests.labels(endpoint, "guest_down" if isinstance(e, GuestDown) else "failed").inc()
     return errors.guest_failed(e)
