@@ -131,6 +131,7 @@ def header_deadline(seconds: float) -> type[H11Protocol]:
             self._timer = self.loop.call_later(seconds, self._expire, self.cycle)
 
         def _disarm(self) -> None:
+            """Cancels the deadline's timer, if one is set."""
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
@@ -141,12 +142,15 @@ def header_deadline(seconds: float) -> type[H11Protocol]:
                 self.transport.close()
 
         def handle_events(self) -> None:
+            """h11's events, as uvicorn handles them; the deadline ends once a request's
+            head came."""
             before = self.cycle
             super().handle_events()
             if self.cycle is not before:
                 self._disarm()  # a request's head came
 
         def on_response_complete(self) -> None:
+            """A reply ended: the deadline starts again unless a request is pipelined."""
             super().on_response_complete()
             idle = self.cycle is None or self.cycle.response_complete  # none pipelined
             if idle and not self.transport.is_closing():

@@ -61,6 +61,7 @@ async def table_stream(service: ServiceDep) -> StreamingResponse:
         raise errors.too_many_streams(feed.limit)
 
     async def events() -> Any:
+        """The feed's snapshots as SSE events until the client goes; then it leaves."""
         try:
             while True:
                 yield f"data: {await q.get()}\n\n".encode()
