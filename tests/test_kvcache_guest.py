@@ -11,6 +11,7 @@ cancelled in its prefill, and with the boot argument aicache=0 takes nothing fro
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -146,13 +147,31 @@ def test_worker_small_pool_evicts_cancel_leaves_nothing(boot_guest, kv_image, sm
     assert kv["blocks"] == 16 and kv["evictions"] > 0, kv
     assert kv["used"] == 0 and kv["cached"] + kv["free"] == 16, kv
     long = lc.heldout_ids("smol", 60)
-    out = g.run(f"ai submit {kc.GEN} {' '.join(map(str, long))}")
-    reqid = re.search(r"reqid (\d+)", out)[1]
-    g.run(f"ai cancel {reqid}")
+    cancel_in_prefill(g, long)
     again = lc.reference_ids(smol, [long], kc.GEN)[0]
     assert call(g, long) == again
     kv = kv_state(g)
     assert kv["used"] == 0 and kv["cached"] + kv["free"] == 16, kv
+
+
+def cancel_in_prefill(g: Guest, prompt: list[int], tries: int = 3) -> None:
+    """Submits prompt and cancels it while the worker runs its prefill: `ai query` right
+    before the cancel (one shell line, no console round trip between them) shows it
+    RUNNING with no id generated yet. A try whose query shows it still queued or already
+    decoding is cancelled too and counts for nothing; AssertionError after tries."""
+    seen = []
+    for _ in range(tries):
+        out = g.run(f"ai submit {kc.GEN} {' '.join(map(str, prompt))}")
+        reqid = re.search(r"reqid (\d+)", out)[1]
+        while "QUEUED" in g.run(f"ai query {reqid}"):
+            time.sleep(0.05)
+        out = g.run(f"ai query {reqid} ; ai cancel {reqid}")
+        seen.append(out)
+        m = re.search(rf"reqid {reqid}: RUNNING, (\d+) of", out)
+        assert f"cancelled {reqid}" in out, out
+        if m and m[1] == "0":
+            return
+    raise AssertionError(f"no cancel landed in the prefill in {tries} tries: {seen}")
 
 
 def test_boot_argument_turns_reuse_off(boot_guest, kv_image, smol) -> None:
