@@ -18,17 +18,17 @@ from test_serve_host import PARIS, SEQ, VOCAB, FakeEngine, FakeGateway, connect
 from pyaisvc.model.tokenizer import load_tokenizer
 from pyaisvc.serve.app import Limits, Service, create_app
 from pyaisvc.serve.metrics import Metrics
-from pyaisvc.serve.tenants import OVERFLOW, TENANT_BASE, Tenants
+from pyaisvc.serve.tenants import OVERFLOW, OVERFLOW_TENANT, TENANT_BASE, Tenants
 
 
 def test_known_users_keep_their_tenant_and_the_overflow_shares_one() -> None:
     forgotten: list[str] = []
     t = Tenants(capacity=2, idle=3600, forget=forgotten.append)
     a, b = t.of("alice"), t.of("bob")
-    assert a[1] == "alice" and b[1] == "bob" and a[0] != b[0] and a[0] > TENANT_BASE
-    assert t.of("carol") == t.of("dave") == (TENANT_BASE, OVERFLOW)
+    assert a[1] == "alice" and b[1] == "bob" and (a[0], b[0]) == (TENANT_BASE, TENANT_BASE + 1)
+    assert t.of("carol") == t.of("dave") == (OVERFLOW_TENANT, OVERFLOW)
     assert t.of("alice") == a and t.of(None) == (0, "-") and t.of("") == (0, "-")
-    assert dict(t) == {"alice": a[0], "bob": b[0], OVERFLOW: TENANT_BASE}
+    assert dict(t) == {"alice": a[0], "bob": b[0], OVERFLOW: OVERFLOW_TENANT}
     assert forgotten == []
 
 
@@ -63,7 +63,7 @@ def test_random_users_leave_the_metrics_and_the_page_bounded() -> None:
         rows = service.table_view._tenants()
         assert len(rows) == 9 and {r["user"] for r in rows} == labels
         tenants = [int(line.split()[7]) for line in fake.seen if line.startswith("S ")]
-        assert len(set(tenants[8:])) == 1 and tenants[8] == TENANT_BASE
+        assert len(set(tenants[8:])) == 1 and tenants[8] == OVERFLOW_TENANT
         assert len(set(tenants[:8])) == 8
         run.cancel()
 

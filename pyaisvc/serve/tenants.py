@@ -21,7 +21,8 @@ import collections
 import time
 from collections.abc import Callable, Iterator, Mapping
 
-TENANT_BASE = 100_000  # the overflow's tenant id; users get the ones above it
+TENANT_BASE = 100_000  # the first user's tenant id (above the guest's pids), then counting up
+OVERFLOW_TENANT = TENANT_BASE - 1  # the tenant id of the users beyond the map
 TENANTS_MAX = 64  # users with a tenant of their own at once
 TENANT_IDLE = 300.0  # seconds without a request before a user's place may go to another
 OVERFLOW = "(others)"  # the label of the users beyond the map
@@ -39,7 +40,7 @@ class Tenants(Mapping[str, int]):
         self.capacity, self.idle, self.forget = capacity, idle, forget
         self._ids: collections.OrderedDict[str, int] = collections.OrderedDict()
         self._used: dict[str, float] = {}  # time.monotonic() of each user's last request
-        self._next = TENANT_BASE + 1
+        self._next = TENANT_BASE
         self._overflowed = False
 
     def of(self, user: str | None) -> tuple[int, str]:
@@ -49,11 +50,11 @@ class Tenants(Mapping[str, int]):
             return 0, NO_USER
         if user == OVERFLOW:  # a user of that name shares the overflow's label and tenant
             self._overflowed = True
-            return TENANT_BASE, OVERFLOW
+            return OVERFLOW_TENANT, OVERFLOW
         now = time.monotonic()
         if user not in self._ids and not self._make_room(now):
             self._overflowed = True
-            return TENANT_BASE, OVERFLOW
+            return OVERFLOW_TENANT, OVERFLOW
         if user not in self._ids:
             self._ids[user], self._next = self._next, self._next + 1
         self._ids.move_to_end(user)
@@ -74,7 +75,7 @@ class Tenants(Mapping[str, int]):
 
     def __getitem__(self, user: str) -> int:
         if user == OVERFLOW and self._overflowed:
-            return TENANT_BASE
+            return OVERFLOW_TENANT
         return self._ids[user]
 
     def __iter__(self) -> Iterator[str]:
