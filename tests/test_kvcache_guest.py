@@ -20,6 +20,7 @@ from host import llmcases as lc
 
 from pyaisvc.guest.llmguest import MODELS, cached_positions, kv_counters
 from pyaisvc.guest.qemu import (
+    PROMPT,
     VECTOR_CPU,
     VECTOR_QEMU,
     Guest,
@@ -155,22 +156,36 @@ def test_worker_small_pool_evicts_cancel_leaves_nothing(boot_guest, kv_image, sm
 
 
 def cancel_in_prefill(g: Guest, prompt: list[int], tries: int = 3) -> None:
-    """Submits prompt and cancels it while the worker runs its prefill: `ai query` right
-    before the cancel (one shell line, no console round trip between them) shows it
-    RUNNING with no id generated yet. A try whose query shows it still queued or already
-    decoding is cancelled too and counts for nothing; AssertionError after tries."""
+    """Submits prompt and cancels it while the worker runs its prefill, in one `ai`
+    session (its owner stays, so the request is not orphaned): `query` typed together
+    with the `cancel` (no console round trip between them) shows it running with no id
+    generated yet. A try whose query shows it queued, decoding or done counts for
+    nothing (it is cancelled or gone too); AssertionError after tries."""
+    deadline = time.monotonic() + 900
+    g.send_line("ai")
+    g.expect([r"ai> "], deadline, "the ai session's prompt")
     seen = []
-    for _ in range(tries):
-        out = g.run(f"ai submit {kc.GEN} {' '.join(map(str, prompt))}")
-        reqid = re.search(r"reqid (\d+)", out)[1]
-        while "QUEUED" in g.run(f"ai query {reqid}"):
-            time.sleep(0.05)
-        out = g.run(f"ai query {reqid} ; ai cancel {reqid}")
-        seen.append(out)
-        m = re.search(rf"reqid {reqid}: RUNNING, (\d+) of", out)
-        assert f"cancelled {reqid}" in out, out
-        if m and m[1] == "0":
-            return
+    try:
+        for _ in range(tries):
+            g.send_line(f"submit {kc.GEN} {' '.join(map(str, prompt))}")
+            g.expect([r"reqid (\d+)"], deadline, "the submit's reqid")
+            reqid = g.child.match.group(1)
+            g.expect([r"ai> "], deadline, "the ai session's prompt")
+            while True:  # the worker takes it within a step
+                g.send_line(f"query {reqid}")
+                g.expect([r"ai> "], deadline, "the ai session's prompt")
+                if f"reqid {reqid}: queued" not in g.child.before:
+                    break
+            g.send_line(f"query {reqid}\ncancel {reqid}")
+            g.expect([rf"cancelled {reqid}|cancel: error[^\n]*"], deadline, "the cancel")
+            out = g.child.before + g.child.after
+            g.expect([r"ai> "], deadline, "the ai session's prompt")
+            seen.append(out)
+            if f"reqid {reqid}: running, 0 of" in out and f"cancelled {reqid}" in out:
+                return
+    finally:
+        g.send_line("quit")
+        g.expect([re.escape(PROMPT)], deadline, "the shell prompt")
     raise AssertionError(f"no cancel landed in the prefill in {tries} tries: {seen}")
 
 
