@@ -239,14 +239,41 @@ def test_bad_scheduling_values_are_named(build, image) -> None:
         assert "TENANT PRI" in top and all(len(ln) <= 80 for ln in top.splitlines()), top
 
 
+def _table(url: str) -> dict:
+    """The kernel's table now, through the server (/v1/aisvc/table: a V frame)."""
+    import httpx
+
+    r = httpx.get(url + "/v1/aisvc/table", timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def _watch_table(url: str, stop, seen: list[dict]) -> None:
+    """Appends snapshots of the kernel's table to seen until stop is set (a thread)."""
+    while not stop.is_set():
+        seen.append(_table(url))
+        time.sleep(0.1)
+
+
+def _live_slots(snap: dict) -> list[dict]:
+    """The table's slots that hold a request (queued or running)."""
+    return [s for s in snap["slots"] if s["state"] in ("QUEUED", "RUNNING")]
+
+
 def test_serve_passes_policy_tenant_and_priority(tmp_path) -> None:
     """`pyaisvc serve --sched fair --chunk 4` boots the guest with aisched=fair aichunk=4;
     two users' requests at once (tenants of their own) and one with a priority each get
-    the reference's greedy continuation, and /metrics counts the ids served by user."""
+    the reference's greedy continuation, and /metrics counts the ids served by user;
+    the kernel's table, read while they run, shows the policy, the budget, each slot's
+    user as its tenant and bob's priority. Then carol sends 10 requests (8 reach the
+    kernel: her window; 2 wait in the host queue) and dave one: dave's request is in
+    the kernel's table while carol holds 8 slots there, so her backlog never held him
+    out."""
     import asyncio
     import socket
     import subprocess
     import sys
+    import threading
 
     import httpx
     from host.buildlock import build_lock
@@ -296,7 +323,16 @@ def test_serve_passes_policy_tenant_and_priority(tmp_path) -> None:
                 return await asyncio.gather(*(one(p, u, pr) for p, (u, pr) in
                                               zip(prompts, users, strict=True)))
 
-        got = asyncio.run(ask())
+        stop, seen = threading.Event(), []
+        watcher = threading.Thread(target=_watch_table, args=(url, stop, seen))
+        watcher.start()
+        try:
+            got = asyncio.run(ask())
+        finally:
+            stop.set()
+            watcher.join()
+        _check_table_saw_the_users(seen)
+        _check_a_backlog_keeps_no_one_out(url)
         from pyaisvc.model.tokenizer import load_tokenizer
         tok = load_tokenizer("smol")
         for (n, choice), prompt in zip(got, prompts, strict=True):
@@ -310,3 +346,58 @@ def test_serve_passes_policy_tenant_and_priority(tmp_path) -> None:
         assert "boot arguments 'aisched=fair aichunk=4'" in log.read_text(), log.read_text()
     finally:
         stop_server(proc)
+
+
+def _check_table_saw_the_users(seen: list[dict]) -> None:
+    """Some snapshot taken while alice's and bob's requests ran shows both in the kernel's
+    table, each as a tenant of its own (bob's at priority 50), under fair with budget 4."""
+    assert seen and all((s["policy"], s["chunk"]) == ("fair", 4) for s in seen), seen[:1]
+    both = [s for s in seen if {x["tenant_name"] for x in _live_slots(s)} >= {"alice", "bob"}]
+    assert both, [[(x["tenant_name"], x["state"]) for x in _live_slots(s)] for s in seen]
+    slots = {x["tenant_name"]: x for x in _live_slots(both[0])}
+    assert slots["alice"]["tenant"] != slots["bob"]["tenant"]
+    assert (slots["alice"]["priority"], slots["bob"]["priority"]) == (0, 50)
+
+
+def _check_a_backlog_keeps_no_one_out(url: str) -> None:
+    """carol: 10 requests of 32 ids at once; once 8 of hers are in the kernel's table,
+    dave's one request reaches the table while she still holds those 8 (her other 2
+    wait in the host queue)."""
+    import asyncio
+
+    import httpx
+
+    async def run() -> list[dict]:
+        async with httpx.AsyncClient(base_url=url, timeout=900) as client:
+            def post(user: str, n: int):
+                return client.post("/v1/completions", json={
+                    "model": "smol", "prompt": "Once upon a time", "max_tokens": n,
+                    "temperature": 0, "user": user})
+            carol = [asyncio.create_task(post("carol", 32)) for _ in range(10)]
+            snap = await _until(url, lambda s: _count(s, "carol") == 8, "carol's 8")
+            dave = asyncio.create_task(post("dave", 2))
+            snap = await _until(url, lambda s: _count(s, "dave") == 1 or dave.done(), "dave")
+            assert _count(snap, "dave") == 1 and _count(snap, "carol") == 8, \
+                [(x["tenant_name"], x["state"]) for x in _live_slots(snap)]
+            replies = await asyncio.gather(dave, *carol)
+            assert all(r.status_code == 200 for r in replies), [r.text for r in replies]
+            return snap
+
+    asyncio.run(run())
+
+
+def _count(snap: dict, user: str) -> int:
+    return sum(x["tenant_name"] == user for x in _live_slots(snap))
+
+
+async def _until(url: str, cond, what: str, seconds: float = 600) -> dict:
+    """The first snapshot of the kernel's table for which cond holds (polled)."""
+    import asyncio
+
+    deadline = time.monotonic() + seconds
+    while True:
+        snap = await asyncio.to_thread(_table, url)
+        if cond(snap):
+            return snap
+        assert time.monotonic() < deadline, f"{what}: not within {seconds} s"
+        await asyncio.sleep(0.05)

@@ -11,6 +11,7 @@ cancelled in its prefill, and with the boot argument aicache=0 takes nothing fro
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from host import llmcases as lc
 
 from pyaisvc.guest.llmguest import MODELS, cached_positions, kv_counters
 from pyaisvc.guest.qemu import (
+    PROMPT,
     VECTOR_CPU,
     VECTOR_QEMU,
     Guest,
@@ -146,13 +148,45 @@ def test_worker_small_pool_evicts_cancel_leaves_nothing(boot_guest, kv_image, sm
     assert kv["blocks"] == 16 and kv["evictions"] > 0, kv
     assert kv["used"] == 0 and kv["cached"] + kv["free"] == 16, kv
     long = lc.heldout_ids("smol", 60)
-    out = g.run(f"ai submit {kc.GEN} {' '.join(map(str, long))}")
-    reqid = re.search(r"reqid (\d+)", out)[1]
-    g.run(f"ai cancel {reqid}")
+    cancel_in_prefill(g, long)
     again = lc.reference_ids(smol, [long], kc.GEN)[0]
     assert call(g, long) == again
     kv = kv_state(g)
     assert kv["used"] == 0 and kv["cached"] + kv["free"] == 16, kv
+
+
+def cancel_in_prefill(g: Guest, prompt: list[int], tries: int = 3) -> None:
+    """Submits prompt and cancels it while the worker runs its prefill, in one `ai`
+    session (its owner stays, so the request is not orphaned): `query` typed together
+    with the `cancel` (no console round trip between them) shows it running with no id
+    generated yet. A try whose query shows it queued, decoding or done counts for
+    nothing (it is cancelled or gone too); AssertionError after tries."""
+    deadline = time.monotonic() + 900
+    g.send_line("ai")
+    g.expect([r"ai> "], deadline, "the ai session's prompt")
+    seen = []
+    try:
+        for _ in range(tries):
+            g.send_line(f"submit {kc.GEN} {' '.join(map(str, prompt))}")
+            g.expect([r"reqid (\d+)"], deadline, "the submit's reqid")
+            reqid = g.child.match.group(1)
+            g.expect([r"ai> "], deadline, "the ai session's prompt")
+            while True:  # the worker takes it within a step
+                g.send_line(f"query {reqid}")
+                g.expect([r"ai> "], deadline, "the ai session's prompt")
+                if f"reqid {reqid}: queued" not in g.child.before:
+                    break
+            g.send_line(f"query {reqid}\ncancel {reqid}")
+            g.expect([rf"cancelled {reqid}|cancel: error[^\n]*"], deadline, "the cancel")
+            out = g.child.before + g.child.after
+            g.expect([r"ai> "], deadline, "the ai session's prompt")
+            seen.append(out)
+            if f"reqid {reqid}: running, 0 of" in out and f"cancelled {reqid}" in out:
+                return
+    finally:
+        g.send_line("quit")
+        g.expect([re.escape(PROMPT)], deadline, "the shell prompt")
+    raise AssertionError(f"no cancel landed in the prefill in {tries} tries: {seen}")
 
 
 def test_boot_argument_turns_reuse_off(boot_guest, kv_image, smol) -> None:

@@ -30,14 +30,56 @@ def test_any_line_parses_to_a_frame_or_a_frame_error(words: list[str]) -> None:
         frame = frames.parse(line)
     except frames.FrameError:
         return
-    # its numbers are plain numbers within 64 bits, as the line wrote them (an X frame's
-    # words after its code are free text)
-    fields = words[1:3] if isinstance(frame, frames.Failed) else words[1:]
-    for w in fields:
-        if w not in ("gateway", "stop", "length", "cancel"):
-            assert w.isascii() and w.isdigit() and int(w) < 2**64, (w, line)
-    assert isinstance(frame, frames.Ready | frames.Tokens | frames.End | frames.Failed |
-                      frames.Info | frames.Table)
+    assert isinstance(frame, frames.Ready | frames.Tokens | frames.LogProbs | frames.End |
+                      frames.Failed | frames.Info | frames.Table)
+    unsigned, signed = _numbers_of(frame, words)
+    for w in unsigned:  # plain numbers within 64 bits, as the line wrote them
+        assert w.isascii() and w.isdigit() and int(w) < 2**64, (w, line)
+    for w in signed:  # a log-probability: a leading '-' at most, within 64 bits signed
+        digits = w.removeprefix("-")
+        assert digits.isascii() and digits.isdigit() and int(digits) < 2**63, (w, line)
+
+
+def _numbers_of(frame: frames.Frame, words: list[str]) -> tuple[list[str], list[str]]:
+    """The words of a parsed line that are its unsigned and its signed numbers, by the
+    frame's kind (docs/GATEWAY.md): an L frame's log-probabilities are signed, an X
+    frame's words after its code are free text, the names (gateway, the finish, the
+    policy) are not numbers."""
+    if isinstance(frame, frames.LogProbs):  # L rid id lp ntop (id lp)...
+        assert len(frame.top) <= frames.MAX_TOPLP
+        return [words[1], words[2], words[4], *words[5::2]], [words[3], *words[6::2]]
+    if isinstance(frame, frames.Failed):
+        return words[1:3], []
+    names = {"gateway", "stop", "length", "cancel"}
+    if isinstance(frame, frames.Table):
+        names.add(frame.policy)
+    return [w for w in words[1:] if w not in names], []
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(1, 2**31 - 1), st.integers(0, 2**32 - 1), st.integers(-2**63 + 1, 0),
+       st.lists(st.tuples(st.integers(0, 2**32 - 1), st.integers(-2**63 + 1, 0)),
+                max_size=frames.MAX_TOPLP))
+def test_l_frames_with_their_real_ranges_parse_to_their_values(rid, tok, lp, top) -> None:
+    """Log-probabilities are 0 or negative (millionths of a natural log, down to the
+    least 64-bit value a record can hold), with 0..MAX_TOPLP alternatives."""
+    line = f"L {rid} {tok} {lp} {len(top)}" + "".join(f" {i} {v}" for i, v in top)
+    assert frames.parse(line) == frames.LogProbs(rid, tok, lp, tuple(top))
+
+
+def test_the_longest_legal_s_frame_fits_a_line() -> None:
+    """4 stops, 8 biases, 255 prompt ids, every number at its widest: 290 words (the
+    gateway's GW_S_WORDS_MAX), within GW_LINE_MAX with the widest rid."""
+    widest = 2**32 - 1
+    opts = frames.Options(temp_micro=widest, top_k=widest, top_p_micro=widest,
+                          seed=2**64 - 1, tenant=2**31 - 1, priority=2**31 - 1,
+                          presence_micro=-(2**31), frequency_micro=-(2**31),
+                          logprobs=1 + frames.MAX_TOPLP,
+                          bias=tuple((widest - i, -(2**31)) for i in range(frames.MAX_BIAS)))
+    req = frames.request([widest] * frames.MAX_PROMPT, 2**31 - 1, opts,
+                         [widest] * frames.MAX_STOP)
+    line = frames.submit_line(frames.RID_MAX, req)
+    assert len(line.split()) == 290 and len(line) <= frames.LINE_MAX, len(line)
 
 
 @settings(max_examples=500, deadline=None)
@@ -88,7 +130,7 @@ def test_random_bytes_and_long_lines_from_the_guest_are_dropped() -> None:
         fake = JunkGateway(window=2, script=[7042, 30], delay=0.01)
         gw, run, _ = await connect(fake, queue_max=4)
         for _ in range(3):
-            evs = await drain(await gw.submit([1], 2, frames.Options(), []))
+            evs = await drain(await gw.admit(frames.request([1], 2, frames.Options(), [])))
             assert [e.ids for e in evs[:-1]] == [(7042,), (30,)]
             assert isinstance(evs[-1], frames.End) and evs[-1].finish == "length"
         assert gw.live == 0 and gw.window == 2 and gw.down is None
@@ -115,16 +157,16 @@ def test_a_lost_end_frame_ends_its_request_and_a_bad_id_fails_its_own() -> None:
     async def main() -> None:
         fake = LosingGateway(window=1, script=[5], delay=0.01)
         gw, run, _ = await connect(fake, queue_max=4, lost_after=0.5)
-        lost = await gw.submit([1], 3, frames.Options(), [])
+        lost = await gw.admit(frames.request([1], 3, frames.Options(), []))
         with pytest.raises(GuestDown, match="sent nothing"):
             await asyncio.wait_for(drain(lost), 5)
         await asyncio.sleep(0.1)
         assert "C 1" in fake.seen  # the guest is told too
-        bad = await gw.submit([1], 3, frames.Options(), [])  # its window place came back
+        bad = await gw.admit(frames.request([1], 3, frames.Options(), []))  # its place came back
         with pytest.raises(RequestFailed, match="vocabulary"):
             await asyncio.wait_for(drain(bad), 5)
         bad.cancel()
-        good = await asyncio.wait_for(gw.submit([1], 2, frames.Options(), []), 5)
+        good = await asyncio.wait_for(gw.admit(frames.request([1], 2, frames.Options(), [])), 5)
         evs = await drain(good)
         assert isinstance(evs[-1], frames.End) and gw.live == 0
         run.cancel()

@@ -23,7 +23,8 @@ from pyaisvc.model.chattemplate import render
 from pyaisvc.model.tokenizer import load_tokenizer
 from pyaisvc.serve import frames
 from pyaisvc.serve.app import Access, Limits, Service, create_app
-from pyaisvc.serve.gateway import Gateway, GuestDown, QueueFull
+from pyaisvc.serve.gateway import Gateway, GuestDown
+from pyaisvc.serve.hostqueue import QueueFull
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.serve.text import TextStream
 
@@ -108,12 +109,12 @@ async def drain(sub) -> list[frames.Frame]:
 # ---------------------------------------------------------------- frames
 
 def test_frames_round_trip_and_refusals() -> None:
-    line = frames.submit(7, [504, 3575], 8, frames.Options(800000, 40, 950000, 3, 100001, 7),
-                         [0, 2])
+    line = frames.submit_line(7, frames.request(
+        [504, 3575], 8, frames.Options(800000, 40, 950000, 3, 100001, 7), [0, 2]))
     assert line == b"S 7 8 800000 40 950000 3 100001 7 2 0 2 0 0 0 0 2 504 3575\n"
     opts = frames.Options(presence_micro=-500000, frequency_micro=1250000, logprobs=4,
                           bias=((198, -100000000), (7, 2500000)))
-    assert frames.submit(7, [504], 8, opts, []) == \
+    assert frames.submit_line(7, frames.request([504], 8, opts, [])) == \
         b"S 7 8 0 0 0 0 0 0 0 -500000 1250000 4 2 198 -100000000 7 2500000 1 504\n"
     assert frames.parse(f"R gateway {frames.PROTOCOL} 49152 256 8") == frames.Ready(
         49152, 256, 8)
@@ -133,7 +134,8 @@ def test_frames_round_trip_and_refusals() -> None:
     for args in ((0, [1], 1, [], ), (1, [], 1, []), (1, [1], 1, [1, 2, 3, 4, 5]),
                  (1, [1] * 256, 1, [])):
         with pytest.raises(ValueError):
-            frames.submit(args[0], args[1], args[2], frames.Options(), args[3])
+            frames.submit_line(args[0], frames.request(args[1], args[2], frames.Options(),
+                                                       args[3]))
 
 
 # ---------------------------------------------------------------- the queue
@@ -142,14 +144,14 @@ def test_window_queue_429_and_cancel_frees_a_place() -> None:
     async def main() -> None:
         fake = FakeGateway(window=2, script=[5], delay=0.02)
         gw, run, _ = await connect(fake, queue_max=1)
-        a = await gw.submit([1], 200, frames.Options(), [])
-        b = await gw.submit([1], 3, frames.Options(), [])
+        a = await gw.admit(frames.request([1], 200, frames.Options(), []))
+        b = await gw.admit(frames.request([1], 3, frames.Options(), []))
         assert gw.live == 2
-        waiting = asyncio.create_task(gw.submit([1], 2, frames.Options(), []))
+        waiting = asyncio.create_task(gw.admit(frames.request([1], 2, frames.Options(), [])))
         await asyncio.sleep(0.05)
         assert gw.queued == 1 and not waiting.done()
         with pytest.raises(QueueFull):
-            await gw.submit([1], 1, frames.Options(), [])
+            await gw.admit(frames.request([1], 1, frames.Options(), []))
         assert [e.ids for e in (await drain(b))[:-1]] == [(5,)] * 3
         c = await asyncio.wait_for(waiting, 5)  # b's place went to the waiter
         a.cancel()
@@ -169,9 +171,9 @@ def test_a_waiter_that_leaves_gives_its_place_on() -> None:
     async def main() -> None:
         fake = FakeGateway(window=1, script=[5], delay=0.01)
         gw, run, _ = await connect(fake, queue_max=4)
-        a = await gw.submit([1], 5, frames.Options(), [])
-        left = asyncio.create_task(gw.submit([1], 1, frames.Options(), []))
-        stays = asyncio.create_task(gw.submit([1], 1, frames.Options(), []))
+        a = await gw.admit(frames.request([1], 5, frames.Options(), []))
+        left = asyncio.create_task(gw.admit(frames.request([1], 1, frames.Options(), [])))
+        stays = asyncio.create_task(gw.admit(frames.request([1], 1, frames.Options(), [])))
         await asyncio.sleep(0.02)
         left.cancel()
         await drain(a)
@@ -186,8 +188,8 @@ def test_a_dead_connection_fails_live_and_waiting_requests() -> None:
     async def main() -> None:
         fake = FakeGateway(window=1, script=[5], delay=0.05)
         gw, run, guest_end = await connect(fake, queue_max=4)
-        live = await gw.submit([1], 100, frames.Options(), [])
-        waiting = asyncio.create_task(gw.submit([1], 1, frames.Options(), []))
+        live = await gw.admit(frames.request([1], 100, frames.Options(), []))
+        waiting = asyncio.create_task(gw.admit(frames.request([1], 1, frames.Options(), [])))
         await asyncio.sleep(0.1)
         guest_end.transport.abort()  # QEMU killed: the socket ends
         with pytest.raises(GuestDown):
@@ -195,7 +197,7 @@ def test_a_dead_connection_fails_live_and_waiting_requests() -> None:
         with pytest.raises(GuestDown):
             await waiting
         with pytest.raises(GuestDown):
-            await gw.submit([1], 1, frames.Options(), [])
+            await gw.admit(frames.request([1], 1, frames.Options(), []))
         await run
         for t in fake.live.values():
             t.cancel()
@@ -207,8 +209,8 @@ def test_an_unasked_ready_means_the_gateway_restarted() -> None:
     async def main() -> None:
         fake = FakeGateway(window=1, script=[5], delay=0.05)
         gw, run, guest_end = await connect(fake, queue_max=4)
-        lost = await gw.submit([1], 100, frames.Options(), [])
-        waiting = asyncio.create_task(gw.submit([1], 2, frames.Options(), []))
+        lost = await gw.admit(frames.request([1], 100, frames.Options(), []))
+        waiting = asyncio.create_task(gw.admit(frames.request([1], 2, frames.Options(), [])))
         await asyncio.sleep(0.1)
         guest_end.write(f"X {lost.rid} 203 not live\n".encode())  # ends nothing
         await asyncio.sleep(0.1)
@@ -293,9 +295,9 @@ class FakeEngine:
     def __init__(self, gw: Gateway) -> None:
         self.gw, self.state, self.why_down, self.qemu_pid = gw, "up", "", 42
 
-    async def submit(self, prompt, predict, opts, stops):
-        self.last = (prompt, predict, opts, stops)
-        return await self.gw.submit(prompt, predict, opts, stops)
+    async def enqueue(self, request):
+        self.last = (list(request.prompt), request.predict, request.opts, list(request.stops))
+        return await self.gw.admit(request)
 
 
 def api_test(script: list[int], window: int, queue_max: int, body, access: Access | None = None,
@@ -446,6 +448,43 @@ def test_bad_requests_are_400s_naming_the_field() -> None:
         r = await client.get("/v1/models")
         assert r.json()["data"][0]["id"] == "smol"
         assert not fake.seen or all(not s.startswith("S") for s in fake.seen)
+
+    api_test(PARIS, window=4, queue_max=4, body=body)
+
+
+def test_numbers_and_maps_beyond_any_field_are_400s_in_openais_shape() -> None:
+    """Integers wider than 64 bits anywhere in the body (beyond Python's 4,300-digit limit
+    too), a logit_bias key of 5,000 digits, and maps beyond their sizes: 400 in OpenAI's
+    error shape, each message short, nothing sent to the guest; then the server serves."""
+    big = "9" * 5000
+    many = ", ".join(f'"{i}": 1' for i in range(10000))
+    head = '{"model": "smol", "prompt": '
+    cases = [
+        (head + '"x", "logit_bias": {"' + big + '": 1}}', "logit_bias"),
+        (head + '"x", "logit_bias": {"' + big + '": 500}}', "logit_bias"),
+        (head + '"x", "max_tokens": ' + big + "}", None),
+        (head + '"x", "seed": ' + "1" * 21 + "}", None),
+        (head + "[" + big + "]}", None),
+        (head + '"x", "temperature": -' + big + "}", None),
+        (head + '"x", "logit_bias": {' + many + "}}", "logit_bias"),
+    ]
+    chat = {"model": "smol", "messages": [{"role": "user", "content": "hi"}],
+            "metadata": {str(i): "v" for i in range(17)}}
+
+    async def body(client, engine, fake):
+        for text, param in cases:
+            r = await client.post("/v1/completions", content=text,
+                                  headers={"content-type": "application/json"})
+            assert r.status_code == 400, (text[:80], r.text[:200])
+            err = r.json()["error"]
+            assert err["param"] == param and len(err["message"]) < 200, err
+        r = await client.post("/v1/chat/completions", json=chat)
+        assert r.status_code == 400 and r.json()["error"]["param"] == "metadata", r.text
+        assert not any(s.startswith("S") for s in fake.seen)
+        r = await client.post("/v1/completions", json={
+            "model": "smol", "prompt": "x", "max_tokens": 2, "seed": 2**64 - 1,
+            "logit_bias": {"49151": 1}})
+        assert r.status_code == 200, r.text
 
     api_test(PARIS, window=4, queue_max=4, body=body)
 

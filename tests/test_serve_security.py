@@ -285,8 +285,8 @@ class _Engine:
     def __init__(self, gw) -> None:
         self.gw, self.state, self.why_down, self.qemu_pid, self.ended = gw, "up", "", 42, []
 
-    async def submit(self, prompt, predict, opts, stops):
-        return await self.gw.submit(prompt, predict, opts, stops)
+    async def enqueue(self, request):
+        return await self.gw.admit(request)
 
 
 def test_serve_on_another_address_without_a_key_is_refused_at_start() -> None:

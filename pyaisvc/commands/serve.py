@@ -1,7 +1,7 @@
 """`pyaisvc serve --model smol --port 8080`: the kernel AI service over HTTP.
 
     $ pyaisvc serve
-    serve: SmolLM2-135M-Instruct in the guest (QEMU pid 4242, 1 hart(s)); gateway window 8
+    serve: SmolLM2-135M-Instruct in the guest (QEMU pid 4242, 1 hart(s)); gateway window 8 per user
     serve: listening on http://127.0.0.1:8080 (OpenAI API at /v1; Ctrl-C stops)
 
 Builds what is missing, boots the guest with the gateway port (a virtio
@@ -74,8 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"408 for a request body not received in S seconds (default "
                         f"{BODY_SECONDS:g})")
     parser.add_argument("--queue", type=int, default=QUEUE_MAX, metavar="N",
-                        help="requests the host queue holds beyond the gateway's window; "
-                        f"more get 429 (default {QUEUE_MAX})")
+                        help="requests the host queue holds beyond what the gateway holds "
+                        f"(its window per user, 16 in all); more get 429 (default {QUEUE_MAX})")
     parser.add_argument("--batch", type=int, default=None, metavar="B",
                         help=f"the worker's places (1..{max_batch()}; boot argument "
                         f"aibatch=B; default: ai_daemon's {max_batch()}): fewer make the "
@@ -220,7 +220,7 @@ async def _serve(engine: Engine, app, args: argparse.Namespace, title: str) -> N
         ready = engine.ready
         assert ready is not None
         print(f"serve: {title} in the guest (QEMU pid {engine.qemu_pid}, {cpus} hart(s)); "
-              f"gateway window {ready.window}, seq_len {ready.seq_len}",
+              f"gateway window {ready.window} per user, seq_len {ready.seq_len}",
               file=sys.stderr, flush=True)
         config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
                                 timeout_graceful_shutdown=3, lifespan="off",

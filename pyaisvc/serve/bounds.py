@@ -3,7 +3,12 @@
 - ``BodyLimit`` (ASGI middleware): a request body over the limit gets 413 as
   soon as it is known to be over (its Content-Length, or the bytes read so
   far, chunked too), without reading the rest; a body not received within
-  ``body_seconds`` gets 408. Both replies close the connection.
+  ``body_seconds`` gets 408. Both replies close the connection. A JSON body
+  with an integer of more than ``NUMBER_DIGITS`` digits gets 400 before any
+  route parses it (``long_number``): no field of the API is wider than 64
+  bits, and Python's ``int`` refuses more than 4,300 digits with an error
+  no route expects. (A float has no such limit: ``float`` reads any
+  length.)
 - ``header_deadline(seconds)``: uvicorn's HTTP/1.1 protocol (h11) with a
   deadline for a request's headers: a connection that has not sent a whole
   request head within it, from its start or from the end of its last reply,
@@ -17,6 +22,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import resource
 from typing import Any
 
@@ -25,6 +31,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from pyaisvc.serve import errors
 
 SPARE_FILES = 256  # descriptors beyond the connections: QEMU's sockets, the model, logs
+NUMBER_DIGITS = len(str(2**64 - 1))  # the widest number a field takes (a seed: 20 digits)
 CLOSE = [(b"connection", b"close")]
 
 
@@ -68,6 +75,9 @@ class BodyLimit:
                                      send)
             chunks.append(chunk)
             more = msg.get("more_body", False)
+        if (digits := long_number(b"".join(chunks))) is not None:
+            return await errors.number_too_long(digits, NUMBER_DIGITS).response()(
+                scope, receive, send)
         replayed = False
 
         async def replay() -> dict:
@@ -79,6 +89,30 @@ class BodyLimit:
             return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
 
         await self.app(scope, replay, send)
+
+
+class _LongNumber(Exception):
+    """An integer in a JSON body over NUMBER_DIGITS digits (its digits in args[0])."""
+
+
+def _bounded(text: str) -> str:
+    """text (a JSON integer's) when it has at most NUMBER_DIGITS digits; else _LongNumber."""
+    digits = len(text.lstrip("-"))
+    if digits > NUMBER_DIGITS:
+        raise _LongNumber(digits)
+    return text
+
+
+def long_number(body: bytes) -> int | None:
+    """How many digits the first integer of body over NUMBER_DIGITS digits has; None when
+    every integer fits, or body is not JSON (the route then says what is wrong with it)."""
+    try:
+        json.loads(body, parse_int=_bounded)
+    except _LongNumber as e:
+        return int(e.args[0])
+    except (ValueError, RecursionError):
+        return None
+    return None
 
 
 def header_deadline(seconds: float) -> type[H11Protocol]:
@@ -97,6 +131,7 @@ def header_deadline(seconds: float) -> type[H11Protocol]:
             self._timer = self.loop.call_later(seconds, self._expire, self.cycle)
 
         def _disarm(self) -> None:
+            """Cancels the deadline's timer, if one is set."""
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
@@ -107,12 +142,15 @@ def header_deadline(seconds: float) -> type[H11Protocol]:
                 self.transport.close()
 
         def handle_events(self) -> None:
+            """h11's events, as uvicorn handles them; the deadline ends once a request's
+            head came."""
             before = self.cycle
             super().handle_events()
             if self.cycle is not before:
                 self._disarm()  # a request's head came
 
         def on_response_complete(self) -> None:
+            """A reply ended: the deadline starts again unless a request is pipelined."""
             super().on_response_complete()
             idle = self.cycle is None or self.cycle.response_complete  # none pipelined
             if idle and not self.transport.is_closing():

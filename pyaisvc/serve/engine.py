@@ -22,8 +22,8 @@ Then a supervisor task keeps it so:
   the pool of waiting QEMUs); failed starts are retried, a few seconds
   apart, until ``close()``.
 
-``submit()`` hands a request to the current gateway; while the guest is
-not up it raises ``GuestDown`` at once.
+``enqueue()`` hands a request to the current gateway's host queue; while
+the guest is not up it raises ``GuestDown`` at once.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ log = logging.getLogger("pyaisvc.serve")
 POLL_BUSY, POLL_IDLE = 0.2, 0.5  # seconds between I frames with / without live requests
 REBOOT_PAUSE = 3.0  # seconds between failed boots
 ENDED_KEPT = 64  # E frames kept for the live view
-QUEUE_MAX = 64  # requests the host queue holds beyond the gateway's window, by default
+QUEUE_MAX = 64  # requests the host queue holds beyond what the gateway holds, by default
+GUEST_WAIT = 300.0  # seconds: to the shell prompt, from it to the R frame, a console command
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,8 @@ class EngineConfig:
     cpus: int
     qemu: str
     queue_max: int = QUEUE_MAX
-    boot_timeout: float = 300.0  # seconds to the shell prompt
-    ready_timeout: float = 300.0  # seconds from the prompt to the gateway's R frame
+    boot_timeout: float = GUEST_WAIT  # seconds to the shell prompt
+    ready_timeout: float = GUEST_WAIT  # seconds from the prompt to the gateway's R frame
     append: str = ""  # the guest's boot arguments, e.g. aibatch=4 (the worker's places)
     cold_boot: bool = False  # boot every guest, never start one from the template
     template_root: Path = template_store.ROOT  # where templates are kept
@@ -99,8 +100,7 @@ class _Console:
                 return
 
     def stop(self) -> None:
-        """Tells the thread to stop and waits for it (unless called from the thread itself).
-        Tells the thread to stop and waits for it (unless called from the thread itself)."""
+        """Tells the thread to stop and waits for it (unless called from the thread itself)."""
         self._stop.set()
         if self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
@@ -154,15 +154,15 @@ class Engine:
             self.state, self.why_down = "down", f"the supervisor failed: {task.exception()!r}"
             log.error("%s; the server no longer serves: restart it", self.why_down)
 
-    async def submit(self, prompt: list[int], predict: int, opts: frames.Options,
-                     stops: list[int]) -> Submitted:
-        """Hands one request to the current gateway (Gateway.submit); GuestDown at once
-        while the guest is not up, QueueFull when the host queue is full."""
+    async def enqueue(self, request: frames.Request) -> Submitted:
+        """Hands one request to the current gateway (Gateway.admit: a place, maybe after
+        the host queue, then its S frame); GuestDown at once while the guest is not up,
+        QueueFull when the host queue is full."""
         gw = self.gateway
         if self.state != "up" or gw is None:
             raise GuestDown(f"the guest is {self.state}" +
                             (f" ({self.why_down})" if self.why_down else ""))
-        return await gw.submit(prompt, predict, opts, stops)
+        return await gw.admit(request)
 
     async def table(self) -> frames.Table:
         """The kernel's whole table now (a V frame); GuestDown while the guest is not up."""
@@ -171,7 +171,7 @@ class Engine:
             raise GuestDown(f"the guest is {self.state}")
         return await gw.ask(frames.Table)
 
-    def run_at_console(self, cmd: str, timeout: float = 300.0) -> str:
+    def run_at_console(self, cmd: str, timeout: float = GUEST_WAIT) -> str:
         """Runs one shell command at the guest's console (Guest.run) and returns its
         output, e.g. ``aistress --bench`` beside the HTTP load; blocking (call it in a
         thread). The console thread pauses meanwhile."""

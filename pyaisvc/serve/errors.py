@@ -23,6 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+LOC_SHOWN = 24  # characters of a path's part (a map's key) a refusal's message shows
 RETRY_AFTER = "1"  # seconds: a slot frees within a request's time; a reboot takes longer
 
 
@@ -130,6 +131,12 @@ def queue_full(why: object) -> ApiError:
                     "queue_full")
 
 
+def number_too_long(digits: int, most: int) -> ApiError:
+    """400: a JSON body with a number wider than any field takes."""
+    return ApiError(400, f"the body has a number of {digits} digits; no field takes more "
+                    f"than {most}: send a smaller number", None, code="number_too_long")
+
+
 def guest_down(why: object) -> ApiError:
     """503: the guest is down or rebooting, before the request reached it."""
     return ApiError(503, f"the guest is not serving: {why}; retry later", None, "server_error",
@@ -142,10 +149,22 @@ def guest_failed(why: object) -> ApiError:
                     "server_error", "guest_down")
 
 
+def _shown(part: str) -> str:
+    """A part of a field's path as a message shows it: a long one (a map's key) cut."""
+    return part if len(part) <= LOC_SHOWN else f"{part[:LOC_SHOWN]}..."
+
+
+def frame_refused(why: object) -> ApiError:
+    """500: the gateway refused the S frame this server built (a bug of the server's)."""
+    return ApiError(500, f"the guest's gateway refused the frame this server built: {why}; "
+                    "this is a bug in pyaisvc serve: report it with the server's log", None,
+                    "server_error", "frame_refused")
+
+
 def validation_error(exc: RequestValidationError) -> ApiError:
     """The first problem pydantic found, as a 400 naming the field."""
     err = exc.errors()[0]
-    loc = [str(x) for x in err.get("loc", ()) if x != "body"]
+    loc = [_shown(str(x)) for x in err.get("loc", ()) if x != "body"]
     if err.get("type") == "json_invalid":
         why = (err.get("ctx") or {}).get("error", "")
         return ApiError(400, f"the body is not valid JSON ({why})", None, code="json_invalid")

@@ -2,14 +2,16 @@
 
 The framing's facts come from the gateway's header (user/ai/gateway.h) and
 the kernel's (kernel/include/aisvc.h), read with pyaisvc.cheader. Pure
-functions: ``submit``, ``cancel``, ``hello``, ``INFO`` and ``TABLE`` make the
-host's frames (bytes, one line each); ``parse`` reads one line the gateway sent
-into a ``Ready``, ``Tokens``, ``LogProbs``, ``End``, ``Failed``, ``Info`` or ``Table`` value, and
-raises ``FrameError`` for anything else, so a garbled line is named, never guessed at.
-Words are separated by exactly one space; every number is read at one place
-(``_number``): ASCII digits only (no sign, no ``_``), at most ``NUMBER_MAX``;
-an L frame's log-probabilities alone may have a leading ``-`` (``_signed``).
-``Ready`` needs a window of 1 or more.
+functions: ``request`` checks a request and builds its S frame's words once
+(a ``Request``), ``submit_line`` puts a rid before them; ``cancel``,
+``hello``, ``INFO`` and ``TABLE`` make the host's other frames (bytes, one
+line each); ``parse`` reads one line the gateway sent into a ``Ready``,
+``Tokens``, ``LogProbs``, ``End``, ``Failed``, ``Info`` or ``Table`` value,
+and raises ``FrameError`` for anything else, so a garbled line is named,
+never guessed at. Words are separated by exactly one space; every number is
+read at one place (``_number``): ASCII digits only (no sign, no ``_``), at
+most ``NUMBER_MAX``; an L frame's log-probabilities alone may have a leading
+``-`` (``_signed``). ``Ready`` needs a window of 1 or more.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ MAX_BIAS = _kernel("AI_MAX_BIAS")
 MAX_TOPLP = _kernel("AI_MAX_TOPLP")
 MAX_PROMPT = _kernel("AI_MAX_PROMPT")
 NSLOT = _kernel("AI_NSLOT")  # the slots of the kernel's table
+LIVE_MAX = NSLOT  # requests the gateway holds at once (gateway.h: GW_LIVE_MAX is AI_NSLOT)
 POLICY_LEN = _kernel("AI_POLICY_LEN")  # a policy's name with its NUL
 # The slots' states, by their number (AI_FREE .. AI_FAILED).
 STATES = tuple(n.removeprefix("AI_") for n in sorted(
@@ -207,32 +210,54 @@ def _table(rest: list[str], line: str) -> Table:
     return Table(now, worker, completed, policy, chunk, prefill, fifo, batch, slots)
 
 
-def submit(rid: int, prompt: list[int], predict: int, opts: Options,
-           stops: list[int]) -> bytes:
-    """The S frame; ValueError if it breaks the framing's own limits (the kernel checks
-    the rest: ids below the vocab, prompt + predict within seq_len)."""
-    if not 1 <= rid <= RID_MAX:
-        raise ValueError(f"rid {rid} outside 1..{RID_MAX}")
+@dataclass(frozen=True)
+class Request:
+    """One request as the S frame carries it: its fields, and the frame's words after the
+    rid, built and checked once (``request``); ``submit_line`` adds the rid."""
+
+    prompt: tuple[int, ...]
+    predict: int
+    opts: Options
+    stops: tuple[int, ...]
+    words: bytes  # the S frame after "S rid", with its newline
+
+    @property
+    def tenant(self) -> int:
+        return self.opts.tenant
+
+
+def request(prompt: list[int], predict: int, opts: Options, stops: list[int]) -> Request:
+    """The request with its S frame's words; ValueError if it breaks the framing's own
+    limits (the kernel checks the rest: ids below the vocab, prompt + predict within
+    seq_len), the line's length checked with the widest rid."""
     if not 0 <= len(stops) <= MAX_STOP:
         raise ValueError(f"{len(stops)} stop ids; at most {MAX_STOP}")
     if not 1 <= len(prompt) <= MAX_PROMPT:
         raise ValueError(f"{len(prompt)} prompt ids; 1..{MAX_PROMPT}")
     if len(opts.bias) > MAX_BIAS:
         raise ValueError(f"{len(opts.bias)} logit biases; at most {MAX_BIAS}")
-    head = [rid, predict, opts.temp_micro, opts.top_k, opts.top_p_micro, opts.seed,
+    head = [predict, opts.temp_micro, opts.top_k, opts.top_p_micro, opts.seed,
             opts.tenant, opts.priority, len(stops), *stops]
     signed = [opts.presence_micro, opts.frequency_micro]
     tail = [opts.logprobs, len(opts.bias)]
     bias = [w for pair in opts.bias for w in pair]
-    words = [*head, *signed, *tail, *bias, len(prompt), *prompt]
-    if any(not isinstance(w, int) for w in words) or any(
+    fields = [*head, *signed, *tail, *bias, len(prompt), *prompt]
+    if any(not isinstance(w, int) for w in fields) or any(
             w < 0 for w in [*head, *tail, *bias[::2], len(prompt), *prompt]):
         raise ValueError("every field of a submit frame is a number, >= 0 but for the "
                          "penalties and biases")
-    line = ("S " + " ".join(map(str, words)) + "\n").encode()
-    if len(line) > LINE_MAX:
-        raise ValueError(f"the submit frame is {len(line)} bytes; at most {LINE_MAX}")
-    return line
+    words = (" ".join(map(str, fields)) + "\n").encode()
+    longest = len(b"S  ") + len(str(RID_MAX)) + len(words)
+    if longest > LINE_MAX:
+        raise ValueError(f"the submit frame is up to {longest} bytes; at most {LINE_MAX}")
+    return Request(tuple(prompt), predict, opts, tuple(stops), words)
+
+
+def submit_line(rid: int, req: Request) -> bytes:
+    """The S frame that submits req under rid (1..RID_MAX)."""
+    if not 1 <= rid <= RID_MAX:
+        raise ValueError(f"rid {rid} outside 1..{RID_MAX}")
+    return b"S %d %s" % (rid, req.words)
 
 
 def cancel(rid: int) -> bytes:

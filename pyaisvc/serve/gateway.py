@@ -2,20 +2,24 @@
 
 ``Gateway.connect(reader, writer)`` says hello (``H nonce``, again every
 second until the ``R`` frame comes: a hello sent before the gateway opened
-its port may be lost) and learns the window: how many requests the gateway
-holds live at once. The answer echoes the nonce, so it is told from the R
-the gateway sends by itself when it starts (no nonce); answers to the other
-hellos, which may come later, carry the nonce too and are dropped. ``run()``
-then reads frames until the connection ends and hands each request its own;
-a T frame with an id outside the vocabulary fails its request (503).
+its port may be lost) and learns the window: how many live requests the
+gateway holds per tenant (``frames.LIVE_MAX`` in all). The answer echoes the
+nonce, so it is told from the R the gateway sends by itself when it starts
+(no nonce); answers to the other hellos, which may come later, carry the
+nonce too and are dropped. ``run()`` then reads frames until the connection
+ends and hands each request its own; a T frame with an id outside the
+vocabulary fails its request (503).
 
-``submit()`` admits a request: at once while fewer than ``window`` requests
-are live, else it waits in the host queue (first come, first served), which
-holds at most ``queue_max`` waiters; one more raises ``QueueFull`` (HTTP
-429). It then picks a free rid, sends the ``S`` frame and returns a
+``admit(request)`` takes a place for the request (``hostqueue.Places``: at
+once while its tenant and the gateway have room, else it waits in the host
+queue, in turns by tenant; ``QueueFull``, HTTP 429, when ``queue_max``
+wait), then picks a free rid, sends the ``S`` frame and returns a
 ``Submitted``, whose ``events()`` yields the request's ``Tokens`` (each id's
 ``LogProbs`` before it, when the request asked for them) and
-finally its ``End`` (or raises ``RequestFailed`` for an ``X`` frame).
+finally its ``End`` (or raises ``RequestFailed`` for an ``X`` frame). An
+``X`` that means "not now" (``NOT_NOW``: the tenant's window or the table is
+full in the guest) does not fail the request: it goes back to the head of its
+tenant's line and is sent again under a fresh rid.
 ``Submitted.cancel()`` sends ``C rid`` when the request has not ended: the
 caller went away, or a stop string ended it on the host. A window place is
 given back only when the request's ``E`` or ``X`` frame arrives, so the
@@ -24,7 +28,7 @@ frame for it came for ``lost_after`` seconds (its end frame was lost): it
 then ends with ``GuestDown`` and a ``C`` frame goes to the guest.
 
 When the connection ends (QEMU exited), every live request and every waiter
-gets ``GuestDown`` (HTTP 503), and so does every later ``submit``. An ``R``
+gets ``GuestDown`` (HTTP 503), and so does every later ``admit``. An ``R``
 frame without a nonce means the gateway started again (init restarts it):
 the requests it held get ``GuestDown``, the rest go on.
 """
@@ -43,11 +47,17 @@ from typing import TypeVar
 from pyaisvc import cheader
 from pyaisvc.errors import AisvcError
 from pyaisvc.serve import frames
+from pyaisvc.serve.hostqueue import Places
 
 log = logging.getLogger("pyaisvc.serve")
 HELLO_EVERY = 1.0  # seconds between hellos until the gateway answers
 LOST_AFTER = 600.0  # seconds without a frame for a live request: its end frame was lost
 REAP_EVERY = 1.0  # seconds between looks for such requests
+RETRY_PAUSE = 0.5  # seconds the host queue waits after a "not now" refusal (unless a place frees)
+# The refusals that mean "not now" (docs/GATEWAY.md, "Refusals"): the request waits in the
+# host queue again. The tenant's window in the kernel, the kernel's table, the gateway's.
+NOT_NOW = frozenset((cheader.header_define("aisvc.h", "AIE_WOULDBLOCK"),
+                     cheader.header_define("aisvc.h", "AIE_FULL"), frames.GW_FULL))
 # Kernel codes that describe the request itself (docs/AI_SERVICE.md): a bad request,
 # not a broken service. The host checks these limits first, so they are rare.
 REQUEST_CODES = frozenset(cheader.header_define("aisvc.h", name) for name in (
@@ -59,10 +69,6 @@ QUESTIONS: dict[type, bytes] = {frames.Info: frames.INFO, frames.Table: frames.T
 
 class GuestDown(AisvcError):
     """The gateway is gone (the guest died or is booting): retry later."""
-
-
-class QueueFull(AisvcError):
-    """The host queue is full: retry later."""
 
 
 class RequestFailed(AisvcError):
@@ -82,6 +88,7 @@ class _Request:
     """One request the host sent and the gateway has not ended, with its frames so far."""
 
     rid: int
+    request: frames.Request
     events: asyncio.Queue[frames.Frame | Exception] = field(default_factory=asyncio.Queue)
     ended: bool = False  # its E or X frame arrived (or the connection ended)
     cancelled: bool = False  # C was sent
@@ -101,11 +108,15 @@ class Submitted:
 
     async def events(self) -> AsyncIterator[frames.Tokens | frames.LogProbs | frames.End]:
         """The request's T (and L) frames, then its E frame, as they come (iterate once);
-        RequestFailed for an X frame, GuestDown when the connection ended first."""
+        RequestFailed for an X frame, GuestDown when the connection ended first. A "not
+        now" refusal sends the request again once it has a place (Gateway.resend)."""
         while True:
             item = await self._live.events.get()
             if isinstance(item, Exception):
                 raise item
+            if isinstance(item, frames.Failed) and item.code in NOT_NOW:
+                await self._gw.resend(self._live)
+                continue
             if isinstance(item, frames.Failed):
                 raise RequestFailed(item.code, item.words)
             assert isinstance(item, frames.Tokens | frames.LogProbs | frames.End)
@@ -132,11 +143,8 @@ class Gateway:
         self._reader, self._writer = reader, writer
         self.ready = ready
         self.lost_after = lost_after
-        self.window = ready.window
-        self.queue_max = queue_max
+        self.places = Places(ready.window, frames.LIVE_MAX, queue_max)
         self._live: dict[int, _Request] = {}
-        self._held = 0  # window places taken: live requests and places handed to waiters
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         # the futures waiting for an I or a V frame, by the frame's type, first asked first
         self._asked: dict[type, collections.deque[asyncio.Future]] = {
             kind: collections.deque() for kind in QUESTIONS}
@@ -185,14 +193,19 @@ class Gateway:
     # ------------------------------------------------------------ the host's side
 
     @property
+    def window(self) -> int:
+        """The live requests the gateway holds per tenant (the R frame's)."""
+        return self.places.per_tenant
+
+    @property
     def live(self) -> int:
         """Requests submitted and not ended."""
         return len(self._live)
 
     @property
     def queued(self) -> int:
-        """Requests waiting in the host queue for a window place."""
-        return len(self._waiters)
+        """Requests waiting in the host queue for a place."""
+        return self.places.waiting
 
     def send(self, frame: bytes) -> None:
         """Sends frame with the others sent in this turn of the event loop, in one write:
@@ -210,22 +223,37 @@ class Gateway:
             self._writer.write(b"".join(self._out))
         self._out.clear()
 
-    async def submit(self, prompt: list[int], predict: int, opts: frames.Options,
-                     stops: list[int]) -> Submitted:
-        """Admits (maybe after waiting in the host queue) and sends the request;
-        QueueFull, GuestDown, or ValueError for a frame the framing cannot carry."""
-        frames.submit(1, prompt, predict, opts, stops)  # its ValueError before any wait
-        await self._admit()
+    async def admit(self, request: frames.Request) -> Submitted:
+        """Takes a place for request (maybe after waiting in the host queue) and sends it;
+        QueueFull or GuestDown."""
+        if self.down is not None:
+            raise self.down
+        await self.places.take(request.tenant)
+        return Submitted(self, self._send(_Request(0, request)))
+
+    async def resend(self, live: _Request) -> None:
+        """Sends live again after a "not now" refusal, once it has a place: at the head of
+        its tenant's line; GuestDown when the connection is down or ends meanwhile."""
+        if self.down is not None:
+            raise self.down
+        await self.places.take(live.request.tenant, front=True)
+        live.ended = False
+        live.heard = time.monotonic()
+        self._send(live)
+
+    def _send(self, live: _Request) -> _Request:
+        """Sends live's S frame under a free rid, on the place it holds; GuestDown (the place
+        given back) when the connection is down."""
         try:
             if self.down is not None:
                 raise self.down
-            rid = self._free_rid()
-            live = self._live[rid] = _Request(rid)
-            self.send(frames.submit(rid, prompt, predict, opts, stops))
+            live.rid = self._free_rid()
+            self._live[live.rid] = live
+            self.send(frames.submit_line(live.rid, live.request))
         except BaseException:
-            self._release()
+            self.places.give_back(live.request.tenant)
             raise
-        return Submitted(self, live)
+        return live
 
     async def ask(self, kind: type[Answer], timeout: float = 5.0) -> Answer:
         """The kernel's table now: at a glance (kind frames.Info: an I frame) or whole, at
@@ -236,37 +264,6 @@ class Gateway:
         self._asked[kind].append(fut)
         self.send(QUESTIONS[kind])
         return await asyncio.wait_for(asyncio.shield(fut), timeout)
-
-    async def _admit(self) -> None:
-        """Takes a window place for one request: at once while one is free and nobody waits,
-        else after waiting in the host queue; QueueFull when the queue holds queue_max,
-        GuestDown when the connection is down or ends meanwhile."""
-        if self.down is not None:
-            raise self.down
-        if self._held < self.window and not self._waiters:
-            self._held += 1
-            return
-        if len(self._waiters) >= self.queue_max:
-            raise QueueFull(f"{self.live} requests running and {self.queued} waiting")
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(fut)
-        try:
-            await fut  # a place handed over by _release
-        except BaseException:
-            if fut in self._waiters:
-                self._waiters.remove(fut)
-            elif fut.done() and not fut.cancelled() and fut.exception() is None:
-                self._release()  # the place came, but the caller left: pass it on
-            raise
-
-    def _release(self) -> None:
-        """Gives one window place back: to the first waiter, or to the pool."""
-        while self._waiters:
-            fut = self._waiters.popleft()
-            if not fut.done():
-                fut.set_result(None)
-                return
-        self._held -= 1
 
     def _free_rid(self) -> int:
         """The next rid (1..RID_MAX, wrapping) that no live request holds."""
@@ -318,12 +315,17 @@ class Gateway:
                     self.send(frames.cancel(live.rid))
 
     def _end(self, live: _Request, last: frames.Frame | Exception | None) -> None:
-        """Ends live: last (if any) to its caller, its window place back."""
+        """Ends live: last (if any) to its caller, its place back. After a "not now"
+        refusal the place is not handed on at once (the host queue pauses), so the next
+        request is not sent into the same refusal."""
         live.ended = True
         if last is not None:
             live.events.put_nowait(last)
         del self._live[live.rid]
-        self._release()
+        not_now = isinstance(last, frames.Failed) and last.code in NOT_NOW
+        self.places.give_back(live.request.tenant, hand_on=not not_now)
+        if not_now:
+            self.places.pause(RETRY_PAUSE)
 
     def _dispatch(self, line: str) -> None:
         """Hands one line from the gateway to whom it concerns: I and V answers to the first
@@ -379,7 +381,7 @@ class Gateway:
         lost = GuestDown("the gateway restarted; the request was lost")
         for live in list(self._live.values()):
             self._end(live, lost)
-        self.ready, self.window = ready, ready.window
+        self.ready, self.places.per_tenant = ready, ready.window
 
     def close(self, why: str) -> None:
         """Ends the connection: every live request and waiter gets GuestDown."""
@@ -390,10 +392,7 @@ class Gateway:
             live.ended = True
             live.events.put_nowait(self.down)
         self._live.clear()
-        while self._waiters:
-            fut = self._waiters.popleft()
-            if not fut.done():
-                fut.set_exception(self.down)
+        self.places.fail_all(self.down)
         for waiting in self._asked.values():
             while waiting:
                 fut = waiting.popleft()

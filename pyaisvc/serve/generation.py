@@ -1,9 +1,10 @@
 """One generation request from the checked body to the reply: whole or streamed.
 
-``generate(service, req, request)`` plans the request (``Service.plan``, in
-a worker thread: tokenizing a long prompt must not hold up the event loop),
-hands it to the engine and answers: the whole reply as JSON, or with
-``stream: true`` Server-Sent Events (``data: {chunk}`` ... ``data:
+``generate(service, req, request)`` plans the request (``start``:
+``Service.plan``, in a worker thread, since tokenizing a long prompt must
+not hold up the event loop), hands it to the engine's host queue
+(``hand_over``: its S frame built once, ``frames.request``) and answers:
+the whole reply as JSON, or with ``stream: true`` Server-Sent Events (``data: {chunk}`` ... ``data:
 [DONE]``), each in OpenAI's shape for its endpoint (``COMPLETION`` or
 ``CHAT``). Every outcome is counted in the metrics by endpoint.
 
@@ -36,7 +37,8 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pyaisvc.model.chattemplate import stop_ids
 from pyaisvc.serve import errors, frames
 from pyaisvc.serve.errors import ApiError
-from pyaisvc.serve.gateway import GuestDown, QueueFull, RequestFailed, Submitted
+from pyaisvc.serve.gateway import GuestDown, RequestFailed, Submitted
+from pyaisvc.serve.hostqueue import QueueFull
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.serve.schemas import ChatRequest, CompletionRequest
 from pyaisvc.serve.service import MICRO, Plan, Service
@@ -152,16 +154,17 @@ async def start(service: Service, req: CompletionRequest | ChatRequest) -> Run:
     except ApiError:
         service.metrics.requests.labels(endpoint, "bad_request").inc()
         raise
-    return await submit(service, plan, t0)
+    return await hand_over(service, plan, t0)
 
 
-async def submit(service: Service, plan: Plan, t0: float) -> Run:
-    """The planned request submitted to the engine; ApiError (429 when the host queue is
-    full, 503 while the guest is down), counted in the metrics."""
+async def hand_over(service: Service, plan: Plan, t0: float) -> Run:
+    """The planned request handed to the engine (its host queue, then the guest); ApiError
+    (429 when the host queue is full, 503 while the guest is down), counted in the
+    metrics."""
     m, endpoint = service.metrics, plan.endpoint
+    request = frames.request(plan.prompt, plan.predict, plan.opts, end_ids(service))
     try:
-        sub = await service.engine.submit(plan.prompt, plan.predict, plan.opts,
-                                          end_ids(service))
+        sub = await service.engine.enqueue(request)
         m.prompt_tokens.inc(len(plan.prompt))
         m.tenant_tokens.labels(plan.user, "prompt").inc(len(plan.prompt))
     except QueueFull as e:
@@ -253,9 +256,13 @@ async def _stream(run: Run, shape: Shape, model: str) -> AsyncIterator[bytes]:
 
 def _failure(m: Metrics, endpoint: str, e: GuestDown | RequestFailed) -> ApiError:
     """The refusal for a request the guest failed after taking it, counted: 400 when the
-    kernel named the request itself as bad, else 503."""
+    kernel named the request itself as bad, 500 when the gateway refused the frame as
+    malformed (the server built it wrongly), else 503."""
     if isinstance(e, RequestFailed) and e.is_request_error:
         m.requests.labels(endpoint, "bad_request").inc()
         return errors.bad_field(str(e), None)
+    if isinstance(e, RequestFailed) and e.code == frames.GW_MALFORMED:
+        m.requests.labels(endpoint, "failed").inc()
+        return errors.frame_refused(e)
     m.requests.labels(endpoint, "guest_down" if isinstance(e, GuestDown) else "failed").inc()
     return errors.guest_failed(e)

@@ -11,9 +11,9 @@ worker batched. The ``aisvc_kv_*`` gauges are the worker's KV cache from the
 same frame (docs/KVCACHE.md): its pool's blocks by state, its evictions and
 its hit ratio (prompt positions taken from the cache of all it looked up,
 since the worker started); ``aisvc_prompt_tokens_cached`` counts this
-server's requests' cached prompt ids (the E frames).
-worker batched. ``aisvc_tenant_*`` split the TTFT and the ids served by the
-request's ``user`` (the kernel's tenant: docs/SCHEDULING.md).
+server's requests' cached prompt ids (the E frames). ``aisvc_tenant_*``
+split the TTFT and the ids served by the request's ``user`` (the kernel's
+tenant: docs/SCHEDULING.md).
 """
 
 from __future__ import annotations
@@ -98,6 +98,15 @@ class Metrics:
             self.kv_blocks.labels(state).set(getattr(info, f"kv_{state}"))
         self.kv_evictions.set(info.kv_evictions)
         self.kv_hit_ratio.set(info.kv_hits / info.kv_prompt if info.kv_prompt else 0.0)
+
+    def forget_tenant(self, user: str) -> None:
+        """Drops user's aisvc_tenant_* series (its tenant went to another user)."""
+        for metric, labels in ((self.tenant_ttft, (user,)), (self.tenant_tokens, (user, "prompt")),
+                               (self.tenant_tokens, (user, "generated"))):
+            try:
+                metric.remove(*labels)
+            except KeyError:
+                pass  # no request of user got that far
 
     def tenant_served(self) -> dict[str, dict[str, int]]:
         """The ids served so far by tenant (aisvc_tenant_tokens): {user: {"prompt": n,

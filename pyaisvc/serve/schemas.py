@@ -27,6 +27,7 @@ MAX_STOP_CHARS = 64
 MAX_PREDICT = max_predict()
 MAX_BURST = cheader.header_define("aisvc.h", "AI_PERPROC")  # one burst: the gateway's window
 SEED_MAX = 2**64 - 1
+MAX_METADATA = 16  # key-value pairs of a chat's metadata (OpenAI's limit)
 UINT32_MAX = 2**32 - 1
 
 Text = Annotated[str, Field(max_length=MAX_TEXT)]
@@ -82,7 +83,8 @@ class Sampling(_Body):
                                              "of every id generated so far (default 0)")
     frequency_penalty: Penalty | None = Field(None, description="subtracted from an id's "
                                               "logit per time it was generated (default 0)")
-    logit_bias: dict[str, Annotated[float, Field(ge=-BIAS_MAX, le=BIAS_MAX)]] | None = Field(
+    logit_bias: Annotated[dict[str, Annotated[float, Field(ge=-BIAS_MAX, le=BIAS_MAX)]],
+                          Field(max_length=MAX_BIAS)] | None = Field(
         None, description="token id (as a string) -> bias added to its logit; at most "
         f"{MAX_BIAS} ids")
 
@@ -139,7 +141,7 @@ class ChatRequest(Sampling):
     audio: dict[str, Any] | None = None
     prediction: dict[str, Any] | None = None
     web_search_options: dict[str, Any] | None = None
-    metadata: dict[str, str] | None = None
+    metadata: Annotated[dict[Short, Short], Field(max_length=MAX_METADATA)] | None = None
     store: bool | None = None
     service_tier: Short | None = None
     reasoning_effort: Short | None = None
@@ -159,7 +161,7 @@ class DetokenizeRequest(_Body):
 
 
 class BurstRequest(_Body):
-    n: int = Field(8, ge=1, le=MAX_BURST, description="requests fired at once")
+    n: int = Field(MAX_BURST, ge=1, le=MAX_BURST, description="requests fired at once")
     prompt: Text = "Once upon a time"
     max_tokens: int = Field(16, ge=1, le=MAX_PREDICT)
 

@@ -37,12 +37,13 @@ from pyaisvc.serve.gateway import Submitted
 from pyaisvc.serve.live import TableFeed, TableView
 from pyaisvc.serve.metrics import Metrics
 from pyaisvc.serve.schemas import ChatRequest, CompletionRequest, Sampling
+from pyaisvc.serve.tenants import NO_USER, TENANTS_MAX, Tenants
 
 DEFAULT_COMPLETION_TOKENS = 16  # OpenAI's default max_tokens for /v1/completions
 DEFAULT_TOP_K = 40
 MICRO = 1_000_000  # 1.0 in struct ai_opts' millionths (AI_MICRO)
 STREAMS_MAX = 32  # clients of the table's stream at once
-TENANT_BASE = 100_000  # the first user's tenant id (Service.tenant)
+KEY_SHOWN = 24  # characters of a refused logit_bias key that its message shows
 
 
 class Backend(Protocol):
@@ -57,8 +58,7 @@ class Backend(Protocol):
 
     async def table(self) -> frames.Table: ...
 
-    async def submit(self, prompt: list[int], predict: int, opts: frames.Options,
-                     stops: list[int]) -> Submitted: ...
+    async def enqueue(self, request: frames.Request) -> Submitted: ...
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ class Plan:
     include_usage: bool
     logprobs: int | None = None  # alternatives per token in the reply; None: no logprobs
     echo: str = ""  # completions' echo: the prompt's text, which the reply's text begins with
-    user: str = "-"  # the tenant's name in the metrics: the request's user, "-" without one
+    user: str = NO_USER  # the tenant's label in the metrics (tenants.Tenants.of)
 
 
 @dataclass
@@ -97,19 +97,13 @@ class Service:
     table_view: TableView = field(init=False)
     table_feed: TableFeed = field(init=False)  # one poller for every stream client
     burst_lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
-    tenants: dict[str, int] = field(init=False, default_factory=dict)  # user -> tenant id
+    tenants_max: int = TENANTS_MAX  # users with a tenant of their own at once
+    tenants: Tenants = field(init=False)  # user -> tenant id, bounded
 
     def __post_init__(self) -> None:
+        self.tenants = Tenants(self.tenants_max, forget=self.metrics.forget_tenant)
         self.table_view = TableView(self.engine, self.tenants, self.metrics.tenant_served)
         self.table_feed = TableFeed(self.table_view, self.streams_max)
-
-    def tenant(self, user: str | None) -> int:
-        """The kernel's tenant id for the request's user: TENANT_BASE + n for the n-th user
-        seen since the server started (above the guest's pids, which are its processes'
-        default tenants); 0 without a user (the gateway's pid: one tenant)."""
-        if not user:
-            return 0
-        return self.tenants.setdefault(user, TENANT_BASE + len(self.tenants))
 
     def plan(self, req: CompletionRequest | ChatRequest) -> Plan:
         """The checked request, ready for the guest; ApiError (400 naming the field, or 404
@@ -125,13 +119,13 @@ class Service:
         for i, s in enumerate(stops):
             unicode_text(s, f"stop.{i}")
         echo = isinstance(req, CompletionRequest) and req.echo
-        opts = replace(options(req, self.limits.vocab), tenant=self.tenant(req.user),
+        tenant, label = self.tenants.of(req.user)
+        opts = replace(options(req, self.limits.vocab), tenant=tenant,
                        priority=req.priority or 0)
         return Plan(endpoint, ids, predict, opts, stops, req.stream,
                     bool(req.stream_options and req.stream_options.include_usage),
                     fields.logprobs(req),
-                    self.tok.decode(ids, skip_special_tokens=True) if echo else "",
-                    req.user or "-")
+                    self.tok.decode(ids, skip_special_tokens=True) if echo else "", label)
 
     def prompt_ids(self, req: CompletionRequest | ChatRequest) -> list[int]:
         """The request's prompt as ids: the chat in the model's template, the text encoded,
@@ -217,15 +211,15 @@ def options(req: CompletionRequest | ChatRequest, vocab: int) -> frames.Options:
 
 
 def logit_bias(req: Sampling, vocab: int) -> tuple[tuple[int, int], ...]:
-    """The request's logit_bias as (id, millionths) pairs, ids ascending; ApiError naming
-    the field for a key that is not a token id below vocab, or more than the kernel takes."""
+    """The request's logit_bias (at most MAX_BIAS keys: the schema's) as (id, millionths)
+    pairs, ids ascending; ApiError naming the field for a key that is not a token id below
+    vocab (its length checked before it is read as a number)."""
     pairs = []
     for key, bias in (req.logit_bias or {}).items():
-        if not (key.isascii() and key.isdigit()) or int(key) >= vocab:
-            raise errors.bad_field(f"logit_bias: key {key!r} is not a token id below the "
+        if not (key.isascii() and key.isdigit() and len(key) <= len(str(vocab))) or \
+                int(key) >= vocab:
+            shown = key if len(key) <= KEY_SHOWN else f"{key[:KEY_SHOWN]}... ({len(key)} chars)"
+            raise errors.bad_field(f"logit_bias: key {shown!r} is not a token id below the "
                                    f"vocabulary size {vocab}", "logit_bias")
         pairs.append((int(key), round(bias * MICRO)))
-    if len(pairs) > frames.MAX_BIAS:
-        raise errors.bad_field(f"logit_bias: {len(pairs)} ids; this server takes at most "
-                               f"{frames.MAX_BIAS}", "logit_bias")
     return tuple(sorted(pairs))

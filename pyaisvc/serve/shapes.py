@@ -109,6 +109,7 @@ class _Chat:
 
     def chunk(self, ident: str, created: int, model: str, piece: str,
               finish: str | None, logprobs: Logprobs = None) -> Json:
+        """One SSE chunk of the reply's content (finish set on the last), with logprobs."""
         return self._chunk(ident, created, model, {"content": piece} if piece else {}, finish,
                            logprobs)
 

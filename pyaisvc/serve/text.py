@@ -75,8 +75,7 @@ class TextStream:
                     if full.endswith(s[:k])), default=0)
 
     def _hand_out(self, upto: str) -> str:
-        """What upto adds to the text handed out so far (now upto); "" when it adds nothing.
-        What upto adds to the text handed out so far (now upto); "" when it adds nothing."""
+        """What upto adds to the text handed out so far (now upto); "" when it adds nothing."""
         if not upto.startswith(self.text) or len(upto) <= len(self.text):
             return ""
         piece = upto[len(self.text):]

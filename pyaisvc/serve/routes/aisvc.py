@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, Response, StreamingResponse
 from pyaisvc.serve import errors
 from pyaisvc.serve.errors import ApiError
 from pyaisvc.serve.gateway import GuestDown
-from pyaisvc.serve.generation import reply, submit
+from pyaisvc.serve.generation import hand_over, reply
 from pyaisvc.serve.schemas import (
     DOWN_RESPONSES,
     MAX_BURST,
@@ -61,6 +61,7 @@ async def table_stream(service: ServiceDep) -> StreamingResponse:
         raise errors.too_many_streams(feed.limit)
 
     async def events() -> Any:
+        """The feed's snapshots as SSE events until the client goes; then it leaves."""
         try:
             while True:
                 yield f"data: {await q.get()}\n\n".encode()
@@ -109,7 +110,7 @@ async def burst(req: BurstRequest, request: Request, service: ServiceDep) -> dic
 
 async def _one(service: Service, plan: Plan, request: Request) -> Any:
     """One completion of the burst's plan, whole."""
-    return await reply(await submit(service, plan, time.monotonic()), service.model, request)
+    return await reply(await hand_over(service, plan, time.monotonic()), service.model, request)
 
 
 @router.get("/", include_in_schema=False)
