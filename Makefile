@@ -474,7 +474,7 @@ format:
 # TEST_JOBS=0 runs in one process. TEST_ARGS adds pytest options (e.g. -x).
 TEST_JOBS ?= 2
 TEST_ARGS ?=
-PYTEST    := $(PYTHON) -m pytest -q -n $(TEST_JOBS) --dist loadgroup $(TEST_ARGS)
+PYTEST    := $(PYTHON) -m pytest -q -n $(TEST_JOBS) --dist loadgroup --no-loadscope-reorder $(TEST_ARGS)
 TEST_BUILD := all testprogs fsimg llm-host smol-assets
 # The builds run two at a time: the C build overlaps SmolLM2's export.
 test:

@@ -35,6 +35,12 @@ Fixtures (name -> what it gives):
     ``boot_seconds``, ``harts``, ``ram_mib``, ``transcript``, ``child`` (the
     pexpect child, for typing raw keys), ``close()``.
 
+``boot_shared_guest`` (module) -> callable
+    The same, for a module fixture that boots one guest several tests share (its
+    tests then form one group, below): for cases that each need no boot of their
+    own, change nothing another case reads and check what they need themselves.
+    Its guests are closed when the module's tests are done.
+
 Mark every test that boots the guest with ``@pytest.mark.guest``.
 
 Parallel runs (``make test``: pytest-xdist, ``-n 2 --dist loadgroup``): the
@@ -42,9 +48,11 @@ tests of a file that share a module-scoped fixture (an export, an image, a
 benchmark run; each value of a parametrized one counts apart) form one group
 that runs in one worker, so that fixture is built once; every other test is
 handed out on its own (``xdist_groups``). Files in SLOW_FILES are collected
-first, so their long groups start early instead of last. Everything a test
-writes goes to its tmp_path, and every QEMU boots its disk with
-snapshot=on, so workers never share a writable file.
+first, so their long groups start early instead of last, then the other guest
+tests, then the host's: make test passes ``--no-loadscope-reorder``, so the workers
+take the groups in this order (xdist's default puts the groups with most tests
+first). Everything a test writes goes to its tmp_path, and every QEMU boots its
+disk with snapshot=on, so workers never share a writable file.
 """
 
 from __future__ import annotations
@@ -77,8 +85,14 @@ SLOW_FILES = ("test_fidelity.py", "test_export.py", "test_ai_service.py", "test_
               "test_usertests.py", "test_llmrun_host.py", "test_fs_guest.py")
 
 # Module fixtures cheap enough to build in every worker that needs them (loading a
-# model, a no-op make): they do not tie their tests into one group.
-CHEAP_FIXTURES = frozenset({"smol", "smol_model", "tiny_model", "progs"})
+# model, a no-op make, a directory, an image of a few files: seconds): they do not tie
+# their tests into one group, so tests that each boot their own guest on such an image
+# spread over the workers. What stays grouped is what takes minutes or holds a live
+# guest or server: an export, a benchmark run, a booted gateway, a `pyaisvc serve`.
+CHEAP_FIXTURES = frozenset({
+    "smol", "smol_model", "tiny_model", "progs", "tok", "qwen", "qwen_dir", "smol_assets",
+    "smol_hf", "reference", "image", "qwen_image", "kv_image", "thread_image", "llm_image",
+    "vec_image", "port_image", "big_image"})
 
 
 def _group_name(file: str, fixture: str, param: object) -> str:
@@ -118,8 +132,12 @@ def xdist_groups(items: list[pytest.Item]) -> dict[str, str]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     def rank(item: pytest.Item) -> int:
+        """SLOW_FILES first, longest first, then the other guest tests, the host's last:
+        the short tests at the end keep both workers busy until the suite ends."""
         name = item.path.name
-        return SLOW_FILES.index(name) if name in SLOW_FILES else len(SLOW_FILES)
+        if name in SLOW_FILES:
+            return SLOW_FILES.index(name)
+        return len(SLOW_FILES) + (item.get_closest_marker("guest") is None)
 
     items.sort(key=rank)  # stable: the order within a file stays
     if config.pluginmanager.hasplugin("xdist"):  # the marker only steers --dist loadgroup
@@ -199,8 +217,9 @@ def make_image(build: Build, tmp_path: Path) -> Callable[..., Path]:
     return make
 
 
-@pytest.fixture
-def boot_guest(build: Build) -> Iterator[Callable[..., Guest]]:
+def _booting(build: Build) -> Iterator[Callable[..., Guest]]:
+    """boot_guest's and boot_shared_guest's booter; every guest it booted is closed
+    when the generator ends."""
     guests: list[Guest] = []
 
     def boot(cpus: int = 1, ram: str = DEFAULT_RAM, image: Path | None = None,
@@ -212,6 +231,18 @@ def boot_guest(build: Build) -> Iterator[Callable[..., Guest]]:
         guest.boot(timeout=timeout)
         return guest
 
-    yield boot
-    for guest in guests:
-        guest.close()
+    try:
+        yield boot
+    finally:
+        for guest in guests:
+            guest.close()
+
+
+@pytest.fixture
+def boot_guest(build: Build) -> Iterator[Callable[..., Guest]]:
+    yield from _booting(build)
+
+
+@pytest.fixture(scope="module")
+def boot_shared_guest(build: Build) -> Iterator[Callable[..., Guest]]:
+    yield from _booting(build)

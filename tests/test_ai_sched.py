@@ -270,43 +270,14 @@ def test_serve_passes_policy_tenant_and_priority(tmp_path) -> None:
     the kernel's table while carol holds 8 slots there, so her backlog never held him
     out."""
     import asyncio
-    import socket
-    import subprocess
-    import sys
     import threading
 
     import httpx
-    from host.buildlock import build_lock
-    from host.serveproc import stop_server
+    from host.serveproc import serving_smol
 
-    from pyaisvc.guest.llmguest import MODELS, prepare
-
-    smol = lc.smol_dir("v3")
-    if smol is None:
-        pytest.skip("models/SMOL is missing: run `make smol-assets`")
-    root = Path(__file__).resolve().parent.parent
-    with build_lock():
-        prepare(root, MODELS["smol"])
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = tmp_path / "serve.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "pyaisvc", "serve", "--model", "smol",
-                                 "--port", str(port), "--sched", "fair", "--chunk", "4",
-                                 "--verbose"],
-                                cwd=root, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 900
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, log.read_text()
-            try:
-                if httpx.get(url + "/health", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.5)
+    smol = lc.smol_or_skip()
+    with serving_smol(tmp_path, "--sched", "fair", "--chunk", "4", "--verbose") as srv:
+        url, log = srv.url, srv.log
         prompts = [lc.FRANCE["smol"], lc.smol_prompts()[2]]
         users = [("alice", None), ("bob", 50)]
 
@@ -344,8 +315,6 @@ def test_serve_passes_policy_tenant_and_priority(tmp_path) -> None:
             assert (f'aisvc_tenant_tokens_total{{kind="prompt",tenant="{user}"}} '
                     f'{float(len(prompt))}') in metrics, metrics
         assert "boot arguments 'aisched=fair aichunk=4'" in log.read_text(), log.read_text()
-    finally:
-        stop_server(proc)
 
 
 def _check_table_saw_the_users(seen: list[dict]) -> None:

@@ -16,14 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
+from host.loopback import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_listening(port: int, proc: subprocess.Popen, timeout: float) -> None:
@@ -44,7 +39,7 @@ def test_make_qemu_gdb_stops_at_main(build, make_image):
     gdb = shutil.which("gdb-multiarch")
     if gdb is None:
         pytest.fail("gdb-multiarch is missing: run `make deps`")
-    port = _free_port()
+    port = free_port()
     # An image of its own: qemu-gdb opens it for writing, which QEMU refuses while other
     # tests' guests read build/fs.img.
     image = make_image({})

@@ -43,30 +43,34 @@ def ids_lines(out: str) -> list[list[int]]:
     return [[int(v) for v in line.split()] for line in out.splitlines() if line.strip()]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("fmt", ["v3", "course"])
-def test_smol_matches_reference(progs: dict[str, Path], fmt: str) -> None:
-    assets = lc.smol_or_skip(fmt)
-    prompts = lc.smol_prompts()
-    want = lc.reference_ids(assets, prompts, GEN)
-    p = run(progs["smol"], ["--asset-dir", str(assets), "--stdin"],
-            lc.request_lines(prompts, GEN) + "quit\n")
-    assert p.returncode == 0, p.stderr
-    assert ids_lines(p.stdout) == want
-    got = [(t["prompt"], t["gen"]) for t in timings(p.stderr)]
-    assert got == [(len(q), GEN) for q in prompts]
+def model_case(model: str, fmt: str) -> tuple[Path, list[list[int]]]:
+    """The asset directory of model in format fmt (skips without models/SMOL) and its prompts."""
+    if model == "smol":
+        return lc.smol_or_skip(fmt), lc.smol_prompts()
+    return lc.qwen_tiny_dir(fmt), lc.qwen_prompts()
 
 
-@pytest.mark.parametrize("fmt", ["v3", "course"])
-def test_qwen_tiny_matches_reference(progs: dict[str, Path], fmt: str) -> None:
-    assets = lc.qwen_tiny_dir(fmt)
-    prompts = lc.qwen_prompts()
+@pytest.mark.parametrize(("model", "fmt", "quiet"), [
+    pytest.param("smol", "v3", False, marks=pytest.mark.slow, id="smol-v3"),
+    pytest.param("smol", "course", False, marks=pytest.mark.slow, id="smol-course"),
+    pytest.param("qwen", "v3", True, id="qwen-v3"),
+    pytest.param("qwen", "course", True, id="qwen-course")])
+def test_matches_reference(progs: dict[str, Path], model: str, fmt: str, quiet: bool) -> None:
+    """--stdin serves every prompt with the reference's ids: one timing line per request
+    (its prompt and generated counts) until `quit`, or with --quiet nothing on stderr
+    until the end of input."""
+    assets, prompts = model_case(model, fmt)
     want = lc.reference_ids(assets, prompts, GEN)
-    p = run(progs["qwen"], ["--asset-dir", str(assets), "--quiet", "--stdin"],
-            lc.request_lines(prompts, GEN))
+    lines = lc.request_lines(prompts, GEN) + ("" if quiet else "quit\n")
+    p = run(progs[model], ["--asset-dir", str(assets), *(["--quiet"] if quiet else []),
+                           "--stdin"], lines)
     assert p.returncode == 0, p.stderr
-    assert p.stderr == ""
     assert ids_lines(p.stdout) == want
+    if quiet:
+        assert p.stderr == ""
+    else:
+        assert [(t["prompt"], t["gen"]) for t in timings(p.stderr)] == \
+            [(len(q), GEN) for q in prompts]
 
 
 def batch_case(assets: Path, prompts: list[list[int]]) -> tuple[str, list]:

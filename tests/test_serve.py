@@ -33,24 +33,19 @@ import asyncio
 import functools
 import json
 import os
-import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import openai
 import pytest
 from host import llmcases as lc
-from host.buildlock import build_lock
-from host.serveproc import stop_server
+from host.serveproc import BOOT_SECONDS, Server, serving_smol
 
-from pyaisvc.guest.llmguest import MODELS, prepare
 from pyaisvc.model.tokenizer import load_tokenizer
 
 pytestmark = pytest.mark.guest
@@ -64,69 +59,14 @@ IDLE_CONNECTIONS = 2000
 IDLE_TIMEOUT = 3  # the server's --idle-timeout here: short, so the test is
 BODY_TIMEOUT = 5  # its --body-timeout
 QUEUE = 4  # the server's host queue: requests beyond the gateway's window of 8
-BOOT_SECONDS = 900.0  # build what is missing, boot, load the model: generous on a busy host
-
-
-@dataclass
-class Server:
-    url: str
-    proc: subprocess.Popen
-    log: Path
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:]
-
-    def client(self) -> openai.OpenAI:
-        return openai.OpenAI(base_url=self.url + "/v1", api_key="unused", max_retries=0,
-                             timeout=600)
-
-    def health(self) -> httpx.Response:
-        return httpx.get(self.url + "/health", timeout=30)
-
-    def metric(self, name: str, labels: str = "") -> float:
-        text = httpx.get(self.url + "/metrics", timeout=30).text
-        m = re.search(rf"^{re.escape(name + labels)} (\S+)$", text, re.M)
-        assert m, f"{name}{labels} not in /metrics"
-        return float(m.group(1))
-
-    def wait_up(self, deadline: float) -> dict:
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, f"pyaisvc serve exited:\n{self.output()}"
-            try:
-                r = self.health()
-                if r.status_code == 200:
-                    return r.json()
-            except httpx.TransportError:
-                pass
-            time.sleep(0.5)
-        raise AssertionError(f"the server did not become healthy:\n{self.output()}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
-    lc.smol_or_skip()
-    with build_lock():  # the server's own build step then finds everything up to date
-        prepare(ROOT, MODELS["smol"])
-    log = tmp_path_factory.mktemp("serve") / "serve.log"
-    port = free_port()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "pyaisvc", "serve", "--model", "smol",
-                                 "--port", str(port), "--queue", str(QUEUE), "--verbose",
-                                 "--idle-timeout", str(IDLE_TIMEOUT),
-                                 "--body-timeout", str(BODY_TIMEOUT)],
-                                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-    srv = Server(f"http://127.0.0.1:{port}", proc, log)
-    try:
-        srv.wait_up(time.monotonic() + BOOT_SECONDS)
+    with serving_smol(tmp_path_factory.mktemp("serve"), "--queue", str(QUEUE), "--verbose",
+                      "--idle-timeout", str(IDLE_TIMEOUT),
+                      "--body-timeout", str(BODY_TIMEOUT)) as srv:
         yield srv
-    finally:
-        stop_server(proc)
 
 
 @functools.cache

@@ -18,6 +18,7 @@ import socket
 import httpx
 import pytest
 from host import llmcases as lc
+from host.loopback import busy_port
 
 from pyaisvc.model.chattemplate import render
 from pyaisvc.model.tokenizer import load_tokenizer
@@ -550,10 +551,8 @@ def test_serve_refuses_a_bad_or_busy_port_before_booting() -> None:
         assert r.stderr.strip() == f"pyaisvc serve: {flag} {value} must be 1..8 (AI_CHUNK_MAX)"
     r = serve("--sched", "lottery")
     assert r.returncode == 2 and "invalid choice: 'lottery'" in r.stderr, r.stderr
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        r = serve("--port", str(busy.getsockname()[1]))
+    with busy_port() as port:
+        r = serve("--port", str(port))
     assert r.returncode == 1
     assert "cannot listen on 127.0.0.1:" in r.stderr and "choose another --port" in r.stderr
     assert "booting" not in r.stderr

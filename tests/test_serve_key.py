@@ -8,19 +8,12 @@ key.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
-
 import httpx
 import openai
 import pytest
 from host import llmcases as lc
-from host.buildlock import build_lock
-from host.serveproc import stop_server
-from test_serve import BOOT_SECONDS, FRANCE_TEXT, ROOT, Server, expected, free_port, reference
-
-from pyaisvc.guest.llmguest import MODELS, prepare
+from host.serveproc import Server, serving_smol
+from test_serve import FRANCE_TEXT, expected, reference
 
 pytestmark = pytest.mark.guest
 
@@ -30,22 +23,9 @@ N = 12
 
 @pytest.fixture(scope="module")
 def keyed(tmp_path_factory: pytest.TempPathFactory):
-    if lc.smol_dir("v3") is None:
-        pytest.skip("models/SMOL is missing: run `make smol-assets`")
-    with build_lock():
-        prepare(ROOT, MODELS["smol"])
-    log = tmp_path_factory.mktemp("serve-key") / "serve.log"
-    port = free_port()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "pyaisvc", "serve", "--model", "smol",
-                                 "--host", "127.0.0.1", "--port", str(port), "--api-key", KEY],
-                                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-    srv = Server(f"http://127.0.0.1:{port}", proc, log)
-    try:
-        srv.wait_up(time.monotonic() + BOOT_SECONDS)  # /health needs no key
+    with serving_smol(tmp_path_factory.mktemp("serve-key"), "--host", "127.0.0.1",
+                      "--api-key", KEY) as srv:  # /health needs no key
         yield srv
-    finally:
-        stop_server(proc)
 
 
 ROUTES = [("GET", "/v1/models", None), ("GET", "/metrics", None),

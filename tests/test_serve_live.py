@@ -13,7 +13,7 @@ import json
 
 import httpx
 import pytest
-import uvicorn
+from host.loopback import uvicorn_on_free_port
 
 from pyaisvc.model.tokenizer import load_tokenizer
 from pyaisvc.serve import frames
@@ -147,12 +147,7 @@ def test_the_endpoints_and_the_page() -> None:
 
     async def main() -> None:
         # a real server: httpx's ASGI transport would wait for the stream's end
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0,
-                                               log_level="warning", lifespan="off"))
-        serving = asyncio.create_task(server.serve())
-        while not server.started:
-            await asyncio.sleep(0.02)
-        port = server.servers[0].sockets[0].getsockname()[1]
+        server, serving, port = await uvicorn_on_free_port(app, log_level="warning")
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
             r = await client.get("/v1/aisvc/table")
             assert r.status_code == 200 and r.json()["batch"] == [0], r.text

@@ -15,9 +15,6 @@ from __future__ import annotations
 import functools
 import json
 import shutil
-import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -25,10 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 from host import llmcases as lc
-from host.buildlock import build_lock
-from host.serveproc import stop_server
+from host.serveproc import serving_smol
 
-from pyaisvc.guest.llmguest import MODELS, prepare
 from pyaisvc.model.tokenizer import load_tokenizer
 
 pytestmark = pytest.mark.guest
@@ -38,7 +33,6 @@ CHROMIUM = Path("/usr/bin/chromium")  # Debian's (tools/setup.sh installs it)
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]
-BOOT_SECONDS = 900.0
 MESSAGE = "What is the capital of France?"
 N = 12  # the chat's max tokens
 ENDS = {0, 2}  # <|endoftext|>, <|im_end|>
@@ -47,12 +41,6 @@ BURST = 8
 # The slots as the page draws them: [slot, shown state, rid].
 SLOTS_JS = """() => Array.from(document.querySelectorAll('.slot')).map(
     el => [Number(el.id.slice(5)), el.dataset.state, Number(el.dataset.rid || 0)])"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @functools.cache
@@ -69,29 +57,9 @@ def url(tmp_path_factory: pytest.TempPathFactory):
     lc.smol_or_skip()
     if not CHROMIUM.exists() or shutil.which("chromium") is None:
         pytest.skip("Debian's chromium is missing: run `make deps`")
-    with build_lock():
-        prepare(ROOT, MODELS["smol"])
-    log = tmp_path_factory.mktemp("page") / "serve.log"
-    port = _free_port()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "pyaisvc", "serve", "--model", "smol",
-                                 "--port", str(port), "--batch", "4", "--enable-burst"],
-                                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + BOOT_SECONDS
-        while True:
-            assert proc.poll() is None, log.read_text(errors="replace")[-4000:]
-            try:
-                if httpx.get(base + "/health", timeout=30).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, log.read_text(errors="replace")[-4000:]
-            time.sleep(0.5)
-        yield base
-    finally:
-        stop_server(proc)
+    with serving_smol(tmp_path_factory.mktemp("page"), "--batch", "4",
+                      "--enable-burst") as srv:
+        yield srv.url
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import time
 import httpx
 import pytest
 import uvicorn
+from host.loopback import busy_port, uvicorn_on_free_port
 from test_serve_host import PARIS, FakeGateway, api_test, connect
 
 from pyaisvc.model.tokenizer import load_tokenizer
@@ -229,15 +229,9 @@ def test_stream_clients_share_one_poller_and_are_bounded() -> None:
 
 async def _uvicorn(app, idle: float, limit: int) -> tuple[uvicorn.Server, asyncio.Task, int]:
     """app served by uvicorn on a free loopback port, as pyaisvc serve configures it."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error",
-                            lifespan="off", http=header_deadline(idle),
-                            timeout_keep_alive=max(1, round(idle)), limit_concurrency=limit,
-                            backlog=4096)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.02)
-    return server, task, server.servers[0].sockets[0].getsockname()[1]
+    return await uvicorn_on_free_port(app, log_level="error", http=header_deadline(idle),
+                                      timeout_keep_alive=max(1, round(idle)),
+                                      limit_concurrency=limit, backlog=4096)
 
 
 def test_idle_and_slow_connections_do_not_stop_serving_and_are_closed() -> None:
@@ -297,10 +291,7 @@ def test_serve_on_another_address_without_a_key_is_refused_at_start() -> None:
     assert r.stderr.strip() == ("pyaisvc serve: --host 0.0.0.0 opens the server to other "
                                 "machines; give it a key: --api-key KEY (or "
                                 "$AISVC_API_KEY=KEY)"), r.stderr
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        port = s.getsockname()[1]
+    with busy_port() as port:
         r = subprocess.run([sys.executable, "-m", "pyaisvc", "serve", "--host", "0.0.0.0",
                             "--port", str(port), "--api-key", KEY], capture_output=True,
                            text=True, timeout=120)

@@ -123,6 +123,13 @@ def test_cd(boot_guest) -> None:
     assert g.run("cd .. ; cat d/f ; cd ; cat d/f") == "in d\nin d\n"
 
 
+@pytest.fixture(scope="module")
+def parse_guest(boot_shared_guest):
+    """One guest for the syntax-error cases: each runs nothing, so none changes what
+    another sees."""
+    return boot_shared_guest()
+
+
 @pytest.mark.guest
 @pytest.mark.parametrize("line,message", [
     ("echo a |", "missing command after `|'"),
@@ -133,8 +140,8 @@ def test_cd(boot_guest) -> None:
     ("> f", "redirection without a command before `end of line'"),
     ('echo "abc', "unterminated `quote'"),
 ])
-def test_syntax_errors_run_nothing(boot_guest, line: str, message: str) -> None:
-    g = boot_guest()
+def test_syntax_errors_run_nothing(parse_guest, line: str, message: str) -> None:
+    g = parse_guest
     out = run_raw(g, f"echo RAN ; {line}")
     assert out == f"sh: syntax error: {message}\n"
     assert g.run("echo alive") == "alive\n"

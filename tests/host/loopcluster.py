@@ -20,14 +20,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from host.loopback import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 OWN_CHECKOUT = Path(__file__).resolve().parent / "owncheckout"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def descendants(pid: int) -> list[int]:
