@@ -61,6 +61,7 @@
 #include "kernel/include/memlayout.h"
 #include "kernel/include/syscall.h"
 #include "kernel/include/sysinfo.h"
+#include "kernel/include/mman.h"
 #include "kernel/include/aisvc.h"
 
 #define NELEM(a)     ((int)(sizeof(a) / sizeof((a)[0])))
@@ -317,7 +318,8 @@ is_ai(long nr)
 static int
 valid_nr(long nr)
 {
-  return (nr >= SYS_fork && nr <= SYS_setfg) || is_ai(nr) || nr == SYS_vlenb;
+  return (nr >= SYS_fork && nr <= SYS_setfg) || is_ai(nr) || nr == SYS_vlenb || nr == SYS_mmap ||
+      nr == SYS_munmap;
 }
 
 // Records a failed check (the first one's description is kept).
@@ -774,6 +776,48 @@ call_threads(struct call *c)
   }
 }
 
+// ---------------------------------------------------------------- file mappings
+
+static uint64 lastmap, lastlen; // the latest mapping made (munmap and writes use it)
+
+// mmap of a fresh descriptor or any one, with lengths, protections, flags
+// and offsets good and bad; munmap of that mapping or of anything; a write
+// from the mapping, whose pages the kernel fills inside the call (or
+// refuses past the file's end).
+static void
+call_mmap(struct call *c)
+{
+  static const long prots[] = { PROT_READ, PROT_READ | PROT_WRITE, 0, PROT_WRITE, 4, -1 };
+  static const long flags[] = { MAP_SHARED, MAP_PRIVATE, 0, 3, -1 };
+  int kind;
+
+  switch (pick(4)) {
+  case 0:
+  case 1:
+    c->nr = SYS_mmap;
+    c->tmpfd = chance(70) ? open(chance(50) ? scratchname() : bigfile(), O_RDONLY) : -1;
+    c->a[0] = chance(90) ? 0 : rnd();
+    c->a[1] = chance(70) ? 4096 * (1 + pick(64)) : anylen();
+    c->a[2] = prots[pick(NELEM(prots))];
+    c->a[3] = flags[pick(NELEM(flags))];
+    c->a[4] = c->tmpfd >= 0 ? c->tmpfd : anyfd();
+    c->a[5] = chance(70) ? 4096 * pick(8) : rnd();
+    break;
+  case 2:
+    c->nr = SYS_munmap;
+    c->a[0] = lastmap && chance(70) ? lastmap + 4096 * pick(4) : anyptr(&kind);
+    c->a[1] = chance(70) ? 4096 * pick(8) : anylen();
+    break;
+  default:
+    c->nr = SYS_write;
+    c->tmpfd = open(scratchname(), O_CREATE | O_TRUNC | O_WRONLY);
+    c->a[0] = c->tmpfd;
+    c->a[1] = lastmap ? lastmap : okptr(16);
+    c->a[2] = lastmap ? pick(lastlen < SCRATCH ? lastlen + 1 : SCRATCH) : pick(16);
+    break;
+  }
+}
+
 // Random registers; call numbers valid or not, never ones that could
 // end the test or block (fork, exit, exec, kill, sbrk, sleep, wait, read,
 // pipe, AI waits and the worker calls, threads, futex_wait, setpgid and
@@ -811,7 +855,7 @@ one_call(void)
     run(&c);
     return;
   }
-  switch (pick(child ? 11 : 12)) {
+  switch (pick(child ? 12 : 13)) {
   case 0:
   case 1:
   case 2: call_file(&c); break;
@@ -823,6 +867,7 @@ one_call(void)
   case 8: call_ai(&c); break;
   case 9: call_threads(&c); break;
   case 10: call_ai_any(&c); break;
+  case 11: call_mmap(&c); break;
   default: // fork a child (workers only)
     if (nkids >= MAXKIDS) {
       c.nr = SYS_wait;
@@ -851,6 +896,10 @@ one_call(void)
   if (c.nr == SYS_exec)
     stop_helper();
   r = run(&c);
+  if (c.nr == SYS_mmap && r > 0) {
+    lastmap = r;
+    lastlen = c.a[1];
+  }
   if (c.nr == SYS_wait && r > 0)
     forget(kids, &nkids, r);
   if (c.nr == SYS_thread_create && r > 0 && !child)
