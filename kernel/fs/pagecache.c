@@ -170,6 +170,20 @@ get_cached(struct inode *ip, uint64 index)
   return c ? page_pa(c) : 0;
 }
 
+// Holds page index of ip if it is cached, without counting a hit (a
+// fault maps the pages around the one it needs: mmap.c). Returns its
+// address or 0.
+uint64
+pagecache_peek(struct inode *ip, uint64 index)
+{
+  acquire(&cache.lock);
+  struct cpage *c = lookup(ip->dev, ip->inum, index);
+  if (c)
+    hold(c);
+  release(&cache.lock);
+  return c ? page_pa(c) : 0;
+}
+
 // How many pages from index on (at most max) are not cached: the
 // cluster a miss at index reads. ip->lock is held.
 static int
