@@ -257,7 +257,7 @@ $(addprefix $(BUILD)/user/_,ai gateway): $(BUILD)/user/_%: $(BUILD)/user/ai/%.o 
 
 # Guest programs used only by the kernel's pytest tests (tests/progs/NAME.c
 # -> build/tests/_NAME); the tests pack them into images of their own.
-TESTPROGS := fault sbrkbig fpmix fswrite spin tlbprobe vprobe portecho jobzero
+TESTPROGS := fault sbrkbig fpmix fswrite spin tlbprobe vprobe portecho jobzero maptouch
 TESTPROG_ELFS := $(addprefix $(BUILD)/tests/_,$(TESTPROGS))
 .PHONY: testprogs
 testprogs: $(TESTPROG_ELFS)

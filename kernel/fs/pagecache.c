@@ -28,9 +28,12 @@
 //   inode number.
 // - A miss reads a cluster: the missing page and up to CLUSTER - 1
 //   following ones that are not cached yet, in one disk request where
-//   the blocks lie contiguously. A request costs about 25 us whatever its
-//   size up to 64 KiB (docs/PERF_NOTES.md, fact 6, "a disk request costs
-//   about 25 us"), so 16 pages cost what one does.
+//   the blocks lie contiguously. A request costs the device about 25 us
+//   whatever its size up to 64 KiB (docs/PERF_NOTES.md, fact 6, "a disk
+//   request costs about 25 us"), and the process sleeps for its
+//   interrupt, whose wake-up can take milliseconds when the host is busy;
+//   so a cluster is the most one request carries, 128 pages (512 KiB,
+//   BIOMAXSEGS segments), and a model streams in at read()'s pace.
 //
 // Locks: cache.lock (a spinlock, taken last: nothing is called with it
 // held but the list and hash operations here) guards every descriptor
@@ -49,7 +52,7 @@
 #include "kernel/include/sysinfo.h"
 #include "kernel/include/defs.h"
 
-#define CLUSTER 16   // pages one miss reads (64 KiB: design comment)
+#define CLUSTER 128  // pages one miss reads (512 KiB: design comment)
 #define NHASH   8192 // hash buckets; a power of two
 
 struct cpage {
@@ -170,18 +173,21 @@ get_cached(struct inode *ip, uint64 index)
   return c ? page_pa(c) : 0;
 }
 
-// Holds page index of ip if it is cached, without counting a hit (a
-// fault maps the pages around the one it needs: mmap.c). Returns its
-// address or 0.
-uint64
-pagecache_peek(struct inode *ip, uint64 index)
+// Holds the pages of ip from index on that are cached in a row, at most
+// n, without counting hits (a fault maps the pages after the one it
+// needs: mmap.c). Returns how many, their addresses in pa[].
+int
+pagecache_peek(struct inode *ip, uint64 index, int n, uint64 *pa)
 {
+  int got = 0;
+
   acquire(&cache.lock);
-  struct cpage *c = lookup(ip->dev, ip->inum, index);
-  if (c)
+  for (struct cpage *c; got < n && (c = lookup(ip->dev, ip->inum, index + got)) != 0; got++) {
     hold(c);
+    pa[got] = page_pa(c);
+  }
   release(&cache.lock);
-  return c ? page_pa(c) : 0;
+  return got;
 }
 
 // How many pages from index on (at most max) are not cached: the

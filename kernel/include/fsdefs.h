@@ -61,7 +61,7 @@ int readi_pages(struct inode *ip, uint64 index, uint64 *pa, int n);
 struct sysinfo;
 void pagecache_init(uint64 ram_end);
 int pagecache_get(struct inode *ip, uint64 index, int ahead, uint64 *pa);
-uint64 pagecache_peek(struct inode *ip, uint64 index);
+int pagecache_peek(struct inode *ip, uint64 index, int n, uint64 *pa);
 void pagecache_dup(uint64 pa);
 void pagecache_put(uint64 pa);
 int pagecache_refs(uint64 pa);

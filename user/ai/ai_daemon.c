@@ -1,7 +1,9 @@
 // ai_daemon: the AI service's worker (kernel/ai/ai_table.c).
 //
-//   ai_daemon [--ready-fd FD] [--batch B] [--kv-blocks N] [--prefix-cache on|off] [ASSET_DIR]
-//   (ASSET_DIR: default /AI/SMOL, else /AI/QWEN)
+//   ai_daemon [--ready-fd FD] [--batch B] [--kv-blocks N] [--prefix-cache on|off] [--mmap off]
+//             [ASSET_DIR]
+//   (ASSET_DIR: default /AI/SMOL, else /AI/QWEN; --mmap off: the weights are
+//   read into the heap, not mapped: user/llm/loader.c)
 //
 // Each batched step runs on the runtime's thread pool, one thread per
 // hart that the host runs at once (user/llm/pool.c measures it); the
@@ -454,6 +456,8 @@ main(int argc, char **argv)
       reuse = 1;
     else if (strcmp(argv[i], "--prefix-cache") == 0 && strcmp(argv[i + 1], "off") == 0)
       reuse = 0;
+    else if (strcmp(argv[i], "--mmap") == 0 && strcmp(argv[i + 1], "off") == 0)
+      llm_map_weights = 0; // read the weights into the heap (docs/VM.md)
     else
       break;
   }
@@ -464,7 +468,7 @@ main(int argc, char **argv)
   if (batch < 1 || batch > AI_BATCH) {
     fprintf(2,
         "usage: ai_daemon [--ready-fd FD] [--batch 1..%d] [--kv-blocks N] "
-        "[--prefix-cache on|off] [ASSET_DIR]\n",
+        "[--prefix-cache on|off] [--mmap off] [ASSET_DIR]\n",
         AI_BATCH);
     return 2;
   }
