@@ -302,7 +302,7 @@ qemu-gdb: $(KERNEL_ELF) $(FSIMG) | qemu-check
 #   QWEN_SYNTHETIC=tiny|0.8b a random Qwen3.5 built from transformers' classes
 # or drop the course's qwen.zip into models/.
 MODELS          := models
-MODEL_FORMAT    ?= v3
+MODEL_FORMAT    ?= v4
 QWEN_CHECKPOINT ?=
 QWEN_SYNTHETIC  ?=
 QWEN_SEED       ?= 0

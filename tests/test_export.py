@@ -272,14 +272,15 @@ def test_cli_export_qwen_synthetic_and_reexport(tmp_path, capsys):
     assert all(n.startswith("QWEN/") for n in names) and names[-1] == "QWEN/INFO.TXT"
     a = load_assets(z)
     assert a.config.version == 2 and a.config.runtime_seq_len == 32
-    # a course-format zip re-exported into v3 keeps the weights within the new steps
+    # a course-format zip re-exported into the default format (v4) keeps the weights within
+    # the new steps
     rc = main(["export", "qwen", "--course-zip", str(z), "--out", str(tmp_path / "o"),
                "--no-sample", "-q", "-v"])
     assert rc == 0
     out = capsys.readouterr().out
     assert "L03.BIN q_proj" in out and "max|err|" in out
     b = load_assets(tmp_path / "o" / "QWEN")
-    assert b.config.version == 3
+    assert b.config.version == 4 and b.config.pack_rows == 32
     from pyaisvc.model.quant import dequantize
 
     assert_within_step(dequantize(a.layers[3].t["q_proj"]), b.layers[3].t["q_proj"], "q_proj")

@@ -38,9 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--synthetic", choices=["tiny", "0.8b"],
                      help="qwen: a randomly initialised Qwen3.5 of this size")
     parser.add_argument("--seed", type=int, default=0, help="seed for --synthetic (default 0)")
-    parser.add_argument("--format", choices=[*FORMATS, *FORMAT_ALIASES], default="v3",
-                        help="v3: CFG version 3, group-scaled weights (default; 'ours' is its "
-                        "old name); course: version 1 (smol) / 2 (qwen)")
+    parser.add_argument("--format", choices=[*FORMATS, *FORMAT_ALIASES], default="v4",
+                        help="v4: v3 in the guest kernels' layout, mapped in place (default); "
+                        "v3: CFG version 3, group-scaled weights ('ours' is its old name); "
+                        "course: version 1 (smol) / 2 (qwen)")
     parser.add_argument("--runtime-seq-len", type=int, default=None,
                         help="positions the guest runtime supports (default "
                         f"{DEFAULT_RUNTIME_SEQ_LEN})")
