@@ -1,8 +1,9 @@
 // vmstat: the memory and the page cache as the kernel sees them
 // (sysinfo(), kernel/include/sysinfo.h; docs/VM.md).
 //
-//   vmstat      one report
-//   vmstat N    a report every N tenths of a second, until ^C
+//   vmstat            one report
+//   vmstat N [COUNT]  a report every N tenths of a second, COUNT of them
+//                     (default: until ^C)
 
 #include "user/lib/user.h"
 #include "kernel/include/sysinfo.h"
@@ -28,15 +29,15 @@ report(void)
 int
 main(int argc, char *argv[])
 {
-  int every = argc == 2 ? atoi(argv[1]) : 0;
+  int every = argc >= 2 ? atoi(argv[1]) : 0, count = argc == 3 ? atoi(argv[2]) : -1;
 
-  if (argc > 2 || (argc == 2 && every <= 0)) {
-    fprintf(2, "usage: vmstat [N]  (N: tenths of a second between reports)\n");
+  if (argc > 3 || (argc >= 2 && every <= 0) || count == 0 || count < -1) {
+    fprintf(2, "usage: vmstat [N [COUNT]]  (N: tenths of a second between reports)\n");
     exit(1);
   }
   if (report() < 0)
     exit(1);
-  while (every > 0) {
+  for (int n = 1; every > 0 && n != count; n++) {
     sleep(every);
     if (report() < 0)
       exit(1);
