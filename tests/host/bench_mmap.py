@@ -26,9 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pyaisvc.llmguest import MODELS, prepare, timings, uprogs  # noqa: E402
-from pyaisvc.modelimage import build_model_image  # noqa: E402
-from pyaisvc.qemu import Guest, QemuConfig, default_cpus  # noqa: E402
+from pyaisvc.guest.llmguest import MODELS, prepare, timings, uprogs  # noqa: E402
+from pyaisvc.guest.qemu import Guest, QemuConfig, default_cpus  # noqa: E402
+from pyaisvc.image.modelimage import build_model_image  # noqa: E402
 
 PROMPT = "504 3575 282 4649 314"  # "The capital of France is"
 RUN = "llmrun_smol --kv-blocks 4 --predict 4"
