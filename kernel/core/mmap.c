@@ -15,7 +15,8 @@
 //   fault takes the page from the page cache, which reads a cluster of
 //   following pages with it when it misses, and a read fault maps the
 //   cached pages after it too (up to AROUND in all): a process that
-//   streams through a file takes a fault per 64 pages, not per page.
+//   streams through a file takes a fault per 512 pages (2 MiB), not per
+//   page.
 // - MAP_SHARED maps the cache page itself, read-only (PROT_WRITE is
 //   refused: there is no write-back); every process that maps the file
 //   sees the same physical page. MAP_PRIVATE maps the cache page
@@ -62,7 +63,8 @@
 
 #define MAXMAP     (1UL << 36) // longest mapping (64 GiB)
 #define TRIM_PAGES 256         // pages a process drops when a fault finds no memory
-#define AROUND     64          // pages a read fault maps: its own and the cached ones after it
+#define AROUND     512         // pages a read fault maps: its own and the cached ones after it
+#define PEEK       64          // of those, looked up in the page cache at once
 
 // ---------------------------------------------------------------- lookups
 
@@ -285,27 +287,37 @@ fault_present(struct proc *l, pte_t *pte, int access)
   return copy_on_write(l, pte);
 }
 
-// After a read fault mapped page va of v: maps the following pages of v,
-// up to AROUND in all, that are cached and not mapped yet, read-only, so
-// that a process streaming through a file takes one fault per cluster
-// the page cache read, not one per page. vmlock is held.
-static void
-map_around(struct proc *l, pagetable_t pt, struct vma *v, uint64 va)
+// Maps up to n pages of v from va on that are cached and not mapped yet,
+// read-only, stopping at the first that is not. vmlock is held. Returns
+// how many it mapped.
+static int
+map_run(struct proc *l, pagetable_t pt, struct vma *v, uint64 va, int n)
 {
-  uint64 pa[AROUND], index = (v->off + va - v->start) / PGSIZE;
-  int n = 0, got, i;
+  uint64 pa[PEEK], index = (v->off + va - v->start) / PGSIZE;
+  int want = 0, got, i;
 
-  for (; n + 1 < AROUND && va + (n + 1) * PGSIZE < v->end; n++) {
-    pte_t *pte = walk(pt, va + (n + 1) * PGSIZE, 0);
+  for (; want < n && want < PEEK && va + want * PGSIZE < v->end; want++) {
+    pte_t *pte = walk(pt, va + want * PGSIZE, 0);
     if (pte && (*pte & PTE_V))
       break;
   }
-  got = pagecache_peek(v->ip, index + 1, n, pa);
-  for (i = 0; i < got && mappages(pt, va + (i + 1) * PGSIZE, PGSIZE, pa[i], PTE_R | PTE_U) == 0;
-       i++)
+  got = pagecache_peek(v->ip, index, want, pa);
+  for (i = 0; i < got && mappages(pt, va + i * PGSIZE, PGSIZE, pa[i], PTE_R | PTE_U) == 0; i++)
     l->tg.mm.resident++;
-  for (; i < got; i++)
-    pagecache_put(pa[i]); // no memory for a page-table page
+  for (int k = i; k < got; k++)
+    pagecache_put(pa[k]); // no memory for a page-table page
+  return i;
+}
+
+// After a read fault mapped page va of v: maps the following pages of v,
+// up to AROUND in all, that are cached and not mapped yet, PEEK at a
+// time, so that a process streaming through a file takes one fault per
+// AROUND pages the page cache holds, not one per page. vmlock is held.
+static void
+map_around(struct proc *l, pagetable_t pt, struct vma *v, uint64 va)
+{
+  for (int done = 1, got = PEEK; done < AROUND && got == PEEK; done += got)
+    got = map_run(l, pt, v, va + done * PGSIZE, AROUND - done < PEEK ? AROUND - done : PEEK);
 }
 
 // Fills page va of mapping *v (a copy taken under vmlock) in pt. Returns

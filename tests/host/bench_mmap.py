@@ -6,7 +6,7 @@ Needs SmolLM2 in asset format version 4 (the export's default; --assets DIR for
 another directory). One run prints:
 
 1. llmrun_smol while the worker holds SmolLM2 (it has served a request, so the
-   page cache holds the weights it mapped): llmrun_smol --kv-blocks 4 --predict 4
+   page cache holds the weights it mapped): llmrun_smol --kv-blocks 16 --predict 4
    mapped and with --no-mmap, in one boot: Model Loading Time (load_us), the first
    request's faults and TTFT, and the growth of the guest's used memory (RAM less
    free pages and page cache, sampled by vmstat every 0.1 s while it runs) against the
@@ -31,7 +31,7 @@ from pyaisvc.guest.qemu import Guest, QemuConfig, default_cpus  # noqa: E402
 from pyaisvc.image.modelimage import build_model_image  # noqa: E402
 
 PROMPT = "504 3575 282 4649 314"  # "The capital of France is"
-RUN = "llmrun_smol --kv-blocks 4 --predict 4"
+RUN = "llmrun_smol --kv-blocks 16 --predict 4"
 VMSTAT = re.compile(r"^free (\d+) KiB, page cache (\d+) KiB \((\d+) KiB idle\)", re.M)
 FAULTS = re.compile(r" faults=(\d+) ")
 
