@@ -252,9 +252,15 @@ fill(struct inode *ip, uint64 index, int max)
       n = i;
     }
   }
-  if (readi_pages(ip, index, pa, n) < 0) {
-    for (int i = 0; i < n; i++)
-      kfree((void *)pa[i]);
+  int r = readi_pages(ip, index, pa, n);
+  if (r < 0 && n > 1) {
+    // A damaged block further on fails the cluster: then the page alone.
+    while (n > 1)
+      kfree((void *)pa[--n]);
+    r = readi_pages(ip, index, pa, 1);
+  }
+  if (r < 0) {
+    kfree((void *)pa[0]);
     return -EIO;
   }
   insert(ip, index, pa, n);
