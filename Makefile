@@ -101,6 +101,7 @@ KERNEL_CORE_SRCS := \
 	$(K)/core/syscall.c \
 	$(K)/core/sysproc.c \
 	$(K)/core/exec.c \
+	$(K)/core/mmap.c \
 	$(K)/drivers/uart.c \
 	$(K)/drivers/plic.c \
 	$(K)/drivers/virtio_console.c
@@ -110,6 +111,7 @@ KERNEL_FS_SRCS := \
 	$(K)/fs/bio.c \
 	$(K)/fs/log.c \
 	$(K)/fs/fs.c \
+	$(K)/fs/pagecache.c \
 	$(K)/fs/file.c \
 	$(K)/fs/pipe.c \
 	$(K)/fs/sysfile.c \
@@ -158,9 +160,11 @@ BIN_PROGS := \
 	uptime \
 	wc \
 	cksum \
+	vmstat \
 
 TEST_PROGS := \
 	usertests \
+	mmaptests \
 	fuzz \
 	threadtests \
 	aitest \
@@ -247,18 +251,18 @@ $(addprefix $(BUILD)/user/_,$(BIN_PROGS)): $(BUILD)/user/_%: $(BUILD)/user/bin/%
 $(addprefix $(BUILD)/user/_,$(TEST_PROGS)): $(BUILD)/user/_%: $(BUILD)/user/tests/%.o $(UPROG_LIBS) $(U)/lib/user.ld
 	$(LINK_UPROG)
 # The self-tests share their runner (user/tests/harness.c).
-$(BUILD)/user/_usertests $(BUILD)/user/_threadtests: $(BUILD)/user/tests/harness.o
+$(BUILD)/user/_usertests $(BUILD)/user/_threadtests $(BUILD)/user/_mmaptests: $(BUILD)/user/tests/harness.o
 # aitest and fuzz are each one program in several files, by topic.
 $(BUILD)/user/_aitest: $(addprefix $(BUILD)/user/tests/,aitest_common.o aitest_real.o \
 	aitest_worker.o aitest_sched.o aitest_resume.o)
 $(BUILD)/user/_fuzz: $(addprefix $(BUILD)/user/tests/,fuzz_call.o fuzz_worker.o fuzz_fs.o \
-	fuzz_proc.o fuzz_ai.o)
+	fuzz_proc.o fuzz_ai.o fuzz_mmap.o)
 $(addprefix $(BUILD)/user/_,ai gateway): $(BUILD)/user/_%: $(BUILD)/user/ai/%.o $(UPROG_LIBS) $(U)/lib/user.ld
 	$(LINK_UPROG)
 
 # Guest programs used only by the kernel's pytest tests (tests/progs/NAME.c
 # -> build/tests/_NAME); the tests pack them into images of their own.
-TESTPROGS := fault sbrkbig fpmix fswrite spin tlbprobe vprobe portecho jobzero memhog
+TESTPROGS := fault sbrkbig fpmix fswrite spin tlbprobe vprobe portecho jobzero memhog maptouch
 TESTPROG_ELFS := $(addprefix $(BUILD)/tests/_,$(TESTPROGS))
 .PHONY: testprogs
 testprogs: $(TESTPROG_ELFS)

@@ -316,10 +316,15 @@ def test_worker_measures_its_pool_again(boot_guest, build, qwen_dir, tmp_path) -
     assert "panic" not in g.transcript
 
 
-@pytest.mark.parametrize("cpus,seed", [(1, 1), (2, 2)])
-def test_stress_matches_reference(boot_guest, qwen_image, qwen_dir, cpus: int, seed: int) -> None:
+@pytest.mark.parametrize("cpus,seed,fmt", [(1, 1, "v3"), (2, 2, "v3"), (2, 3, "v4")])
+def test_stress_matches_reference(boot_guest, build, tmp_path, qwen_image, qwen_dir, cpus: int,
+                                  seed: int, fmt: str) -> None:
     nproc, nreq = 8, 8
-    g = boot_guest(cpus=cpus, image=qwen_image)
+    image = qwen_image
+    if fmt == "v4":  # the worker maps its weights (docs/VM.md)
+        qwen_dir = lc.qwen_tiny_dir("v4")
+        image = _image(build, tmp_path, {"AI/QWEN": qwen_dir}, {})
+    g = boot_guest(cpus=cpus, image=image)
     out = g.run(f"aistress {nproc} {nreq} {seed} 24 12", timeout=1500)
     m = STRESS.search(out)
     assert m and m.group(2) == "0" and m.group(3) == "0", out
@@ -332,6 +337,8 @@ def test_stress_matches_reference(boot_guest, qwen_image, qwen_dir, cpus: int, s
     for key, (prompt, predict, result) in sorted(got.items()):
         assert result == ref.generate(prompt, predict), (key, prompt, predict)
     assert "slots 0/16 used" in g.run("ai info")
+    cached = int(re.search(r"page cache (\d+) KiB", g.run("vmstat"))[1])
+    assert (cached > 0) == (fmt == "v4")
 
 
 def test_shell_tool_walkthrough(boot_guest, qwen_image, qwen_dir) -> None:

@@ -33,7 +33,8 @@ def smol_cfg(version: int) -> Config:
     return Config(version=version, model_kind=0, flags=0, dim=64, hidden_dim=96, n_layers=2,
                   n_heads=2, n_kv_heads=1, head_dim=32, vocab_size=50, seq_len=64,
                   runtime_seq_len=16, rms_eps=float(np.float32(1e-5)), rope_theta=10000.0,
-                  rotary_dim=32, group_size=32 if version == 3 else 0)
+                  rotary_dim=32, group_size=32 if version >= 3 else 0,
+                  pack_rows=16 if version == 4 else 0)
 
 
 def qwen_cfg(version: int) -> Config:
@@ -42,7 +43,7 @@ def qwen_cfg(version: int) -> Config:
                   runtime_seq_len=8, rms_eps=float(np.float32(1e-6)), rope_theta=1e7,
                   rotary_dim=8, linear_num_k_heads=1, linear_num_v_heads=2,
                   linear_key_head_dim=32, linear_value_head_dim=32, linear_conv_kernel=4,
-                  group_size=32 if version == 3 else 0)
+                  group_size=32 if version >= 3 else 0, pack_rows=16 if version == 4 else 0)
 
 
 def _shapes(c: Config, kind: int) -> list[tuple[str, bool, tuple[int, ...]]]:
@@ -71,7 +72,7 @@ def _shapes(c: Config, kind: int) -> list[tuple[str, bool, tuple[int, ...]]]:
 
 def build(c: Config, kinds: list[int], seed: int = 1) -> Assets:
     rng = np.random.default_rng(seed)
-    quant = quantize_groups if c.version == 3 else quantize_rows
+    quant = quantize_groups if c.version >= 3 else quantize_rows
     layers = []
     for k in kinds:
         t = {}
@@ -92,6 +93,8 @@ CASES = {
     "v2-qwen": (qwen_cfg(2), [1, 1, 1, 0]),
     "v3-smol": (smol_cfg(3), [0, 0]),
     "v3-qwen": (qwen_cfg(3), [1, 1, 1, 0]),
+    "v4-smol": (smol_cfg(4), [0, 0]),
+    "v4-qwen": (qwen_cfg(4), [1, 1, 1, 0]),
 }
 
 
@@ -102,10 +105,35 @@ def header_bytes(c: Config) -> bytes:
     vals = [getattr(c, f) for f in V2_FIELDS]
     out = struct.pack("<13I", MAGIC, c.version, *vals[:11])
     out += struct.pack("<2f", vals[11], vals[12]) + struct.pack("<6I", *vals[13:])
-    return out + (struct.pack("<I", 32) if c.version == 3 else b"")
+    out += struct.pack("<I", 32) if c.version >= 3 else b""
+    return out + (struct.pack("<I", c.pack_rows) if c.version == 4 else b"")
 
 
-def qmat_bytes(m: QMat) -> bytes:
+def qmat_v4_bytes(m: QMat, block: int) -> bytes:
+    """Version 4's matrix, entry by entry as docs/ASSET_FORMAT.md section 3b places it."""
+    rows, cols = m.q.shape
+    ng, packed = cols // 32, rows // block * block
+    mult = m.mult.astype("<u2").tobytes()
+    out = m.scales.astype("<f8").tobytes() + mult + bytes(-len(mult) % 8)
+    vm = [0] * (packed * ng)
+    for b in range(packed // block):
+        for g in range(ng):
+            for i in range(block):
+                vm[b * ng * block + g * block + i] = int(m.mult[b * block + i, g])
+    out += struct.pack(f"<{len(vm)}i", *vm)
+    vals = bytearray(rows * cols)
+    for r in range(rows):
+        for col in range(cols):
+            byte = (int(m.q[r, col]) + 128) & 0xFF
+            b, i, k, j = r // block, r % block, col // 4, col % 4
+            at = b * block * cols + (k * block + i) * 4 + j if r < packed else r * cols + col
+            vals[at] = byte
+    return out + bytes(vals)
+
+
+def qmat_bytes(m: QMat, c: Config | None = None) -> bytes:
+    if c is not None and c.version == 4:
+        return qmat_v4_bytes(m, c.pack_rows)
     out = m.scales.astype("<f4").tobytes()
     if m.mult is not None:
         out += m.mult.astype("<u2").tobytes()
@@ -114,9 +142,10 @@ def qmat_bytes(m: QMat) -> bytes:
 
 def layer_bytes(c: Config, layer: Layer) -> bytes:
     out = b""
+    floats = "<f8" if c.version == 4 else "<f4"
     for name, is_mat, _ in _shapes(c, layer.kind):
         v = layer.t[name]
-        out += qmat_bytes(v) if is_mat else np.asarray(v, "<f4").tobytes()
+        out += qmat_bytes(v, c) if is_mat else np.asarray(v, np.float32).astype(floats).tobytes()
     return out
 
 
@@ -132,8 +161,8 @@ def test_files_are_byte_exact(written):
     a, d = written
     c = a.config
     assert (d / "CFG.BIN").read_bytes() == header_bytes(c)
-    assert len(header_bytes(c)) == {1: 48, 2: 84, 3: 88}[c.version]
-    assert (d / "EMB.BIN").read_bytes() == qmat_bytes(a.emb)
+    assert len(header_bytes(c)) == {1: 48, 2: 84, 3: 88, 4: 92}[c.version]
+    assert (d / "EMB.BIN").read_bytes() == qmat_bytes(a.emb, c)
     assert (d / "NRM.BIN").read_bytes() == a.final_norm.astype("<f4").tobytes()
     rope = b"".join(a.rope_cos[p].tobytes() + a.rope_sin[p].tobytes()
                     for p in range(c.runtime_seq_len))
@@ -190,8 +219,8 @@ def _patch(d: Path, fld: str, value) -> None:
     version = struct.unpack_from("<I", data, 4)[0]
     if fld in ("magic", "version"):
         struct.pack_into("<I", data, 0 if fld == "magic" else 4, value)
-    elif fld == "group_size":
-        struct.pack_into("<I", data, 84, value)
+    elif fld in ("group_size", "pack_rows"):
+        struct.pack_into("<I", data, 84 if fld == "group_size" else 88, value)
     else:
         names = V1_FIELDS if version == 1 else V2_FIELDS
         off = 8 + 4 * names.index(fld)
@@ -223,6 +252,8 @@ CFG_BAD = [  # (case, field, value, words expected in the message)
     ("v2-qwen", "flags", 4, "CFG.BIN: field flags"),
     ("v2-qwen", "rms_eps", -1.0, "CFG.BIN: field rms_eps"),
     ("v3-qwen", "group_size", 16, "CFG.BIN: field group_size: 16 must be 32"),
+    ("v4-qwen", "group_size", 16, "CFG.BIN: field group_size: 16 must be 32"),
+    ("v4-smol", "pack_rows", 8, "CFG.BIN: field pack_rows: 8 must be one of 0, 16, 32"),
     ("v3-smol", "dim", 48, "CFG.BIN: field dim: 48 must be a multiple of 32"),
     ("v1-smol", "n_heads", 3, "CFG.BIN: field n_heads: 3 must be > 0 and divide dim 64"),
     ("v1-smol", "n_kv_heads", 0, "CFG.BIN: field n_kv_heads: 0 must be > 0"),
@@ -245,6 +276,8 @@ def test_bad_cfg_field_refused(tmp_path, case, fld, value, msg):
 SIZE_BAD = [  # (case, file, bytes added (<0: cut), message)
     ("v2-qwen", "CFG.BIN", -1, "CFG.BIN: size 83 bytes, expected 84"),
     ("v3-qwen", "CFG.BIN", 1, "CFG.BIN: size 89 bytes, expected 88"),
+    ("v4-qwen", "CFG.BIN", -4, "CFG.BIN: size 88 bytes, expected 92"),
+    ("v4-smol", "EMB.BIN", -1, "EMB.BIN: size 4183 bytes, expected 4184"),
     ("v1-smol", "EMB.BIN", 1, "EMB.BIN: size 3401 bytes, expected 3400"),
     ("v3-smol", "EMB.BIN", -1, "EMB.BIN: size 3599 bytes, expected 3600"),
     ("v2-qwen", "NRM.BIN", -4, "NRM.BIN: size 252 bytes, expected 256"),
@@ -271,9 +304,12 @@ def test_bad_size_refused(tmp_path, case, name, delta, msg):
 
 
 def test_emb_size_arithmetic():
-    # Independent of the loader: v1 EMB = 50 rows * 4 + 50*64; v3 adds 50*2 u16 multipliers.
+    # Independent of the loader: v1 EMB = 50 rows * 4 + 50*64; v3 adds 50*2 u16 multipliers;
+    # v4 (pack_rows 16): 50 f64 scales, 200 bytes of multipliers (a multiple of 8 already),
+    # 48 packed rows * 2 groups as i32, 50*64 values.
     assert 50 * 4 + 50 * 64 == 3400
     assert 3400 + 50 * (64 // 32) * 2 == 3600
+    assert 50 * 8 + 200 + 48 * 2 * 4 + 50 * 64 == 4184
 
 
 @pytest.mark.parametrize("name", ["LTY.BIN", "EMB.BIN", "ROP.BIN", "L02.BIN", "CFG.BIN"])

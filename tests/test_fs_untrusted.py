@@ -203,3 +203,29 @@ def test_garbage_indirect_block_costs_one_line(make_image, boot_guest) -> None:
     assert f"fs: inode {big}: block 4008636142 is outside the data area; not freeing it " \
            "(1024 such blocks)" in out, out
     _alive(guest)
+
+
+@pytest.mark.parametrize("damage", ["pointer beyond the disk", "garbage indirect block"])
+def test_mapped_damaged_file_kills_only_the_reader(make_image, boot_guest, build,
+                                                   damage: str) -> None:
+    # A damaged file read through a mapping (tests/progs/maptouch): the page fault that
+    # meets the damage kills only the reader, with the file system's line and the
+    # mapping's reason; no panic, and the mapping's pages go back (the next run works).
+    image = make_image({**FILES, "maptouch": build.testprogs["maptouch"]})
+    big = fc.inum_of(image, "big")
+    if damage == "pointer beyond the disk":
+        fc.set_indirect_entry(image, big, 3, 0xFFFFFFF0)
+    else:
+        ind = fc.get_inode(image, big, "addrs", fc.LAYOUT.NDIRECT)
+        with open(image, "r+b") as f:
+            f.seek(ind * fc.BSIZE)
+            f.write(b"\xee" * fc.BSIZE)
+    guest = boot_guest(image=image)
+    out = guest.run("maptouch map big")
+    assert f"fs: inode {big}: " in out and "outside the data area" in out, out
+    assert "maptouch: killed: load page fault" in out, out
+    assert "the mapped file could not be read" in out, out
+    assert "mapped 6 bytes" in guest.run("maptouch map f")
+    guest.run("rm big")
+    _alive(guest)
+    assert "panic" not in guest.transcript

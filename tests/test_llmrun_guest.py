@@ -1,7 +1,8 @@
 """llmrun_smol / llmrun_qwen in the guest under QEMU, against pyaisvc.model.reference.
 
-One image holds every UPROG, the real SmolLM2 in our format (/AI/SMOL) and the
-course's (/AI/SMOLC), the tiny synthetic Qwen3.5 in both (/AI/QWEN, /AI/QWENC),
+One image holds every UPROG, the real SmolLM2 in our format (/AI/SMOL, v3), in
+the kernels' layout that the guest maps (/AI/SMOL4, v4) and in the course's
+(/AI/SMOLC), the tiny synthetic Qwen3.5 in all three (/AI/QWEN, /AI/QWEN4, /AI/QWENC),
 request files (/REQ) and malformed asset directories (/BAD/<version>/<case>:
 the changed small files; EMB.BIN, when unchanged, is hard-linked in the guest
 to keep the image small). Requests go through --stdin from a file, the ids
@@ -10,6 +11,7 @@ to a file (stdout), so the console shows only the messages and timing lines.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -50,12 +52,12 @@ def llm_image(build, tmp_path_factory) -> tuple[Path, dict, dict]:
     tree = build.program_tree()
     reqs = {}
     # The course format differs from v3 only in its scales: its prompts stop at 17 tokens.
-    for fmt, top, count in (("v3", "SMOL", 6), ("course", "SMOLC", 4)):
+    for fmt, top, count in (("v3", "SMOL", 6), ("v4", "SMOL4", 6), ("course", "SMOLC", 4)):
         d = lc.smol_dir(fmt)
         if d is not None:
             tree.add_dir(f"AI/{top}", d)
             reqs[top] = (d, lc.smol_prompts()[:count])
-    for fmt, top in (("v3", "QWEN"), ("course", "QWENC")):
+    for fmt, top in (("v3", "QWEN"), ("v4", "QWEN4"), ("course", "QWENC")):
         d = lc.qwen_tiny_dir(fmt)
         tree.add_dir(f"AI/{top}", d)
         reqs[top] = (d, lc.qwen_prompts())
@@ -83,8 +85,16 @@ def served_ids(g, cmd: str, timeout: float) -> tuple[list[list[int]], str]:
     return [[int(v) for v in line.split()] for line in out.splitlines() if line.strip()], console
 
 
+def _mapped(console: str, top: str) -> None:
+    """A version 4 model's weights were mapped: its first request's forward passes took
+    page faults (faults= of the first timing line); the other formats' none."""
+    faults = [int(v) for v in re.findall(r" faults=(\d+) ", console)]
+    assert faults, console
+    assert (faults[0] > 0) == top.endswith("4"), console
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("top", ["SMOL", "SMOLC"])
+@pytest.mark.parametrize("top", ["SMOL", "SMOL4", "SMOLC"])
 def test_smol_matches_reference(boot_guest, llm_image, top: str) -> None:
     lc.smol_or_skip()  # SMOLC is exported from it
     image, reqs, _ = llm_image
@@ -96,9 +106,10 @@ def test_smol_matches_reference(boot_guest, llm_image, top: str) -> None:
     assert got == want, console
     counts = [(t["prompt"], t["gen"]) for t in timings(console)]
     assert counts == [(len(p), GEN) for p in prompts]
+    _mapped(console, top)
 
 
-@pytest.mark.parametrize("top", ["QWEN", "QWENC"])
+@pytest.mark.parametrize("top", ["QWEN", "QWEN4", "QWENC"])
 def test_qwen_tiny_matches_reference(boot_guest, llm_image, top: str) -> None:
     image, reqs, _ = llm_image
     assets, prompts = reqs[top]
@@ -107,6 +118,7 @@ def test_qwen_tiny_matches_reference(boot_guest, llm_image, top: str) -> None:
     got, console = served_ids(g, f"llmrun_qwen --asset-dir /AI/{top} --stdin < /REQ/{top}.TXT",
                               timeout=900)
     assert got == want, console
+    _mapped(console, top)
     # the same prompt from the command line, one process per request
     p = prompts[2]
     got, _ = served_ids(g, f"llmrun_qwen --asset-dir /AI/{top} --predict {GEN} "

@@ -190,6 +190,7 @@ exec(char *path, char **argv)
   p->fpu_loaded = 0;
   vector_free(p);      // and without vector state until it uses V
   vm_use(pt, p->vmid); // this hart ran on oldpt until now
+  mmap_exit(p, oldpt); // the old image's file mappings go with it
   proc_freepagetable(oldpt, oldsz);
   return argc;
 

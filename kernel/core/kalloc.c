@@ -15,6 +15,10 @@
 // Under QEMU the first write to a guest page is slow (the host backs it
 // with memory then), so this halves the cost of a large sbrk, and a model
 // read from disk by DMA into fresh pages is written only once.
+//
+// When no page is left, kalloc() asks the page cache to free some of its
+// idle pages (clean file pages no mapping uses, kernel/fs/pagecache.c)
+// and tries again; so those count as free memory.
 #include "kernel/include/types.h"
 #include "kernel/include/param.h"
 #include "kernel/include/memlayout.h"
@@ -89,12 +93,25 @@ take(int *zero)
   return r;
 }
 
+#define RECLAIM_BATCH 32 // idle cache pages freed at once when memory runs out
+
+// Takes a page, reclaiming idle page-cache pages if none is free.
+static void *
+take_or_reclaim(int *zero)
+{
+  void *pa = take(zero);
+
+  while (pa == 0 && pagecache_reclaim(RECLAIM_BATCH) > 0)
+    pa = take(zero);
+  return pa;
+}
+
 // Returns a page of physical memory (not zeroed), or 0 if none is left.
 void *
 kalloc(void)
 {
   int zero;
-  return take(&zero);
+  return take_or_reclaim(&zero);
 }
 
 // Returns a zeroed page of physical memory, or 0 if none is left.
@@ -102,10 +119,26 @@ void *
 kzalloc(void)
 {
   int zero;
-  void *pa = take(&zero);
+  void *pa = take_or_reclaim(&zero);
   if (pa && !zero)
     memset(pa, 0, PGSIZE);
   return pa;
+}
+
+// Boot, before any kalloc: nbytes of contiguous zeroed memory that is
+// never freed (the page cache's descriptor table).
+void *
+kreserve(uint64 nbytes)
+{
+  uint64 pa = kmem.fresh, n = PGROUNDUP(nbytes) / PGSIZE;
+
+  if (kmem.freelist || n > kmem.nfree)
+    panic("kreserve: not at boot, or too large");
+  kmem.fresh += n * PGSIZE;
+  kmem.nfree -= n;
+  if (pa < kmem.dirty_hi && kmem.fresh > kmem.dirty_lo)
+    memset((void *)pa, 0, n * PGSIZE);
+  return (void *)pa;
 }
 
 // Number of free pages, for tests that check nothing leaks.

@@ -57,6 +57,7 @@ main(void)
     printfinit();
     uint64 ram_end = probe();
     kinit(ram_end, fdt_pa, fdt_pa + fdt_size(fdt_pa));
+    pagecache_init(ram_end);
     kvminit(ram_end);
     kvminithart();
     procinit();

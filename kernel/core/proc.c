@@ -50,6 +50,7 @@
 #include "kernel/include/riscv.h"
 #include "kernel/include/spinlock.h"
 #include "kernel/include/proc.h"
+#include "kernel/include/sysinfo.h"
 #include "kernel/include/defs.h"
 
 #define HOME_WAIT (TIMEBASE_HZ / 10000) // 100 us: soft affinity's limit (design comment)
@@ -294,7 +295,7 @@ forkret(void)
 
 // Grows or shrinks the current process's memory by n bytes, one thread
 // at a time; *oldsz is the size before. Returns 0, -ENOMEM if memory runs
-// out or the address space would overflow, -EINVAL if it would shrink
+// out or the heap would reach the lowest file mapping (mmap.c), -EINVAL if it would shrink
 // below the start of the heap, or -EBUSY to shrink with several threads
 // (kernel/core/thread.c says why).
 int
@@ -307,7 +308,7 @@ growproc(long n, uint64 *oldsz)
   uint64 sz = p->sz;
   *oldsz = sz;
   if (n > 0) {
-    if (sz + n < sz || sz + n > USERTOP)
+    if (sz + n < sz || sz + n > mmap_floor(p))
       err = -ENOMEM;
     else if ((err = uvmalloc(p->pagetable, sz, sz + n, PTE_W)) == 0)
       p->sz = sz + n;
@@ -390,7 +391,11 @@ fork(void)
   acquiresleep(&l->tg.vmlock);
   int err = uvmcopy(p->pagetable, np->pagetable, l->sz);
   np->sz = l->sz;
+  if (err == 0)
+    err = mmap_fork(l, np);
   releasesleep(&l->tg.vmlock);
+  if (err < 0)
+    mmap_exit(np, np->pagetable);
   acquire(&np->lock);
   if (err < 0) {
     freeproc(np);
@@ -407,6 +412,9 @@ fork(void)
   pop_off();
   np->fpu = p->fpu;
   if (vector_fork(p, np) < 0) {
+    release(&np->lock);
+    mmap_exit(np, np->pagetable);
+    acquire(&np->lock);
     freeproc(np);
     release(&np->lock);
     return -ENOMEM;
@@ -458,6 +466,7 @@ exit(int status)
   status = thread_exit_prepare(p, status);
   // Reclaim its AI requests; if it is the AI worker, fail what it ran.
   ai_exit(p);
+  mmap_exit(p, p->pagetable);
   for (int fd = 0; fd < NOFILE; fd++) {
     if (p->ofile[fd]) {
       fileclose(p->ofile[fd]);
@@ -837,7 +846,8 @@ either_copyin(void *dst, int user_src, uint64 src, uint64 len)
 }
 
 // ^P on the console: one line per process (pid, state, name, size, the
-// hart it last ran on), and the free memory. Takes no locks, so that it
+// hart it last ran on, its mapped pages and their faults), and the free
+// memory and the page cache's counters. Takes no locks, so that it
 // works even when the system is stuck.
 void
 procdump(void)
@@ -855,9 +865,16 @@ procdump(void)
   for (struct proc *p = proc; p < &proc[NPROC]; p++) {
     if (p->state == UNUSED)
       continue;
-    printf("%d %s %s %lu KiB hart %d\n", p->pid, states[p->state], p->name, p->sz / 1024, p->home);
+    printf("%d %s %s %lu KiB hart %d", p->pid, states[p->state], p->name, p->sz / 1024, p->home);
+    if (p->leader == p && (p->tg.mm.resident || p->tg.mm.faults))
+      printf(" mapped %lu pages, %lu faults", p->tg.mm.resident, p->tg.mm.faults);
+    printf("\n");
   }
-  printf("free memory: %lu MiB\n", kfreepages() / 256);
+  struct sysinfo si;
+  pagecache_stats(&si);
+  printf("free memory: %lu MiB; page cache: %lu pages (%lu idle), %lu hits, %lu misses, %lu "
+         "evictions\n",
+      kfreepages() / 256, si.cachepages, si.cacheidle, si.hits, si.misses, si.evictions);
 }
 
 // Process table slots in use (zombies included), for sysinfo().

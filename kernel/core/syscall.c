@@ -106,8 +106,10 @@ uint64 sys_futex_wake(void);
 uint64 sys_nharts(void);
 uint64 sys_sysinfo(void);
 uint64 sys_setpgid(void);
-uint64 sys_setfg(void);     // console.c
-uint64 sys_vlenb(void);     // vector.c
+uint64 sys_setfg(void); // console.c
+uint64 sys_vlenb(void); // vector.c
+uint64 sys_mmap(void);  // mmap.c
+uint64 sys_munmap(void);
 uint64 sys_ai_submit(void); // sysai.c
 uint64 sys_ai_submit_opts(void);
 uint64 sys_ai_wait(void);
@@ -164,6 +166,8 @@ static uint64 (*syscalls[])(void) = {
   [SYS_setpgid] sys_setpgid,
   [SYS_setfg] sys_setfg,
   [SYS_vlenb] sys_vlenb,
+  [SYS_mmap] sys_mmap,
+  [SYS_munmap] sys_munmap,
   [SYS_ai_submit] sys_ai_submit,
   [SYS_ai_submit_opts] sys_ai_submit_opts,
   [SYS_ai_wait] sys_ai_wait,

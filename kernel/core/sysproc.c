@@ -116,8 +116,8 @@ sys_time_us(void)
   return r_time() / (TIMEBASE_HZ / 1000000);
 }
 
-// sysinfo(st): copies the kernel's resource counts (struct sysinfo) to
-// user address st. Returns 0 or -EFAULT.
+// sysinfo(st): copies the kernel's resource counts (struct sysinfo), the
+// page cache's and the caller's mapping counters to user address st. Returns 0 or -EFAULT.
 uint64
 sys_sysinfo(void)
 {
@@ -126,9 +126,11 @@ sys_sysinfo(void)
 
   argaddr(0, &dst);
   memset(&si, 0, sizeof(si));
-  si.freepages = kfreepages();
   si.procs = proc_count();
   si.files = file_count();
+  pagecache_stats(&si);
+  si.freepages = kfreepages() + si.cacheidle; // kalloc reclaims idle cache pages
+  mmap_stats(myprocess(), &si.resident, &si.shared, &si.faults);
   if (copyout(myproc()->pagetable, dst, &si, sizeof(si)) < 0)
     return -EFAULT;
   return 0;

@@ -233,7 +233,7 @@ thread_exit_prepare(struct proc *p, int status)
 
 // The thread me takes over the process from its main thread l, a zombie
 // that has handed over its parent and children: pid, process group,
-// memory, files, directory and AI worker right move to me, and l's slot is
+// memory and file mappings, files, directory and AI worker right move to me, and l's slot is
 // freed. wait_lock is held.
 static void
 take_over(struct proc *me, struct proc *l)
@@ -249,6 +249,8 @@ take_over(struct proc *me, struct proc *l)
   me->cwd = l->cwd;
   l->cwd = 0;
   me->ai_right = l->ai_right;
+  me->tg.mm = l->tg.mm;
+  memset(&l->tg.mm, 0, sizeof(l->tg.mm));
   uvmunmap(l->pagetable, l->tfva, 1, 0);
   l->pagetable = 0;
   freeproc(l);

@@ -2,8 +2,9 @@
 //
 // From user mode a trap enters uservec (trampoline.S), which saves the
 // user registers in the trapframe and calls usertrap(). A system call runs
-// with interrupts on; a fault kills the process with a one-line message
-// naming the cause and the address; a timer interrupt makes the process
+// with interrupts on; a page fault in a file mapping fills the page
+// (mmap.c); any other fault kills the process with a one-line message
+// naming the cause and the address (and, for a mapping, why); a timer interrupt makes the process
 // yield if another one is waiting for a hart (a yield switches page
 // tables, and so empties the hart's TLB: vm.c). usertrapret() then goes
 // back through userret.
@@ -125,9 +126,10 @@ static const struct {
   [15] { "store page fault", 1 },
 };
 
-// A user program caused an exception: say which, and kill it.
+// A user program caused an exception: say which (and why, if why is
+// not 0), and kill it.
 static void
-user_fault(struct proc *p, uint64 scause, uint64 stval, uint64 sepc)
+user_fault(struct proc *p, uint64 scause, uint64 stval, uint64 sepc, const char *why)
 {
   const char *name = 0;
   uint64 addr = sepc;
@@ -137,12 +139,29 @@ user_fault(struct proc *p, uint64 scause, uint64 stval, uint64 sepc)
     if (exceptions[scause].addr)
       addr = stval;
   }
-  if (name)
+  if (name && why)
+    printf(
+        "pid %d %s: killed: %s at 0x%lx (pc 0x%lx): %s\n", p->pid, p->name, name, addr, sepc, why);
+  else if (name)
     printf("pid %d %s: killed: %s at 0x%lx (pc 0x%lx)\n", p->pid, p->name, name, addr, sepc);
   else
     printf("pid %d %s: killed: exception %lu (stval 0x%lx, pc 0x%lx)\n", p->pid, p->name, scause,
         stval, sepc);
   setkilled(p);
+}
+
+// A page fault at stval: a file mapping's page is filled (mmap.c), with
+// interrupts on since that may read the disk; any other fault, or one
+// the mapping refuses, kills the process.
+static void
+page_fault(struct proc *p, uint64 scause, uint64 stval)
+{
+  int access = scause == EXC_STORE_PAGE_FAULT ? 1 : scause == EXC_INST_PAGE_FAULT ? 2 : 0;
+
+  intr_on();
+  int r = mmap_fault(p->pagetable, stval, access);
+  if (r != 0)
+    user_fault(p, scause, stval, p->trapframe->epc, r < 0 ? mmap_why(r) : 0);
 }
 
 // A trap from user mode, called from uservec on the process's kernel stack.
@@ -168,8 +187,11 @@ usertrap(void)
     syscall();
   } else if (scause & SCAUSE_INTR) {
     which = devintr(scause);
+  } else if (scause == EXC_INST_PAGE_FAULT || scause == EXC_LOAD_PAGE_FAULT ||
+      scause == EXC_STORE_PAGE_FAULT) {
+    page_fault(p, scause, csr_read(stval));
   } else if (scause != EXC_ILLEGAL || !vector_trap(p)) {
-    user_fault(p, scause, csr_read(stval), p->trapframe->epc);
+    user_fault(p, scause, csr_read(stval), p->trapframe->epc, 0);
   }
   if (killed(p))
     exit(-1);

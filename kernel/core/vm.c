@@ -60,7 +60,14 @@
 // DMA segments; then copyin/copyout/copyinstr check every page against
 // the page table: an unmapped page, a kernel-only page or (for copyout) a
 // read-only one gives -EFAULT, so a bad pointer from a user program never
-// reaches a kernel load or store or the disk.
+// reaches a kernel load or store or the disk. A page of a file mapping
+// not filled yet (or a copy-on-write one, for copyout) is filled first,
+// as a fault from user mode would (mmap.c), unless the caller holds a
+// spinlock (a pipe's copyin): then it is -EFAULT too.
+//
+// File mappings lie above p->sz (mmap.c), so the functions here that
+// work up to p->sz (fork's uvmcopy, uvmfree) never meet their pages;
+// mmap.c removes them first, walking with vm_each.
 #include "kernel/include/param.h"
 #include "kernel/include/types.h"
 #include "kernel/include/errno.h"
@@ -269,6 +276,22 @@ walk_skip(pagetable_t pt, uint64 va, uint64 *first, uint64 *next)
   return &pt[PX(0, va)];
 }
 
+// Calls fn(pte, va, arg) for every valid leaf PTE of user pages in
+// [start, end) (page-aligned), in ascending order, skipping the range of a
+// missing table page at once; stops early when fn returns nonzero. The
+// file mappings' teardown, fork and counters use it (mmap.c).
+void
+vm_each(pagetable_t pt, uint64 start, uint64 end, int (*fn)(pte_t *, uint64, void *), void *arg)
+{
+  uint64 first, next;
+
+  for (uint64 a = start; a < end; a = next) {
+    pte_t *pte = walk_skip(pt, a, &first, &next);
+    if (pte && (*pte & PTE_V) && fn(pte, a, arg))
+      return;
+  }
+}
+
 // Removes npages mappings from va (page-aligned), skipping unmapped
 // pages (a missing table page at once); frees the physical pages if
 // do_free. It goes from the top down: the free list hands out the page
@@ -416,6 +439,8 @@ copyout(pagetable_t pt, uint64 dstva, void *src, uint64 len)
   while (len > 0) {
     uint64 va0 = PGROUNDDOWN(dstva);
     uint64 pa0 = user_pa(pt, va0, PTE_W);
+    if (pa0 == 0 && mmap_fault(pt, va0, 1) == 0)
+      pa0 = user_pa(pt, va0, PTE_W);
     if (pa0 == 0)
       return -EFAULT;
     uint64 n = PGSIZE - (dstva - va0);
@@ -439,6 +464,8 @@ copyin(pagetable_t pt, void *dst, uint64 srcva, uint64 len)
   while (len > 0) {
     uint64 va0 = PGROUNDDOWN(srcva);
     uint64 pa0 = user_pa(pt, va0, PTE_R);
+    if (pa0 == 0 && mmap_fault(pt, va0, 0) == 0)
+      pa0 = user_pa(pt, va0, PTE_R);
     if (pa0 == 0)
       return -EFAULT;
     uint64 n = PGSIZE - (srcva - va0);
@@ -463,6 +490,8 @@ copyinstr(pagetable_t pt, char *dst, uint64 srcva, uint64 max)
   while (got < max) {
     uint64 va0 = PGROUNDDOWN(srcva);
     uint64 pa0 = user_pa(pt, va0, PTE_R);
+    if (pa0 == 0 && mmap_fault(pt, va0, 0) == 0)
+      pa0 = user_pa(pt, va0, PTE_R);
     if (pa0 == 0)
       return -EFAULT;
     char *p = (char *)(pa0 + (srcva - va0));

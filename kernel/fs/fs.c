@@ -684,6 +684,7 @@ itrunc(struct inode *ip)
   struct unfreed u = { 0 };
   int i;
 
+  pagecache_forget(ip);
   for (i = 0; i < NDIRECT; i++) {
     if (ip->addrs[i]) {
       bfree(ip->dev, ip->addrs[i], &u);
@@ -841,6 +842,44 @@ readi(struct inode *ip, int user_dst, uint64 dst, uint64 off, uint n)
   return tot;
 }
 
+// Reads file pages [index, index + n) of ip into the physical pages pa[],
+// for the page cache: each run of blocks that lies contiguously on disk
+// (and is not dirty in the buffer cache) in one request, the rest through
+// readi; bytes past the end of the file are zero. Returns 0 or -EIO.
+// Caller holds ip->lock; the pages lie within the file.
+int
+readi_pages(struct inode *ip, uint64 index, uint64 *pa, int n)
+{
+  struct blkseg segs[BIOMAXSEGS];
+  int max = virtio_disk_maxsegs() < BIOMAXSEGS ? virtio_disk_maxsegs() : BIOMAXSEGS;
+  uint run, disk;
+
+  for (int i = 0; i < n; i += run) {
+    uint64 off = (index + i) * BSIZE;
+    disk = bmap_run(ip, index + i, n - i < max ? n - i : max, &run);
+    if (disk != 0)
+      run = bclean_run(ip->dev, disk, run);
+    if (disk == 0 || run == 0) {
+      run = 1;
+      memset((void *)pa[i], 0, PGSIZE);
+      uint want = ip->size - off < BSIZE ? ip->size - off : BSIZE;
+      if (readi(ip, 0, pa[i], off, want) != want)
+        return -EIO;
+      continue;
+    }
+    for (uint k = 0; k < run; k++) {
+      segs[k].pa = pa[i + k];
+      segs[k].len = BSIZE;
+    }
+    if (virtio_disk_io(disk, segs, run, 0) < 0)
+      return -EIO;
+  }
+  uint64 tail = ip->size % BSIZE;
+  if (tail && (ip->size - 1) / BSIZE < index + n)
+    memset((char *)pa[(ip->size - 1) / BSIZE - index] + tail, 0, BSIZE - tail);
+  return 0;
+}
+
 // Writes n bytes from src (user virtual address if user_src) into ip at
 // offset off, growing the file if needed. Returns the bytes written, or
 // -EINVAL (off beyond the end), -EFBIG, -ENOSPC (nothing written), -EFAULT,
@@ -871,6 +910,7 @@ writei(struct inode *ip, int user_src, uint64 src, uint64 off, uint n)
       break;
     }
     log_write(bp);
+    pagecache_write(ip, off / BSIZE, bp->data, off + m > ip->size ? off + m : ip->size);
     brelse(bp);
   }
   if (off > ip->size)

@@ -30,7 +30,7 @@
 
 // Fetches the n-th argument as a descriptor and its file, with a new
 // reference the caller drops with fileclose. Returns 0 or -EBADF.
-static int
+int
 argfd(int n, struct file **pf)
 {
   int fd;

@@ -70,6 +70,7 @@ void *kalloc(void);
 void *kzalloc(void);
 void kfree(void *pa);
 uint64 kfreepages(void);
+void *kreserve(uint64 nbytes);
 
 // vm.c
 void kvminit(uint64 ram_end);
@@ -93,6 +94,16 @@ void uvmclear(pagetable_t pt, uint64 va);
 int copyout(pagetable_t pt, uint64 dstva, void *src, uint64 len);
 int copyin(pagetable_t pt, void *dst, uint64 srcva, uint64 len);
 int copyinstr(pagetable_t pt, char *dst, uint64 srcva, uint64 max);
+void vm_each(
+    pagetable_t pt, uint64 start, uint64 end, int (*fn)(pte_t *, uint64, void *), void *arg);
+
+// mmap.c
+int mmap_fault(pagetable_t pt, uint64 va, int write);
+const char *mmap_why(int err);
+int mmap_fork(struct proc *parent, struct proc *child);
+void mmap_exit(struct proc *l, pagetable_t pt);
+uint64 mmap_floor(struct proc *l);
+void mmap_stats(struct proc *l, uint64 *resident, uint64 *shared, uint64 *faults);
 
 // proc.c
 int cpuid(void);

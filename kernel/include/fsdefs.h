@@ -55,6 +55,24 @@ int readi(struct inode *ip, int user_dst, uint64 dst, uint64 off, uint n);
 int writei(struct inode *ip, int user_src, uint64 src, uint64 off, uint n);
 void stati(struct inode *ip, struct stat *st);
 
+int readi_pages(struct inode *ip, uint64 index, uint64 *pa, int n);
+
+// pagecache.c
+struct sysinfo;
+void pagecache_init(uint64 ram_end);
+int pagecache_get(struct inode *ip, uint64 index, int ahead, uint64 *pa);
+int pagecache_peek(struct inode *ip, uint64 index, int n, uint64 *pa);
+void pagecache_dup(uint64 pa);
+void pagecache_put(uint64 pa);
+int pagecache_refs(uint64 pa);
+void pagecache_write(struct inode *ip, uint64 index, const uchar *data, uint64 size);
+void pagecache_forget(struct inode *ip);
+uint64 pagecache_reclaim(uint64 want);
+void pagecache_stats(struct sysinfo *si);
+
+// sysfile.c
+int argfd(int n, struct file **pf);
+
 // file.c
 struct file *filealloc(void);
 int file_count(void);

@@ -5,6 +5,7 @@
 #define NPROC       128          // process table slots; fork fails with -EAGAIN beyond
 #define NCPU        8            // harts the kernel can run on; others park
 #define NOFILE      16           // open files per process
+#define NMAP        64           // file mappings per process (mmap)
 #define MAXARG      288          // exec arguments: a command line of 255 prompt ids fits
 #define MAXARGLEN   1024         // bytes per exec argument, including the NUL
 #define MAXPATH     256          // path name length, including the NUL

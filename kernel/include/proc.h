@@ -101,14 +101,31 @@ enum procstate { UNUSED, USED, SLEEPING, RUNNABLE, RUNNING, ZOMBIE };
 // (pid, parent, pagetable, sz, heapbase, ofile, cwd, xstate; the
 // struct threadgroup). The other threads point at it (`leader`) and use
 // its shared fields: myprocess() in kernel/core/thread.c.
+// A file mapping (kernel/core/mmap.c): [start, end) of the address space
+// shows the file from offset off on.
+struct vma {
+  uint64 start, end; // page-aligned; end 0: a free slot
+  uint64 off;        // file offset of start, page-aligned
+  struct inode *ip;  // a reference of the mapping's own
+  int prot, flags;   // mman.h
+};
+
+// A process's file mappings and their counters; vmlock guards them.
+struct mmspace {
+  struct vma vma[NMAP];
+  uint64 resident; // pages mapped in them now
+  uint64 faults;   // page faults that filled one, since exec
+};
+
 struct threadgroup {
-  struct sleeplock vmlock;  // serialises sbrk, fork and exec's address-space changes
+  struct sleeplock vmlock;  // serialises sbrk, fork, exec and mmap's address-space changes
   struct spinlock filelock; // guards ofile[] and cwd against the other threads
   // wait_lock must be held when using these:
   int stopping;         // the process is ending its threads (exit, exec)
   int exit_requested;   // a thread called exit(): its status is exit_status
   int exit_status;      //
   struct proc *exec_by; // the thread that is exec()ing, ending the others
+  struct mmspace mm;    // file mappings (mmap.c)
 };
 
 struct proc {

@@ -32,12 +32,15 @@
 #define SIP_SSIP (1L << 1) // sip: supervisor software interrupt pending
 
 // scause
-#define SCAUSE_INTR    (1UL << 63)
-#define IRQ_S_SOFT     1
-#define IRQ_S_TIMER    5
-#define IRQ_S_EXTERNAL 9
-#define EXC_ILLEGAL    2
-#define EXC_ECALL_U    8
+#define SCAUSE_INTR          (1UL << 63)
+#define IRQ_S_SOFT           1
+#define IRQ_S_TIMER          5
+#define IRQ_S_EXTERNAL       9
+#define EXC_ILLEGAL          2
+#define EXC_ECALL_U          8
+#define EXC_INST_PAGE_FAULT  12
+#define EXC_LOAD_PAGE_FAULT  13
+#define EXC_STORE_PAGE_FAULT 15
 
 #define MISA_V (1L << ('V' - 'A')) // the vector extension
 
@@ -125,6 +128,9 @@ typedef uint64 *pagetable_t; // 512 PTEs
 #define PTE_W (1L << 2)
 #define PTE_X (1L << 3)
 #define PTE_U (1L << 4)
+// Software bit (RSW): a private page of a file mapping, the process's own
+// copy rather than a page of the page cache (kernel/core/mmap.c).
+#define PTE_COPY (1L << 8)
 
 #define PA2PTE(pa)     ((((uint64)(pa)) >> 12) << 10)
 #define PTE2PA(pte)    (((pte) >> 10) << 12)

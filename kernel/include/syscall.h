@@ -68,4 +68,8 @@
 #define SYS_ai_sched    53 // any process reads, the worker right sets: policy, step budget
 #define SYS_ai_plan     54 // worker only: the order and the places of its next step
 
+// The kernel core, continued: file mappings (kernel/core/mmap.c, docs/VM.md).
+#define SYS_mmap   55
+#define SYS_munmap 56
+
 #endif

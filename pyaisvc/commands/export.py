@@ -40,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed for --synthetic (default 0)")
     parser.add_argument("--format", choices=[*FORMATS, *FORMAT_ALIASES], default="v3",
                         help="v3: CFG version 3, group-scaled weights (the default; 'ours' "
-                        "is taken as v3 too); course: version 1 (smol) / 2 (qwen)")
+                        "is taken as v3 too); v4: v3 in the guest kernels' layout, mapped in "
+                        "place; course: version 1 (smol) / 2 (qwen)")
     parser.add_argument("--runtime-seq-len", type=int, default=None,
                         help="positions the guest runtime supports (default "
                         f"{DEFAULT_RUNTIME_SEQ_LEN})")

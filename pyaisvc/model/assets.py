@@ -1,7 +1,9 @@
 """Read, validate and write model asset directories (the "CFG1" format).
 
 The byte format is docs/ASSET_FORMAT.md (versions 1 and 2, the
-course's) plus our version 3 (docs/ARITHMETIC.md "Format version 3"). Loading
+course's) plus our version 3 (docs/ARITHMETIC.md "Format version 3") and version 4
+(version 3 in the layout the guest's kernels read, section 3b, which the guest maps
+in place; it loads here into version 3's arrays). Loading
 checks every header field and every file's exact size before it touches the
 data, and refuses a bad file with an AssetError naming the file and the field.
 Arrays are zero-copy views (np.memmap for a directory, one read per member for
@@ -29,7 +31,8 @@ __all__ = [
 ]
 
 CFG_MAGIC = 0x31474643  # b"CFG1" little-endian
-CFG_SIZES = {1: 48, 2: 84, 3: 88}
+CFG_SIZES = {1: 48, 2: 84, 3: 88, 4: 92}
+PACK_ROWS = (0, 16, 32)  # version 4: rows per packed block (docs/ASSET_FORMAT.md 3b)
 # The runtime_seq_len an export writes unless told otherwise (the course's SmolLM2
 # value; Qwen3.5 takes the same, so both models share one exercise shape). For
 # Qwen3.5-0.8B guest memory allows it easily: per position the runtime keeps, for
@@ -56,7 +59,7 @@ class AssetError(AisvcError):
 
 @dataclass(frozen=True)
 class Config:
-    version: int  # 1, 2 (course formats) or 3 (v3, group-scaled)
+    version: int  # 1, 2 (course formats), 3 (v3, group-scaled) or 4 (v3, kernels' layout)
     model_kind: int  # 0 smol/llama, 1 qwen
     flags: int  # bit0 attention output gate, bit1 q/k RMSNorm
     dim: int
@@ -76,7 +79,8 @@ class Config:
     linear_key_head_dim: int = 0
     linear_value_head_dim: int = 0
     linear_conv_kernel: int = 0
-    group_size: int = 0  # 32 for version 3, 0 for versions 1/2
+    group_size: int = 0  # 32 for versions 3 and 4, 0 for versions 1/2
+    pack_rows: int = 0  # version 4: rows per packed block of the weights
 
     @property
     def has_gate(self) -> bool:
@@ -126,8 +130,10 @@ def pack_config(c: Config) -> bytes:
     head = [getattr(c, f) for f in _V2_HEAD]
     tail = [c.rotary_dim] + [getattr(c, f) for f in _LINEAR_FIELDS]
     data = struct.pack(_V2_FMT, CFG_MAGIC, c.version, *head, c.rms_eps, c.rope_theta, *tail)
-    if c.version == 3:
+    if c.version >= 3:
         data += struct.pack("<I", c.group_size)
+    if c.version == 4:
+        data += struct.pack("<I", c.pack_rows)
     return data
 
 
@@ -158,9 +164,10 @@ def _unpack_config(data: bytes, name: str) -> Config:
     v = struct.unpack_from(_V2_FMT, data)
     d = dict(zip(_V2_HEAD, v[2:13], strict=True))
     d.update(zip(_LINEAR_FIELDS, v[16:21], strict=True))
-    gs = struct.unpack_from("<I", data, 84)[0] if version == 3 else 0
+    gs = struct.unpack_from("<I", data, 84)[0] if version >= 3 else 0
+    pr = struct.unpack_from("<I", data, 88)[0] if version == 4 else 0
     return Config(version=version, rms_eps=v[13], rope_theta=v[14], rotary_dim=v[15],
-                  group_size=gs, **d)
+                  group_size=gs, pack_rows=pr, **d)
 
 
 def _require(ok: bool, name: str, fld: str, msg: str) -> None:
@@ -200,9 +207,12 @@ def _validate_config(c: Config, name: str = "CFG.BIN") -> None:
         _require(c.linear_num_v_heads % c.linear_num_k_heads == 0, name, "linear_num_v_heads",
                  f"{c.linear_num_v_heads} must be a multiple of linear_num_k_heads "
                  f"{c.linear_num_k_heads}")
-    if c.version == 3:
+    if c.version >= 3:
         _require(c.group_size == GROUP_SIZE, name, "group_size",
                  f"{c.group_size} must be {GROUP_SIZE}")
+    if c.version == 4:
+        _require(c.pack_rows in PACK_ROWS, name, "pack_rows",
+                 f"{c.pack_rows} must be one of {', '.join(map(str, PACK_ROWS))}")
     # The runtime quantises activations in groups of 32 (docs/ARITHMETIC.md), so every
     # vector it quantises must be a whole number of groups.
     grouped = {"dim": c.dim, "hidden_dim": c.hidden_dim, "head_dim": c.head_dim}
@@ -246,16 +256,31 @@ def layer_layout(c: Config, kind: int) -> list[tuple[str, str, tuple[int, ...]]]
     ] + mlp
 
 
+def _pad8(n: int) -> int:
+    return n + -n % 8
+
+
+def _packed_rows(c: Config, rows: int) -> int:
+    """Version 4: the rows of a matrix that lie in whole packed blocks."""
+    return rows // c.pack_rows * c.pack_rows if c.pack_rows else 0
+
+
 def _qmat_bytes(c: Config, rows: int, cols: int) -> int:
-    """Bytes of a rows x cols quantised matrix: its row scales, the v3 group multipliers, the
-    int8 values."""
-    mult = rows * (cols // GROUP_SIZE) * 2 if c.version == 3 else 0
+    """Bytes of a rows x cols quantised matrix: its row scales, the v3 group multipliers
+    (version 4: doubles, the multipliers, their packed int32 copy), the int8 values."""
+    ng = cols // GROUP_SIZE
+    if c.version == 4:
+        return 8 * rows + _pad8(2 * rows * ng) + 4 * _packed_rows(c, rows) * ng + rows * cols
+    mult = rows * ng * 2 if c.version == 3 else 0
     return rows * 4 + mult + rows * cols
 
 
 def _tensor_bytes(c: Config, kind: str, shape: tuple[int, ...]) -> int:
-    """Bytes of one tensor of kind "qmat" (quantised) or float32, of the given shape."""
-    return _qmat_bytes(c, *shape) if kind == "qmat" else 4 * int(np.prod(shape))
+    """Bytes of one tensor of kind "qmat" (quantised) or float (version 4: doubles), of
+    the given shape."""
+    if kind == "qmat":
+        return _qmat_bytes(c, *shape)
+    return (8 if c.version == 4 else 4) * int(np.prod(shape))
 
 
 def file_sizes(c: Config, layer_types: list[int] | None) -> dict[str, int]:
@@ -340,14 +365,51 @@ class _Reader:
         """The next float32 tensor of shape."""
         return self.take(np.float32, int(np.prod(shape)), shape)
 
+    def tensor(self, shape: tuple[int, ...]) -> np.ndarray:
+        """A layer's or EMB.BIN's float tensor: f32, or version 4's f64 (exact f32 values)."""
+        if self.c.version == 4:
+            return self.take(np.float64, int(np.prod(shape)), shape).astype(np.float32)
+        return self.f32(shape)
+
     def qmat(self, rows: int, cols: int) -> QMat:
         """The next rows x cols quantised matrix: scales, the v3 group multipliers, values."""
+        if self.c.version == 4:
+            return self._qmat_v4(rows, cols)
         scales = self.f32((rows,))
         mult = None
         if self.c.version == 3:
             ng = cols // GROUP_SIZE
             mult = self.take(np.uint16, rows * ng, (rows, ng))
         return QMat(scales=scales, mult=mult, q=self.take(np.int8, rows * cols, (rows, cols)))
+
+    def _qmat_v4(self, rows: int, cols: int) -> QMat:
+        """Version 4's matrix (docs/ASSET_FORMAT.md 3b) as version 3's arrays."""
+        ng, packed = cols // GROUP_SIZE, _packed_rows(self.c, rows)
+        scales = self.tensor((rows,))
+        mult = self.take(np.uint16, rows * ng, (rows, ng))
+        self.off = _pad8(self.off) + 4 * packed * ng  # the packed copy of mult: not needed
+        raw = self.take(np.uint8, rows * cols, (rows * cols,))
+        return QMat(scales=scales, mult=mult, q=unpack_weights(raw, rows, cols, self.c.pack_rows))
+
+
+def unpack_weights(raw: np.ndarray, rows: int, cols: int, block: int) -> np.ndarray:
+    """int8 [rows, cols] from version 4's bytes: q + 128, the first rows in blocks of
+    ``block`` rows word-interleaved (docs/ASSET_FORMAT.md 3b)."""
+    packed = rows // block * block if block else 0
+    q = (raw ^ 0x80).view(np.int8)
+    head = q[:packed * cols].reshape(-1, cols // 4, block or 1, 4).transpose(0, 2, 1, 3)
+    return np.concatenate([head.reshape(packed, cols), q[packed * cols:].reshape(-1, cols)])
+
+
+def pack_weights(m: QMat, block: int) -> list[bytes]:
+    """Version 4's packed multipliers and values of m (the inverse of unpack_weights)."""
+    rows, cols = m.shape
+    packed, ng = (rows // block * block if block else 0), cols // GROUP_SIZE
+    vm = m.mult[:packed].astype("<i4").reshape(-1, block or 1, ng).transpose(0, 2, 1)
+    u = m.q.view(np.uint8) ^ 0x80
+    head = u[:packed].reshape(-1, block or 1, cols // 4, 4).transpose(0, 2, 1, 3)
+    return [np.ascontiguousarray(vm).tobytes(), np.ascontiguousarray(head).tobytes(),
+            np.ascontiguousarray(u[packed:]).tobytes()]
 
 
 def _read_lty(src: _Source, c: Config) -> list[int] | None:
@@ -388,7 +450,7 @@ def load_assets(path: str | os.PathLike[str]) -> Assets:
         if got != want:
             raise AssetError(f"{name}: size {got} bytes, expected {want} bytes "
                              "for the shapes in CFG.BIN")
-    emb = _Reader(src.read("EMB.BIN"), c).qmat(c.vocab_size, c.dim)
+    emb = _Reader(src.read("EMB.BIN"), c).qmat(c.vocab_size, c.dim)  # NRM, ROP: f32 always
     final_norm = _Reader(src.read("NRM.BIN"), c).f32((c.dim,))
     rope = _Reader(src.read("ROP.BIN"), c).f32((c.runtime_seq_len, c.rotary_dim))
     half = c.rotary_dim // 2
@@ -398,7 +460,7 @@ def load_assets(path: str | os.PathLike[str]) -> Assets:
         r = _Reader(src.read(f"L{i:02d}.BIN"), c)
         t: dict[str, np.ndarray | QMat] = {}
         for tname, typ, shape in layer_layout(c, k):
-            t[tname] = r.qmat(*shape) if typ == "qmat" else r.f32(shape)
+            t[tname] = r.qmat(*shape) if typ == "qmat" else r.tensor(shape)
         layers.append(Layer(kind=k, t=t))
     info = _read_info(src)
     return Assets(config=c, emb=emb, final_norm=final_norm, rope_cos=rope[:, :half],
@@ -419,10 +481,14 @@ def _read_info(src: _Source) -> dict | None:
 # ---------------------------------------------------------------- writing
 
 def _qmat_blob(m: QMat, c: Config, name: str) -> list[bytes]:
-    """The file parts of quantised matrix m as config c stores it (scales, v3 multipliers,
-    values); AssetError naming name when m's scheme is not c's version's."""
-    if (m.mult is None) != (c.version != 3):
+    """The file parts of quantised matrix m as config c stores it (scales, v3 and v4
+    multipliers, values); AssetError naming name when m's scheme is not c's version's."""
+    if (m.mult is None) != (c.version < 3):
         raise AssetError(f"{name}: quantised with the wrong scheme for CFG version {c.version}")
+    if c.version == 4:
+        mult = np.ascontiguousarray(m.mult, "<u2").tobytes()
+        return [_tensor_blob(m.scales, c), mult + bytes(-len(mult) % 8),
+                *pack_weights(m, c.pack_rows)]
     parts = [np.ascontiguousarray(m.scales, "<f4").tobytes()]
     if m.mult is not None:
         parts.append(np.ascontiguousarray(m.mult, "<u2").tobytes())
@@ -433,6 +499,13 @@ def _qmat_blob(m: QMat, c: Config, name: str) -> list[bytes]:
 def _f32_blob(a: np.ndarray) -> bytes:
     """a as little-endian float32 bytes."""
     return np.ascontiguousarray(a, "<f4").tobytes()
+
+
+def _tensor_blob(a: np.ndarray, c: Config) -> bytes:
+    """A float tensor of a layer or matrix: f32, or version 4's f64 of the f32 values."""
+    if c.version == 4:
+        return np.ascontiguousarray(np.asarray(a, np.float32), "<f8").tobytes()
+    return _f32_blob(a)
 
 
 def _write(out: Path, name: str, parts: list[bytes]) -> int:
@@ -454,7 +527,7 @@ def write_layer(out_dir: Path, index: int, layer: Layer, c: Config) -> int:
         got = v.shape if isinstance(v, QMat) else tuple(np.shape(v))
         if tuple(got) != shape:
             raise AssetError(f"{name}: tensor {tname} has shape {got}, expected {shape}")
-        parts += _qmat_blob(v, c, f"{name} {tname}") if typ == "qmat" else [_f32_blob(v)]
+        parts += _qmat_blob(v, c, f"{name} {tname}") if typ == "qmat" else [_tensor_blob(v, c)]
     return _write(out_dir, name, parts)
 
 

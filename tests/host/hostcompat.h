@@ -21,14 +21,17 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #undef stat
 
 #include "kernel/include/types.h"
 
-// Skip the guest headers this file replaces.
+// Skip the guest headers this file replaces (glibc's mmap takes the same
+// PROT_ and MAP_ values as the guest's).
 #define AISVC_USER_H
 #define AISVC_FCNTL_H
+#define AISVC_MMAN_H
 #include "kernel/include/stat.h"
 #include "kernel/include/sysinfo.h"
 

@@ -58,11 +58,13 @@ def _export(model: str, fmt: str, out: Path, extra: list[str]) -> Path:
 
 
 def smol_dir(fmt: str) -> Path | None:
-    """SmolLM2 assets in format fmt ("v3" or "course"), None if models/SMOL is missing."""
+    """SmolLM2 assets in format fmt ("v4", "v3" or "course"), None if models/SMOL is
+    missing (models/SMOL itself when it is in that format)."""
     ours = ROOT / "models/SMOL"
     if not (ours / "INFO.TXT").exists():
         return None
-    if fmt == "v3" and json.loads((ours / "INFO.TXT").read_text())["config"]["version"] == 3:
+    version = json.loads((ours / "INFO.TXT").read_text())["config"]["version"]
+    if {"v3": 3, "v4": 4}.get(fmt) == version:
         return ours
     return _export("smol", fmt, CACHE / f"smol-{fmt}", [])
 

@@ -1,7 +1,9 @@
 // ai_daemon: the AI service's worker (kernel/ai/ai_table.c).
 //
-//   ai_daemon [--ready-fd FD] [--batch B] [--kv-blocks N] [--prefix-cache on|off] [ASSET_DIR]
-//   (ASSET_DIR: default /AI/SMOL, else /AI/QWEN)
+//   ai_daemon [--ready-fd FD] [--batch B] [--kv-blocks N] [--prefix-cache on|off] [--mmap off]
+//             [ASSET_DIR]
+//   (ASSET_DIR: default /AI/SMOL, else /AI/QWEN; --mmap off: the weights are
+//   read into the heap, not mapped: user/llm/loader.c)
 //
 // Each batched step runs on the runtime's thread pool, one thread per
 // hart that the host runs at once (user/llm/pool.c measures it); the
@@ -473,6 +475,8 @@ parse_options(int argc, char **argv, struct options *o)
       o->reuse = 1;
     else if (strcmp(argv[i], "--prefix-cache") == 0 && strcmp(argv[i + 1], "off") == 0)
       o->reuse = 0;
+    else if (strcmp(argv[i], "--mmap") == 0 && strcmp(argv[i + 1], "off") == 0)
+      llm_map_weights = 0; // read the weights into the heap (docs/VM.md)
     else
       break;
   }
@@ -483,7 +487,7 @@ parse_options(int argc, char **argv, struct options *o)
   if (o->batch < 1 || o->batch > AI_BATCH) {
     fprintf(2,
         "usage: ai_daemon [--ready-fd FD] [--batch 1..%d] [--kv-blocks N] "
-        "[--prefix-cache on|off] [ASSET_DIR]\n",
+        "[--prefix-cache on|off] [--mmap off] [ASSET_DIR]\n",
         AI_BATCH);
     return -1;
   }

@@ -1,7 +1,7 @@
 // init: the first user process.
 //
-//   init [aiworker=console] [aibatch=B] [aikv=N] [aicache=0] [aisched=NAME] [aichunk=N]
-//        [aiprefill=N]
+//   init [aiworker=console] [aibatch=B] [aikv=N] [aicache=0] [aimmap=0] [aisched=NAME]
+//        [aichunk=N] [aiprefill=N]
 //       (its arguments are the boot command line's words without a dot:
 //       kernel/core/bootargs.c)
 //
@@ -25,7 +25,9 @@
 // console boot that way. aibatch=B starts the worker as ai_daemon --batch
 // B (pyaisvc bench --burst compares batch sizes so, one boot each);
 // aikv=N gives its KV pool N blocks (--kv-blocks N) and aicache=0 turns
-// its prefix reuse off (--prefix-cache off), docs/KVCACHE.md.
+// its prefix reuse off (--prefix-cache off), docs/KVCACHE.md; aimmap=0
+// makes it read its weights into the heap instead of mapping them
+// (--mmap off, docs/VM.md).
 // aisched=NAME, aichunk=N and aiprefill=N set the AI service's scheduling
 // policy, its worker's step budget and the prompt positions of a step in
 // which a request decodes (ai_sched, with the right init holds; a bad
@@ -298,6 +300,9 @@ main(int argc, char *argv[])
       add_arg(service("/ai_daemon"), argv[i] + 5);
     } else if (strcmp(argv[i], "aicache=0") == 0) {
       add_arg(service("/ai_daemon"), "--prefix-cache");
+      add_arg(service("/ai_daemon"), "off");
+    } else if (strcmp(argv[i], "aimmap=0") == 0) {
+      add_arg(service("/ai_daemon"), "--mmap");
       add_arg(service("/ai_daemon"), "off");
     } else if (strncmp(argv[i], "aisched=", 8) == 0) {
       policy = argv[i] + 8;

@@ -37,6 +37,10 @@ int setfg(int pgid);            // the console's foreground group (0: none); ret
 struct sysinfo;
 int sysinfo(struct sysinfo *st); // resource counts for leak checks (kernel/include/sysinfo.h)
 int vlenb(void);                 // bytes per vector register (RVV), 0 without the V extension
+// File mappings (docs/VM.md; kernel/include/mman.h): mmap returns the
+// address, or a negative error code as a pointer: test with (long)p < 0.
+void *mmap(void *addr, uint64 len, int prot, int flags, int fd, uint64 off);
+int munmap(void *addr, uint64 len);
 // Threads (docs/THREADS.md); user/lib/thread.c wraps the first three.
 int thread_create(void (*entry)(void *), void *arg, void *stack_top); // tid
 int thread_join(int tid, uint64 *result);

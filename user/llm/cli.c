@@ -86,7 +86,7 @@ usage_line(int fd)
 {
   fprintf(fd,
       "usage: %s [--asset-dir DIR] [--predict N] [--threads N] [--quiet] [--profile] "
-      "[--stream] [--kernels auto|scalar|vector] [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... "
+      "[--stream] [--kernels auto|scalar|vector] [--no-mmap] [--temp T [--top-k K] [--top-p P] [--seed S]] [--stop ID]... "
       "[--presence-penalty P] [--frequency-penalty F] [--logit-bias ID:B]... [--logprobs N] "
       "[--prefix-cache on|off] [--kv-blocks N] [--prefix-hash-bits N] "
       "[--prompt-file F | --stdin [--batch B] | <id> ...]\n",
@@ -112,6 +112,7 @@ help(const char *dir)
          "  --predict N        ids to generate (default 1)\n"
          "  --threads N        threads (default: one per hart the host runs at once)\n"
          "  --kernels K        auto, scalar or vector matmuls (default auto: vector with V)\n"
+         "  --no-mmap          read the weights into the heap (default: map a version 4 model's)\n"
          "  --temp T           sample at temperature T (default 0: greedy);\n"
          "                     --top-k K (40), --top-p P (0.95), --seed S (0)\n"
          "  --stop ID          end a request after this id (up to %d times)\n"
@@ -412,6 +413,8 @@ parse_options(int argc, char **argv, struct options *o)
       o->use_stdin = 1;
     else if (strcmp(a, "--stream") == 0)
       o->stream = 1;
+    else if (strcmp(a, "--no-mmap") == 0)
+      llm_map_weights = 0;
     else if ((r = value_option(o, a, i + 1 < argc ? argv[i + 1] : 0)) < 0)
       return -1;
     else if (r == 0)

@@ -192,6 +192,33 @@ pack_block(int8 *q, const uint16 *wm, int cols, uint32 *scratch, int32 *vwm)
   }
 }
 
+int
+llm_vec_block(void)
+{
+  return kernels() == KERNELS_VECTOR ? block : 0;
+}
+
+int
+llm_vec_unpack(int8 *q, int rows, int cols, int B)
+{
+  int words = cols / 4, nb = B ? rows / B : 0;
+  uint32 *scratch = malloc((uint64)(B ? B : 1) * cols);
+  if (scratch == 0)
+    return -1;
+  for (int b = 0; b < nb; b++) {
+    uint32 *blk = (uint32 *)(q + (uint64)b * B * cols);
+    memmove(scratch, blk, (uint64)B * cols);
+    for (int r = 0; r < B; r++)
+      for (int k = 0; k < words; k++)
+        blk[(uint64)r * words + k] = scratch[(uint64)k * B + r] ^ 0x80808080U;
+  }
+  free(scratch);
+  uint64 *w = (uint64 *)(q + (uint64)nb * B * cols);
+  for (uint64 i = 0; i < (uint64)(rows - nb * B) * cols / 8; i++)
+    w[i] ^= 0x8080808080808080UL;
+  return 0;
+}
+
 uint64
 llm_vec_wm_bytes(const struct llm_qmat *m)
 {

@@ -27,6 +27,17 @@ const char *llm_kernels_name(void);
 // 1 when that is "vector".
 int llm_kernels_vector(void);
 
+// The rows per packed block of the kernels this process runs: 16 or 32
+// with vector kernels, 0 with scalar ones (whose rows are all row-major).
+// Asset format version 4 stores the weights in this layout for one block
+// size (docs/ASSET_FORMAT.md), so the loader can map them in place.
+int llm_vec_block(void);
+
+// Turns rows x cols weights q in version 4's layout for blocks of B rows
+// (0: none; every weight offset by 128) back into plain row-major int8s,
+// in place. Returns 0, or -1 when out of memory.
+int llm_vec_unpack(int8 *q, int rows, int cols, int B);
+
 // With vector kernels, the bytes llm_vec_pack needs for m's multipliers;
 // 0 when m stays as it is (scalar kernels, or fewer rows than a block).
 uint64 llm_vec_wm_bytes(const struct llm_qmat *m);

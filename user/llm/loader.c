@@ -5,7 +5,11 @@
 // CFG.BIN is checked field by field. Every other file is read with one
 // large read() straight into the buffer it stays in (the disk costs about
 // 25 us per request whatever its size: docs/PERF_NOTES.md, fact 6, "a disk
-// request costs about 25 us"), and the layer structs point into those buffers,
+// request costs about 25 us"), or, for a version 4 model whose weights are
+// stored in the layout the kernels read (llm_vec_block), the weight files
+// are mapped read-only instead (mmap: nothing is read until the forward
+// pass touches it, and every process shares the page cache's copy,
+// docs/VM.md). The layer structs point into those buffers,
 // except for the fp32 values (scales, norms, cos/sin, conv weights), which are
 // widened to doubles once, here. Each file's size must equal the size its
 // layout implies, so the layout code runs twice: once counting bytes (and the
@@ -18,13 +22,15 @@
 #include "kernel/include/stat.h"
 #include "user/llm/loader.h"
 #include "user/llm/kernels_vec.h"
+#include "kernel/include/mman.h"
 
 #define CFG_MAGIC    0x31474643u // "CFG1"
-#define CFG_MAXBYTES 88          // the longest header (version 3)
+#define CFG_MAXBYTES 92          // the longest header (version 4)
 #define MAXDIM       (1 << 20)   // bound on every size field (keeps products in range)
 #define MAXNAME      16          // longest asset file name, "L149.BIN", with its NUL
 
 const char *llm_prog = "llmrun";
+int llm_map_weights = 1;
 
 // ---------------------------------------------------------------- files
 
@@ -140,6 +146,24 @@ read_asset(int fd, const char *name, uint8 *dst, uint64 n)
   return 0;
 }
 
+// Maps the open asset fd of size bytes read-only into *out, remembered in
+// rt, and closes fd. Returns 0, or -1 (fd stays open) when it cannot be
+// mapped (no mapping slot left): the caller reads it instead.
+static int
+map_asset(struct llm_runtime *rt, int fd, uint64 size, uint8 **out)
+{
+  if (rt->nmap == LLM_MAX_LAYERS + 1 || size == 0)
+    return -1;
+  uint8 *p = mmap(0, size, PROT_READ, MAP_SHARED, fd, 0);
+  if ((long)p < 0)
+    return -1;
+  close(fd);
+  rt->map[rt->nmap] = p;
+  rt->maplen[rt->nmap++] = size;
+  *out = p;
+  return 0;
+}
+
 // Load dir/name, exactly want bytes, whole into a new buffer *out of rt.
 // Returns 0, 1 if optional and missing, -1 after a message.
 static int
@@ -152,6 +176,27 @@ load_file(struct llm_runtime *rt, const char *dir, const char *name, uint64 want
     return 1;
   if (fd < 0)
     return -1;
+  if ((*out = rt_alloc(rt, size)) == 0) {
+    close(fd);
+    return out_of_memory(name);
+  }
+  return read_asset(fd, name, *out, size);
+}
+
+// Load weight file dir/name, exactly want bytes, into *out: mapped when
+// rt->mapping (and a slot is left), else read into a new buffer. Returns
+// 0, or -1 after a message.
+static int
+load_weights(struct llm_runtime *rt, const char *dir, const char *name, uint64 want, uint8 **out)
+{
+  uint64 size;
+  if (!rt->mapping)
+    return load_file(rt, dir, name, want, 0, out);
+  int fd = open_asset(dir, name, want, 0, &size);
+  if (fd < 0)
+    return -1;
+  if (map_asset(rt, fd, size, out) == 0)
+    return 0;
   if ((*out = rt_alloc(rt, size)) == 0) {
     close(fd);
     return out_of_memory(name);
@@ -213,8 +258,10 @@ cfg_decode(struct llm_config *c, const uint8 *p)
     &c->conv_kernel };
   for (int i = 0; i < 6; i++)
     *v2b[i] = u32at(p, 15 + i);
-  if (c->version == 3)
+  if (c->version >= 3)
     c->group_size = u32at(p, 21);
+  if (c->version == 4)
+    c->pack_rows = u32at(p, 22);
 }
 
 // Report a refused CFG.BIN field; returns -1.
@@ -327,8 +374,10 @@ cfg_check(const struct llm_config *c, int model_kind)
     return bad_field("runtime_seq_len", c->runtime_seq_len, "exceeds seq_len");
   if (c->flags & ~3)
     return bad_field("flags", c->flags, "has unknown bits (known: 1, 2)");
-  if (c->version == 3 && c->group_size != LLM_GS)
+  if (c->version >= 3 && c->group_size != LLM_GS)
     return bad_field("group_size", c->group_size, "is not 32");
+  if (c->version == 4 && c->pack_rows != 0 && c->pack_rows != 16 && c->pack_rows != 32)
+    return bad_field("pack_rows", c->pack_rows, "is not 0, 16 or 32");
   if (!(c->rms_eps > 0.0f))
     return bad_field("rms_eps", (int)c->rms_eps, "must be > 0");
   if (model_kind == LLM_MODEL_ANY && c->model_kind != LLM_MODEL_SMOL &&
@@ -348,7 +397,7 @@ cfg_check(const struct llm_config *c, int model_kind)
 int
 llm_config_load(const char *dir, int model_kind, struct llm_config *c)
 {
-  static const int sizes[4] = { 0, 48, 84, 88 };
+  static const int sizes[5] = { 0, 48, 84, 88, 92 };
   uint8 p[CFG_MAXBYTES];
   uint64 n;
   int fd = open_asset(dir, "CFG.BIN", 0, 0, &n);
@@ -364,8 +413,8 @@ llm_config_load(const char *dir, int model_kind, struct llm_config *c)
     return -1;
   }
   uint32 v = u32at(p, 1);
-  if (v < 1 || v > 3) {
-    fprintf(2, "%s: CFG.BIN: field version: %u unsupported (1, 2 or 3)\n", llm_prog, v);
+  if (v < 1 || v > 4) {
+    fprintf(2, "%s: CFG.BIN: field version: %u unsupported (1, 2, 3 or 4)\n", llm_prog, v);
     return -1;
   }
   if (n != sizes[v]) {
@@ -415,9 +464,12 @@ take(struct cursor *c, uint64 bytes, int align)
 // The next n floats, widened to doubles (exactly) in the cursor's own
 // buffer: the runtime reads these scales, norms and tables on every
 // token, and a float-to-double conversion is a helper call under TCG.
+// Version 4 stores them as doubles: a pointer into the file's buffer.
 static const double *
 take_f64(struct cursor *c, uint64 n)
 {
+  if (c->rt->cfg.version == 4)
+    return take(c, 8 * n, 8);         // stored as doubles already
   const uint8 *f = take(c, 4 * n, 1); // read bytewise: no aligned copy
   double *d = c->dbl ? c->dbl + c->ndbl : 0;
   c->ndbl += n;
@@ -440,28 +492,30 @@ cursor_rewind(struct cursor *c)
     c->fail = 1;
 }
 
-// The n floats of a whole file's buffer p, widened.
+// The n floats of a whole file's buffer p (NRM.BIN, ROP.BIN: fp32 in
+// every version), widened.
 static const double *
 widen_file(struct llm_runtime *rt, uint8 *p, uint64 n)
 {
-  struct cursor c = { rt, p, 0, 0, 0, n };
-  cursor_rewind(&c);
-  return take_f64(&c, n);
+  double *d = rt_alloc(rt, n * sizeof(double));
+  for (uint64 i = 0; d && i < n; i++)
+    d[i] = (double)f32at(p, (int)i);
+  return d;
 }
 
-// The next qmat of rows x cols: row scales, group multipliers (version 3
-// only), int8 weights (repacked for the vector kernels or offset for the
-// scalar ones).
-static void
-take_qmat(struct cursor *c, struct llm_qmat *m, int rows, int cols)
+// Does a version 4 file's layout (blocks of pack_rows rows) fit the
+// kernels this process runs, so that its weights are used as they are?
+static int
+layout_fits(const struct llm_config *g)
 {
-  m->rows = rows;
-  m->cols = cols;
-  m->ws = take_f64(c, rows);
-  m->wm = 0;
-  if (c->rt->cfg.version == 3)
-    m->wm = take(c, 2ul * rows * (cols / LLM_GS), 2);
-  m->q = take(c, (uint64)rows * cols, 8);
+  return g->version == 4 && g->pack_rows == llm_vec_block();
+}
+
+// Plain row-major int8 weights m->q: repacked for the vector kernels, or
+// offset for the scalar ones.
+static void
+prepare_weights(struct cursor *c, struct llm_qmat *m)
+{
   m->vrows = 0;
   uint64 n = m->q ? llm_vec_wm_bytes(m) : 0;
   if (n > 0) {
@@ -471,6 +525,54 @@ take_qmat(struct cursor *c, struct llm_qmat *m, int rows, int cols)
   }
   if (m->q)
     llm_qmat_offset(m);
+}
+
+// Version 4's part of a qmat after the group multipliers: the packed
+// rows' multipliers as int32, then the weights in the layout of blocks of
+// pack_rows rows (docs/ASSET_FORMAT.md). When that is the kernels' layout
+// the qmat points at them as they are (the mapped case); else they are
+// turned back into plain rows, and prepared as version 3's are.
+static void
+take_packed(struct cursor *c, struct llm_qmat *m)
+{
+  int B = c->rt->cfg.pack_rows;
+  uint64 packed = B ? (uint64)(m->rows / B) * B : 0;
+  const int32 *vm = take(c, 4 * packed * (m->cols / LLM_GS), 4);
+  m->q = take(c, (uint64)m->rows * m->cols, 8);
+  m->vrows = 0;
+  m->vwm = 0;
+  if (m->q == 0)
+    return;
+  if (layout_fits(&c->rt->cfg)) {
+    m->vrows = packed;
+    m->vwm = packed ? vm : 0;
+    return;
+  }
+  if (llm_vec_unpack((int8 *)m->q, m->rows, m->cols, B) < 0)
+    c->fail = 1;
+  else
+    prepare_weights(c, m);
+}
+
+// The next qmat of rows x cols: row scales, group multipliers (version 3
+// and 4), int8 weights (repacked for the vector kernels or offset for the
+// scalar ones; version 4 stores them so).
+static void
+take_qmat(struct cursor *c, struct llm_qmat *m, int rows, int cols)
+{
+  m->rows = rows;
+  m->cols = cols;
+  m->ws = take_f64(c, rows);
+  m->wm = 0;
+  if (c->rt->cfg.version == 3)
+    m->wm = take(c, 2ul * rows * (cols / LLM_GS), 2);
+  if (c->rt->cfg.version == 4) {
+    m->wm = take(c, (2ul * rows * (cols / LLM_GS) + 7) & ~7ul, 8); // padded to 8 bytes
+    take_packed(c, m);
+    return;
+  }
+  m->q = take(c, (uint64)rows * cols, 8);
+  prepare_weights(c, m);
 }
 
 // The MLP of a layer: gate, up, down.
@@ -579,7 +681,7 @@ load_layers(struct llm_runtime *rt, const char *dir)
     char name[MAXNAME];
     snprintf(name, sizeof(name), "L%02d.BIN", l);
     take_layer(&c, L);
-    if (load_file(rt, dir, name, c.off, 0, &c.base) < 0)
+    if (load_weights(rt, dir, name, c.off, &c.base) < 0)
       return -1;
     cursor_rewind(&c);
     take_layer(&c, L);
@@ -598,7 +700,7 @@ load_tables(struct llm_runtime *rt, const char *dir)
   struct cursor c = { rt, 0, 0, 0, 0, 0 };
   uint8 *p;
   take_qmat(&c, &rt->emb, g->vocab_size, g->dim);
-  if (load_file(rt, dir, "EMB.BIN", c.off, 0, &c.base) < 0)
+  if (load_weights(rt, dir, "EMB.BIN", c.off, &c.base) < 0)
     return -1;
   cursor_rewind(&c);
   take_qmat(&c, &rt->emb, g->vocab_size, g->dim);
@@ -621,6 +723,9 @@ llm_runtime_init(struct llm_runtime *rt, const char *dir, int model_kind)
   llm_math_init();
   if (llm_config_load(dir, model_kind, &rt->cfg) < 0)
     return -1;
+  // With vector kernels the block size is known now (llm_vec_block):
+  // llm_kernels_select ran before.
+  rt->mapping = llm_map_weights && layout_fits(&rt->cfg);
   int nl = rt->cfg.n_layers;
   rt->layers = rt_alloc(rt, nl * sizeof(struct llm_layer));
   rt->slot = rt_alloc(rt, nl * sizeof(int));
@@ -632,10 +737,16 @@ llm_runtime_init(struct llm_runtime *rt, const char *dir, int model_kind)
   return load_layers(rt, dir);
 }
 
-// Free every buffer of rt (its layers point into them).
+// Free every buffer of rt and drop its mappings (its layers point into
+// them). A munmap refused while the thread pool runs (-EBUSY) leaves that
+// mapping to the process's exit.
 void
 llm_runtime_free(struct llm_runtime *rt)
 {
   while (rt->nbuf > 0)
     free(rt->buf[--rt->nbuf]);
+  while (rt->nmap > 0) {
+    rt->nmap--;
+    munmap(rt->map[rt->nmap], rt->maplen[rt->nmap]);
+  }
 }

@@ -1,6 +1,6 @@
 // Asset loading of the LLM runtime (user/llm/loader.c): the hyperparameters
 // (struct llm_config, from CFG.BIN) and the weights (struct llm_runtime, one
-// buffer per asset file, read whole), each file checked against the size its
+// buffer per asset file, read whole or mapped), each file checked against the size its
 // layout implies (docs/ASSET_FORMAT.md). Every function takes the asset
 // directory as an argument; nothing changes the working directory.
 #ifndef AISVC_LLM_LOADER_H
@@ -22,7 +22,7 @@ enum llm_layer_kind {
 };
 
 struct llm_config {
-  int version;    // 1, 2 (course formats) or 3 (ours, group-scaled)
+  int version;    // 1, 2 (course formats), 3 (ours, group-scaled) or 4 (3 in the kernels' layout)
   int model_kind; // enum llm_model_kind
   int flags;      // LLM_GATED | LLM_QKNORM
   int dim, hidden_dim, n_layers, n_heads, n_kv_heads, head_dim;
@@ -30,7 +30,8 @@ struct llm_config {
   float rms_eps, rope_theta;
   int rotary_dim;
   int lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, conv_kernel;
-  int group_size; // 32 for version 3, 0 for versions 1/2
+  int group_size; // 32 for versions 3 and 4, 0 for versions 1/2
+  int pack_rows;  // version 4: rows per packed block of the weights (0: row-major)
 };
 
 #define LLM_GATED  1 // flags: attention output gate
@@ -74,9 +75,19 @@ struct llm_runtime {
   int n_full, n_linear;     // layers of each kind
   void *buf[LLM_MAXBUF];    // every allocation, freed by llm_runtime_free
   int nbuf;
+  int mapping;                       // the weight files are mapped, not read (llm_map_weights)
+  void *map[LLM_MAX_LAYERS + 1];     // the mappings, unmapped by llm_runtime_free
+  uint64 maplen[LLM_MAX_LAYERS + 1]; //
+  int nmap;
 };
 
 extern const char *llm_prog; // program name, prefixes every message
+
+// 1 (the default): a version 4 model whose layout fits the kernels has its
+// weight files (EMB.BIN, Lxx.BIN) mapped read-only (mmap, docs/VM.md), so
+// every process shares the page cache's one copy; 0 (llmrun's --no-mmap,
+// ai_daemon's mmap=0): every file is read into the heap.
+extern int llm_map_weights;
 
 // Channels of a Gated DeltaNet layer's causal conv: its q, k and v rows.
 int llm_conv_dim(const struct llm_config *g);

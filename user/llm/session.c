@@ -7,12 +7,18 @@
 // first token; decode then feeds back one token per step (greedy, or
 // sampled: user/llm/sample.c), until the request's length or a stop id.
 // Timing, on one stderr line per request:
-//   PROG: timing load_us=L init_us=I ttft_us=F tpot_us=P prompt=N gen=G kernels=K threads=T
-// load_us: llm_runtime_init; init_us: llm_session_init (which includes the
-// load); ttft_us: request start to the first generated token; tpot_us: mean
-// time of each following token (0 when G is 1); kernels: the matmul
-// kernels that ran (scalar, or vector: kernels_vec.c); threads: the thread pool's
-// size (user/llm/pool.c: the matmuls' rows are split across them). With
+//   PROG: timing load_us=L init_us=I ttft_us=F tpot_us=P prompt=N gen=G cached=C faults=M
+//     kernels=K threads=T
+// (one line) load_us: llm_runtime_init; init_us: llm_session_init (which
+// includes the load); ttft_us: request start to the first generated token;
+// tpot_us: mean time of each following token (0 when G is 1); cached: the
+// prompt positions taken from the KV cache (docs/KVCACHE.md); kernels: the
+// matmul kernels that ran (scalar, or vector: kernels_vec.c); threads: the
+// thread pool's size (user/llm/pool.c: the matmuls' rows are split across
+// them); faults: the page faults that filled a file mapping since the
+// previous timing line, the first one counting from the end of the load
+// (sysinfo(): so the first request shows what its first forward pass paid
+// for the mapped weights, docs/VM.md; 0 on the read path). With
 // --profile, more lines split the prefill and the decode time into matmuls
 // (quantising their inputs included), attention (for Qwen also the Gated
 // DeltaNet recurrence) and the rest, and say per thread how long it
@@ -28,6 +34,7 @@
 // tokens= then counts the positions run, prompts and fed-back ids).
 
 #include "user/lib/user.h"
+#include "kernel/include/sysinfo.h"
 #include "user/llm/session.h"
 #include "user/llm/kernels_vec.h"
 #include "user/llm/layers.h"
@@ -163,6 +170,16 @@ llm_session_add_caches(struct llm_session *s, const struct llm_runtime *rt, int 
   return s->ncache;
 }
 
+static uint64 faults_seen; // the process's mapping faults at the last timing line, or the load
+
+// The page faults that filled this process's file mappings (sysinfo).
+static uint64
+mapping_faults(void)
+{
+  struct sysinfo si;
+  return sysinfo(&si) == 0 ? si.faults : 0;
+}
+
 int
 llm_session_init(struct llm_session *s, struct llm_runtime *rt, const char *dir, int model_kind)
 {
@@ -176,6 +193,7 @@ llm_session_init(struct llm_session *s, struct llm_runtime *rt, const char *dir,
     return -1;
   }
   s->tm.load_us = time_us() - t1;
+  faults_seen = mapping_faults();
   if (session_alloc(s, rt) < 0) {
     fprintf(2, "%s: out of memory for the KV cache and workspace\n", llm_prog);
     llm_session_free(s, rt);
@@ -295,11 +313,13 @@ void
 llm_print_timing(
     const struct llm_session *s, uint64 ttft, uint64 tpot, int prompt, int cached, int gen)
 {
+  uint64 faults = mapping_faults();
   fprintf(2,
       "%s: timing load_us=%lu init_us=%lu ttft_us=%lu tpot_us=%lu "
-      "prompt=%d gen=%d cached=%d kernels=%s threads=%d\n",
-      llm_prog, s->tm.load_us, s->tm.init_us, ttft, tpot, prompt, gen, cached, llm_kernels_name(),
-      llm_pool_threads());
+      "prompt=%d gen=%d cached=%d faults=%lu kernels=%s threads=%d\n",
+      llm_prog, s->tm.load_us, s->tm.init_us, ttft, tpot, prompt, gen, cached, faults - faults_seen,
+      llm_kernels_name(), llm_pool_threads());
+  faults_seen = faults;
 }
 
 void

@@ -18,6 +18,7 @@
 #include "kernel/include/memlayout.h"
 #include "kernel/include/syscall.h"
 #include "kernel/include/sysinfo.h"
+#include "kernel/include/mman.h"
 #include "kernel/include/aisvc.h"
 
 #define NELEM(a)     ((int)(sizeof(a) / sizeof((a)[0])))
@@ -126,6 +127,10 @@ void call_threads(struct call *c); // threads, futexes, groups (fuzz_proc.c)
 void call_raw(struct call *c);     // random registers (fuzz_proc.c)
 void call_ai(struct call *c);      // an AI caller's calls (fuzz_ai.c)
 void call_ai_any(struct call *c);  // stream, logprobs, the right (fuzz_ai.c)
+void call_mmap(struct call *c);    // file mappings (fuzz_mmap.c)
+// After call c returned r: a mapping it made becomes the one call_mmap
+// unmaps and writes from (fuzz_mmap.c).
+void mmap_made(struct call *c, long r);
 
 // ---------------------------------------------------------------- processes
 // One random call, typed or raw, made and checked (fuzz_worker.c).

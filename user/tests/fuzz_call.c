@@ -241,7 +241,8 @@ is_ai(long nr)
 static int
 valid_nr(long nr)
 {
-  return (nr >= SYS_fork && nr <= SYS_setfg) || is_ai(nr) || nr == SYS_vlenb;
+  return (nr >= SYS_fork && nr <= SYS_setfg) || is_ai(nr) || nr == SYS_vlenb || nr == SYS_mmap ||
+      nr == SYS_munmap;
 }
 
 // Records a failed check (the first one's description is kept).

@@ -38,6 +38,7 @@ make_typed(struct call *c)
   if (c->nr == SYS_exec)
     stop_helper();
   r = run(c);
+  mmap_made(c, r);
   if (c->nr == SYS_wait && r > 0)
     forget(kids, &nkids, r);
   if (c->nr == SYS_thread_create && r > 0 && !child)
@@ -63,7 +64,7 @@ one_call(void)
     run(&c);
     return;
   }
-  switch (pick(child ? 11 : 12)) {
+  switch (pick(child ? 12 : 13)) {
   case 0:
   case 1:
   case 2: call_file(&c); break;
@@ -75,6 +76,7 @@ one_call(void)
   case 8: call_ai(&c); break;
   case 9: call_threads(&c); break;
   case 10: call_ai_any(&c); break;
+  case 11: call_mmap(&c); break;
   default: // fork a child (workers only), or wait for one of MAXKIDS
     if (nkids >= MAXKIDS) {
       c.nr = SYS_wait;

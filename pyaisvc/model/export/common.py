@@ -29,7 +29,8 @@ from pyaisvc.model.tokenizer import load_tokenizer
 
 SAMPLE_PROMPT = "The capital of France is"
 SAMPLE_NEW_TOKENS = 8
-FORMATS = ("v3", "course")
+FORMATS = ("v4", "v3", "course")
+PACK_ROWS = 32  # v4: the RVV kernels' block at 256- and 512-bit vectors (kernels_vec.c)
 FORMAT_ALIASES = {"ours": "v3"}  # v3's first name; scripts may still use it
 
 # progress(done, total, label): called after each step; the CLI draws the bar.
@@ -78,7 +79,8 @@ def rope_table(rotary_dim: int, theta: float, n_pos: int) -> tuple[np.ndarray, n
 
 
 def format_config(c: A.Config, fmt: str, runtime_seq_len: int) -> A.Config:
-    """The Config to write for ``fmt``: course v1 (Smol) / v2 (Qwen), or v3."""
+    """The Config to write for ``fmt``: course v1 (Smol) / v2 (Qwen), v3, or v4 (v3 in the
+    guest kernels' layout, which the guest maps: docs/ASSET_FORMAT.md 3b)."""
     fmt = FORMAT_ALIASES.get(fmt, fmt)
     if fmt not in FORMATS:
         raise ExportError(f"export: --format {fmt!r} unknown; use one of {', '.join(FORMATS)}")
@@ -92,8 +94,9 @@ def format_config(c: A.Config, fmt: str, runtime_seq_len: int) -> A.Config:
                               "expressed in course format v1; use --format v3")
         gs = 0
     else:
-        version, gs = 3, GROUP_SIZE
+        version, gs = (4 if fmt == "v4" else 3), GROUP_SIZE
     return dataclasses.replace(c, version=version, group_size=gs,
+                               pack_rows=PACK_ROWS if version == 4 else 0,
                                runtime_seq_len=runtime_seq_len)
 
 
@@ -192,12 +195,16 @@ class _Stepper:
             self.progress(self.done, self.total, label)
 
 
+_FORMAT_NAMES = {1: "course", 2: "course",
+                 3: "aisvc group-scaled (docs/ARITHMETIC.md, Format version 3)",
+                 4: "aisvc group-scaled in the kernels' layout (docs/ASSET_FORMAT.md, 3b)"}
+
+
 def build_info(src: ModelSource, c: A.Config, fmt: str, sizes: dict[str, int]) -> dict:
     """INFO.TXT's content: the format, where the weights came from, the config, the layer kinds
     and the files' sizes."""
     return {
-        "format": {"version": c.version, "name": "course" if fmt == "course" else
-                   "aisvc group-scaled (docs/ARITHMETIC.md, Format version 3)"},
+        "format": {"version": c.version, "name": _FORMAT_NAMES[c.version]},
         "source": src.info,
         "synthetic": bool(src.info.get("synthetic", False)),
         "config": A.config_dict(c),
@@ -251,7 +258,7 @@ def assets_source(path: Path) -> ModelSource:
         return {k: (dequantize(v) if isinstance(v, A.QMat) else np.array(v, np.float32))
                 for k, v in t.items()}
 
-    c = dataclasses.replace(a.config, version=0, group_size=0)
+    c = dataclasses.replace(a.config, version=0, group_size=0, pack_rows=0)
     info = {"model": "qwen3_5" if c.model_kind else "llama", "reexported_from": str(path),
             "original_info": a.info, "synthetic": bool((a.info or {}).get("synthetic", False))}
     return ModelSource(config=c, layer_types=list(a.layer_types),
