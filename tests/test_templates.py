@@ -79,7 +79,7 @@ async def _ask(sock: Path, requests: list[frames.Options]) -> list[list[int]]:
     out = []
     try:
         for opts in requests:
-            sub = await gw.submit(lc.FRANCE["smol"], N, opts, [])
+            sub = await gw.admit(frames.request(lc.FRANCE["smol"], N, opts, []))
             ids: list[int] = []
             async for ev in sub.events():
                 if isinstance(ev, frames.Tokens):
@@ -238,7 +238,7 @@ def test_engine_recovers_a_killed_guest_with_a_clone(template: store.Template, a
                                  template_root=template.dir.parent), metrics)
 
     async def ask() -> list[int]:
-        sub = await engine.submit(lc.FRANCE["smol"], N, frames.Options(), [])
+        sub = await engine.enqueue(frames.request(lc.FRANCE["smol"], N, frames.Options(), []))
         return [i async for ev in sub.events() if isinstance(ev, frames.Tokens) for i in ev.ids]
 
     async def scenario() -> tuple[list[int], list[int], float]:
