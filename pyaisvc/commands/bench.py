@@ -241,6 +241,12 @@ def run(args: argparse.Namespace) -> int:
         if args.cluster is not None:
             raise CommandError("bench: --burst runs on this machine only; leave out --cluster")
         return _run_burst(args, out)
+    return _run_matrix(args, out)
+
+
+def _run_matrix(args: argparse.Namespace, out: Path) -> int:
+    """The matrix of cells (here, or on --cluster) with a progress bar, written into out;
+    0, or CommandError (after writing what was measured) when it fails part-way."""
     cfg = _config(args)
     check_out(out)
     bar = None

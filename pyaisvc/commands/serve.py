@@ -51,6 +51,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="which model (default smol)")
     parser.add_argument("--assets", type=Path, metavar="DIR", help="asset directory (default "
                         + " or ".join(str(m.assets) for m in MODELS.values()) + ")")
+    _door_arguments(parser)
+    parser.add_argument("--queue", type=int, default=QUEUE_MAX, metavar="N",
+                        help="requests the host queue holds beyond what the gateway holds "
+                        f"(its window per user, 16 in all); more get 429 (default {QUEUE_MAX})")
+    _guest_arguments(parser)
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="log every request and the guest's life")
+
+
+
+def _door_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of who may connect and for how long: address, port, key, origins,
+    connections and their time limits."""
     parser.add_argument("--host", default=HOST, metavar="ADDR",
                         help=f"the address to listen on (default {HOST}; 0.0.0.0: every "
                         "address, for a room); any but loopback needs --api-key")
@@ -73,9 +86,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--body-timeout", type=float, default=BODY_SECONDS, metavar="S",
                         help=f"408 for a request body not received in S seconds (default "
                         f"{BODY_SECONDS:g})")
-    parser.add_argument("--queue", type=int, default=QUEUE_MAX, metavar="N",
-                        help="requests the host queue holds beyond what the gateway holds "
-                        f"(its window per user, 16 in all); more get 429 (default {QUEUE_MAX})")
+
+
+def _guest_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of the guest behind the server: the worker's batch and cache, the
+    kernel's policy and budgets, harts, RAM, QEMU and how the guest starts."""
     parser.add_argument("--batch", type=int, default=None, metavar="B",
                         help=f"the worker's places (1..{max_batch()}; boot argument "
                         f"aibatch=B; default: ai_daemon's {max_batch()}): fewer make the "
@@ -105,9 +120,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="boot every guest; by default each starts as a clone of the "
                         "machine's template, saved once with the model loaded "
                         "(docs/COLDSTART.md)")
-    parser.add_argument("--verbose", "-v", action="store_true",
-                        help="log every request and the guest's life")
-
 
 def boot_arguments(args: argparse.Namespace) -> str:
     """The guest's boot arguments for --batch, --prefix-cache, --sched, --chunk and
